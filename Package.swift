@@ -1,0 +1,49 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Attache",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "AttacheCore", targets: ["AttacheCore"]),
+        .executable(name: "attache", targets: ["attache"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+    ],
+    targets: [
+        // Thin C shims over libjpeg-turbo and libpng: every setjmp/longjmp stays in C.
+        .target(
+            name: "CAttache",
+            linkerSettings: [
+                .linkedLibrary("jpeg"),
+                .linkedLibrary("png16"),
+                .linkedLibrary("z"),
+            ]
+        ),
+        .target(
+            name: "AttacheCore",
+            dependencies: ["CAttache"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "attache",
+            dependencies: [
+                "AttacheCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AttacheCoreTests",
+            dependencies: ["AttacheCore", "CAttache"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,68 @@
+/// What a full decode of an image found.
+public struct ImageInfo: Hashable, Sendable {
+    /// The kind, from the magic bytes.
+    public var kind: MediaKind
+    /// Stored width, before orientation.
+    public var width: Int
+    /// Stored height, before orientation.
+    public var height: Int
+    /// Frames (1 for JPEG and PNG; an APNG decodes as its default image).
+    public var frames: Int
+    /// EXIF orientation.
+    public var orientation: Orientation
+    /// Progressive JPEG or interlaced PNG.
+    public var isProgressive: Bool
+
+    /// Width as displayed, after orientation.
+    public var displayWidth: Int { orientation.swapsDimensions ? height : width }
+    /// Height as displayed, after orientation.
+    public var displayHeight: Int { orientation.swapsDimensions ? width : height }
+}
+
+/// How an image is turned into an attachment rendition.
+public struct RenditionSpec: Hashable, Sendable {
+    /// The output fits `maxSide` × `maxSide` (aspect kept, never enlarged). Default 1024.
+    public var maxSide: Int
+    /// JPEG quality 1–100 (default 85).
+    public var jpegQuality: Int
+    /// zlib level for PNG output, 0–9 (default 6).
+    public var pngCompressionLevel: Int
+    /// How much larger than the target the DCT-scaled JPEG decode must stay, so the
+    /// resampler does a real reduction step (default 1.5).
+    public var jpegShrinkHeadroom: Double
+
+    /// Creates a spec; every argument has the documented default.
+    public init(
+        maxSide: Int = 1024, jpegQuality: Int = 85, pngCompressionLevel: Int = 6, jpegShrinkHeadroom: Double = 1.5
+    ) {
+        self.maxSide = maxSide
+        self.jpegQuality = jpegQuality
+        self.pngCompressionLevel = pngCompressionLevel
+        self.jpegShrinkHeadroom = jpegShrinkHeadroom
+    }
+
+    /// Output size for a stored `width` × `height`: fits `maxSide` square, at least 1 × 1.
+    public func outputSize(width: Int, height: Int) -> (width: Int, height: Int) {
+        let longest = max(width, height)
+        guard longest > maxSide else { return (width, height) }
+        let scale = Double(maxSide) / Double(longest)
+        return (
+            max(1, min(maxSide, Int((Double(width) * scale).rounded()))),
+            max(1, min(maxSide, Int((Double(height) * scale).rounded())))
+        )
+    }
+}
+
+/// An encoded, upright, metadata-free image ready to store.
+public struct Rendition: Sendable {
+    /// Output kind.
+    public var kind: MediaKind
+    /// Output width (upright).
+    public var width: Int
+    /// Output height (upright).
+    public var height: Int
+    /// The encoded file.
+    public var data: [UInt8]
+    /// What the source was.
+    public var source: ImageInfo
+}

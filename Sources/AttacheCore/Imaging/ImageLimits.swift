@@ -1,0 +1,58 @@
+/// Resource limits checked from the header, before any large allocation.
+public struct ImageLimits: Hashable, Sendable {
+    /// Largest width × height accepted (default 50,000,000).
+    public var maxPixels: Int
+    /// Largest width or height accepted (default 32,767).
+    public var maxDimension: Int
+    /// Most progressive JPEG scans accepted (default 100).
+    public var maxScans: Int
+    /// Cap on whole-image decoder buffers: progressive or multi-scan JPEG coefficients and
+    /// interlaced PNG rows (default 256 MiB).
+    public var maxDecoderMemory: Int
+
+    /// Creates limits; every argument has the documented default.
+    public init(
+        maxPixels: Int = 50_000_000,
+        maxDimension: Int = 32_767,
+        maxScans: Int = 100,
+        maxDecoderMemory: Int = 256 << 20
+    ) {
+        self.maxPixels = maxPixels
+        self.maxDimension = maxDimension
+        self.maxScans = maxScans
+        self.maxDecoderMemory = maxDecoderMemory
+    }
+
+    /// The defaults.
+    public static let `default` = ImageLimits()
+
+    /// Throws when a header's dimensions break a limit.
+    func check(width: Int, height: Int) throws(AttacheError) {
+        guard width > 0, height > 0 else {
+            throw AttacheError(.corruptData, "image has zero width or height (\(width)x\(height))")
+        }
+        guard width <= maxDimension, height <= maxDimension else {
+            throw AttacheError(
+                .dimensionsTooLarge,
+                "\(width)x\(height) exceeds the dimension limit of \(maxDimension)",
+                limit: "max_dimension")
+        }
+        let pixels = width.multipliedReportingOverflow(by: height)
+        guard !pixels.overflow, pixels.partialValue <= maxPixels else {
+            throw AttacheError(
+                .tooManyPixels,
+                "\(width)x\(height) exceeds the pixel limit of \(maxPixels)",
+                limit: "max_pixels")
+        }
+    }
+
+    /// Throws when a whole-image buffer would pass the decoder-memory cap.
+    func checkDecoderMemory(_ bytes: Int, what: String) throws(AttacheError) {
+        guard bytes <= maxDecoderMemory else {
+            throw AttacheError(
+                .decoderMemoryExceeded,
+                "\(what) needs \(bytes) bytes, over the decoder memory cap of \(maxDecoderMemory)",
+                limit: "max_decoder_memory")
+        }
+    }
+}

@@ -1,0 +1,115 @@
+/// Decodes, downscales and re-encodes JPEG and PNG images in bounded memory.
+///
+/// Memory for a resize is a few input rows plus the output image: JPEGs are decoded with DCT
+/// scaling close to the target size and streamed row by row into the ``Resampler``;
+/// non-interlaced PNGs stream row by row too. Only progressive/multi-scan JPEGs and
+/// interlaced PNGs hold a whole-image buffer, bounded by ``ImageLimits/maxDecoderMemory``.
+public enum ImageProcessor {
+    /// Fully decodes `bytes` (every row), checking every limit, and reports what it found.
+    public static func inspect(
+        _ bytes: MediaBytes, limits: ImageLimits = .default, timeBudget: Duration? = nil
+    ) throws(AttacheError) -> ImageInfo {
+        let deadline = DecodeDeadline(budget: timeBudget)
+        var counter = RowCounter()
+        switch try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength)) {
+        case .jpeg:
+            let decoder = try JPEGDecoder(bytes: bytes, limits: limits, deadline: deadline)
+            try decoder.start(scaleNumerator: 8)
+            try decoder.decodeRows(into: &counter)
+            return ImageInfo(
+                kind: .jpeg, width: decoder.width, height: decoder.height, frames: 1,
+                orientation: decoder.orientation, isProgressive: decoder.isProgressive)
+        case .png:
+            let decoder = try PNGDecoder(bytes: bytes, limits: limits, deadline: deadline)
+            try decoder.decodeRows(into: &counter)
+            return ImageInfo(
+                kind: .png, width: decoder.width, height: decoder.height, frames: 1,
+                orientation: decoder.orientation, isProgressive: decoder.isInterlaced)
+        case .gif:
+            throw AttacheError(.unsupportedVariant, "gif: decoding GIF is not supported by this build")
+        }
+    }
+
+    /// Decodes `bytes` straight to upright pixels that fit `spec.maxSide`.
+    public static func decode(
+        _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: ImageLimits = .default,
+        timeBudget: Duration? = nil
+    ) throws(AttacheError) -> (image: PixelImage, info: ImageInfo) {
+        let deadline = DecodeDeadline(budget: timeBudget)
+        switch try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength)) {
+        case .jpeg:
+            let decoder = try JPEGDecoder(bytes: bytes, limits: limits, deadline: deadline)
+            let target = spec.outputSize(width: decoder.width, height: decoder.height)
+            let numerator = jpegScaleNumerator(
+                width: decoder.width, height: decoder.height, target: target, headroom: spec.jpegShrinkHeadroom)
+            try decoder.start(scaleNumerator: numerator)
+            let image = try resample(decoder, target: target)
+            let info = ImageInfo(
+                kind: .jpeg, width: decoder.width, height: decoder.height, frames: 1,
+                orientation: decoder.orientation, isProgressive: decoder.isProgressive)
+            return (decoder.orientation.apply(to: image), info)
+        case .png:
+            let decoder = try PNGDecoder(bytes: bytes, limits: limits, deadline: deadline)
+            let target = spec.outputSize(width: decoder.width, height: decoder.height)
+            let image = try resample(decoder, target: target)
+            let info = ImageInfo(
+                kind: .png, width: decoder.width, height: decoder.height, frames: 1,
+                orientation: decoder.orientation, isProgressive: decoder.isInterlaced)
+            return (decoder.orientation.apply(to: image), info)
+        case .gif:
+            throw AttacheError(.unsupportedVariant, "gif: decoding GIF is not supported by this build")
+        }
+    }
+
+    /// Decodes, downscales to fit `spec.maxSide`, applies orientation, strips all metadata
+    /// and re-encodes in the source's format (JPEG stays JPEG, PNG stays PNG).
+    public static func render(
+        _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: ImageLimits = .default,
+        timeBudget: Duration? = nil
+    ) throws(AttacheError) -> Rendition {
+        let (image, info) = try decode(bytes, spec: spec, limits: limits, timeBudget: timeBudget)
+        let data: [UInt8]
+        switch info.kind {
+        case .jpeg:
+            data = try Encoders.jpeg(image, quality: spec.jpegQuality)
+        case .png, .gif:
+            data = try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel)
+        }
+        return Rendition(
+            kind: info.kind == .gif ? .png : info.kind, width: image.width, height: image.height, data: data,
+            source: info)
+    }
+
+    /// The smallest libjpeg scale `n`/8 whose output still covers `target` × `headroom`.
+    static func jpegScaleNumerator(
+        width: Int, height: Int, target: (width: Int, height: Int), headroom: Double
+    ) -> Int {
+        if target.width >= width && target.height >= height { return 8 }
+        let needW = min(Double(width), Double(target.width) * headroom)
+        let needH = min(Double(height), Double(target.height) * headroom)
+        for n in 1...8 {
+            let w = (width * n + 7) / 8
+            let h = (height * n + 7) / 8
+            if Double(w) >= needW && Double(h) >= needH { return n }
+        }
+        return 8
+    }
+
+    private static func resample(
+        _ source: some RowSource, target: (width: Int, height: Int)
+    ) throws(AttacheError) -> PixelImage {
+        let (width, height, channels) = (source.rowWidth, source.rowCount, source.channels)
+        if target.width == width && target.height == height {
+            var collector = RowCollector(width: width, height: height, channels: channels)
+            try source.decodeRows(into: &collector)
+            return PixelImage(width: width, height: height, channels: channels, pixels: collector.pixels)
+        }
+        var resampler = Resampler(
+            inWidth: width, inHeight: height, outWidth: target.width, outHeight: target.height, channels: channels)
+        try source.decodeRows(into: &resampler)
+        guard resampler.isComplete else {
+            throw AttacheError(.internalError, "resampler did not receive every row")
+        }
+        return PixelImage(width: target.width, height: target.height, channels: channels, pixels: resampler.output)
+    }
+}

@@ -1,0 +1,238 @@
+/// Receives decoded rows of `width * channels` bytes, top to bottom.
+protocol RowSink {
+    /// Consumes the next row.
+    mutating func push(_ row: UnsafePointer<UInt8>)
+}
+
+/// Produces decoded rows of `rowWidth * channels` bytes.
+protocol RowSource {
+    /// Pixels per row delivered.
+    var rowWidth: Int { get }
+    /// Rows delivered.
+    var rowCount: Int { get }
+    /// Channels per pixel.
+    var channels: Int { get }
+    /// Pushes every row, top to bottom, into `sink`.
+    func decodeRows(into sink: inout some RowSink) throws(AttacheError)
+}
+
+/// A row-streaming, separable downscaler: integer box pre-shrink, then Lanczos-3.
+///
+/// Rows are pushed one at a time; memory is a few rows of the input width plus a ring of
+/// `taps` rows of the output width, so it does not grow with the input height. Pixels are
+/// carried as `SIMD4<Float>`, with colour premultiplied by alpha so transparent pixels do not
+/// bleed dark fringes into their neighbours.
+final class Resampler: RowSink {
+    let inWidth: Int
+    let inHeight: Int
+    let outWidth: Int
+    let outHeight: Int
+    let channels: Int
+
+    private let boxX: Int
+    private let boxY: Int
+    private let boxedWidth: Int
+    private let horizontal: FilterTable
+    private let vertical: FilterTable
+    private let ringSize: Int
+
+    private let converted: UnsafeMutablePointer<SIMD4<Float>>
+    private let boxSum: UnsafeMutablePointer<SIMD4<Float>>
+    private let inverseBoxWidth: UnsafeMutablePointer<Float>
+    private let ring: UnsafeMutablePointer<SIMD4<Float>>
+    private let column: UnsafeMutablePointer<SIMD4<Float>>
+
+    private var rowsPushed = 0
+    private var rowsInBox = 0
+    private var boxedRows = 0
+    private var rowsWritten = 0
+
+    /// The output, `outWidth * outHeight * channels` bytes, complete once every row is pushed.
+    private(set) var output: [UInt8]
+
+    /// Whether every input row has been pushed and every output row written.
+    var isComplete: Bool { rowsWritten == outHeight }
+
+    init(inWidth: Int, inHeight: Int, outWidth: Int, outHeight: Int, channels: Int) {
+        precondition(inWidth > 0 && inHeight > 0 && outWidth > 0 && outHeight > 0)
+        precondition((1...4).contains(channels))
+        self.inWidth = inWidth
+        self.inHeight = inHeight
+        self.outWidth = outWidth
+        self.outHeight = outHeight
+        self.channels = channels
+        let scaleX = Double(inWidth) / Double(outWidth)
+        let scaleY = Double(inHeight) / Double(outHeight)
+        // Box-shrink by whole factors while at least 2x is left for Lanczos.
+        boxX = max(1, Int(scaleX / 2))
+        boxY = max(1, Int(scaleY / 2))
+        boxedWidth = (inWidth + boxX - 1) / boxX
+        let boxedHeight = (inHeight + boxY - 1) / boxY
+        horizontal = FilterTable(inSize: boxedWidth, outSize: outWidth, scale: scaleX / Double(boxX))
+        vertical = FilterTable(inSize: boxedHeight, outSize: outHeight, scale: scaleY / Double(boxY))
+        ringSize = vertical.stride + 1
+        converted = .allocate(capacity: inWidth)
+        boxSum = .allocate(capacity: boxedWidth)
+        boxSum.initialize(repeating: .zero, count: boxedWidth)
+        inverseBoxWidth = .allocate(capacity: boxedWidth)
+        for j in 0..<boxedWidth {
+            let covered = min(inWidth, (j + 1) * boxX) - j * boxX
+            inverseBoxWidth[j] = 1 / Float(covered)
+        }
+        ring = .allocate(capacity: ringSize * outWidth)
+        column = .allocate(capacity: outWidth)
+        output = [UInt8](repeating: 0, count: outWidth * outHeight * channels)
+    }
+
+    deinit {
+        converted.deallocate()
+        boxSum.deallocate()
+        inverseBoxWidth.deallocate()
+        ring.deallocate()
+        column.deallocate()
+    }
+
+    func push(_ row: UnsafePointer<UInt8>) {
+        guard rowsPushed < inHeight else { return }
+        rowsPushed += 1
+        if boxX == 1 && boxY == 1 {
+            convert(row, into: converted)
+            filterRow(converted)
+            return
+        }
+        convert(row, into: converted)
+        // Horizontal box: sum runs of boxX pixels into boxSum (accumulated over boxY rows).
+        if boxX == 1 {
+            for j in 0..<boxedWidth { boxSum[j] += converted[j] }
+        } else {
+            var x = 0
+            for j in 0..<boxedWidth {
+                var acc = SIMD4<Float>.zero
+                let end = min(x + boxX, inWidth)
+                while x < end {
+                    acc += converted[x]
+                    x += 1
+                }
+                boxSum[j] += acc
+            }
+        }
+        rowsInBox += 1
+        if rowsInBox == boxY || rowsPushed == inHeight {
+            let inverseRows = 1 / Float(rowsInBox)
+            for j in 0..<boxedWidth {
+                converted[j] = boxSum[j] * (inverseBoxWidth[j] * inverseRows)
+                boxSum[j] = .zero
+            }
+            rowsInBox = 0
+            filterRow(converted)
+        }
+    }
+
+    /// Widens a row of bytes into premultiplied `SIMD4<Float>` pixels.
+    private func convert(_ row: UnsafePointer<UInt8>, into dst: UnsafeMutablePointer<SIMD4<Float>>) {
+        let width = inWidth
+        switch channels {
+        case 1:
+            for x in 0..<width { dst[x] = SIMD4(Float(row[x]), 0, 0, 0) }
+        case 2:
+            for x in 0..<width {
+                let a = Float(row[2 * x + 1])
+                dst[x] = SIMD4(Float(row[2 * x]) * (a * (1 / 255)), 0, 0, a)
+            }
+        case 3:
+            for x in 0..<width {
+                dst[x] = SIMD4(Float(row[3 * x]), Float(row[3 * x + 1]), Float(row[3 * x + 2]), 0)
+            }
+        default:
+            for x in 0..<width {
+                let p = row + 4 * x
+                let a = Float(p[3])
+                let f = a * (1 / 255)
+                dst[x] = SIMD4(Float(p[0]) * f, Float(p[1]) * f, Float(p[2]) * f, a)
+            }
+        }
+    }
+
+    /// Lanczos along the row into the ring, then emits every output row now complete.
+    private func filterRow(_ src: UnsafeMutablePointer<SIMD4<Float>>) {
+        let slot = ring + (boxedRows % ringSize) * outWidth
+        horizontal.weights.withUnsafeBufferPointer { weights in
+            horizontal.starts.withUnsafeBufferPointer { starts in
+                horizontal.counts.withUnsafeBufferPointer { counts in
+                    let stride = horizontal.stride
+                    for x in 0..<outWidth {
+                        let s = src + starts[x]
+                        let w = weights.baseAddress! + x * stride
+                        var acc = SIMD4<Float>.zero
+                        for t in 0..<counts[x] { acc += s[t] * w[t] }
+                        slot[x] = acc
+                    }
+                }
+            }
+        }
+        boxedRows += 1
+        while rowsWritten < outHeight,
+            vertical.starts[rowsWritten] + vertical.counts[rowsWritten] <= boxedRows
+        {
+            emitRow(rowsWritten)
+            rowsWritten += 1
+        }
+    }
+
+    private func emitRow(_ y: Int) {
+        let start = vertical.starts[y]
+        let count = vertical.counts[y]
+        let width = outWidth
+        vertical.weights.withUnsafeBufferPointer { weights in
+            let w = weights.baseAddress! + y * vertical.stride
+            let first = ring + (start % ringSize) * width
+            let w0 = w[0]
+            for x in 0..<width { column[x] = first[x] * w0 }
+            for t in 1..<max(count, 1) {
+                let src = ring + ((start + t) % ringSize) * width
+                let wt = w[t]
+                for x in 0..<width { column[x] += src[x] * wt }
+            }
+        }
+        let channels = channels
+        output.withUnsafeMutableBufferPointer { out in
+            let dst = out.baseAddress! + y * width * channels
+            let top = SIMD4<Float>(repeating: 255)
+            switch channels {
+            case 1:
+                for x in 0..<width {
+                    dst[x] = UInt8(min(max(column[x][0], 0), 255) + 0.5)
+                }
+            case 2:
+                for x in 0..<width {
+                    let v = column[x]
+                    let a = min(max(v[3], 0), 255)
+                    let g = a > 0 ? min(max(v[0] * 255 / a, 0), 255) : 0
+                    dst[2 * x] = UInt8(g + 0.5)
+                    dst[2 * x + 1] = UInt8(a + 0.5)
+                }
+            case 3:
+                for x in 0..<width {
+                    let v = column[x].clamped(lowerBound: .zero, upperBound: top) + 0.5
+                    dst[3 * x] = UInt8(v[0])
+                    dst[3 * x + 1] = UInt8(v[1])
+                    dst[3 * x + 2] = UInt8(v[2])
+                }
+            default:
+                for x in 0..<width {
+                    var v = column[x]
+                    let a = min(max(v[3], 0), 255)
+                    if a > 0 {
+                        v = (v * (255 / a)).clamped(lowerBound: .zero, upperBound: top)
+                    } else {
+                        v = .zero
+                    }
+                    dst[4 * x] = UInt8(v[0] + 0.5)
+                    dst[4 * x + 1] = UInt8(v[1] + 0.5)
+                    dst[4 * x + 2] = UInt8(v[2] + 0.5)
+                    dst[4 * x + 3] = UInt8(a + 0.5)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import ArgumentParser
+import AttacheCore
+
+struct Inspect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Fully decode each file and report its kind, size, frames and orientation.",
+        discussion: "Exits 0 even when files are rejected; each rejection is reported on its line."
+    )
+
+    @Flag(help: "Print one JSON object per file.")
+    var json = false
+
+    @OptionGroup var limits: LimitOptions
+
+    @Argument(help: "Image files.")
+    var files: [String]
+
+    func run() throws {
+        let limits = self.limits.imageLimits
+        for file in files {
+            let result: Result<ImageInfo, AttacheError>
+            do {
+                let bytes = try MediaBytes(contentsOfFile: file)
+                result = .success(try ImageProcessor.inspect(bytes, limits: limits))
+            } catch let error as AttacheError {
+                result = .failure(error)
+            }
+            print(json ? Self.jsonLine(file: file, result) : Self.textLine(file: file, result))
+        }
+    }
+
+    static func textLine(file: String, _ result: Result<ImageInfo, AttacheError>) -> String {
+        switch result {
+        case .success(let info):
+            return "\(file)\tok\t\(info.kind.rawValue)\t\(info.width)x\(info.height)\tframes=\(info.frames)"
+                + "\torientation=\(info.orientation.rawValue)"
+        case .failure(let error):
+            return "\(file)\terror\t\(error.code)\t\(error.message)"
+        }
+    }
+
+    static func jsonLine(file: String, _ result: Result<ImageInfo, AttacheError>) -> String {
+        var line = JSONLine()
+        line.add("file", file)
+        switch result {
+        case .success(let info):
+            line.add("ok", true)
+            line.add("kind", info.kind.rawValue)
+            line.add("width", info.width)
+            line.add("height", info.height)
+            line.add("frames", info.frames)
+            line.add("orientation", info.orientation.rawValue)
+            line.add("error", object: nil)
+        case .failure(let error):
+            line.add("ok", false)
+            line.add("kind", nil as String?)
+            line.add("width", nil as Int?)
+            line.add("height", nil as Int?)
+            line.add("frames", nil as Int?)
+            line.add("orientation", nil as Int?)
+            line.add("error", object: errorObject(error))
+        }
+        return line.text
+    }
+
+    static func errorObject(_ error: AttacheError) -> JSONLine {
+        var object = JSONLine()
+        object.add("code", error.code.rawValue)
+        object.add("message", error.message)
+        if let limit = error.limit { object.add("limit", limit) }
+        return object
+    }
+}
+
+/// Options that set ``ImageLimits``.
+struct LimitOptions: ParsableArguments {
+    @Option(help: "Largest width x height accepted.")
+    var maxPixels: Int = ImageLimits.default.maxPixels
+
+    @Option(help: "Largest width or height accepted.")
+    var maxDimension: Int = ImageLimits.default.maxDimension
+
+    @Option(help: "Most progressive JPEG scans accepted.")
+    var maxScans: Int = ImageLimits.default.maxScans
+
+    @Option(help: "Cap in bytes on whole-image decoder buffers (progressive JPEG, interlaced PNG).")
+    var maxDecoderMemory: Int = ImageLimits.default.maxDecoderMemory
+
+    var imageLimits: ImageLimits {
+        ImageLimits(
+            maxPixels: maxPixels, maxDimension: maxDimension, maxScans: maxScans,
+            maxDecoderMemory: maxDecoderMemory)
+    }
+}

@@ -1,0 +1,103 @@
+import ArgumentParser
+import AttacheCore
+import Foundation
+
+struct Resize: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Downscale images to fit a square, upright and without metadata.",
+        discussion: """
+            Writes DIR/<name>.<ext> for each file (JPEG stays JPEG, PNG stays PNG) and prints \
+            the output width, height, bytes and milliseconds, or the error. Exits 0 even when \
+            files are rejected.
+            """
+    )
+
+    @Option(help: "The output fits N x N, aspect kept, never enlarged.")
+    var maxSide: Int
+
+    @Option(help: "JPEG quality, 1-100.")
+    var quality: Int = 85
+
+    @Option(help: "zlib level for PNG output, 0-9.")
+    var pngLevel: Int = 6
+
+    @Option(help: "Output directory (created if missing).")
+    var out: String
+
+    @Flag(help: "Print one JSON object per file.")
+    var json = false
+
+    @OptionGroup var limits: LimitOptions
+
+    @Argument(help: "Image files.")
+    var files: [String]
+
+    func validate() throws {
+        guard maxSide > 0 else { throw ValidationError("--max-side must be positive") }
+        guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1-100") }
+        guard (0...9).contains(pngLevel) else { throw ValidationError("--png-level must be 0-9") }
+    }
+
+    func run() throws {
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let spec = RenditionSpec(maxSide: maxSide, jpegQuality: quality, pngCompressionLevel: pngLevel)
+        let limits = self.limits.imageLimits
+        let clock = ContinuousClock()
+        for file in files {
+            let started = clock.now
+            var outputPath = ""
+            let result: Result<Rendition, AttacheError>
+            do {
+                let bytes = try MediaBytes(contentsOfFile: file)
+                let rendition = try ImageProcessor.render(bytes, spec: spec, limits: limits)
+                let stem = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
+                outputPath =
+                    URL(fileURLWithPath: out).appendingPathComponent(
+                        "\(stem).\(rendition.kind.fileExtension)"
+                    ).path
+                guard FileManager.default.createFile(atPath: outputPath, contents: Data(rendition.data)) else {
+                    throw AttacheError(.ioError, "cannot write \(outputPath)")
+                }
+                result = .success(rendition)
+            } catch let error as AttacheError {
+                result = .failure(error)
+            }
+            let elapsed = clock.now - started
+            let ms = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+            print(line(file: file, output: outputPath, result, milliseconds: ms))
+        }
+    }
+
+    private func line(
+        file: String, output: String, _ result: Result<Rendition, AttacheError>, milliseconds: Double
+    )
+        -> String
+    {
+        let ms = (milliseconds * 10).rounded() / 10
+        if json {
+            var line = JSONLine()
+            line.add("file", file)
+            switch result {
+            case .success(let r):
+                line.add("ok", true)
+                line.add("output", output)
+                line.add("kind", r.kind.rawValue)
+                line.add("width", r.width)
+                line.add("height", r.height)
+                line.add("bytes", r.data.count)
+                line.add("ms", ms)
+            case .failure(let error):
+                line.add("ok", false)
+                line.add("ms", ms)
+                line.add("error", object: Inspect.errorObject(error))
+            }
+            return line.text
+        }
+        switch result {
+        case .success(let r):
+            return "\(file)\tok\t\(output)\t\(r.width)x\(r.height)\t\(r.data.count) bytes\t\(ms) ms"
+        case .failure(let error):
+            return "\(file)\terror\t\(error.code)\t\(error.message)\t\(ms) ms"
+        }
+    }
+}
