@@ -36,6 +36,7 @@ let package = Package(
             name: "attache",
             dependencies: [
                 "AttacheCore",
+                "CAttache",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

@@ -11,14 +11,6 @@
 #include <jpeglib.h>
 #include <jerror.h>
 
-uint64_t att_monotonic_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void att_free(void *pointer) { free(pointer); }
-
 // MARK: - Error manager
 
 typedef struct {
@@ -210,7 +202,7 @@ att_jpeg_decoder *att_jpeg_open(
 }
 
 int32_t att_jpeg_start(
-    att_jpeg_decoder *d, int32_t scale_num, int32_t channels, uint32_t *out_width,
+    att_jpeg_decoder *d, int32_t scale_num, int32_t channels, int32_t fancy_upsampling, uint32_t *out_width,
     uint32_t *out_height, att_error *error) {
     if (channels != 1 && channels != 3) {
         set_error(error, ATT_ERR_INTERNAL, "channels must be 1 or 3");
@@ -224,6 +216,7 @@ int32_t att_jpeg_start(
     d->cinfo.scale_num = (unsigned)(scale_num < 1 ? 1 : (scale_num > 8 ? 8 : scale_num));
     d->cinfo.scale_denom = 8;
     d->cinfo.dct_method = JDCT_ISLOW;
+    d->cinfo.do_fancy_upsampling = fancy_upsampling ? TRUE : FALSE;
     if (channels == 1) {
         d->cinfo.out_color_space = JCS_GRAYSCALE;
     } else if (d->cmyk) {

@@ -1,4 +1,5 @@
 import ArgumentParser
+internal import CAttache
 
 @main
 struct Attache: ParsableCommand {
@@ -8,4 +9,10 @@ struct Attache: ParsableCommand {
         version: "0.1.0",
         subcommands: [Inspect.self, Resize.self]
     )
+
+    /// Batch commands decode one file after another: keep freed decoder buffers in the heap
+    /// for the next file instead of returning them to the kernel and faulting them in again.
+    static func tuneAllocatorForBatch() {
+        att_tune_allocator_for_batch()
+    }
 }

@@ -16,6 +16,7 @@ struct Inspect: ParsableCommand {
     var files: [String]
 
     func run() throws {
+        Attache.tuneAllocatorForBatch()
         let limits = self.limits.imageLimits
         for file in files {
             let result: Result<ImageInfo, AttacheError>

@@ -21,6 +21,12 @@ struct Resize: ParsableCommand {
     @Option(help: "zlib level for PNG output, 0-9.")
     var pngLevel: Int = 6
 
+    @Option(help: ArgumentHelp("How much larger than the target a DCT-scaled JPEG decode stays.", visibility: .hidden))
+    var jpegHeadroom: Double = RenditionSpec().jpegShrinkHeadroom
+
+    @Option(help: ArgumentHelp("libjpeg fancy upsampling (1) or merged (0).", visibility: .hidden))
+    var jpegFancy: Int = 1
+
     @Option(help: "Output directory (created if missing).")
     var out: String
 
@@ -39,8 +45,12 @@ struct Resize: ParsableCommand {
     }
 
     func run() throws {
+        Attache.tuneAllocatorForBatch()
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-        let spec = RenditionSpec(maxSide: maxSide, jpegQuality: quality, pngCompressionLevel: pngLevel)
+        let base = RenditionSpec(
+            maxSide: maxSide, jpegQuality: quality, pngCompressionLevel: pngLevel, jpegShrinkHeadroom: jpegHeadroom)
+        var spec = base
+        spec.jpegFancyUpsampling = jpegFancy != 0
         let limits = self.limits.imageLimits
         let clock = ContinuousClock()
         for file in files {

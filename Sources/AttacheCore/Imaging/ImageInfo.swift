@@ -28,12 +28,15 @@ public struct RenditionSpec: Hashable, Sendable {
     /// zlib level for PNG output, 0–9 (default 6).
     public var pngCompressionLevel: Int
     /// How much larger than the target the DCT-scaled JPEG decode must stay, so the
-    /// resampler does a real reduction step (default 1.5).
+    /// resampler does the last, real reduction step (default 1.0: libjpeg-turbo's
+    /// 1/2, 1/4 and 1/8 scaled IDCTs are used, never a scale below the target).
     public var jpegShrinkHeadroom: Double
+    /// libjpeg's smooth chroma upsampling (true) or its faster merged upsampling (false).
+    public var jpegFancyUpsampling: Bool = true
 
     /// Creates a spec; every argument has the documented default.
     public init(
-        maxSide: Int = 1024, jpegQuality: Int = 85, pngCompressionLevel: Int = 6, jpegShrinkHeadroom: Double = 1.5
+        maxSide: Int = 1024, jpegQuality: Int = 85, pngCompressionLevel: Int = 6, jpegShrinkHeadroom: Double = 1.0
     ) {
         self.maxSide = maxSide
         self.jpegQuality = jpegQuality

@@ -55,11 +55,12 @@ final class JPEGDecoder {
     var channels: Int { isGray ? 1 : 3 }
 
     /// Starts decompression at `scaleNumerator`/8 of the stored size.
-    func start(scaleNumerator: Int) throws(AttacheError) {
+    func start(scaleNumerator: Int, fancyUpsampling: Bool = true) throws(AttacheError) {
         var error = att_error()
         var w: UInt32 = 0
         var h: UInt32 = 0
-        let status = att_jpeg_start(handle, Int32(scaleNumerator), Int32(channels), &w, &h, &error)
+        let status = att_jpeg_start(
+            handle, Int32(scaleNumerator), Int32(channels), fancyUpsampling ? 1 : 0, &w, &h, &error)
         guard status == 0 else { throw AttacheError(shim: error, format: "jpeg") }
         outputWidth = Int(w)
         outputHeight = Int(h)

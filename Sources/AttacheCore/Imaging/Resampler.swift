@@ -41,6 +41,7 @@ final class Resampler: RowSink {
     private let inverseBoxWidth: UnsafeMutablePointer<Float>
     private let ring: UnsafeMutablePointer<SIMD4<Float>>
     private let column: UnsafeMutablePointer<SIMD4<Float>>
+    private let rows: UnsafeMutablePointer<UnsafePointer<SIMD4<Float>>>
 
     private var rowsPushed = 0
     private var rowsInBox = 0
@@ -81,6 +82,7 @@ final class Resampler: RowSink {
         }
         ring = .allocate(capacity: ringSize * outWidth)
         column = .allocate(capacity: outWidth)
+        rows = .allocate(capacity: vertical.stride)
         output = [UInt8](repeating: 0, count: outWidth * outHeight * channels)
     }
 
@@ -90,6 +92,7 @@ final class Resampler: RowSink {
         inverseBoxWidth.deallocate()
         ring.deallocate()
         column.deallocate()
+        rows.deallocate()
     }
 
     func push(_ row: UnsafePointer<UInt8>) {
@@ -185,54 +188,65 @@ final class Resampler: RowSink {
         let width = outWidth
         vertical.weights.withUnsafeBufferPointer { weights in
             let w = weights.baseAddress! + y * vertical.stride
-            let first = ring + (start % ringSize) * width
-            let w0 = w[0]
-            for x in 0..<width { column[x] = first[x] * w0 }
-            for t in 1..<max(count, 1) {
-                let src = ring + ((start + t) % ringSize) * width
-                let wt = w[t]
-                for x in 0..<width { column[x] += src[x] * wt }
+            for t in 0..<count { rows[t] = UnsafePointer(ring + ((start + t) % ringSize) * width) }
+            // Per pixel, sum the taps in a register: each ring row is read once, column is
+            // written once.
+            switch count {
+            case 1:
+                let r0 = rows[0]
+                let w0 = w[0]
+                for x in 0..<width { column[x] = r0[x] * w0 }
+            default:
+                for x in 0..<width {
+                    var acc = rows[0][x] * w[0]
+                    for t in 1..<count { acc += rows[t][x] * w[t] }
+                    column[x] = acc
+                }
             }
         }
         let channels = channels
         output.withUnsafeMutableBufferPointer { out in
             let dst = out.baseAddress! + y * width * channels
-            let top = SIMD4<Float>(repeating: 255)
             switch channels {
             case 1:
-                for x in 0..<width {
-                    dst[x] = UInt8(min(max(column[x][0], 0), 255) + 0.5)
-                }
+                for x in 0..<width { dst[x] = Self.byte(column[x][0]) }
             case 2:
                 for x in 0..<width {
                     let v = column[x]
-                    let a = min(max(v[3], 0), 255)
-                    let g = a > 0 ? min(max(v[0] * 255 / a, 0), 255) : 0
-                    dst[2 * x] = UInt8(g + 0.5)
-                    dst[2 * x + 1] = UInt8(a + 0.5)
+                    let a = Self.clamp(v[3])
+                    dst[2 * x] = a > 0 ? Self.byte(v[0] * 255 / a) : 0
+                    dst[2 * x + 1] = Self.byte(a)
                 }
             case 3:
                 for x in 0..<width {
-                    let v = column[x].clamped(lowerBound: .zero, upperBound: top) + 0.5
-                    dst[3 * x] = UInt8(v[0])
-                    dst[3 * x + 1] = UInt8(v[1])
-                    dst[3 * x + 2] = UInt8(v[2])
+                    let v = column[x]
+                    dst[3 * x] = Self.byte(v[0])
+                    dst[3 * x + 1] = Self.byte(v[1])
+                    dst[3 * x + 2] = Self.byte(v[2])
                 }
             default:
                 for x in 0..<width {
-                    var v = column[x]
-                    let a = min(max(v[3], 0), 255)
+                    let v = column[x]
+                    let a = Self.clamp(v[3])
                     if a > 0 {
-                        v = (v * (255 / a)).clamped(lowerBound: .zero, upperBound: top)
+                        let f = 255 / a
+                        dst[4 * x] = Self.byte(v[0] * f)
+                        dst[4 * x + 1] = Self.byte(v[1] * f)
+                        dst[4 * x + 2] = Self.byte(v[2] * f)
                     } else {
-                        v = .zero
+                        dst[4 * x] = 0
+                        dst[4 * x + 1] = 0
+                        dst[4 * x + 2] = 0
                     }
-                    dst[4 * x] = UInt8(v[0] + 0.5)
-                    dst[4 * x + 1] = UInt8(v[1] + 0.5)
-                    dst[4 * x + 2] = UInt8(v[2] + 0.5)
-                    dst[4 * x + 3] = UInt8(a + 0.5)
+                    dst[4 * x + 3] = Self.byte(a)
                 }
             }
         }
     }
+
+    @inline(__always)
+    private static func clamp(_ v: Float) -> Float { v < 0 ? 0 : (v > 255 ? 255 : v) }
+
+    @inline(__always)
+    private static func byte(_ v: Float) -> UInt8 { UInt8(truncatingIfNeeded: Int32(clamp(v) + 0.5)) }
 }

@@ -30,6 +30,10 @@ typedef struct {
 /// Frees memory returned by the encoders.
 void att_free(void *pointer);
 
+/// Keeps freed large buffers in the heap for reuse (batch work decodes one file after another)
+/// instead of unmapping them and faulting fresh pages in for the next file.
+void att_tune_allocator_for_batch(void);
+
 /// Monotonic clock in nanoseconds (the clock deadlines are measured on).
 uint64_t att_monotonic_ns(void);
 
@@ -70,8 +74,9 @@ att_jpeg_decoder *att_jpeg_open(
     att_error *error);
 
 /// Starts decompression at scale `scale_num`/8 with 1 (gray) or 3 (RGB) output channels.
+/// `fancy_upsampling` 0 selects libjpeg's merged (box) chroma upsampling, which is faster.
 int32_t att_jpeg_start(
-    att_jpeg_decoder *decoder, int32_t scale_num, int32_t channels, uint32_t *out_width,
+    att_jpeg_decoder *decoder, int32_t scale_num, int32_t channels, int32_t fancy_upsampling, uint32_t *out_width,
     uint32_t *out_height, att_error *error);
 
 /// Reads up to `max_rows` rows of `channels` bytes per pixel into `buffer`.

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Compare `attache resize` with vipsthumbnail and Pillow on the same photos, one core each.
+
+For every tool: one process over the whole folder under `taskset -c 0` and `/usr/bin/time -v`,
+giving throughput (images/s), the ratio to vipsthumbnail, peak RSS, total output bytes, and the
+mean PSNR of each output against a reference resize of the same photo (full decode, EXIF
+orientation applied, Lanczos-3 in 32-bit float per channel, to the tool's own output size).
+"""
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from PIL import Image, ImageOps
+
+PILLOW_SCRIPT = r"""
+import sys
+from PIL import Image, ImageOps
+size, out, files = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+for f in files:
+    im = Image.open(f)
+    if im.format == "JPEG":
+        im.draft("RGB", (size, size))
+    im = ImageOps.exif_transpose(im)
+    im.thumbnail((size, size), Image.LANCZOS)
+    name = f.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    if f.lower().endswith(".png"):
+        im.save(f"{out}/{name}.png", optimize=False, compress_level=6)
+    else:
+        im.convert("RGB").save(f"{out}/{name}.jpg", quality=85, optimize=True)
+"""
+
+
+def timed(cmd):
+    """Runs cmd on core 0 under /usr/bin/time -v; returns (seconds, peak RSS in MB)."""
+    full = ["/usr/bin/time", "-v", "taskset", "-c", "0"] + cmd
+    p = subprocess.run(full, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"command failed: {' '.join(cmd[:3])}...\n{p.stderr[-2000:]}")
+    wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", p.stderr)
+    h, m, s = wall.groups()
+    seconds = (int(h) * 3600 if h else 0) + int(m) * 60 + float(s)
+    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr).group(1)) / 1024
+    return seconds, rss
+
+
+def reference(path, size_wh):
+    im = ImageOps.exif_transpose(Image.open(path)).convert("RGB")
+    chans = [c.convert("F").resize(size_wh, Image.LANCZOS) for c in im.split()]
+    return np.stack([np.asarray(c, dtype=np.float64) for c in chans], axis=-1)
+
+
+def psnr(out_path, ref):
+    out = np.asarray(Image.open(out_path).convert("RGB"), dtype=np.float64)
+    mse = np.mean((out - np.clip(ref, 0, 255)) ** 2)
+    return 99.0 if mse == 0 else 10 * np.log10(255.0**2 / mse)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("folder")
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--attache", default="../.build/release/attache")
+    ap.add_argument("--runs", type=int, default=1, help="best of N timed runs per tool")
+    ap.add_argument("--no-psnr", action="store_true")
+    args = ap.parse_args()
+    files = sorted(glob.glob(os.path.join(args.folder, "*.jpg")) + glob.glob(os.path.join(args.folder, "*.png")))
+    if not files:
+        sys.exit(f"no .jpg or .png files in {args.folder}")
+    png = files[0].endswith(".png")
+    ext = "png" if png else "jpg"
+    vips_opts = "[compression=6,strip]" if png else "[Q=85,optimize_coding,strip]"
+    work = tempfile.mkdtemp(prefix="attache-bench-")
+    tools = {
+        "attache": lambda out: [args.attache, "resize", "--max-side", str(args.size), "--quality", "85", "--out", out] + files,
+        "vipsthumbnail": lambda out: ["vipsthumbnail", "--size", str(args.size), "-o", f"{out}/%s.{ext}{vips_opts}"] + files,
+        "pillow": lambda out: [sys.executable, "-c", PILLOW_SCRIPT, str(args.size), out] + files,
+    }
+    results = {}
+    for name, make in tools.items():
+        best = None
+        for _ in range(args.runs):
+            out = os.path.join(work, name)
+            shutil.rmtree(out, ignore_errors=True)
+            os.makedirs(out)
+            seconds, rss = timed(make(out))
+            if best is None or seconds < best[0]:
+                best = (seconds, rss)
+        outputs = sorted(glob.glob(os.path.join(work, name, "*")))
+        if len(outputs) != len(files):
+            sys.exit(f"{name} wrote {len(outputs)} files for {len(files)} inputs")
+        size = sum(os.path.getsize(p) for p in outputs)
+        results[name] = dict(seconds=best[0], rss=best[1], bytes=size, outputs=outputs)
+    if not args.no_psnr:
+        for name, r in results.items():
+            scores = []
+            for f in files:
+                stem = os.path.basename(f).rsplit(".", 1)[0]
+                out = os.path.join(work, name, f"{stem}.{ext}")
+                w, h = Image.open(out).size
+                scores.append(psnr(out, reference(f, (w, h))))
+            r["psnr"] = sum(scores) / len(scores)
+    vips = results["vipsthumbnail"]
+    megapixels = sum(Image.open(f).size[0] * Image.open(f).size[1] for f in files) / 1e6
+    print(f"{len(files)} files, {megapixels:.0f} MP in all, {args.folder} -> {args.size} px, one core")
+    print(f"| tool | images/s | vs vipsthumbnail | peak RSS MB | output bytes | vs vips bytes | mean PSNR dB |")
+    print(f"|---|---|---|---|---|---|---|")
+    for name, r in results.items():
+        ips = len(files) / r["seconds"]
+        ratio = vips["seconds"] / r["seconds"]
+        p = f"{r['psnr']:.2f}" if "psnr" in r else "-"
+        print(f"| {name} | {ips:.2f} | {ratio:.2f}x | {r['rss']:.0f} | {r['bytes']} | {r['bytes'] / vips['bytes']:.2f}x | {p} |")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
