@@ -22,6 +22,13 @@ final class PNGDecoder {
     let orientation: Orientation
 
     init(bytes: MediaBytes, limits: ImageLimits, deadline: DecodeDeadline) throws(AttacheError) {
+        // Check IHDR's dimensions before libpng reads any further chunk.
+        let head = bytes.buffer
+        if head.count >= 24, Array(head[12..<16]) == Array("IHDR".utf8) {
+            func be32(_ at: Int) -> Int { head[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
+            let (w, h) = (be32(16), be32(20))
+            if w > 0 && h > 0 { try limits.check(width: w, height: h) }
+        }
         var header = att_png_header()
         var error = att_error()
         let maxSide = UInt32(clamping: limits.maxDimension)
