@@ -1,0 +1,40 @@
+import AttacheCore
+import Benchmark
+import Foundation
+
+/// Per-format resize benchmarks over the shared corpus (run from Benchmarks/:
+/// `swift package benchmark`). Photos: ATTACHE_BENCH_PHOTOS, a folder of large JPEGs.
+let corpus = ProcessInfo.processInfo.environment["ATTACHE_CORPUS"] ?? "../../shared/corpus"
+let photos = ProcessInfo.processInfo.environment["ATTACHE_BENCH_PHOTOS"] ?? "work/jpeg"
+
+func load(_ path: String) -> MediaBytes? { try? MediaBytes(contentsOfFile: path) }
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .throughput, .peakMemoryResident, .mallocCountTotal],
+        maxDuration: .seconds(5))
+
+    let cases: [(String, String, Int)] = [
+        ("JPEG 1800x1200 baseline -> 1024", corpus + "/exif-orientation/Landscape_1.jpg", 1024),
+        ("JPEG 1800x1200 orientation 6 -> 320", corpus + "/exif-orientation/Landscape_6.jpg", 320),
+        ("PNG 512x512 RGB -> 256", corpus + "/png-extras/pillow__exif_imagemagick_orientation.png", 256),
+        ("PNG 128x128 RGBA palette -> 64", corpus + "/png-extras/pillow__p_16.png", 64),
+    ]
+    for (name, path, side) in cases {
+        guard let bytes = load(path) else { continue }
+        Benchmark(name) { benchmark in
+            for _ in benchmark.scaledIterations {
+                blackHole(try ImageProcessor.render(bytes, spec: RenditionSpec(maxSide: side)))
+            }
+        }
+    }
+    let files = (try? FileManager.default.contentsOfDirectory(atPath: photos))?.sorted().filter { $0.hasSuffix(".jpg") } ?? []
+    for file in files.prefix(4) {
+        guard let bytes = load(photos + "/" + file) else { continue }
+        Benchmark("photo \(file) -> 1024") { benchmark in
+            for _ in benchmark.scaledIterations {
+                blackHole(try ImageProcessor.render(bytes, spec: RenditionSpec(maxSide: 1024)))
+            }
+        }
+    }
+}

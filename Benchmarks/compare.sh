@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs the comparison of README's benchmark table: attache vs vipsthumbnail vs Pillow on the
+# same photos, one core each, plus peak RSS of single large files.
+set -euo pipefail
+cd "$(dirname "$0")"
+bash prepare.sh >/dev/null
+(cd .. && swift build -c release --product attache >/dev/null)
+bin=../.build/release/attache
+python3 compare.py work/jpeg --size 1024 --runs 3 --attache "$bin"
+python3 compare.py work/png --size 1024 --runs 3 --attache "$bin"
+echo
+echo "| file | attache resize --max-side 1024: peak RSS MB | wall s |"
+echo "|---|---|---|"
+for f in work/big/48mp-baseline.jpg work/big/100mp-baseline.jpg work/big/48mp-progressive.jpg work/big/48mp.png; do
+    extra=()
+    case "$f" in *100mp*) extra=(--max-pixels 120000000) ;; esac
+    rm -rf /tmp/attache-rss
+    r=$(/usr/bin/time -f "%M %e" taskset -c 0 "$bin" resize --max-side 1024 "${extra[@]}" --out /tmp/attache-rss "$f" 2>&1 >/dev/null | tail -1)
+    echo "| $f | $(( ${r% *} / 1024 )) | ${r#* } |"
+done

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Runs the whole test suite (installs missing system packages first).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+swift build --build-tests
+swift test --skip-build --disable-xctest "$@"
