@@ -44,6 +44,7 @@ let package = Package(
         .testTarget(
             name: "AttacheCoreTests",
             dependencies: ["AttacheCore", "CAttache"],
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -19,7 +19,7 @@ struct Resize: ParsableCommand {
     var quality: Int = 85
 
     @Option(help: "zlib level for PNG output, 0-9.")
-    var pngLevel: Int = 6
+    var pngLevel: Int = 1
 
     @Option(help: ArgumentHelp("How much larger than the target a DCT-scaled JPEG decode stays.", visibility: .hidden))
     var jpegHeadroom: Double = RenditionSpec().jpegShrinkHeadroom

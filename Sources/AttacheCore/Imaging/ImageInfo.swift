@@ -25,7 +25,8 @@ public struct RenditionSpec: Hashable, Sendable {
     public var maxSide: Int
     /// JPEG quality 1–100 (default 85).
     public var jpegQuality: Int
-    /// zlib level for PNG output, 0–9 (default 6).
+    /// zlib level for PNG output, 0–9 (default 1: with libpng's adaptive filters this is about
+    /// 2x faster to encode than level 6 and still smaller than vipsthumbnail's level-6 output).
     public var pngCompressionLevel: Int
     /// How much larger than the target the DCT-scaled JPEG decode must stay, so the
     /// resampler does the last, real reduction step (default 1.0: libjpeg-turbo's
@@ -36,7 +37,7 @@ public struct RenditionSpec: Hashable, Sendable {
 
     /// Creates a spec; every argument has the documented default.
     public init(
-        maxSide: Int = 1024, jpegQuality: Int = 85, pngCompressionLevel: Int = 6, jpegShrinkHeadroom: Double = 1.0
+        maxSide: Int = 1024, jpegQuality: Int = 85, pngCompressionLevel: Int = 1, jpegShrinkHeadroom: Double = 1.0
     ) {
         self.maxSide = maxSide
         self.jpegQuality = jpegQuality

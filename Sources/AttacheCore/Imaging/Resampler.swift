@@ -103,11 +103,11 @@ final class Resampler: RowSink {
             filterRow(converted)
             return
         }
-        convert(row, into: converted)
-        // Horizontal box: sum runs of boxX pixels into boxSum (accumulated over boxY rows).
-        if boxX == 1 {
-            for j in 0..<boxedWidth { boxSum[j] += converted[j] }
+        if channels == 1 || channels == 3 {
+            accumulateOpaque(row)
         } else {
+            convert(row, into: converted)
+            // Horizontal box: sum runs of boxX pixels into boxSum (accumulated over boxY rows).
             var x = 0
             for j in 0..<boxedWidth {
                 var acc = SIMD4<Float>.zero
@@ -128,6 +128,38 @@ final class Resampler: RowSink {
             }
             rowsInBox = 0
             filterRow(converted)
+        }
+    }
+
+    /// Adds a gray or RGB row into `boxSum`, summing each run of `boxX` pixels in integers.
+    private func accumulateOpaque(_ row: UnsafePointer<UInt8>) {
+        let width = inWidth
+        var x = 0
+        if channels == 1 {
+            for j in 0..<boxedWidth {
+                let end = min(x + boxX, width)
+                var g: UInt32 = 0
+                while x < end {
+                    g &+= UInt32(row[x])
+                    x += 1
+                }
+                boxSum[j][0] += Float(g)
+            }
+            return
+        }
+        for j in 0..<boxedWidth {
+            let end = min(x + boxX, width)
+            var r: UInt32 = 0
+            var g: UInt32 = 0
+            var b: UInt32 = 0
+            while x < end {
+                let p = row + 3 * x
+                r &+= UInt32(p[0])
+                g &+= UInt32(p[1])
+                b &+= UInt32(p[2])
+                x += 1
+            }
+            boxSum[j] += SIMD4(Float(r), Float(g), Float(b), 0)
         }
     }
 
