@@ -12,12 +12,18 @@ struct LimitTests {
         return clock.now - start
     }
 
-    @Test("a JPEG declaring 30000x30000 is refused as too_many_pixels in milliseconds")
-    func jpegPixelBomb() throws {
+    /// Pillow's hopper.jpg with its SOF patched to declare `width` x `height`.
+    static func hopper(declaring width: Int, _ height: Int) throws -> (bytes: [UInt8], sof: Int) {
         var bytes = try Corpus.bytes("jpeg-variants/pillow__hopper.jpg")
         let sof = try #require(jpegMarkerOffset(bytes, 0xC0))
-        patch16(&bytes, at: sof + 5, 30000)
-        patch16(&bytes, at: sof + 7, 30000)
+        patch16(&bytes, at: sof + 5, height)
+        patch16(&bytes, at: sof + 7, width)
+        return (bytes, sof)
+    }
+
+    @Test("a JPEG declaring 30000x30000 is refused as too_many_pixels in milliseconds")
+    func jpegPixelBomb() throws {
+        var (bytes, sof) = try Self.hopper(declaring: 30000, 30000)
         var error: AttacheError?
         let time = Self.elapsed { error = failure { try ImageProcessor.render(MediaBytes(bytes)) } }
         #expect(error?.code == .tooManyPixels)
@@ -43,10 +49,7 @@ struct LimitTests {
 
     @Test("a raised pixel limit lets a large header through to the next check")
     func limitsAreConfigurable() throws {
-        var bytes = try Corpus.bytes("jpeg-variants/pillow__hopper.jpg")
-        let sof = try #require(jpegMarkerOffset(bytes, 0xC0))
-        patch16(&bytes, at: sof + 5, 3000)
-        patch16(&bytes, at: sof + 7, 3000)
+        let bytes = try Self.hopper(declaring: 3000, 3000).bytes
         let strict = ImageLimits(maxPixels: 1_000_000)
         #expect(failure { try ImageProcessor.inspect(MediaBytes(bytes), limits: strict) }?.code == .tooManyPixels)
         let error = failure { try ImageProcessor.inspect(MediaBytes(bytes)) }

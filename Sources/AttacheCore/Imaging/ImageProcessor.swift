@@ -16,15 +16,11 @@ public enum ImageProcessor {
             let decoder = try JPEGDecoder(bytes: bytes, limits: limits, deadline: deadline)
             try decoder.start(scaleNumerator: 8)
             try decoder.decodeRows(into: &counter)
-            return ImageInfo(
-                kind: .jpeg, width: decoder.width, height: decoder.height, frames: 1,
-                orientation: decoder.orientation, isProgressive: decoder.isProgressive)
+            return decoder.info
         case .png:
             let decoder = try PNGDecoder(bytes: bytes, limits: limits, deadline: deadline)
             try decoder.decodeRows(into: &counter)
-            return ImageInfo(
-                kind: .png, width: decoder.width, height: decoder.height, frames: 1,
-                orientation: decoder.orientation, isProgressive: decoder.isInterlaced)
+            return decoder.info
         case .gif:
             throw AttacheError(.unsupportedVariant, "gif: decoding GIF is not supported by this build")
         }
@@ -44,18 +40,12 @@ public enum ImageProcessor {
                 width: decoder.width, height: decoder.height, target: target, headroom: spec.jpegShrinkHeadroom)
             try decoder.start(scaleNumerator: numerator, fancyUpsampling: spec.jpegFancyUpsampling)
             let image = try resample(decoder, target: target)
-            let info = ImageInfo(
-                kind: .jpeg, width: decoder.width, height: decoder.height, frames: 1,
-                orientation: decoder.orientation, isProgressive: decoder.isProgressive)
-            return (decoder.orientation.apply(to: image), info)
+            return (decoder.orientation.apply(to: image), decoder.info)
         case .png:
             let decoder = try PNGDecoder(bytes: bytes, limits: limits, deadline: deadline)
             let target = spec.outputSize(width: decoder.width, height: decoder.height)
             let image = try resample(decoder, target: target)
-            let info = ImageInfo(
-                kind: .png, width: decoder.width, height: decoder.height, frames: 1,
-                orientation: decoder.orientation, isProgressive: decoder.isInterlaced)
-            return (decoder.orientation.apply(to: image), info)
+            return (decoder.orientation.apply(to: image), decoder.info)
         case .gif:
             throw AttacheError(.unsupportedVariant, "gif: decoding GIF is not supported by this build")
         }

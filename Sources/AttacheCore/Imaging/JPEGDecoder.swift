@@ -3,6 +3,7 @@ internal import CAttache
 /// A JPEG being decoded through libjpeg-turbo, with limits checked from the header.
 final class JPEGDecoder {
     private let handle: OpaquePointer
+    /// Kept alive: the C decoder reads from its memory until closed.
     private let bytes: MediaBytes
     private let deadline: DecodeDeadline
     /// Stored width (before orientation).
@@ -88,11 +89,19 @@ final class JPEGDecoder {
         if status != 0 && status != Int32(ATT_ERR_TRUNCATED.rawValue) {
             throw AttacheError(shim: error, format: "jpeg")
         }
-        _ = bytes
     }
 }
 
 extension JPEGDecoder: RowSource {
     var rowWidth: Int { outputWidth }
     var rowCount: Int { outputHeight }
+}
+
+extension JPEGDecoder {
+    /// What the header says about the file.
+    var info: ImageInfo {
+        ImageInfo(
+            kind: .jpeg, width: width, height: height, frames: 1, orientation: orientation,
+            isProgressive: isProgressive)
+    }
 }

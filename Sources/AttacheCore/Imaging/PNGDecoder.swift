@@ -7,6 +7,7 @@ internal import CAttache
 /// images need a whole-image buffer, which counts against the decoder-memory cap.
 final class PNGDecoder {
     private let handle: OpaquePointer
+    /// Kept alive: the C decoder reads from its memory until closed.
     private let bytes: MediaBytes
     private let deadline: DecodeDeadline
     private let limits: ImageLimits
@@ -80,11 +81,19 @@ final class PNGDecoder {
         if status != 0 && status != Int32(ATT_ERR_TRUNCATED.rawValue) {
             throw AttacheError(shim: error, format: "png")
         }
-        _ = bytes
     }
 }
 
 extension PNGDecoder: RowSource {
     var rowWidth: Int { width }
     var rowCount: Int { height }
+}
+
+extension PNGDecoder {
+    /// What the header says about the file.
+    var info: ImageInfo {
+        ImageInfo(
+            kind: .png, width: width, height: height, frames: 1, orientation: orientation,
+            isProgressive: isInterlaced)
+    }
 }
