@@ -15,7 +15,10 @@ let package = Package(
         .executable(name: "attache", targets: ["attache"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/swift-extras/swift-extras-base64", from: "1.2.0"),
     ],
     targets: [
         // Thin C shims over libjpeg-turbo and libpng: every setjmp/longjmp stays in C.
@@ -29,7 +32,12 @@ let package = Package(
         ),
         .target(
             name: "AttacheCore",
-            dependencies: ["CAttache"],
+            dependencies: [
+                "CAttache",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ExtrasBase64", package: "swift-extras-base64"),
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -1,0 +1,208 @@
+import ArgumentParser
+import AttacheCore
+import Foundation
+
+struct StoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "store",
+        abstract: "Put, open and check attachments in the managed store.",
+        subcommands: [Put.self, Open.self, Stats.self, Verify.self, Revoke.self, Storm.self]
+    )
+
+    struct Put: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Validate files and store each once; print its id and a read token.",
+            discussion: "Exits 1 when any file is refused; each refusal is reported on its line."
+        )
+
+        @OptionGroup var options: StoreOptions
+
+        @Option(help: "How long the object lives (e.g. 7d).")
+        var ttl: Seconds = Seconds(StoreConfiguration(root: "").defaultTTL)
+
+        @Option(help: "How long the printed token opens it (e.g. 1h).")
+        var tokenTTL: Seconds = Seconds(86_400)
+
+        @Option(help: "Source URL to record (with --spec) for later lookups.")
+        var sourceURL: String?
+
+        @Option(help: "Rendition spec recorded with --source-url.")
+        var spec = "original"
+
+        @Argument(help: "Media files.")
+        var files: [String]
+
+        func run() throws {
+            let store = try options.open()
+            var failed = false
+            for file in files {
+                var line = JSONLine()
+                line.add("file", file)
+                do {
+                    let bytes = try MediaBytes(contentsOfFile: file)
+                    let info = try ImageProcessor.inspect(bytes, limits: .default)
+                    let source = sourceURL.map { SourceReference(url: $0, spec: spec) }
+                    let stored = try store.put(
+                        UnsafeRawBufferPointer(bytes.buffer),
+                        metadata: ObjectMetadata(
+                            kind: info.kind, width: info.width, height: info.height, frames: info.frames),
+                        source: source, ttl: ttl.value)
+                    let token = try store.issueToken(for: stored.id, ttl: tokenTTL.value)
+                    line.add("ok", true)
+                    line.add("id", stored.id.hex)
+                    line.add("kind", stored.kind.rawValue)
+                    line.add("bytes", Int(stored.bytes))
+                    line.add("path", stored.relativePath)
+                    line.add("expires", Int(stored.expires))
+                    line.add("token", token)
+                    print(options.json ? line.text : "\(file)\t\(stored.id)\t\(stored.relativePath)\t\(token)")
+                } catch let error as AttacheError {
+                    failed = true
+                    line.add("ok", false)
+                    line.add("error", object: Inspect.errorObject(error))
+                    print(options.json ? line.text : "\(file)\terror\t\(error.code)\t\(error.message)")
+                }
+            }
+            if failed { throw ExitCode(1) }
+        }
+    }
+
+    struct Open: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Open an attachment with its token and copy it out.",
+            discussion: "Exits 1 when the token is refused (the reason is printed with --verbose)."
+        )
+
+        @OptionGroup var options: StoreOptions
+
+        @Option(help: "The access token.")
+        var token: String
+
+        @Option(help: "Where to write the attachment.")
+        var out: String
+
+        @Flag(help: "Print why a token was refused (for operators; clients only see access_denied).")
+        var verbose = false
+
+        @Argument(help: "Attachment id.")
+        var id: String
+
+        func run() throws {
+            let store = try options.open()
+            let id = try attachmentID(id)
+            var line = JSONLine()
+            line.add("id", id.hex)
+            do {
+                let lease = try store.open(id, token: token) { refusal in
+                    if verbose { FileHandle.standardError.write(Data("refused: \(refusal.rawValue)\n".utf8)) }
+                }
+                defer { lease.close() }
+                try lease.copy(to: out)
+                line.add("ok", true)
+                line.add("kind", lease.attachment.kind.rawValue)
+                line.add("bytes", Int(lease.attachment.bytes))
+                line.add("out", out)
+                print(options.json ? line.text : "\(id)\tok\t\(lease.attachment.bytes)\t\(out)")
+            } catch {
+                line.add("ok", false)
+                line.add("error", object: Inspect.errorObject(error))
+                print(options.json ? line.text : "\(id)\terror\t\(error.code)\t\(error.message)")
+                throw ExitCode(1)
+            }
+        }
+    }
+
+    struct Stats: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print object count, bytes and quotas.")
+
+        @OptionGroup var options: StoreOptions
+
+        func run() throws {
+            let stats = try options.open().stats()
+            var line = JSONLine()
+            line.add("root", options.root)
+            line.add("objects", stats.objects)
+            line.add("bytes", Int(stats.bytes))
+            line.add("expired", stats.expired)
+            line.add("sources", stats.sources)
+            line.add("max_bytes", Int(stats.maxBytes))
+            line.add("max_objects", stats.maxObjects)
+            line.add("current_key", Int(stats.currentKeyID))
+            line.add("live_keys", stats.liveKeys)
+            print(
+                options.json
+                    ? line.text
+                    : "objects=\(stats.objects) bytes=\(stats.bytes) expired=\(stats.expired) "
+                        + "sources=\(stats.sources) quota=\(stats.maxBytes)B/\(stats.maxObjects) "
+                        + "key=\(stats.currentKeyID) live_keys=\(stats.liveKeys)")
+        }
+    }
+
+    struct Verify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Rehash every object and match files against the catalog.",
+            discussion: "Exits 1 when an object is corrupt or a recorded object is missing."
+        )
+
+        @OptionGroup var options: StoreOptions
+
+        func run() throws {
+            let report = try options.open().verify()
+            var line = JSONLine()
+            line.add("clean", report.isClean)
+            line.add("objects", report.objects)
+            line.add("corrupt", report.corrupt.count)
+            line.add("missing", report.missing.count)
+            line.add("orphans", report.orphans.count)
+            line.add("temps", report.temps)
+            print(
+                options.json
+                    ? line.text
+                    : "clean=\(report.isClean) objects=\(report.objects) corrupt=\(report.corrupt.count) "
+                        + "missing=\(report.missing.count) orphans=\(report.orphans.count) temps=\(report.temps)")
+            for path in report.corrupt { FileHandle.standardError.write(Data("corrupt: \(path)\n".utf8)) }
+            for id in report.missing { FileHandle.standardError.write(Data("missing: \(id)\n".utf8)) }
+            if !report.isClean { throw ExitCode(1) }
+        }
+    }
+
+    struct Revoke: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Refuse every token issued so far for one attachment.")
+
+        @OptionGroup var options: StoreOptions
+
+        @Argument(help: "Attachment id.")
+        var id: String
+
+        func run() throws {
+            try options.open().revokeTokens(for: try attachmentID(id))
+            print(options.json ? "{\"id\":\"\(id)\",\"revoked\":true}" : "\(id)\trevoked")
+        }
+    }
+
+    /// Writes random objects as fast as it can; the crash-safety tests kill it mid-write.
+    struct Storm: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write random objects in a loop (crash-safety testing).", shouldDisplay: false)
+
+        @OptionGroup var options: StoreOptions
+
+        @Option var count = 1_000
+        @Option var maxSize = 256 * 1024
+
+        func run() throws {
+            let store = try options.open()
+            var generator = SystemRandomNumberGenerator()
+            for _ in 0..<count {
+                var bytes = [UInt8](repeating: 0, count: Int.random(in: 1...maxSize, using: &generator))
+                for i in stride(from: 0, to: bytes.count, by: 8) {
+                    withUnsafeBytes(of: generator.next()) { word in
+                        for j in 0..<min(8, bytes.count - i) { bytes[i + j] = word[j] }
+                    }
+                }
+                _ = try store.put(bytes, metadata: ObjectMetadata(kind: .jpeg), ttl: 3600)
+            }
+        }
+    }
+}

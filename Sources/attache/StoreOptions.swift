@@ -1,0 +1,63 @@
+import ArgumentParser
+import AttacheCore
+import Foundation
+
+/// `--store DIR` and the quotas, shared by every store command.
+struct StoreOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "Store directory.",
+            discussion: "Default: $ATTACHE_STORE, else $XDG_DATA_HOME/attache/store, else ~/.local/share/attache/store."
+        ))
+    var store: String?
+
+    @Option(help: "Byte quota of the store.")
+    var maxStoreBytes: Int64 = StoreConfiguration(root: "").maxBytes
+
+    @Option(help: "Object quota of the store.")
+    var maxObjects: Int = StoreConfiguration(root: "").maxObjects
+
+    @Flag(help: "Print one JSON object per line.")
+    var json = false
+
+    var root: String {
+        if let store { return store }
+        let environment = ProcessInfo.processInfo.environment
+        if let path = environment["ATTACHE_STORE"], !path.isEmpty { return path }
+        if let data = environment["XDG_DATA_HOME"], !data.isEmpty { return data + "/attache/store" }
+        return (environment["HOME"] ?? ".") + "/.local/share/attache/store"
+    }
+
+    func open() throws -> AttachmentStore {
+        try AttachmentStore(StoreConfiguration(root: root, maxBytes: maxStoreBytes, maxObjects: maxObjects))
+    }
+}
+
+/// A duration written `90`, `90s`, `10m`, `2h` or `7d`, in seconds.
+struct Seconds: ExpressibleByArgument, Sendable {
+    let value: Int64
+
+    init(_ value: Int64) { self.value = value }
+
+    init?(argument: String) {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        var text = Substring(argument)
+        var unit: Int64 = 1
+        if let last = text.last, let scale = units[last] {
+            unit = scale
+            text = text.dropLast()
+        }
+        guard let number = Int64(text), number > 0 else { return nil }
+        let (product, overflow) = number.multipliedReportingOverflow(by: unit)
+        guard !overflow else { return nil }
+        value = product
+    }
+}
+
+/// Parses an attachment id argument.
+func attachmentID(_ text: String) throws -> AttachmentID {
+    guard let id = AttachmentID(hex: text) else {
+        throw ValidationError("'\(text)' is not an attachment id (64 hex digits)")
+    }
+    return id
+}
