@@ -67,3 +67,20 @@ func crc32(_ bytes: [UInt8]) -> UInt32 {
     }
     return ~crc
 }
+
+/// A directory under /tmp removed when the value goes away.
+final class TemporaryDirectory {
+    let path: String
+
+    init() throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("attache-test-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    func mode(of name: String) throws -> Int {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path + "/" + name)
+        return (attributes[.posixPermissions] as? Int ?? 0) & 0o777
+    }
+}

@@ -47,6 +47,9 @@ public final class AttachmentStore: Sendable {
         source: SourceReference? = nil,
         ttl: Int64? = nil
     ) throws(AttacheError) -> StoredAttachment {
+        if let source, (source.url + source.spec + (source.etag ?? "") + (source.lastModified ?? "")).contains("\u{0}") {
+            throw AttacheError(.invalidInput, "source fields must not contain NUL")
+        }
         let id = AttachmentID(bytes: Array(SHA256.hash(data: bytes)))!
         let now = self.now
         let row = ObjectRow(
@@ -148,7 +151,7 @@ public final class AttachmentStore: Sendable {
 
     /// Checks `token` for `id` without opening anything: the precise refusal, for logs.
     public func authorize(
-        _ token: some StringProtocol, for id: AttachmentID, scope: TokenScope = .read
+        _ token: String, for id: AttachmentID, scope: TokenScope = .read
     )
         throws(AttacheError) -> Result<AccessToken, TokenRefusal>
     {
@@ -168,7 +171,7 @@ public final class AttachmentStore: Sendable {
     /// ``AttacheError/Code/accessDenied``; `onRefusal` hears the precise reason.
     public func open(
         _ id: AttachmentID,
-        token: some StringProtocol,
+        token: String,
         onRefusal: (TokenRefusal) -> Void = { _ in }
     ) throws(AttacheError) -> AttachmentLease {
         if case .failure(let refusal) = try authorize(token, for: id) {

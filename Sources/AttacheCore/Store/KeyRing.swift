@@ -101,9 +101,12 @@ public struct KeyRing: Sendable {
     }
 
     /// Checks a token's form, key, signature and expiry and returns its claims.
-    public func verify(_ token: some StringProtocol, now: Int64) -> Result<AccessToken, TokenRefusal> {
+    public func verify(_ token: String, now: Int64) -> Result<AccessToken, TokenRefusal> {
         let encodedLength = (AccessToken.length * 8 + 5) / 6
-        guard token.utf8.count == encodedLength,
+        // 86 bytes leave 2 unused bits in the last character; they must be zero so that every
+        // token has exactly one spelling.
+        guard token.utf8.count == encodedLength, let last = token.utf8.last,
+            Self.base64URLValue(last).map({ $0 & 0b11 == 0 }) == true,
             let raw = try? Base64.decode(
                 bytes: token.utf8, options: [.base64UrlAlphabet, .omitPaddingCharacter]),
             raw.count == AccessToken.length
@@ -126,7 +129,7 @@ public struct KeyRing: Sendable {
 
     /// ``verify(_:now:)`` plus the attachment and scope the caller is about to use.
     public func check(
-        _ token: some StringProtocol,
+        _ token: String,
         opens attachment: AttachmentID,
         scope: TokenScope = .read,
         now: Int64
@@ -144,6 +147,17 @@ public struct KeyRing: Sendable {
         var difference: UInt8 = 0
         for i in 0..<a.count { difference |= a[i] ^ b[i] }
         return difference == 0
+    }
+
+    static func base64URLValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): c - UInt8(ascii: "A")
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): c - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "-"): 62
+        case UInt8(ascii: "_"): 63
+        default: nil
+        }
     }
 
     static func newSecret() -> String {

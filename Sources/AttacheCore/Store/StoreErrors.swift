@@ -7,6 +7,8 @@ extension AttacheError.Code {
     /// The access token does not open this attachment. The outward answer for every refusal;
     /// the precise ``TokenRefusal`` is kept for logs.
     public static let accessDenied = Self(rawValue: "access_denied")
+    /// An argument the store cannot record as given (a source URL or spec holding NUL).
+    public static let invalidInput = Self(rawValue: "invalid_input")
     /// The store's files or catalog are not in a state Attache can work with.
     public static let storeCorrupt = Self(rawValue: "store_corrupt")
 }
