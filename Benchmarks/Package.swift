@@ -21,6 +21,15 @@ let package = Package(
             ],
             path: "Benchmarks/Resize",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        )
+        ),
+        .executableTarget(
+            name: "Tokens",
+            dependencies: [
+                .product(name: "AttacheCore", package: root),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/Tokens",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )
