@@ -11,7 +11,8 @@ func attacheExecutable() throws -> String {
         if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         directory = directory.deletingLastPathComponent()
     }
-    throw AttacheError(.internalError, "no attache executable near \(CommandLine.arguments[0]); run swift build --build-tests")
+    throw AttacheError(
+        .internalError, "no attache executable near \(CommandLine.arguments[0]); run swift build --build-tests")
 }
 
 @Suite struct StoreCrashTests {
@@ -43,7 +44,9 @@ func attacheExecutable() throws -> String {
         #expect(report.corrupt.isEmpty, "\(report.corrupt.prefix(5))")
         #expect(report.missing.isEmpty, "\(report.missing.prefix(5))")
         #expect(report.objects > 50, "the storm wrote objects between kills (\(report.objects))")
-        print("after 100 SIGKILLs: \(report.objects) whole objects, \(report.orphans.count) orphans, \(report.temps) temps")
+        print(
+            "after 100 SIGKILLs: \(report.objects) whole objects, \(report.orphans.count) orphans, \(report.temps) temps"
+        )
 
         // Leftover temps are swept once they are old; the store then verifies with nothing stray.
         let later = try AttachmentStore(

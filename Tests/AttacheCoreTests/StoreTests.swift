@@ -81,8 +81,9 @@ func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
 
         // SQLite text stops at NUL, so a NUL could alias two URLs: refused before anything is written.
         let nul = SourceReference(url: "https://example.test/a\u{0}b", spec: "s")
-        #expect(failure { try store.put(randomBytes(10, seed: 3), metadata: ObjectMetadata(kind: .gif), source: nul) }?
-            .code == .invalidInput)
+        #expect(
+            failure { try store.put(randomBytes(10, seed: 3), metadata: ObjectMetadata(kind: .gif), source: nul) }?
+                .code == .invalidInput)
     }
 
     @Test func tokensOpenOnlyTheirAttachment() throws {
@@ -105,8 +106,9 @@ func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
         reasons = []
         #expect(failure { try store.open(a.id, token: tokenA) { reasons.append($0) } }?.code == .accessDenied)
         #expect(reasons == [.expired])
-        #expect(failure { try store.issueToken(for: AttachmentID(hex: String(repeating: "0", count: 64))!, ttl: 1) }?
-            .code == .notFound)
+        #expect(
+            failure { try store.issueToken(for: AttachmentID(hex: String(repeating: "0", count: 64))!, ttl: 1) }?
+                .code == .notFound)
     }
 
     @Test func revocationAndRetiredKeys() throws {
@@ -226,8 +228,9 @@ func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
         #expect(try store.stats().bytes == 8_000)
 
         let counted = try makeStore(maxBytes: 1 << 30, maxObjects: 2)
-        #expect(failure { try counted.put(randomBytes(10, seed: 17), metadata: ObjectMetadata(kind: .png)) }?
-            .code == .storeFull)
+        #expect(
+            failure { try counted.put(randomBytes(10, seed: 17), metadata: ObjectMetadata(kind: .png)) }?
+                .code == .storeFull)
     }
 
     @Test func concurrentWritersReadersAndCollection() async throws {

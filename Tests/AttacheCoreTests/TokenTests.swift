@@ -106,9 +106,10 @@ import Testing
     @Test func malformedTokens() {
         let ring = KeyRing.generate()
         let good = ring.issue(for: a, ttl: 600, now: now).token
-        for bad in ["", "x", String(good.dropLast()), good + "A", String(repeating: "A", count: 115),
-            String(good.dropLast()) + "=", String(repeating: "é", count: 115), String(repeating: "A", count: 100_000)]
-        {
+        for bad in [
+            "", "x", String(good.dropLast()), good + "A", String(repeating: "A", count: 115),
+            String(good.dropLast()) + "=", String(repeating: "é", count: 115), String(repeating: "A", count: 100_000),
+        ] {
             #expect(ring.verify(bad, now: now).refusal != nil, "\(bad.prefix(20))")
         }
         #expect(ring.verify(String(repeating: "A", count: 115), now: now).refusal == .malformed)

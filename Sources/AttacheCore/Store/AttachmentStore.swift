@@ -47,7 +47,8 @@ public final class AttachmentStore: Sendable {
         source: SourceReference? = nil,
         ttl: Int64? = nil
     ) throws(AttacheError) -> StoredAttachment {
-        if let source, (source.url + source.spec + (source.etag ?? "") + (source.lastModified ?? "")).contains("\u{0}") {
+        if let source, (source.url + source.spec + (source.etag ?? "") + (source.lastModified ?? "")).contains("\u{0}")
+        {
             throw AttacheError(.invalidInput, "source fields must not contain NUL")
         }
         let id = AttachmentID(bytes: Array(SHA256.hash(data: bytes)))!
