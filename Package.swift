@@ -21,13 +21,14 @@ let package = Package(
         .package(url: "https://github.com/swift-extras/swift-extras-base64", from: "1.2.0"),
     ],
     targets: [
-        // Thin C shims over libjpeg-turbo and libpng: every setjmp/longjmp stays in C.
+        // Thin C shims over libjpeg-turbo, libpng and libcurl: every setjmp/longjmp and variadic call stays in C.
         .target(
             name: "CAttache",
             linkerSettings: [
                 .linkedLibrary("jpeg"),
                 .linkedLibrary("png16"),
                 .linkedLibrary("z"),
+                .linkedLibrary("curl"),
             ]
         ),
         .target(

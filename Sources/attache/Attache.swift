@@ -2,12 +2,12 @@ import ArgumentParser
 internal import CAttache
 
 @main
-struct Attache: ParsableCommand {
+struct Attache: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "attache",
         abstract: "Turns media links in rich push notifications into safe, small attachments.",
         version: "0.1.0",
-        subcommands: [Inspect.self, Resize.self, StoreCommand.self, TokenCommand.self, KeyCommand.self, GC.self]
+        subcommands: [Inspect.self, Resize.self, Fetch.self, StoreCommand.self, TokenCommand.self, KeyCommand.self, GC.self]
     )
 
     /// Batch commands decode one file after another: keep freed decoder buffers in the heap

@@ -69,6 +69,7 @@ struct Inspect: ParsableCommand {
         object.add("code", error.code.rawValue)
         object.add("message", error.message)
         if let limit = error.limit { object.add("limit", limit) }
+        if let detail = error.detail { object.add("detail", detail) }
         return object
     }
 }

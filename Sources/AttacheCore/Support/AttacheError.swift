@@ -48,12 +48,16 @@ public struct AttacheError: Error, Hashable, Sendable, CustomStringConvertible {
     public let message: String
     /// The name of the configured limit that was exceeded, when a limit caused the error.
     public let limit: String?
+    /// A machine-readable detail: the address rule for `blocked_address`, the status code for
+    /// `http_status`, the refused type for `unsupported_type` from a fetch.
+    public let detail: String?
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, limit: String? = nil) {
+    public init(_ code: Code, _ message: String, limit: String? = nil, detail: String? = nil) {
         self.code = code
         self.message = message
         self.limit = limit
+        self.detail = detail
     }
 
     /// `code: message`.

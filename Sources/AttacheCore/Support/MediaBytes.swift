@@ -26,6 +26,21 @@ public final class MediaBytes: @unchecked Sendable {
         release = { pointer, _ in pointer.deallocate() }
     }
 
+    /// Takes ownership of `count` bytes allocated with `malloc` (freed with `free`).
+    init(adoptingMalloc pointer: UnsafeMutableRawPointer?, count: Int) {
+        if let pointer, count > 0 {
+            base = UnsafeRawPointer(pointer)
+            self.count = count
+            release = { pointer, _ in free(pointer) }
+        } else {
+            free(pointer)
+            let memory = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 16)
+            base = UnsafeRawPointer(memory)
+            self.count = 0
+            release = { pointer, _ in pointer.deallocate() }
+        }
+    }
+
     /// Maps the file at `path` read-only.
     /// - Throws: ``AttacheError`` with code `io_error` when the file cannot be opened or mapped.
     public init(contentsOfFile path: String) throws {

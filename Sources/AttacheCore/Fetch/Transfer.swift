@@ -1,0 +1,238 @@
+import CAttache
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Builds one libcurl transfer from a policy and turns its outcome into media or a typed error.
+enum Transfer {
+    /// libcurl CURLcode values the mapping needs (stable since their introduction).
+    enum CurlCode {
+        static let ok: Int32 = 0
+        static let unsupportedProtocol: Int32 = 1
+        static let urlMalformat: Int32 = 3
+        static let couldntResolveProxy: Int32 = 5
+        static let couldntResolveHost: Int32 = 6
+        static let couldntConnect: Int32 = 7
+        static let weirdServerReply: Int32 = 8
+        static let http2: Int32 = 16
+        static let partialFile: Int32 = 18
+        static let httpReturnedError: Int32 = 22
+        static let writeError: Int32 = 23
+        static let operationTimedOut: Int32 = 28
+        static let sslConnectError: Int32 = 35
+        static let abortedByCallback: Int32 = 42
+        static let tooManyRedirects: Int32 = 47
+        static let gotNothing: Int32 = 52
+        static let sendError: Int32 = 55
+        static let recvError: Int32 = 56
+        static let sslCertProblem: Int32 = 58
+        static let sslCipher: Int32 = 59
+        static let peerFailedVerification: Int32 = 60
+        static let badContentEncoding: Int32 = 61
+        static let fileSizeExceeded: Int32 = 63
+        static let sslCACertBadFile: Int32 = 77
+        static let sslShutdownFailed: Int32 = 80
+        static let sslCRLBadFile: Int32 = 82
+        static let sslIssuerError: Int32 = 83
+        static let http2Stream: Int32 = 92
+        static let sslPinnedPubKey: Int32 = 90
+        static let sslInvalidCertStatus: Int32 = 91
+    }
+
+    /// The early type check, called by the shim with the body's first bytes.
+    static let sniff: att_sniff_fn = { bytes, count, name, capacity in
+        let verdict = Sniffer.sniff(UnsafeBufferPointer(start: bytes, count: count))
+        let refused: String
+        switch verdict {
+        case .accepted: return 0
+        case .refused(let type): refused = type
+        case .needMoreBytes, .unknown: refused = count == 0 ? "empty" : "unrecognised data"
+        }
+        if let name, capacity > 0 {
+            let utf8 = Array(refused.utf8.prefix(capacity - 1))
+            for (i, byte) in utf8.enumerated() { name[i] = CChar(bitPattern: byte) }
+            name[utf8.count] = 0
+        }
+        return 1
+    }
+
+    /// Creates the transfer; every string is copied by libcurl or the shim.
+    static func make(url: String, policy: FetchPolicy, timeout: Duration, headers: [String]) throws(AttacheError)
+        -> TransferHandle
+    {
+        let strings = CStrings()
+        var options = att_transfer_options()
+        options.url = strings.add(url)
+        options.user_agent = strings.add(policy.userAgent)
+        options.protocols = strings.add(policy.protocols)
+        options.proxy = policy.proxy.map { strings.add($0) }
+        options.ca_file = policy.caFile.map { strings.add($0) }
+        options.max_bytes = policy.maxBytes
+        options.max_redirects = Int32(clamping: policy.maxRedirects)
+        options.connect_timeout_ms = max(1, min(policy.connectTimeout.milliseconds, timeout.milliseconds))
+        options.total_timeout_ms = max(1, timeout.milliseconds)
+        options.low_speed_bytes = Int32(clamping: policy.lowSpeedBytes)
+        options.low_speed_seconds = Int32(clamping: policy.lowSpeedSeconds)
+        options.address_flags =
+            (policy.allowLoopback ? Int32(ATT_ADDR_ALLOW_LOOPBACK) : 0)
+            | (policy.allowPrivate ? Int32(ATT_ADDR_ALLOW_PRIVATE) : 0)
+        options.sniff_bytes = policy.earlyTypeCheck ? Int32(Sniffer.prefixLength) : 0
+        options.sniff = policy.earlyTypeCheck ? sniff : nil
+        let resolve = strings.list(policy.resolve)
+        let extra = strings.list(headers)
+        let hosts = policy.allowedHosts.map { strings.list($0) }
+        var error = [CChar](repeating: 0, count: 256)
+        let pointer = resolve.withUnsafeBufferPointer { resolve in
+            extra.withUnsafeBufferPointer { extra in
+                withOptionalBuffer(hosts) { hosts in
+                    options.resolve = resolve.baseAddress
+                    options.headers = extra.baseAddress
+                    options.allowed_hosts = hosts
+                    return att_transfer_new(&options, &error)
+                }
+            }
+        }
+        guard let pointer else {
+            throw AttacheError(
+                .internalError, "curl: " + string(error))
+        }
+        return TransferHandle(pointer)
+    }
+
+    private static func withOptionalBuffer<R>(
+        _ list: [UnsafePointer<CChar>?]?, _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R
+    ) -> R {
+        guard let list else { return body(nil) }
+        return list.withUnsafeBufferPointer { body($0.baseAddress) }
+    }
+
+    /// The outcome of a finished transfer.
+    static func outcome(_ transfer: TransferHandle, code: Int32, url: String) -> Result<FetchedMedia, AttacheError> {
+        var result = att_transfer_result()
+        att_transfer_result_fill(transfer.pointer, code, &result)
+        let status = Int(result.http_status)
+        if let error = error(result, status: status) { return .failure(error) }
+        var count = 0
+        let body = att_transfer_take_body(transfer.pointer, &count)
+        let bytes = MediaBytes(adoptingMalloc: UnsafeMutableRawPointer(body), count: count)
+        guard (200..<300).contains(status) else {
+            return .failure(
+                AttacheError(.httpStatus, "the server answered HTTP \(status)", detail: String(status)))
+        }
+        guard count > 0 else { return .failure(AttacheError(.emptyInput, "the body is empty")) }
+        let kind: MediaKind? =
+            if case .accepted(let kind) = Sniffer.sniff(bytes.buffer) { kind } else { nil }
+        return .success(
+            FetchedMedia(
+                url: url, finalURL: text(result.effective_url), status: status, bytes: bytes, kind: kind,
+                contentType: optionalText(result.content_type), etag: optionalText(result.etag),
+                lastModified: optionalText(result.last_modified), redirects: Int(result.redirects), attempts: 1,
+                elapsed: .zero, remoteAddress: text(result.primary_ip)))
+    }
+
+    private static func error(_ r: att_transfer_result, status: Int) -> AttacheError? {
+        let message = text(r.error)
+        let detail = text(r.detail)
+        let code = r.curl_code
+        if code == CurlCode.ok { return nil }
+        switch r.abort_reason {
+        case ATT_ABORT_BLOCKED_ADDRESS where code == CurlCode.couldntConnect:
+            return AttacheError(.blockedAddress, "the address is denied by policy: \(detail)", detail: detail)
+        case ATT_ABORT_TOO_LARGE:
+            return AttacheError(.tooLarge, "the body passed the byte cap", limit: "max_bytes")
+        case ATT_ABORT_UNSUPPORTED_TYPE:
+            return AttacheError(.unsupportedType, "\(detail) is not an accepted type", detail: detail)
+        case ATT_ABORT_CANCELLED:
+            return AttacheError(.cancelled, "the fetch was cancelled")
+        case ATT_ABORT_HOST_NOT_ALLOWED:
+            return AttacheError(.hostNotAllowed, "\(detail) is not on the host allowlist", detail: detail)
+        case ATT_ABORT_USERINFO:
+            return AttacheError(.invalidURL, "a redirect carries userinfo", detail: detail)
+        default:
+            break
+        }
+        switch code {
+        case CurlCode.unsupportedProtocol:
+            return AttacheError(.schemeNotAllowed, message)
+        case CurlCode.urlMalformat:
+            return AttacheError(.invalidURL, message)
+        case CurlCode.couldntResolveHost, CurlCode.couldntResolveProxy:
+            return AttacheError(.dnsFailed, message)
+        case CurlCode.couldntConnect, CurlCode.gotNothing, CurlCode.sendError:
+            return AttacheError(.connectFailed, message)
+        case CurlCode.recvError:
+            return r.content_length > 0 || status > 0
+                ? AttacheError(.truncated, "the connection broke during the body: \(message)")
+                : AttacheError(.connectFailed, message)
+        case CurlCode.partialFile, CurlCode.http2Stream, CurlCode.http2:
+            return AttacheError(.truncated, "the body ended early: \(message)")
+        case CurlCode.httpReturnedError:
+            return AttacheError(.httpStatus, "the server answered HTTP \(status)", detail: String(status))
+        case CurlCode.operationTimedOut:
+            if message.contains("too slow") {
+                return AttacheError(.tooSlow, message, limit: "low_speed")
+            }
+            if message.hasPrefix("Connection timed out") || message.hasPrefix("Failed to connect") {
+                return AttacheError(.connectFailed, message)
+            }
+            return AttacheError(.timedOut, message)
+        case CurlCode.tooManyRedirects:
+            return AttacheError(.tooManyRedirects, message, limit: "max_redirects")
+        case CurlCode.fileSizeExceeded:
+            return AttacheError(.tooLarge, "the declared length passes the byte cap", limit: "max_bytes")
+        case CurlCode.sslConnectError, CurlCode.sslCertProblem, CurlCode.sslCipher, CurlCode.peerFailedVerification,
+            CurlCode.sslCACertBadFile, CurlCode.sslShutdownFailed, CurlCode.sslCRLBadFile, CurlCode.sslIssuerError,
+            CurlCode.sslPinnedPubKey, CurlCode.sslInvalidCertStatus:
+            return AttacheError(.tlsFailed, message)
+        case CurlCode.weirdServerReply, CurlCode.badContentEncoding:
+            return AttacheError(.badResponse, message)
+        case CurlCode.abortedByCallback:
+            return AttacheError(.cancelled, "the fetch was cancelled")
+        default:
+            return AttacheError(.fetchFailed, "curl error \(code): \(message)")
+        }
+    }
+
+    static func text<T>(_ tuple: T) -> String {
+        withUnsafeBytes(of: tuple) { raw in
+            let bytes = raw.prefix { $0 != 0 }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    /// A NUL-terminated C string held in an array.
+    static func string(_ chars: [CChar]) -> String {
+        String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    private static func optionalText<T>(_ tuple: T) -> String? {
+        let value = text(tuple)
+        return value.isEmpty ? nil : value
+    }
+}
+
+/// C strings that live until this value goes away.
+final class CStrings {
+    private var pointers: [UnsafeMutablePointer<CChar>] = []
+
+    func add(_ string: String) -> UnsafePointer<CChar> {
+        let pointer = strdup(string)!
+        pointers.append(pointer)
+        return UnsafePointer(pointer)
+    }
+
+    /// A NULL-terminated list.
+    func list(_ strings: [String]) -> [UnsafePointer<CChar>?] {
+        strings.map { add($0) } + [nil]
+    }
+
+    deinit { for pointer in pointers { free(pointer) } }
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

@@ -1,0 +1,170 @@
+import ArgumentParser
+import AttacheCore
+import Foundation
+
+struct Fetch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Fetch media URLs under the fetch policy and report each transfer.",
+        discussion: """
+            Prints one line per URL, in the order given: status, bytes, sniffed kind, final URL \
+            and milliseconds, or the error. Exits 0 even when some URLs fail.
+            """
+    )
+
+    @Flag(help: "Print one JSON object per URL.")
+    var json = false
+
+    @Flag(help: "Allow 127.0.0.0/8 and ::1 (tests and demos).")
+    var allowLoopback = false
+
+    @Flag(help: "Allow private ranges (RFC 1918, 100.64/10, fc00::/7); metadata addresses stay denied.")
+    var allowPrivate = false
+
+    @Flag(help: "Only https, on the first request and on every redirect.")
+    var httpsOnly = false
+
+    @Option(help: "Write each body to DIR/<n>.<ext> (the extension from the sniffed kind).")
+    var out: String?
+
+    @Option(help: "Largest body in bytes.")
+    var maxBytes: Int64 = FetchPolicy().maxBytes
+
+    @Option(help: "Seconds allowed per URL, retries included.")
+    var timeout: Double = 20
+
+    @Option(help: "Redirects followed.")
+    var maxRedirects = FetchPolicy().maxRedirects
+
+    @Option(help: "Retries after connection failures, 429 and 5xx.")
+    var retries = FetchPolicy().maxRetries
+
+    @Option(name: .customLong("allow-host"), help: "Allowed host (repeatable; *.example.com for subdomains).")
+    var allowedHosts: [String] = []
+
+    @Option(help: "Pin host:port:address like curl --resolve (repeatable).")
+    var resolve: [String] = []
+
+    @Option(help: "Transfers in flight at once.")
+    var concurrency = 64
+
+    @Option(help: "Read more URLs from this file, one per line.")
+    var urls: String?
+
+    @Flag(help: "Print only a summary line.")
+    var quiet = false
+
+    @Argument(help: "URLs.")
+    var arguments: [String] = []
+
+    func run() async throws {
+        var list = arguments
+        if let urls {
+            let text = try String(contentsOfFile: urls, encoding: .utf8)
+            list += text.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.isEmpty }
+        }
+        guard !list.isEmpty else { throw ValidationError("give at least one URL") }
+        guard concurrency > 0 else { throw ValidationError("--concurrency must be positive") }
+        var policy = FetchPolicy()
+        policy.allowLoopback = allowLoopback
+        policy.allowPrivate = allowPrivate
+        policy.httpsOnly = httpsOnly
+        policy.maxBytes = maxBytes
+        policy.totalTimeout = .milliseconds(Int64(timeout * 1000))
+        policy.maxRedirects = maxRedirects
+        policy.maxRetries = retries
+        policy.allowedHosts = allowedHosts.isEmpty ? nil : allowedHosts
+        policy.resolve = resolve
+        if let out { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
+
+        let fetcher = Fetcher(policy: policy, maxHostConnections: concurrency, maxTotalConnections: concurrency)
+        let started = ContinuousClock.now
+        var lines = [String?](repeating: nil, count: list.count)
+        var next = 0
+        var printed = 0
+        var failures = 0
+        var bytes = 0
+        await withTaskGroup(of: (Int, String, Bool, Int).self) { group in
+            func submit(_ index: Int) {
+                let url = list[index]
+                group.addTask {
+                    let begin = ContinuousClock.now
+                    let result: Result<FetchedMedia, AttacheError>
+                    do throws(AttacheError) {
+                        result = .success(try await fetcher.fetch(url))
+                    } catch { result = .failure(error) }
+                    let ms = (ContinuousClock.now - begin).milliseconds
+                    if case .success(let media) = result, let out, let kind = media.kind {
+                        let path = "\(out)/\(index + 1).\(kind.fileExtension)"
+                        _ = FileManager.default.createFile(atPath: path, contents: Data(media.bytes.buffer))
+                    }
+                    let size = (try? result.get().bytes.count) ?? 0
+                    return (index, Self.line(url: url, result, ms: ms, json: json), (try? result.get()) == nil, size)
+                }
+            }
+            while next < min(concurrency, list.count) {
+                submit(next)
+                next += 1
+            }
+            for await (index, line, failed, size) in group {
+                lines[index] = line
+                if failed { failures += 1 }
+                bytes += size
+                if next < list.count {
+                    submit(next)
+                    next += 1
+                }
+                while printed < lines.count, let ready = lines[printed] {
+                    if !quiet { print(ready) }
+                    lines[printed] = nil
+                    printed += 1
+                }
+            }
+        }
+        let seconds = (ContinuousClock.now - started).milliseconds / 1000
+        if quiet || list.count > 1 {
+            let rate = seconds > 0 ? Double(list.count) / seconds : 0
+            FileHandle.standardError.write(
+                Data(
+                    String(
+                        format: "fetched %d URLs (%d failed, %d bytes) in %.3f s: %.1f transfers/s\n",
+                        list.count, failures, bytes, seconds, rate
+                    ).utf8))
+        }
+    }
+
+    static func line(url: String, _ result: Result<FetchedMedia, AttacheError>, ms: Double, json: Bool) -> String {
+        var line = JSONLine()
+        line.add("url", url)
+        switch result {
+        case .success(let media):
+            if !json {
+                return "\(url)\tok\t\(media.status)\t\(media.bytes.count) bytes\t\(media.kind?.rawValue ?? "-")\t"
+                    + "\(media.finalURL)\t\(String(format: "%.1f", ms)) ms"
+            }
+            line.add("ok", true)
+            line.add("status", media.status)
+            line.add("bytes", media.bytes.count)
+            line.add("kind", media.kind?.rawValue)
+            line.add("final_url", media.finalURL)
+            line.add("redirects", media.redirects)
+            line.add("attempts", media.attempts)
+            line.add("ms", (ms * 10).rounded() / 10)
+            line.add("error", object: nil)
+        case .failure(let error):
+            if !json {
+                return "\(url)\terror\t\(error.code)\t\(error.message)\t\(String(format: "%.1f", ms)) ms"
+            }
+            line.add("ok", false)
+            line.add("ms", (ms * 10).rounded() / 10)
+            line.add("error", object: Inspect.errorObject(error))
+        }
+        return line.text
+    }
+}
+
+extension Duration {
+    var milliseconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
+    }
+}
