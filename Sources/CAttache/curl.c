@@ -298,7 +298,7 @@ static void copy_header(CURL *easy, const char *name, char *out, size_t capacity
 void att_transfer_result_fill(att_transfer *t, int32_t curl_code, att_transfer_result *r) {
     memset(r, 0, sizeof *r);
     // A body that ends cleanly but shorter than the early-check length is checked now.
-    if (curl_code == CURLE_OK && !t->sniffed && t->sniff_bytes > 0 && run_sniff(t)) {
+    if (curl_code == CURLE_OK && !t->sniffed && t->sniff_bytes > 0 && t->size > 0 && run_sniff(t)) {
         curl_code = CURLE_WRITE_ERROR;
     }
     r->curl_code = curl_code;
