@@ -7,7 +7,9 @@ struct Attache: AsyncParsableCommand {
         commandName: "attache",
         abstract: "Turns media links in rich push notifications into safe, small attachments.",
         version: "0.1.0",
-        subcommands: [Inspect.self, Resize.self, Fetch.self, StoreCommand.self, TokenCommand.self, KeyCommand.self, GC.self]
+        subcommands: [
+            Inspect.self, Resize.self, Fetch.self, StoreCommand.self, TokenCommand.self, KeyCommand.self, GC.self,
+        ]
     )
 
     /// Batch commands decode one file after another: keep freed decoder buffers in the heap

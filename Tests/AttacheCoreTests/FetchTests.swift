@@ -36,7 +36,9 @@ func fetchFailure(_ fetcher: Fetcher, _ url: String, deadline: ContinuousClock.I
         server = try TestHTTPServer()
         server.route("/image.jpg") { _, c in
             c.respond(
-                headers: ["Content-Type": "image/jpeg", "ETag": "\"v1\"", "Last-Modified": "Sun, 22 Nov 2026 00:00:00 GMT"],
+                headers: [
+                    "Content-Type": "image/jpeg", "ETag": "\"v1\"", "Last-Modified": "Sun, 22 Nov 2026 00:00:00 GMT",
+                ],
                 body: sampleJPEG)
         }
     }
@@ -93,7 +95,9 @@ func fetchFailure(_ fetcher: Fetcher, _ url: String, deadline: ContinuousClock.I
     }
 
     @Test func redirectWithUserinfoAndHostAllowlist() async throws {
-        server.route("/to-userinfo") { _, c in c.redirect(to: "http://user:secret@127.0.0.1:\(self.server.port)/image.jpg") }
+        server.route("/to-userinfo") { _, c in
+            c.redirect(to: "http://user:secret@127.0.0.1:\(self.server.port)/image.jpg")
+        }
         server.route("/to-localhost") { _, c in c.redirect(to: "http://localhost:\(self.server.port)/image.jpg") }
         let fetcher = Fetcher(policy: loopbackPolicy())
         #expect(await fetchFailure(fetcher, server.url("/to-userinfo"))?.code == .invalidURL)
@@ -203,7 +207,11 @@ func fetchFailure(_ fetcher: Fetcher, _ url: String, deadline: ContinuousClock.I
             usleep(3_000_000)
             c.close()
         }
-        let fetcher = Fetcher(policy: loopbackPolicy { $0.lowSpeedSeconds = 1; $0.maxRetries = 0 })
+        let fetcher = Fetcher(
+            policy: loopbackPolicy {
+                $0.lowSpeedSeconds = 1
+                $0.maxRetries = 0
+            })
         var start = ContinuousClock.now
         let slow = await fetchFailure(fetcher, server.url("/drip"))
         #expect(slow?.code == .tooSlow)
@@ -231,7 +239,8 @@ func fetchFailure(_ fetcher: Fetcher, _ url: String, deadline: ContinuousClock.I
         #expect(await fetchFailure(fetcher, "not a url")?.code == .invalidURL)
         #expect(await fetchFailure(fetcher, "http://user:pw@127.0.0.1:\(server.port)/image.jpg")?.code == .invalidURL)
         #expect(await fetchFailure(fetcher, "gopher://127.0.0.1/")?.code == .schemeNotAllowed)
-        #expect(await fetchFailure(fetcher, "http://127.0.0.1/" + String(repeating: "a", count: 9000))?.code == .invalidURL)
+        #expect(
+            await fetchFailure(fetcher, "http://127.0.0.1/" + String(repeating: "a", count: 9000))?.code == .invalidURL)
         #expect(server.count("/image.jpg") == 0)
     }
 

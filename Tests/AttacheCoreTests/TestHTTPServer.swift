@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// A small HTTP/1.1 server on 127.0.0.1 (or ::1) for the fetch tests: real sockets, keep-alive,
@@ -25,7 +25,9 @@ final class TestHTTPServer: @unchecked Sendable {
         func write(_ bytes: [UInt8]) -> Bool {
             var offset = 0
             while offset < bytes.count {
-                let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+                let n = bytes.withUnsafeBytes {
+                    send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                }
                 if n <= 0 { return false }
                 offset += n
             }
@@ -59,9 +61,13 @@ final class TestHTTPServer: @unchecked Sendable {
     private let routes: Mutex<[String: Handler]>
     private let counts = Mutex<[String: Int]>([:])
     private let openConnections = Atomic<Int>(0)
+    private let acceptedConnections = Atomic<Int>(0)
+
+    /// Connections accepted so far (a refused-before-connect fetch never adds one).
+    var accepted: Int { acceptedConnections.load(ordering: .relaxed) }
 
     /// Starts listening on `host` (127.0.0.1 or ::1), port chosen by the kernel.
-    init(host: String = "127.0.0.1", routes: [String: Handler] = [:]) throws {
+    init(host: String = "127.0.0.1", port requested: UInt16 = 0, routes: [String: Handler] = [:]) throws {
         self.host = host
         self.routes = Mutex(routes)
         let v6 = host.contains(":")
@@ -73,6 +79,7 @@ final class TestHTTPServer: @unchecked Sendable {
         if v6 {
             var address = sockaddr_in6()
             address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = requested.bigEndian
             inet_pton(AF_INET6, host, &address.sin6_addr)
             bound = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -87,6 +94,7 @@ final class TestHTTPServer: @unchecked Sendable {
         } else {
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = requested.bigEndian
             inet_pton(AF_INET, host, &address.sin_addr)
             bound = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -130,6 +138,7 @@ final class TestHTTPServer: @unchecked Sendable {
                 if errno == EINTR { continue }
                 return
             }
+            acceptedConnections.add(1, ordering: .relaxed)
             var one: Int32 = 1
             setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
             Thread.detachNewThread { [self] in serve(client) }
@@ -164,7 +173,8 @@ final class TestHTTPServer: @unchecked Sendable {
             var headers: [String: String] = [:]
             for line in lines.dropFirst() {
                 guard let colon = line.firstIndex(of: ":") else { continue }
-                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                    in: .whitespaces)
             }
             let request = Request(method: String(parts[0]), path: String(parts[1]), headers: headers)
             let path = request.path.split(separator: "?").first.map(String.init) ?? request.path

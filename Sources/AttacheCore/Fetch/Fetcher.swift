@@ -68,7 +68,9 @@ public final class Fetcher: Sendable {
         return try result.get()
     }
 
-    private func fetchWithRetries(_ url: String, deadline: ContinuousClock.Instant, headers: [String]) async -> Result<
+    private func fetchWithRetries(
+        _ url: String, deadline: ContinuousClock.Instant, headers: [String]
+    ) async -> Result<
         FetchedMedia, AttacheError
     > {
         let start = ContinuousClock.now

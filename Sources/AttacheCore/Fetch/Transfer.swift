@@ -1,7 +1,7 @@
 import CAttache
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Builds one libcurl transfer from a policy and turns its outcome into media or a typed error.
@@ -58,7 +58,9 @@ enum Transfer {
     }
 
     /// Creates the transfer; every string is copied by libcurl or the shim.
-    static func make(url: String, policy: FetchPolicy, timeout: Duration, headers: [String]) throws(AttacheError)
+    static func make(
+        url: String, policy: FetchPolicy, timeout: Duration, headers: [String]
+    ) throws(AttacheError)
         -> TransferHandle
     {
         let strings = CStrings()
