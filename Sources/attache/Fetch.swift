@@ -57,6 +57,7 @@ struct Fetch: AsyncParsableCommand {
     var arguments: [String] = []
 
     func run() async throws {
+        Attache.tuneAllocatorForBatch()
         var list = arguments
         if let urls {
             let text = try String(contentsOfFile: urls, encoding: .utf8)
@@ -93,15 +94,20 @@ struct Fetch: AsyncParsableCommand {
                         result = .success(try await fetcher.fetch(url))
                     } catch { result = .failure(error) }
                     let ms = (ContinuousClock.now - begin).milliseconds
+                    var outcome = result
                     if case .success(let media) = result, let out, let kind = media.kind {
-                        let path = "\(out)/\(index + 1).\(kind.fileExtension)"
-                        _ = FileManager.default.createFile(atPath: path, contents: Data(media.bytes.buffer))
+                        do throws(AttacheError) {
+                            try media.bytes.write(to: "\(out)/\(index + 1).\(kind.fileExtension)")
+                        } catch { outcome = .failure(error) }
                     }
-                    let size = (try? result.get().bytes.count) ?? 0
-                    return (index, Self.line(url: url, result, ms: ms, json: json), (try? result.get()) == nil, size)
+                    let size = (try? outcome.get().bytes.count) ?? 0
+                    let line = quiet ? "" : Self.line(url: url, outcome, ms: ms, json: json)
+                    return (index, line, (try? outcome.get()) == nil, size)
                 }
             }
-            while next < min(concurrency, list.count) {
+            // libcurl caps connections at --concurrency and queues the rest; a window of four times
+            // that keeps the loop thread fed without a thread hop per finished transfer.
+            while next < min(4 * concurrency, list.count) {
                 submit(next)
                 next += 1
             }

@@ -81,6 +81,24 @@ public final class MediaBytes: @unchecked Sendable {
         UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: count)
     }
 
+    /// Writes the bytes to a new file at `path` (replacing one that exists).
+    public func write(to path: String) throws(AttacheError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw AttacheError(.ioError, "cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var offset = 0
+        while offset < count {
+            let n = Glibc.write(fd, base + offset, count - offset)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                throw AttacheError(.ioError, "cannot write \(path): \(String(cString: strerror(errno)))")
+            }
+            offset += n
+        }
+    }
+
     /// A copy of the first `n` bytes (or fewer).
     public func prefix(_ n: Int) -> [UInt8] { Array(buffer.prefix(n)) }
 }
