@@ -44,6 +44,9 @@ struct Fetch: AsyncParsableCommand {
     @Option(help: "Pin host:port:address like curl --resolve (repeatable).")
     var resolve: [String] = []
 
+    @Option(help: "Trust this CA bundle instead of the system's (verification stays on).")
+    var caFile: String?
+
     @Option(help: "Transfers in flight at once.")
     var concurrency = 64
 
@@ -75,6 +78,7 @@ struct Fetch: AsyncParsableCommand {
         policy.maxRetries = retries
         policy.allowedHosts = allowedHosts.isEmpty ? nil : allowedHosts
         policy.resolve = resolve
+        policy.caFile = caFile
         if let out { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
 
         let fetcher = Fetcher(policy: policy, maxHostConnections: concurrency, maxTotalConnections: concurrency)

@@ -50,6 +50,21 @@ final class TestHTTPServer: @unchecked Sendable {
             respond(status: status, reason: "Found", headers: ["Location": location])
         }
 
+        /// Waits until the client closes the connection; how long that took, or nil after
+        /// `limit`. Timed on the server's own thread, so a busy test executor cannot skew it.
+        func timeUntilClientCloses(limit: Duration) -> Duration? {
+            let start = ContinuousClock.now
+            var byte: UInt8 = 0
+            while ContinuousClock.now - start < limit {
+                // POLLIN | POLLRDHUP (0x2000, not exported to Swift)
+                var descriptor = pollfd(fd: fd, events: Int16(POLLIN | 0x2000), revents: 0)
+                if poll(&descriptor, 1, 20) > 0 {
+                    if recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) <= 0 { return ContinuousClock.now - start }
+                }
+            }
+            return nil
+        }
+
         /// Closes the connection (the handler is done with it).
         var closed = false
         func close() { closed = true }
