@@ -21,6 +21,7 @@ struct att_transfer {
     size_t size;
     size_t capacity;
     int64_t max_bytes;
+    int64_t category_caps[4];
     int32_t address_flags;
     int32_t sniff_bytes;
     int sniffed;
@@ -41,9 +42,19 @@ static int run_sniff(att_transfer *t) {
     t->sniffed = 1;
     if (t->sniff == NULL) return 0;
     char name[64] = {0};
-    if (t->sniff(t->body, t->size, name, sizeof name) != 0) {
+    int category = t->sniff(t->body, t->size, name, sizeof name);
+    if (category <= 0 || category > 3) {
         t->abort_reason = ATT_ABORT_UNSUPPORTED_TYPE;
         set_detail(t, name);
+        return 1;
+    }
+    // Now the kind is known, its own cap applies to the declared length and to what streams.
+    int64_t cap = t->category_caps[category];
+    if (cap > 0 && (t->max_bytes <= 0 || cap < t->max_bytes)) t->max_bytes = cap;
+    curl_off_t length = -1;
+    curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+    if (t->max_bytes > 0 && ((int64_t)t->size > t->max_bytes || (int64_t)length > t->max_bytes)) {
+        t->abort_reason = ATT_ABORT_TOO_LARGE;
         return 1;
     }
     return 0;
@@ -215,6 +226,9 @@ att_transfer *att_transfer_new(const att_transfer_options *o, char *error) {
         return NULL;
     }
     t->max_bytes = o->max_bytes;
+    t->category_caps[1] = o->max_image_bytes;
+    t->category_caps[2] = o->max_audio_bytes;
+    t->category_caps[3] = o->max_video_bytes;
     t->address_flags = o->address_flags;
     t->sniff_bytes = o->sniff_bytes;
     t->sniff = o->sniff;

@@ -150,6 +150,18 @@ func fetchFailure(_ fetcher: Fetcher, _ url: String, deadline: ContinuousClock.I
         #expect(streamed?.code == .tooLarge)
     }
 
+    @Test func eachKindHasItsOwnCapOnceSniffed() async throws {
+        let wav = Array("RIFF\u{0}\u{0}\u{0}\u{0}WAVEfmt ".utf8) + [UInt8](repeating: 0, count: 64)
+        let body = [UInt8](repeating: 1, count: 3_000_000)
+        server.route("/big.wav") { _, c in c.respond(body: wav + body) }
+        server.route("/big.jpg") { _, c in c.respond(body: sampleJPEG + body) }
+        var limits = MediaLimits()
+        limits.audioBytes = 2_000_000
+        let fetcher = Fetcher(policy: loopbackPolicy { $0.kindLimits = limits })
+        #expect(await fetchFailure(fetcher, server.url("/big.wav"))?.code == .tooLarge)
+        #expect(try await fetcher.fetch(server.url("/big.jpg")).bytes.count == sampleJPEG.count + body.count)
+    }
+
     @Test func htmlWithAnImageExtensionIsRefusedEarly() async throws {
         let page = Array("<!DOCTYPE html><html><body>".utf8) + [UInt8](repeating: 0x20, count: 5_000_000)
         let sent = Atomic<Bool>(false)
@@ -284,6 +296,7 @@ func fetchFailure(_ fetcher: Fetcher, _ url: String, deadline: ContinuousClock.I
         let error = await task.value
         #expect(error?.code == .cancelled)
         // The connection closed soon after cancel(), timed on the server's thread.
+        for _ in 0..<200 where closedAfter.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
         let closed = try #require(closedAfter.withLock { $0 })
         let sinceCancel = closed - (cancelledAt - requested.withLock { $0! })
         #expect(sinceCancel < .milliseconds(300), "closed \(sinceCancel) after cancel()")

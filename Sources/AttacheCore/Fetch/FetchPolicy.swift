@@ -12,8 +12,12 @@ public struct FetchPolicy: Hashable, Sendable {
     public var lowSpeedBytes = 1024
     /// See ``lowSpeedBytes``.
     public var lowSpeedSeconds = 5
-    /// Largest body accepted, by `Content-Length` and by bytes streamed (default 10,000,000).
-    public var maxBytes: Int64 = 10_000_000
+    /// Largest body accepted, by `Content-Length` and by bytes streamed, before the kind is
+    /// known (default 50,000,000, the largest per-kind cap).
+    public var maxBytes: Int64 = 50_000_000
+    /// Per-category caps applied as soon as the first bytes tell the kind (default Apple's:
+    /// 10 MB image, 5 MB audio, 50 MB video); `nil` leaves only ``maxBytes``.
+    public var kindLimits: MediaLimits? = MediaLimits()
     /// The `User-Agent` sent.
     public var userAgent = "Attache/0.1 (+notification media fetcher)"
     /// An explicit proxy URL; without one, proxies (and `*_proxy` variables) are never used.

@@ -45,7 +45,12 @@ enum Transfer {
         let verdict = Sniffer.sniff(UnsafeBufferPointer(start: bytes, count: count))
         let refused: String
         switch verdict {
-        case .accepted: return 0
+        case .accepted(let kind):
+            switch kind.category {
+            case .image: return 1
+            case .audio: return 2
+            case .video: return 3
+            }
         case .refused(let type): refused = type
         case .needMoreBytes, .unknown: refused = count == 0 ? "empty" : "unrecognised data"
         }
@@ -54,7 +59,7 @@ enum Transfer {
             for (i, byte) in utf8.enumerated() { name[i] = CChar(bitPattern: byte) }
             name[utf8.count] = 0
         }
-        return 1
+        return 0
     }
 
     /// Creates the transfer; every string is copied by libcurl or the shim.
@@ -71,6 +76,11 @@ enum Transfer {
         options.proxy = policy.proxy.map { strings.add($0) }
         options.ca_file = policy.caFile.map { strings.add($0) }
         options.max_bytes = policy.maxBytes
+        if let limits = policy.kindLimits {
+            options.max_image_bytes = limits.imageBytes
+            options.max_audio_bytes = limits.audioBytes
+            options.max_video_bytes = limits.videoBytes
+        }
         options.max_redirects = Int32(clamping: policy.maxRedirects)
         options.connect_timeout_ms = max(1, min(policy.connectTimeout.milliseconds, timeout.milliseconds))
         options.total_timeout_ms = max(1, timeout.milliseconds)
@@ -142,7 +152,7 @@ enum Transfer {
         case ATT_ABORT_BLOCKED_ADDRESS where code == CurlCode.couldntConnect:
             return AttacheError(.blockedAddress, "the address is denied by policy: \(detail)", detail: detail)
         case ATT_ABORT_TOO_LARGE:
-            return AttacheError(.tooLarge, "the body passed the byte cap", limit: "max_bytes")
+            return AttacheError(.tooLarge, "the body passes the byte cap for its kind", limit: "max_bytes")
         case ATT_ABORT_UNSUPPORTED_TYPE:
             return AttacheError(.unsupportedType, "\(detail) is not an accepted type", detail: detail)
         case ATT_ABORT_CANCELLED:

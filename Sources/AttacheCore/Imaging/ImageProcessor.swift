@@ -23,7 +23,14 @@ public enum ImageProcessor {
             return decoder.info
         case .gif:
             throw AttacheError(.unsupportedVariant, "gif: decoding GIF is not supported by this build")
+        case let kind:
+            throw notAnImage(kind)
         }
+    }
+
+    static func notAnImage(_ kind: MediaKind) -> AttacheError {
+        AttacheError(
+            .unsupportedType, "\(kind.rawValue) is \(kind.category.rawValue), not an image", detail: kind.rawValue)
     }
 
     /// Decodes `bytes` straight to upright pixels that fit `spec.maxSide`.
@@ -48,6 +55,8 @@ public enum ImageProcessor {
             return (decoder.orientation.apply(to: image), decoder.info)
         case .gif:
             throw AttacheError(.unsupportedVariant, "gif: decoding GIF is not supported by this build")
+        case let kind:
+            throw notAnImage(kind)
         }
     }
 
@@ -62,7 +71,7 @@ public enum ImageProcessor {
         switch info.kind {
         case .jpeg:
             data = try Encoders.jpeg(image, quality: spec.jpegQuality)
-        case .png, .gif:
+        default:
             data = try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel)
         }
         return Rendition(

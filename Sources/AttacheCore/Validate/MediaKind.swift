@@ -1,15 +1,52 @@
-/// A media type Attache accepts, decided from the bytes, never from a URL or header.
+/// A media type Attache accepts — Apple's notification attachment types — decided from the
+/// bytes, never from a URL or header.
 public enum MediaKind: String, Hashable, Sendable, CaseIterable {
     case jpeg
     case png
     case gif
+    case aiff
+    case aifc
+    case wav
+    case mp3
+    case m4a
+    case mpeg
+    case mpeg2
+    case mp4
+    case m4v
+    case avi
 
-    /// Apple's uniform type identifier for the kind.
+    /// Image, audio or video: decides the byte cap and what the pipeline does with it.
+    public enum Category: String, Hashable, Sendable {
+        case image
+        case audio
+        case video
+    }
+
+    /// The kind's category.
+    public var category: Category {
+        switch self {
+        case .jpeg, .png, .gif: .image
+        case .aiff, .aifc, .wav, .mp3, .m4a: .audio
+        case .mpeg, .mpeg2, .mp4, .m4v, .avi: .video
+        }
+    }
+
+    /// Apple's uniform type identifier for the kind (the attachment's type hint).
     public var uti: String {
         switch self {
         case .jpeg: "public.jpeg"
         case .png: "public.png"
         case .gif: "com.compuserve.gif"
+        case .aiff: "public.aiff-audio"
+        case .aifc: "public.aifc-audio"
+        case .wav: "com.microsoft.waveform-audio"
+        case .mp3: "public.mp3"
+        case .m4a: "public.mpeg-4-audio"
+        case .mpeg: "public.mpeg"
+        case .mpeg2: "public.mpeg-2-video"
+        case .mp4: "public.mpeg-4"
+        case .m4v: "com.apple.m4v-video"
+        case .avi: "public.avi"
         }
     }
 
@@ -19,6 +56,16 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
         case .jpeg: "jpg"
         case .png: "png"
         case .gif: "gif"
+        case .aiff: "aiff"
+        case .aifc: "aifc"
+        case .wav: "wav"
+        case .mp3: "mp3"
+        case .m4a: "m4a"
+        case .mpeg: "mpg"
+        case .mpeg2: "m2v"
+        case .mp4: "mp4"
+        case .m4v: "m4v"
+        case .avi: "avi"
         }
     }
 
@@ -28,6 +75,14 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
         case .jpeg: "image/jpeg"
         case .png: "image/png"
         case .gif: "image/gif"
+        case .aiff, .aifc: "audio/aiff"
+        case .wav: "audio/wav"
+        case .mp3: "audio/mpeg"
+        case .m4a: "audio/mp4"
+        case .mpeg, .mpeg2: "video/mpeg"
+        case .mp4: "video/mp4"
+        case .m4v: "video/x-m4v"
+        case .avi: "video/x-msvideo"
         }
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Identifies media from its first bytes.
 public enum Sniffer {
     /// The result of looking at a file's first bytes.
@@ -24,13 +26,40 @@ public enum Sniffer {
         if starts([0xFF, 0xD8, 0xFF]) { return .accepted(.jpeg) }
         if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .accepted(.png) }
         if starts(Array("GIF87a".utf8)) || starts(Array("GIF89a".utf8)) { return .accepted(.gif) }
-        if starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) { return .refused("webp") }
+        if starts(Array("RIFF".utf8)) && b.count >= 12 {
+            switch String(decoding: b[8..<12], as: UTF8.self) {
+            case "WEBP": return .refused("webp")
+            case "WAVE": return .accepted(.wav)
+            case "AVI ": return .accepted(.avi)
+            default: return .refused("riff")
+            }
+        }
+        if starts(Array("FORM".utf8)) && b.count >= 12 {
+            switch String(decoding: b[8..<12], as: UTF8.self) {
+            case "AIFF": return .accepted(.aiff)
+            case "AIFC": return .accepted(.aifc)
+            default: return .refused("iff")
+            }
+        }
+        if starts(Array("ID3".utf8)) && b.count >= 10 && b[3] < 0xFF && b[4] < 0xFF { return .accepted(.mp3) }
+        if let mpeg = mpegName(b) { return mpeg }
+        if let audio = frameSyncName(b) { return audio }
         if starts(Array("BM".utf8)) && b.count >= 14 { return .refused("bmp") }
         if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) { return .refused("tiff") }
         if starts(Array("ftyp".utf8), at: 4) && b.count >= 12 {
             let brand = String(decoding: b[8..<12], as: UTF8.self)
             if ["heic", "heix", "hevc", "heim", "heis", "mif1", "msf1"].contains(brand) { return .refused("heic") }
             if ["avif", "avis"].contains(brand) { return .refused("avif") }
+            if ["M4A ", "M4B ", "M4P "].contains(brand) { return .accepted(.m4a) }
+            if ["M4V ", "M4VH", "M4VP"].contains(brand) { return .accepted(.m4v) }
+            if brand == "qt  " { return .refused("quicktime") }
+            if brand.hasPrefix("3g") { return .refused("3gpp") }
+            if ["isom", "iso2", "iso4", "iso5", "iso6", "mp41", "mp42", "avc1", "dash", "MSNV", "f4v "]
+                .contains(brand)
+            {
+                return .accepted(.mp4)
+            }
+            return .refused("iso-media (\(brand.trimmingCharacters(in: .whitespaces)))")
         }
         if starts([0x00, 0x00, 0x00, 0x0C, 0x6A, 0x50, 0x20, 0x20]) { return .refused("jpeg2000") }
         if starts([0xFF, 0x0A]) { return .refused("jpegxl") }
@@ -43,6 +72,38 @@ public enum Sniffer {
         ]
         if magics.contains(where: { b.count < $0.count && $0.starts(with: b) }) { return .needMoreBytes }
         return .unknown
+    }
+
+    /// MPEG-1/2 program streams (pack header) and video elementary streams (sequence header).
+    private static func mpegName(_ b: [UInt8]) -> Verdict? {
+        guard b.count >= 5, b[0] == 0, b[1] == 0, b[2] == 1 else { return nil }
+        switch b[3] {
+        case 0xBA:
+            // MPEG-2 packs start '01', MPEG-1 packs '0010'.
+            if b[4] & 0xC0 == 0x40 { return .accepted(.mpeg2) }
+            if b[4] & 0xF0 == 0x20 { return .accepted(.mpeg) }
+            return .refused("mpeg (bad pack header)")
+        case 0xB3:
+            // A sequence extension (00 00 01 B5) after the header marks MPEG-2 video.
+            for i in 4..<max(4, b.count - 3) where b[i] == 0 && b[i + 1] == 0 && b[i + 2] == 1 && b[i + 3] == 0xB5 {
+                return .accepted(.mpeg2)
+            }
+            return .accepted(.mpeg)
+        default:
+            return nil
+        }
+    }
+
+    /// An MPEG audio frame header: MP3 (layer III) is accepted; ADTS AAC and other layers are not.
+    private static func frameSyncName(_ b: [UInt8]) -> Verdict? {
+        guard b.count >= 4, b[0] == 0xFF, b[1] & 0xE0 == 0xE0 else { return nil }
+        let version = (b[1] >> 3) & 0x3
+        let layer = (b[1] >> 1) & 0x3
+        if b[1] & 0xF6 == 0xF0 { return .refused("aac") }
+        let bitrate = b[2] >> 4
+        let sampleRate = (b[2] >> 2) & 0x3
+        guard version != 1, layer != 0, bitrate != 0xF, bitrate != 0, sampleRate != 3 else { return nil }
+        return layer == 1 ? .accepted(.mp3) : .refused("mpeg audio layer \(4 - Int(layer))")
     }
 
     /// `html`, `svg` or `xml` for text that starts like markup (after a BOM and white space).

@@ -26,8 +26,9 @@ const char *att_address_denied(int family, const uint8_t *address, int flags);
 typedef struct att_transfer att_transfer;
 
 /// Early type check: called once with the first bytes of the body (at least 64, or all of
-/// them when the body is shorter). Return 0 to go on, or 1 to abort the transfer, after
-/// writing the refused type's name into `name` (NUL-terminated, at most `capacity` bytes).
+/// them when the body is shorter). Returns the accepted kind's category (1 image, 2 audio,
+/// 3 video) to go on, or 0 to abort the transfer after writing the refused type's name into
+/// `name` (NUL-terminated, at most `capacity` bytes).
 typedef int (*att_sniff_fn)(const uint8_t *bytes, size_t count, char *name, size_t capacity);
 
 typedef struct {
@@ -42,6 +43,10 @@ typedef struct {
     /// Extra request headers ("If-None-Match: ..."), NULL-terminated.
     const char *const *headers;
     int64_t max_bytes;
+    /// Caps applied once the early check knows the category (0 = max_bytes only).
+    int64_t max_image_bytes;
+    int64_t max_audio_bytes;
+    int64_t max_video_bytes;
     int32_t max_redirects;
     int64_t connect_timeout_ms;
     int64_t total_timeout_ms;
