@@ -1,27 +1,39 @@
 #!/usr/bin/env bash
-# The main job on the bundled samples: inspect every file in Samples/media, then downscale
-# each to fit 1024 px into Samples/out, store the renditions in Samples/out/store and open one
-# with its scoped token (installs missing system packages, builds release).
+# The main job on the bundled samples: serve Samples/media on 127.0.0.1:8765, run the pipeline
+# on every payload in Samples/payloads (fetch, validate, downscale, store, attach), write the
+# mutated payloads to Samples/out/payloads/ and print a short summary.
+# Installs missing system packages and builds release first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 swift build -c release --product attache
 bin=$(swift build -c release --show-bin-path)/attache
 out=${1:-Samples/out}
-echo "== attache inspect Samples/media/*"
-"$bin" inspect Samples/media/*
-echo "== attache resize --max-side 1024 --out $out Samples/media/*"
-"$bin" resize --max-side 1024 --out "$out" Samples/media/*
-store="$out/store"
-echo "== attache store put --store $store $out/*  (the renditions, each stored once)"
-"$bin" store put --store "$store" --ttl 1d --token-ttl 10m "$out"/*.* | cut -c1-150
-first=$("$bin" store put --store "$store" --json "$out"/*.jpg | head -1)
-id=$(echo "$first" | sed -E 's/.*"id":"([0-9a-f]+)".*/\1/')
-token=$(echo "$first" | sed -E 's/.*"token":"([^"]+)".*/\1/')
-echo "== attache store open $id --token <its token>, then with a forged one"
-"$bin" store open --store "$store" --token "$token" --out "$out/opened.jpg" "$id"
-"$bin" store open --store "$store" --token "${token%?????}AAAAA" --out "$out/forged.jpg" "$id" || true
-echo "== attache store stats / verify / gc --dry-run"
-"$bin" store stats --store "$store"
-"$bin" store verify --store "$store"
-"$bin" gc --store "$store" --dry-run
+port=8765
+mkdir -p "$out"
+
+"$bin" serve-files --port "$port" Samples/media > "$out/server.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+for _ in $(seq 1 50); do
+    grep -q serving "$out/server.log" 2>/dev/null && break
+    kill -0 $server 2>/dev/null || break
+    sleep 0.1
+done
+if ! grep -q serving "$out/server.log"; then
+    cat "$out/server.log" >&2
+    echo "samples: could not serve Samples/media on 127.0.0.1:$port" >&2
+    exit 1
+fi
+
+echo "== attache process --deadline 2s --allow-loopback --summary Samples/payloads/*.json"
+"$bin" process --deadline 2s --allow-loopback --store "$out/store" \
+    --base-url https://attachments.example/a --out "$out/payloads" --summary Samples/payloads/*.json
+echo
+echo "== $out/payloads/01-apns-my-attachment.json (every other payload is in $out/payloads/)"
+cat "$out/payloads/01-apns-my-attachment.json"
+echo
+echo
+echo "== attache store stats / verify"
+"$bin" store stats --store "$out/store"
+"$bin" store verify --store "$out/store"

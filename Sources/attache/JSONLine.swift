@@ -22,6 +22,11 @@ struct JSONLine {
         parts.append("\(Self.quote(key)):\(object?.text ?? "null")")
     }
 
+    /// Adds already-encoded JSON.
+    mutating func addRaw(_ key: String, _ json: String) {
+        parts.append("\(Self.quote(key)):\(json)")
+    }
+
     var text: String { "{" + parts.joined(separator: ",") + "}" }
 
     static func quote(_ string: String) -> String {

@@ -28,6 +28,19 @@ public enum ImageProcessor {
         }
     }
 
+    /// Reads only the header: kind, stored size and orientation, with every header limit
+    /// checked. Nothing is decoded.
+    public static func probe(_ bytes: MediaBytes, limits: ImageLimits = .default) throws(AttacheError) -> ImageInfo {
+        switch try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength)) {
+        case .jpeg: return try JPEGDecoder(bytes: bytes, limits: limits, deadline: DecodeDeadline(budget: nil)).info
+        case .png: return try PNGDecoder(bytes: bytes, limits: limits, deadline: DecodeDeadline(budget: nil)).info
+        case .gif:
+            throw AttacheError(.unsupportedVariant, "gif: decoding GIF is not supported by this build")
+        case let kind:
+            throw notAnImage(kind)
+        }
+    }
+
     static func notAnImage(_ kind: MediaKind) -> AttacheError {
         AttacheError(
             .unsupportedType, "\(kind.rawValue) is \(kind.category.rawValue), not an image", detail: kind.rawValue)
