@@ -18,7 +18,8 @@ import Testing
             ])
         try Data(sampleJPEG).write(to: URL(fileURLWithPath: directory.path + "/image.jpg"))
 
-        let port = Int.random(in: 20_000...60_000)
+        // Below the kernel's ephemeral range (32768+), where other tests' servers live.
+        let port = Int.random(in: 20_000...32_000)
         let server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         server.arguments = [
@@ -34,14 +35,12 @@ import Testing
         let url = "https://127.0.0.1:\(port)/image.jpg"
 
         // Wait until it listens (a refused connection is connect_failed, not a TLS answer).
-        var untrusted = Fetcher(policy: loopbackPolicy { $0.maxRetries = 0 })
-        var error: AttacheError?
-        for _ in 0..<50 {
-            error = await fetchFailure(untrusted, url)
-            if error?.code != .connectFailed { break }
+        for _ in 0..<100 where !Self.accepts(port: port) && server.isRunning {
             try await Task.sleep(for: .milliseconds(100))
-            untrusted = Fetcher(policy: loopbackPolicy { $0.maxRetries = 0 })
         }
+        try #require(server.isRunning, "openssl s_server exited (port \(port) taken?)")
+        let untrusted = Fetcher(policy: loopbackPolicy { $0.maxRetries = 0 })
+        let error = await fetchFailure(untrusted, url)
         #expect(error?.code == .tlsFailed, "\(String(describing: error))")
 
         let trusted = Fetcher(
@@ -51,6 +50,21 @@ import Testing
             })
         let media = try await trusted.fetch(url)
         #expect(Array(media.bytes.buffer) == sampleJPEG && media.kind == .jpeg)
+    }
+
+    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+    static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
     }
 
     private func run(_ executable: String, _ arguments: [String]) throws {

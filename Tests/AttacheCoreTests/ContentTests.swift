@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+
+@testable import AttacheCore
+
+@Suite struct ContentTests {
+    func content(_ text: String) throws -> NotificationContent { try NotificationContent(bytes: Array(text.utf8)) }
+
+    @Test func parserKeepsOrderNumbersAndEscapes() throws {
+        let value = try JSONParser.parse(
+            Array(#"{"b":1.50,"a":[1e3,-0,12345678901234567890],"s":"\u00e9\ud83d\ude00\n\"","b":null,"t":true}"#.utf8))
+        guard case .object(let members) = value else { throw AttacheError(.internalError, "not an object") }
+        #expect(members.map(\.key) == ["b", "a", "s", "b", "t"])
+        #expect(value["a"] == .array([.number("1e3"), .number("-0"), .number("12345678901234567890")]))
+        #expect(value["b"] == .number("1.50"))
+        #expect(value["s"]?.stringValue == "é😀\n\"")
+        #expect(value.text == #"{"b":1.50,"a":[1e3,-0,12345678901234567890],"s":"é😀\n\"","b":null,"t":true}"#)
+    }
+
+    @Test(arguments: [
+        "", "{", "}", "{\"a\"}", "{\"a\":}", "[1,]", "{\"a\":1,}", "01", "1.", "-", "\"\\x\"", "\"\\ud800\"",
+        "\"a\u{1}b\"", "{} {}", "tru", "nul",
+        "[" + String(repeating: "[", count: 100) + String(repeating: "]", count: 101),
+    ])
+    func invalidDocumentsAreRefused(text: String) {
+        #expect(throws: AttacheError.self) { try JSONParser.parse(Array(text.utf8)) }
+    }
+
+    @Test func everyConventionFindsItsURLs() throws {
+        let payload = """
+            {"aps":{"mutable-content":1},
+             "my-attachment":"https://a.test/1.jpg","attachment-url":"https://a.test/2.jpg",
+             "media-url":"https://a.test/3.jpg","image":"https://a.test/4.jpg",
+             "fcm_options":{"image":"https://a.test/5.jpg"},
+             "att":{"x":"https://a.test/6.jpg","y":"https://a.test/7.jpg"},
+             "com.urbanairship.media_attachment":{"url":["https://a.test/8.jpg","https://a.test/1.jpg"],
+               "options":{"crop":{"x":0.25,"y":0,"width":0.5,"height":1},"time":1.5,"hidden":true}},
+             "ct_mediaUrl":"https://a.test/9.jpg",
+             "com.batch":{"at":{"u":"https://a.test/10.jpg"}}}
+            """
+        let sources = try content(payload).sources()
+        #expect(sources.map(\.url) == (1...10).map { "https://a.test/\($0).jpg" }, "each URL once, in rule order")
+        #expect(
+            sources.map(\.convention) == [
+                "my-attachment", "attachment-url", "media-url", "image", "fcm", "onesignal", "onesignal", "airship",
+                "clevertap", "batch",
+            ])
+        let airship = try #require(sources.first { $0.convention == "airship" })
+        #expect(airship.options == ThumbnailOptions(hidden: true, clippingRect: [0.25, 0, 0.5, 1], time: 1.5))
+        #expect(try content(#"{"aps":{},"custom":{"pic":"https://a.test/x.png"}}"#).sources().isEmpty)
+        let custom = try #require(SourceRule(argument: "custom=custom/pic"))
+        #expect(
+            try content(#"{"custom":{"pic":"https://a.test/x.png"}}"#).sources(using: [custom]).map(\.url) == [
+                "https://a.test/x.png"
+            ])
+    }
+
+    @Test func mutableContentDecides() throws {
+        #expect(try content(#"{"aps":{"mutable-content":1}}"#).isMutable)
+        #expect(try !content(#"{"aps":{"mutable-content":0}}"#).isMutable)
+        #expect(try !content(#"{"aps":{}}"#).isMutable)
+        #expect(try !content(#"{"mutable-content":1}"#).isMutable)
+        #expect(throws: AttacheError.self) { try content("[1]") }
+    }
+
+    @Test func settingAMemberKeepsEveryOtherByte() throws {
+        let original = """
+            {
+              "aps" : { "alert" : "hi", "mutable-content" : 1 },
+              "n" : 1.50e2 ,  "unknown": {"z":[true,false,null]}
+            }
+            """
+        let block = JSONValue.array([.string("x")])
+        let out = try content(original).setting("attachments", to: block)
+        let text = String(decoding: out, as: UTF8.self)
+        let insertion = try #require(text.range(of: #","attachments":["x"]"#))
+        #expect(text.replacingCharacters(in: insertion, with: "") == original, "only the new member was added")
+        let reparsed = try JSONParser.parse(out)
+        guard case .object(let members) = reparsed else { throw AttacheError(.internalError, "not an object") }
+        #expect(members.map(\.key) == ["aps", "n", "unknown", "attachments"])
+
+        // An existing member is replaced where it stands.
+        let again = try NotificationContent(bytes: out).setting("attachments", to: .array([]))
+        #expect(
+            String(decoding: again, as: UTF8.self)
+                == text.replacingCharacters(in: insertion, with: #","attachments":[]"#))
+        #expect(String(decoding: try content("{ }").setting("k", to: .null), as: UTF8.self) == #"{ "k":null}"#)
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+@testable import AttacheCore
+
+let inDeadlineChild = ProcessInfo.processInfo.environment["ATTACHE_DEADLINE_CHILD"] == "1"
+
+/// The deadline tests measure wall time to the millisecond, so they run in a child of this
+/// test binary where nothing else competes for Swift's cooperative pool (the other suites
+/// decode images on it for seconds at a time).
+@Suite struct DeadlineRunner {
+    @Test(.enabled(if: !inDeadlineChild && !inNetworkNamespaceChild))
+    func deadlineTestsRunAlone() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = ["--testing-library", "swift-testing", "--filter", "DeadlineTests"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["ATTACHE_DEADLINE_CHILD"] = "1"
+        process.environment = environment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let failures = output.split(separator: "\n").filter { $0.contains("recorded an issue") }
+        #expect(
+            process.terminationStatus == 0, "\(failures.prefix(20).joined(separator: "\n"))\n\(output.suffix(1500))")
+        #expect(output.contains("Suite DeadlineTests passed"), "\(output.suffix(1500))")
+        print(output.split(separator: "\n").filter { $0.contains("deadline:") }.joined(separator: "\n"))
+    }
+}
+
+@Suite(.enabled(if: inDeadlineChild))
+struct DeadlineTests {
+    @Test func slowBesideFastYieldsTheFastOneAtTheDeadline() async throws {
+        let server = try sampleMediaServer()
+        let directory = try TemporaryDirectory()
+        let pipeline = try makePipeline(directory)
+        let input = payload([
+            "image": JSONValue.quote(server.url("/gray.jpg")), "media-url": JSONValue.quote(server.url("/hang.jpg")),
+        ])
+        let start = ContinuousClock.now
+        let result = await pipeline.process(input, deadline: start + .milliseconds(500))
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed < .milliseconds(600), "returned \(elapsed) after the call with a 500 ms deadline")
+        #expect(!result.passedThrough)
+        let fast = try #require(result.outcomes.first { $0.url.hasSuffix("/gray.jpg") })
+        let slow = try #require(result.outcomes.first { $0.url.hasSuffix("/hang.jpg") })
+        #expect(fast.attachment != nil && slow.error?.code == .timedOut)
+        print("deadline: slow beside fast returned after \(elapsed) (deadline 500 ms)")
+    }
+
+    /// 200 payloads, each with a fast image and a host that never answers, 20 at a time, each
+    /// with a 300 ms deadline: every one must come back within 400 ms with the image attached.
+    @Test func bestAttemptWithinDeadlinePlus100msIn200Runs() async throws {
+        let server = try sampleMediaServer()
+        let directory = try TemporaryDirectory()
+        let pipeline = try makePipeline(directory)
+        var late: [Duration] = []
+        var worst = Duration.zero
+        for batch in 0..<10 {
+            let times = await withTaskGroup(of: (Duration, Bool).self) { group in
+                for i in 0..<20 {
+                    let input = payload([
+                        "image": JSONValue.quote(server.url("/gray.jpg")),
+                        "media-url": JSONValue.quote(server.url("/hang.jpg?run=\(batch * 20 + i)")),
+                    ])
+                    group.addTask {
+                        let start = ContinuousClock.now
+                        let result = await pipeline.process(input, deadline: start + .milliseconds(300))
+                        let elapsed = ContinuousClock.now - start
+                        // The fetch's own timeout may end the hung transfer a moment before the
+                        // payload deadline; either way it is reported timed_out.
+                        let ok =
+                            result.outcomes.contains { $0.attachment != nil }
+                            && result.outcomes.contains { $0.error?.code == .timedOut }
+                        return (elapsed, ok)
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            for (elapsed, ok) in times {
+                worst = max(worst, elapsed)
+                if elapsed > .milliseconds(400) || !ok { late.append(elapsed) }
+            }
+        }
+        #expect(late.isEmpty, "\(late.count) of 200 runs late or incomplete: \(late.prefix(10))")
+        print("deadline: 200 runs with a hanging host, 300 ms deadline, slowest returned after \(worst)")
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import AttacheCore
+
+/// A media host serving Samples/media, plus misbehaving routes.
+func sampleMediaServer() throws -> TestHTTPServer {
+    let server = try TestHTTPServer()
+    for name in try FileManager.default.contentsOfDirectory(atPath: ValidateTests.media) {
+        let body = Array(FileManager.default.contents(atPath: ValidateTests.media + "/" + name)!)
+        server.route("/" + name) { _, c in c.respond(headers: ["Content-Type": "application/octet-stream"], body: body)
+        }
+    }
+    server.route("/hang.jpg") { _, c in
+        _ = c.timeUntilClientCloses(limit: .seconds(30))
+        c.close()
+    }
+    server.route("/lying.png") { _, c in
+        c.respond(headers: ["Content-Type": "image/png"], body: sampleJPEG)
+    }
+    return server
+}
+
+func makePipeline(
+    _ directory: TemporaryDirectory, _ change: (inout PipelineConfiguration) -> Void = { _ in }
+) throws -> Pipeline {
+    var configuration = PipelineConfiguration()
+    configuration.baseURL = "https://cdn.test/a/"
+    change(&configuration)
+    let store = try AttachmentStore(StoreConfiguration(root: directory.path + "/store"))
+    return Pipeline(configuration: configuration, fetcher: Fetcher(policy: loopbackPolicy()), store: store)
+}
+
+func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
+    let aps = mutable ? #""aps":{"alert":"hi","mutable-content":1}"# : #""aps":{"alert":"hi"}"#
+    let rest = members.sorted { $0.key < $1.key }.map { "\(JSONValue.quote($0.key)):\($0.value)" }
+    return Array(("{" + ([aps] + rest).joined(separator: ",") + "}").utf8)
+}
+
+@Suite struct PipelineTests {
+    let server: TestHTTPServer
+    let directory: TemporaryDirectory
+
+    init() throws {
+        server = try sampleMediaServer()
+        directory = try TemporaryDirectory()
+    }
+
+    @Test func attachesEveryAcceptedKindFromRealFiles() async throws {
+        let pipeline = try makePipeline(directory)
+        let kinds: [(String, MediaKind)] = [
+            ("waterfall-rotated.jpg", .jpeg), ("palette-transparent.png", .png), ("tone.aiff", .aiff),
+            ("tone.aifc", .aifc), ("tone.wav", .wav), ("tone.mp3", .mp3), ("tone.m4a", .m4a),
+            ("clip-mpeg1.mpg", .mpeg), ("clip-mpeg2.mpg", .mpeg2), ("clip.mp4", .mp4), ("clip.m4v", .m4v),
+            ("clip.avi", .avi),
+        ]
+        for (name, kind) in kinds {
+            let result = await pipeline.process(payload(["image": JSONValue.quote(server.url("/" + name))]))
+            let outcome = try #require(result.outcomes.first)
+            let attachment = try #require(outcome.attachment, "\(name): \(String(describing: outcome.error))")
+            #expect(attachment.type == kind.uti)
+            #expect(attachment.url.hasPrefix("https://cdn.test/a/\(attachment.id).\(kind.fileExtension)?token="))
+            let block = try #require(try JSONParser.parse(result.payload)["attachments"])
+            #expect(block.text == JSONValue.array([attachment.json(full: true)]).text)
+        }
+        // The photo was downscaled and turned upright; the sound was stored as it came.
+        let photo = await pipeline.process(payload(["image": JSONValue.quote(server.url("/waterfall-rotated.jpg"))]))
+        let attachment = try #require(photo.outcomes.first?.attachment)
+        #expect(attachment.width == 1024 && attachment.height == 683)
+        #expect(photo.outcomes.first?.cached == true, "the second request reused the stored rendition")
+    }
+
+    @Test func refusedAndSpoofedMediaAreReportedAndThePayloadStillGoesOut() async throws {
+        let pipeline = try makePipeline(directory)
+        let input = payload([
+            "image": JSONValue.quote(server.url("/page-named-as.png")),
+            "media-url": JSONValue.quote(server.url("/lying.png")),
+            "attachment-url": JSONValue.quote(server.url("/tone.aac")),
+            "my-attachment": JSONValue.quote(server.url("/clip.mov")),
+        ])
+        let result = await pipeline.process(input)
+        let byURL = Dictionary(uniqueKeysWithValues: result.outcomes.map { ($0.url, $0) })
+        #expect(byURL[server.url("/page-named-as.png")]?.error?.detail == "html")
+        #expect(byURL[server.url("/tone.aac")]?.error?.code == .unsupportedType)
+        #expect(byURL[server.url("/clip.mov")]?.error?.code == .unsupportedType)
+        let lying = try #require(byURL[server.url("/lying.png")])
+        #expect(lying.attachment?.type == "public.jpeg", "the bytes decide the kind")
+        #expect(lying.warnings.contains { $0.contains("Content-Type image/png") })
+        #expect(lying.warnings.contains { $0.contains("URL says .png") })
+        #expect(!result.passedThrough)
+        #expect(
+            try JSONParser.parse(result.payload)["attachments"].map { value -> Int in
+                if case .array(let items) = value { return items.count }
+                return -1
+            } == 1)
+    }
+
+    @Test func payloadsWithoutMutableContentOrUnreadablePassThroughByteForByte() async throws {
+        let pipeline = try makePipeline(directory)
+        let plain = payload(["image": JSONValue.quote(server.url("/gray.jpg"))], mutable: false)
+        let result = await pipeline.process(plain)
+        #expect(result.payload == plain && result.passedThrough && result.outcomes.isEmpty)
+        #expect(server.count("/gray.jpg") == 0, "nothing was fetched")
+        for broken in ["{\"aps\":", "not json", "[1,2]", ""] {
+            let bytes = Array(broken.utf8)
+            let outcome = await pipeline.process(bytes)
+            #expect(outcome.payload == bytes && outcome.payloadError?.code == .invalidPayload)
+        }
+        let none = payload(["other": "1"])
+        #expect(await pipeline.process(none).payload == none)
+    }
+
+    @Test func untouchedBytesSurviveTheMutation() async throws {
+        let pipeline = try makePipeline(directory)
+        let original = """
+            {
+              "aps" : {"alert":{"title":"T","loc-args":["a",1.0]},"mutable-content":1,"category":"c"},
+              "image" : "\(server.url("/gray.jpg"))",
+              "big" : 12345678901234567890123, "float": 1.10, "esc": "\\u00e9\\n", "dup": 1, "dup": 2
+            }
+            """
+        let result = await pipeline.process(Array(original.utf8))
+        let text = String(decoding: result.payload, as: UTF8.self)
+        let block = try #require(text.range(of: #","attachments":["#))
+        #expect(text[..<block.lowerBound] == original.dropLast(2), "everything before the block is the original")
+        #expect(text.hasSuffix("]\n}"))
+    }
+
+    @Test func trimsToTheSizeLimit() async throws {
+        let names = [
+            "gray.jpg", "cmyk-adobe.jpg", "palette-transparent.png", "rgba-interlaced.png", "tone.wav", "tone.mp3",
+            "tone.aiff", "clip.mp4", "clip.avi", "clip-mpeg1.mpg", "clip-mpeg2.mpg", "tone.m4a", "clip.m4v",
+            "tone.aifc", "tone-frames.mp3", "waterfall-rotated.jpg",
+        ]
+        let atts =
+            "{"
+            + names.enumerated().map { "\"k\($0)\":\(JSONValue.quote(server.url("/" + $1)))" }.joined(separator: ",")
+            + "}"
+        let pipeline = try makePipeline(directory)
+        let result = await pipeline.process(payload(["att": atts]))
+        #expect(result.payload.count <= 4096)
+        #expect(result.trimmed.first == "optional fields (bytes, width, height, frames, options)")
+        let dropped = result.outcomes.filter { $0.error?.code == .payloadTooLarge }
+        let attached = result.outcomes.filter { $0.attachment != nil }
+        #expect(!dropped.isEmpty && !attached.isEmpty && dropped.count + attached.count == names.count)
+        #expect(result.trimmed.count == dropped.count + 1)
+        // Later attachments go first: the kept ones are the first in payload order.
+        #expect(attached.map(\.url) == Array(result.outcomes.map(\.url).prefix(attached.count)))
+        let block = try #require(try JSONParser.parse(result.payload)["attachments"])
+        guard case .array(let items) = block else { throw AttacheError(.internalError, "no block") }
+        #expect(items.count == attached.count && items.allSatisfy { $0["options"] == nil && $0["url"] != nil })
+
+        // With room to spare nothing is trimmed.
+        let small = await pipeline.process(payload(["image": JSONValue.quote(server.url("/gray.jpg"))]))
+        #expect(small.trimmed.isEmpty && small.payload.count <= 4096)
+    }
+
+    @Test func decodedMemoryBudgetShrinksImages() async throws {
+        let pipeline = try makePipeline(directory) { $0.decodedMemoryBudget = 200 * 200 * 4 }
+        let result = await pipeline.process(payload(["image": JSONValue.quote(server.url("/waterfall-rotated.jpg"))]))
+        let attachment = try #require(result.outcomes.first?.attachment)
+        #expect((attachment.width ?? 0) * (attachment.height ?? 0) * 4 <= 200 * 200 * 4)
+        #expect(attachment.width! > attachment.height!, "still upright landscape")
+    }
+}
