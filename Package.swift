@@ -29,6 +29,7 @@ let package = Package(
                 .linkedLibrary("png16"),
                 .linkedLibrary("z"),
                 .linkedLibrary("curl"),
+                .linkedLibrary("gif"),
             ]
         ),
         .target(

@@ -12,11 +12,23 @@ public struct ImageInfo: Hashable, Sendable {
     public var orientation: Orientation
     /// Progressive JPEG or interlaced PNG.
     public var isProgressive: Bool
+    /// GIF: NETSCAPE2.0 loop count (0 = forever), nil when absent or not a GIF.
+    public var loopCount: Int? = nil
+    /// GIF: total duration in centiseconds (delays as browsers play them).
+    public var duration: Int? = nil
 
     /// Width as displayed, after orientation.
     public var displayWidth: Int { orientation.swapsDimensions ? height : width }
     /// Height as displayed, after orientation.
     public var displayHeight: Int { orientation.swapsDimensions ? width : height }
+}
+
+extension ImageInfo {
+    init(_ gif: GIFInfo) {
+        self.init(
+            kind: .gif, width: gif.width, height: gif.height, frames: gif.frames, orientation: .up, isProgressive: false,
+            loopCount: gif.loopCount, duration: gif.duration)
+    }
 }
 
 /// How an image is turned into an attachment rendition.
@@ -34,6 +46,10 @@ public struct RenditionSpec: Hashable, Sendable {
     public var jpegShrinkHeadroom: Double
     /// libjpeg's smooth chroma upsampling (true) or its faster merged upsampling (false).
     public var jpegFancyUpsampling: Bool = true
+    /// GIF: frames kept at most (dropped evenly beyond, total duration kept). Default 200.
+    public var gifMaxFrames = 200
+    /// GIF: largest output in bytes (frames dropped, then size shrunk, to fit). Default 10 MB.
+    public var gifMaxBytes = 10_000_000
 
     /// Creates a spec; every argument has the documented default.
     public init(
@@ -69,4 +85,11 @@ public struct Rendition: Sendable {
     public var data: [UInt8]
     /// What the source was.
     public var source: ImageInfo
+    /// Frames written (GIF).
+    public var frames: Int = 1
+    /// GIF: the poster frame and its start time in seconds (for the thumbnail time option).
+    public var posterFrame: Int? = nil
+    public var posterTime: Double? = nil
+    /// What frame and byte budgets made the encoder do.
+    public var actions: [String] = []
 }

@@ -22,7 +22,8 @@ public enum ImageProcessor {
             try decoder.decodeRows(into: &counter)
             return decoder.info
         case .gif:
-            throw AttacheError(.unsupportedVariant, "gif: decoding GIF is not supported by this build")
+            let gif = try inspectGIF(bytes, limits: limits, gifLimits: GIFLimits())
+            return ImageInfo(gif)
         case let kind:
             throw notAnImage(kind)
         }
@@ -35,7 +36,7 @@ public enum ImageProcessor {
         case .jpeg: return try JPEGDecoder(bytes: bytes, limits: limits, deadline: DecodeDeadline(budget: nil)).info
         case .png: return try PNGDecoder(bytes: bytes, limits: limits, deadline: DecodeDeadline(budget: nil)).info
         case .gif:
-            throw AttacheError(.unsupportedVariant, "gif: decoding GIF is not supported by this build")
+            return ImageInfo(try scanGIF(bytes, limits: limits))
         case let kind:
             throw notAnImage(kind)
         }
@@ -67,7 +68,17 @@ public enum ImageProcessor {
             let image = try resample(decoder, target: target)
             return (decoder.orientation.apply(to: image), decoder.info)
         case .gif:
-            throw AttacheError(.unsupportedVariant, "gif: decoding GIF is not supported by this build")
+            let frames = try compositeGIF(bytes, limits: limits)
+            let info = try scanGIF(bytes, limits: limits)
+            let target = spec.outputSize(width: info.width, height: info.height)
+            let first = frames[0]
+            guard target.width != first.width || target.height != first.height else { return (first, ImageInfo(info)) }
+            let resampler = Resampler(
+                inWidth: first.width, inHeight: first.height, outWidth: target.width, outHeight: target.height, channels: 4)
+            first.pixels.withUnsafeBufferPointer { p in
+                for y in 0..<first.height { resampler.push(p.baseAddress! + y * first.width * 4) }
+            }
+            return (PixelImage(width: target.width, height: target.height, channels: 4, pixels: resampler.output), ImageInfo(info))
         case let kind:
             throw notAnImage(kind)
         }
@@ -79,6 +90,15 @@ public enum ImageProcessor {
         _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: ImageLimits = .default,
         timeBudget: Duration? = nil
     ) throws(AttacheError) -> Rendition {
+        if case .accepted(.gif) = Sniffer.sniff(bytes.prefix(Sniffer.prefixLength)) {
+            var gifSpec = GIFSpec(maxSide: spec.maxSide)
+            gifSpec.maxFrames = spec.gifMaxFrames
+            gifSpec.maxBytes = spec.gifMaxBytes
+            let gif = try renderGIF(bytes, spec: gifSpec, limits: limits)
+            return Rendition(
+                kind: .gif, width: gif.width, height: gif.height, data: gif.data, source: ImageInfo(gif.source),
+                frames: gif.frames, posterFrame: gif.posterFrame, posterTime: gif.posterTime, actions: gif.actions)
+        }
         let (image, info) = try decode(bytes, spec: spec, limits: limits, timeBudget: timeBudget)
         let data: [UInt8]
         switch info.kind {

@@ -95,6 +95,16 @@ final class Resampler: RowSink {
         rows.deallocate()
     }
 
+    /// Makes the resampler ready for another image of the same size (the filter tables and
+    /// buffers are kept).
+    func reset() {
+        rowsPushed = 0
+        rowsInBox = 0
+        boxedRows = 0
+        rowsWritten = 0
+        boxSum.update(repeating: .zero, count: boxedWidth)
+    }
+
     func push(_ row: UnsafePointer<UInt8>) {
         guard rowsPushed < inHeight else { return }
         rowsPushed += 1

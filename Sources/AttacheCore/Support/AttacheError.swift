@@ -28,6 +28,8 @@ public struct AttacheError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let tooManyPixels = Code(rawValue: "too_many_pixels")
         /// Width or height exceeds the dimension limit, or is zero.
         public static let dimensionsTooLarge = Code(rawValue: "dimensions_too_large")
+        /// An animated image has more frames than allowed.
+        public static let tooManyFrames = Code(rawValue: "too_many_frames")
         /// A progressive JPEG has more scans than allowed.
         public static let tooManyScans = Code(rawValue: "too_many_scans")
         /// Decoding would need more memory than the decoder-memory cap.

@@ -1,0 +1,186 @@
+import CAttache
+
+/// Limits that apply to GIFs beyond ``ImageLimits`` (which bounds the logical screen).
+public struct GIFLimits: Hashable, Sendable {
+    /// Frames accepted (default 1,000).
+    public var maxFrames = 1_000
+    /// Sum of every frame's width × height (default 500,000,000, e.g. 1,000 frames of 0.5 MP).
+    public var maxTotalPixels = 500_000_000
+    /// Keep the frames decoded before a truncation instead of failing with `truncated`.
+    public var allowPartial = false
+
+    public init() {}
+}
+
+/// One source frame as stored: its rectangle, palette indices and control data.
+struct GIFSourceFrame {
+    var left: Int
+    var top: Int
+    var width: Int
+    var height: Int
+    /// RGB triples.
+    var palette: [UInt8]
+    var transparent: Int?
+    var disposal: Int
+    /// Delay as browsers play it, in centiseconds (0 and 1 become 10).
+    var delay: Int
+    var indices: [UInt8]
+}
+
+/// Reads a GIF frame by frame through giflib's record API, checking every descriptor against
+/// the limits before its pixels are allocated.
+final class GIFDecoder {
+    private let decoder: OpaquePointer
+    private let bytes: MediaBytes
+    let width: Int
+    let height: Int
+    /// NETSCAPE2.0 loop count (0 = forever); nil when absent (play once).
+    private(set) var loopCount: Int?
+    let globalPalette: [UInt8]
+    private let limits: GIFLimits
+    private(set) var framesRead = 0
+    private var totalPixels = 0
+    /// Set when a truncation ended the file early and partial results were allowed.
+    private(set) var truncated = false
+
+    init(bytes: MediaBytes, limits: ImageLimits, gifLimits: GIFLimits) throws(AttacheError) {
+        var screen = att_gif_screen()
+        var error = att_error()
+        guard let decoder = att_gif_open(bytes.buffer.baseAddress, bytes.count, &screen, &error) else {
+            throw AttacheError(shim: error, format: "gif")
+        }
+        self.decoder = decoder
+        self.bytes = bytes
+        width = Int(screen.width)
+        height = Int(screen.height)
+        self.limits = gifLimits
+        globalPalette = withUnsafeBytes(of: screen.palette) { Array($0.prefix(Int(screen.colors) * 3)) }
+        // Once every property is set a throwing init still runs deinit, which closes the file.
+        try limits.check(width: width, height: height)
+    }
+
+    deinit { att_gif_close(decoder) }
+
+    /// The next frame, or nil after the last one. With `pixels` false the frame's data is
+    /// skipped undecoded (its `indices` are empty): a scan for counts and budgets.
+    func next(pixels: Bool = true) throws(AttacheError) -> GIFSourceFrame? {
+        var frame = att_gif_frame()
+        var error = att_error()
+        var loop = Int32(-1)
+        let status = att_gif_next_frame(decoder, &frame, &loop, &error)
+        if loop >= 0 { loopCount = Int(loop) }
+        if status == 0 { return nil }
+        if status < 0 {
+            let failure = AttacheError(shim: error, format: "gif")
+            if failure.code == .truncated && limits.allowPartial && framesRead > 0 {
+                truncated = true
+                return nil
+            }
+            throw failure
+        }
+        let w = Int(frame.width)
+        let h = Int(frame.height)
+        guard w > 0, h > 0 else { throw AttacheError(.corruptData, "gif: frame \(framesRead + 1) is \(w)x\(h)") }
+        guard framesRead < limits.maxFrames else {
+            throw AttacheError(.tooManyFrames, "gif: more than \(limits.maxFrames) frames", limit: "max_frames")
+        }
+        totalPixels += w * h
+        guard w <= 65_535, h <= 65_535, totalPixels <= limits.maxTotalPixels else {
+            throw AttacheError(
+                .tooManyPixels, "gif: frames add up to more than \(limits.maxTotalPixels) pixels",
+                limit: "max_total_frame_pixels")
+        }
+        var indices = [UInt8](repeating: 0, count: pixels ? w * h : 0)
+        let read =
+            pixels
+            ? indices.withUnsafeMutableBufferPointer { att_gif_read_pixels(decoder, $0.baseAddress, &error) }
+            : att_gif_skip_pixels(decoder, &error)
+        if read != 0 {
+            let failure = AttacheError(shim: error, format: "gif")
+            if failure.code == .truncated && limits.allowPartial && framesRead > 0 {
+                truncated = true
+                return nil
+            }
+            throw failure
+        }
+        framesRead += 1
+        let local = withUnsafeBytes(of: frame.palette) { Array($0.prefix(Int(frame.colors) * 3)) }
+        let delay = Int(frame.delay_cs)
+        return GIFSourceFrame(
+            left: Int(frame.left), top: Int(frame.top), width: w, height: h,
+            palette: !local.isEmpty ? local : !globalPalette.isEmpty ? globalPalette : Self.grayRamp,
+            transparent: frame.transparent >= 0 ? Int(frame.transparent) : nil, disposal: Int(frame.disposal),
+            delay: delay <= 1 ? 10 : delay, indices: indices)
+    }
+
+    /// The palette of a frame that has neither a local nor a global one.
+    static let grayRamp: [UInt8] = (0..<256).flatMap { [UInt8($0), UInt8($0), UInt8($0)] }
+}
+
+/// Draws frames onto the logical screen as a browser does: transparent pixels leave what is
+/// below, disposal 2 clears the frame's rectangle to transparent, disposal 3 restores the
+/// screen as it was before the frame; parts of a frame outside the screen are clipped.
+struct GIFCompositor {
+    let width: Int
+    let height: Int
+    /// RGBA, alpha 0 or 255.
+    private(set) var canvas: [UInt8]
+    private var saved: [UInt8] = []
+    private var pending: (disposal: Int, left: Int, top: Int, right: Int, bottom: Int)?
+
+    init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+        canvas = [UInt8](repeating: 0, count: width * height * 4)
+    }
+
+    /// Applies the previous frame's disposal, then draws `frame`.
+    mutating func draw(_ frame: GIFSourceFrame) {
+        if let pending {
+            switch pending.disposal {
+            case 2:
+                for y in pending.top..<pending.bottom {
+                    let start = (y * width + pending.left) * 4
+                    canvas.withUnsafeMutableBufferPointer {
+                        ($0.baseAddress! + start).update(repeating: 0, count: (pending.right - pending.left) * 4)
+                    }
+                }
+            case 3 where !saved.isEmpty:
+                swap(&canvas, &saved)
+            default:
+                break
+            }
+        }
+        let left = max(0, frame.left)
+        let top = max(0, frame.top)
+        let right = min(width, frame.left + frame.width)
+        let bottom = min(height, frame.top + frame.height)
+        pending = (frame.disposal, left, top, max(left, right), max(top, bottom))
+        if frame.disposal == 3 {
+            if saved.count != canvas.count { saved = canvas } else { saved.withUnsafeMutableBufferPointer { dst in canvas.withUnsafeBufferPointer { dst.baseAddress!.update(from: $0.baseAddress!, count: $0.count) } } }
+        }
+        guard right > left, bottom > top else { return }
+        let colors = frame.palette.count / 3
+        let transparent = frame.transparent ?? -1
+        frame.indices.withUnsafeBufferPointer { indices in
+            frame.palette.withUnsafeBufferPointer { palette in
+                canvas.withUnsafeMutableBufferPointer { canvas in
+                    for y in top..<bottom {
+                        let src = (y - frame.top) * frame.width - frame.left
+                        var dst = (y * width + left) * 4
+                        for x in left..<right {
+                            let index = Int(indices[src + x])
+                            if index != transparent && index < colors {
+                                canvas[dst] = palette[index * 3]
+                                canvas[dst + 1] = palette[index * 3 + 1]
+                                canvas[dst + 2] = palette[index * 3 + 2]
+                                canvas[dst + 3] = 255
+                            }
+                            dst += 4
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,163 @@
+import CAttache
+
+/// Writes output frames to giflib with one frame of lookahead, so each frame is optimised
+/// against what a viewer already shows: cropped to the rectangle that changed, unchanged
+/// pixels inside it made transparent, identical frames merged (delays summed), and a frame
+/// that must turn pixels transparent preceded by a clearing disposal.
+final class GIFFrameWriter {
+    let width: Int
+    let height: Int
+    private let encoder: OpaquePointer
+    /// What a viewer shows after the frames written or pending (RGBA).
+    private var shown: [UInt8]
+    private var pending: Pending?
+    private(set) var framesWritten = 0
+    private(set) var duration = 0
+
+    private struct Pending {
+        var indices: [UInt8]
+        var changed: [Bool]
+        var palette: GIFPalette
+        var delay: Int
+        var rect: (x: Int, y: Int, w: Int, h: Int)
+        var disposal: Int
+    }
+
+    /// The palette written once as the global one; frames with the same colours use it.
+    private let globalColors: [UInt8]?
+
+    init(width: Int, height: Int, loopCount: Int?, globalPalette: GIFPalette?) throws(AttacheError) {
+        self.width = width
+        self.height = height
+        globalColors = globalPalette?.colors
+        var error = att_error()
+        let encoder = (globalPalette?.colors ?? []).withUnsafeBufferPointer { colors in
+            att_gif_encoder_new(
+                Int32(width), Int32(height), Int32(loopCount ?? -1), globalPalette == nil ? nil : colors.baseAddress,
+                Int32(globalPalette?.count ?? 0), &error)
+        }
+        guard let encoder else {
+            throw AttacheError(.encodeFailed, "gif: cannot start the encoder")
+        }
+        self.encoder = encoder
+        shown = [UInt8](repeating: 0, count: width * height * 4)
+    }
+
+    deinit { att_gif_encoder_free(encoder) }
+
+    /// Bytes written so far (frames still pending not included).
+    var bytesWritten: Int { att_gif_encoder_size(encoder) }
+
+    /// Adds the delay of a dropped frame to the last frame.
+    func extendLast(by delay: Int) {
+        pending?.delay += delay
+        duration += delay
+    }
+
+    /// Adds a frame: its palette indices over the whole screen and the RGBA they came from.
+    /// A pixel whose source colour is what the viewer already shows is left unchanged (drawn
+    /// transparent), so colours the frame's palette cannot express exactly do not drift.
+    func add(indices: [UInt8], source: [UInt8], palette: GIFPalette, delay: Int) throws(AttacheError) {
+        let pixels = width * height
+        // A pixel that must become transparent where one is shown needs the last frame to
+        // clear the screen when it is disposed.
+        var needsClear = false
+        if pending != nil {
+            for i in 0..<pixels where source[i * 4 + 3] < 128 && shown[i * 4 + 3] != 0 {
+                needsClear = true
+                break
+            }
+        }
+        if needsClear {
+            pending!.disposal = 2
+            pending!.rect = (0, 0, width, height)
+            shown = [UInt8](repeating: 0, count: pixels * 4)
+        }
+        let canSkip = palette.transparent != nil
+        var changed = [Bool](repeating: false, count: pixels)
+        var frame = shown
+        var minX = width
+        var minY = height
+        var maxX = -1
+        var maxY = -1
+        frame.withUnsafeMutableBufferPointer { frame in
+            for y in 0..<height {
+                for x in 0..<width {
+                    let i = y * width + x
+                    let o = i * 4
+                    let opaque = source[o + 3] >= 128
+                    let same =
+                        !opaque && shown[o + 3] == 0
+                        || (canSkip && opaque && shown[o + 3] == 255 && source[o] == shown[o]
+                            && source[o + 1] == shown[o + 1] && source[o + 2] == shown[o + 2])
+                    if same { continue }
+                    palette.rgba(indices[i], into: frame.baseAddress! + o)
+                    if frame[o] == shown[o] && frame[o + 1] == shown[o + 1] && frame[o + 2] == shown[o + 2]
+                        && frame[o + 3] == shown[o + 3]
+                    {
+                        continue
+                    }
+                    changed[i] = true
+                    minX = min(minX, x)
+                    maxX = max(maxX, x)
+                    minY = min(minY, y)
+                    maxY = max(maxY, y)
+                }
+            }
+        }
+        if maxX < 0 && pending != nil && !needsClear {
+            pending!.delay += delay
+            duration += delay
+            return
+        }
+        if maxX < 0 {
+            (minX, minY, maxX, maxY) = (0, 0, 0, 0)
+        }
+        try flush()
+        let rect =
+            framesWritten == 0 ? (0, 0, width, height) : (minX, minY, maxX - minX + 1, maxY - minY + 1)
+        pending = Pending(indices: indices, changed: changed, palette: palette, delay: delay, rect: rect, disposal: 1)
+        shown = frame
+        duration += delay
+    }
+
+    /// Writes the pending frame.
+    private func flush() throws(AttacheError) {
+        guard let frame = pending else { return }
+        pending = nil
+        let (x0, y0, w, h) = frame.rect
+        let transparent = frame.palette.transparent
+        var cropped = [UInt8](repeating: 0, count: w * h)
+        for y in 0..<h {
+            for x in 0..<w {
+                let i = (y0 + y) * width + x0 + x
+                cropped[y * w + x] =
+                    !frame.changed[i] && transparent != nil ? UInt8(transparent!) : frame.indices[i]
+            }
+        }
+        var error = att_error()
+        let local = frame.palette.colors != globalColors
+        let status = cropped.withUnsafeBufferPointer { pixels in
+            frame.palette.colors.withUnsafeBufferPointer { colors in
+                att_gif_encoder_add(
+                    encoder, Int32(x0), Int32(y0), Int32(w), Int32(h), pixels.baseAddress, local ? colors.baseAddress : nil,
+                    Int32(frame.palette.count), Int32(min(frame.delay, 65_535)), Int32(frame.disposal),
+                    Int32(transparent ?? -1), &error)
+            }
+        }
+        guard status == 0 else { throw AttacheError(shim: error, format: "gif encode") }
+        framesWritten += 1
+    }
+
+    /// Writes the last frame and the trailer.
+    func finish() throws(AttacheError) -> [UInt8] {
+        try flush()
+        var error = att_error()
+        var size = 0
+        guard let bytes = att_gif_encoder_finish(encoder, &size, &error) else {
+            throw AttacheError(.encodeFailed, "gif: cannot finish the file")
+        }
+        defer { att_free(bytes) }
+        return Array(UnsafeBufferPointer(start: bytes, count: size))
+    }
+}

@@ -1,0 +1,232 @@
+/// How a GIF is made fit for a notification.
+public struct GIFSpec: Hashable, Sendable {
+    /// Longest side of the output (default 1024, never enlarged).
+    public var maxSide = 1024
+    /// Frames kept at most; beyond, frames are dropped evenly with their delays merged so the
+    /// total duration stays (default 200).
+    public var maxFrames = 200
+    /// Largest output file (default 10,000,000 bytes, Apple's image cap): over it, frames are
+    /// dropped, then the size shrunk.
+    public var maxBytes = 10_000_000
+    /// Decoding limits beyond the screen size.
+    public var limits = GIFLimits()
+
+    public init(maxSide: Int = 1024, maxFrames: Int = 200, maxBytes: Int = 10_000_000) {
+        self.maxSide = maxSide
+        self.maxFrames = maxFrames
+        self.maxBytes = maxBytes
+    }
+}
+
+/// What a GIF holds, from a scan of its records (no pixel is decoded).
+public struct GIFInfo: Hashable, Sendable {
+    public var width: Int
+    public var height: Int
+    public var frames: Int
+    /// NETSCAPE2.0 loop count (0 = forever), nil = play once.
+    public var loopCount: Int?
+    /// Total duration in centiseconds, delays as browsers play them.
+    public var duration: Int
+    /// The global palette (RGB triples; empty when none).
+    var globalPalette: [UInt8] = []
+    /// The transparent index most frames using the global palette declare.
+    var globalTransparent: Int? = nil
+}
+
+/// A GIF made fit: the file and what was done to it.
+public struct GIFRendition: Sendable {
+    public var data: [UInt8]
+    public var width: Int
+    public var height: Int
+    /// Frames written (identical consecutive frames merged).
+    public var frames: Int
+    public var loopCount: Int?
+    /// Total duration in centiseconds (kept when frames are dropped).
+    public var duration: Int
+    /// The frame to show as a thumbnail, and when it starts (seconds): the first frame that
+    /// covers at least 90% of the screen with opaque pixels, else the most covered one.
+    public var posterFrame: Int
+    public var posterTime: Double
+    /// The poster frame as RGBA at the output size, for a still.
+    public var poster: PixelImage
+    /// Source frames and source info.
+    public var source: GIFInfo
+    /// What the budgets made us do, in order ("dropped 120 of 240 frames", "shrank to 360 px").
+    public var actions: [String]
+}
+
+extension ImageProcessor {
+    /// Scans a GIF's records: size, frame count, loop, duration, with every limit checked and
+    /// no pixel decoded.
+    public static func scanGIF(
+        _ bytes: MediaBytes, limits: ImageLimits = .default, gifLimits: GIFLimits = GIFLimits()
+    ) throws(AttacheError) -> GIFInfo {
+        let decoder = try GIFDecoder(bytes: bytes, limits: limits, gifLimits: gifLimits)
+        var frames = 0
+        var duration = 0
+        var transparentVotes: [Int: Int] = [:]
+        while let frame = try decoder.next(pixels: false) {
+            frames += 1
+            duration += frame.delay
+            if frame.palette == decoder.globalPalette { transparentVotes[frame.transparent ?? -1, default: 0] += 1 }
+        }
+        guard frames > 0 else { throw AttacheError(.corruptData, "gif: no frames") }
+        let transparent = transparentVotes.max { $0.value < $1.value }?.key
+        return GIFInfo(
+            width: decoder.width, height: decoder.height, frames: frames, loopCount: decoder.loopCount,
+            duration: duration, globalPalette: decoder.globalPalette,
+            globalTransparent: transparent == -1 ? nil : transparent)
+    }
+
+    /// Decodes every frame fully (compositing included) and reports what it found.
+    static func inspectGIF(_ bytes: MediaBytes, limits: ImageLimits, gifLimits: GIFLimits) throws(AttacheError)
+        -> GIFInfo
+    {
+        let decoder = try GIFDecoder(bytes: bytes, limits: limits, gifLimits: gifLimits)
+        var compositor = GIFCompositor(width: decoder.width, height: decoder.height)
+        var frames = 0
+        var duration = 0
+        while let frame = try decoder.next() {
+            compositor.draw(frame)
+            frames += 1
+            duration += frame.delay
+        }
+        guard frames > 0 else { throw AttacheError(.corruptData, "gif: no frames") }
+        return GIFInfo(
+            width: decoder.width, height: decoder.height, frames: frames, loopCount: decoder.loopCount,
+            duration: duration)
+    }
+
+    /// Composited frames at the screen size (RGBA), for tests and tools.
+    static func compositeGIF(_ bytes: MediaBytes, limits: ImageLimits = .default) throws(AttacheError) -> [PixelImage] {
+        let decoder = try GIFDecoder(bytes: bytes, limits: limits, gifLimits: GIFLimits())
+        var compositor = GIFCompositor(width: decoder.width, height: decoder.height)
+        var out: [PixelImage] = []
+        while let frame = try decoder.next() {
+            compositor.draw(frame)
+            out.append(PixelImage(width: decoder.width, height: decoder.height, channels: 4, pixels: compositor.canvas))
+        }
+        return out
+    }
+
+    /// Downscales an animated (or still) GIF within the spec's frame and byte budgets.
+    public static func renderGIF(
+        _ bytes: MediaBytes, spec: GIFSpec = GIFSpec(), limits: ImageLimits = .default
+    ) throws(AttacheError) -> GIFRendition {
+        let info = try scanGIF(bytes, limits: limits, gifLimits: spec.limits)
+        var actions: [String] = []
+        var keep = min(info.frames, max(1, spec.maxFrames))
+        if keep < info.frames { actions.append("dropped \(info.frames - keep) of \(info.frames) frames (max_frames)") }
+        var maxSide = spec.maxSide
+        for _ in 0..<8 {
+            var rendition = try renderGIF(bytes, info: info, keep: keep, maxSide: maxSide, spec: spec, limits: limits)
+            let size = rendition.data.count
+            if size <= spec.maxBytes || (keep == 1 && maxSide <= 16) {
+                rendition.actions = actions
+                return rendition
+            }
+            let ratio = Double(size) / Double(spec.maxBytes)
+            let floor = min(keep, max(1, min(10, info.frames)))
+            if keep > floor {
+                let next = max(floor, Int(Double(keep) / ratio * 0.9))
+                actions.append("dropped \(keep - next) more frames to fit \(spec.maxBytes) bytes (\(size) bytes)")
+                keep = next
+            } else {
+                let next = max(16, Int(Double(min(maxSide, max(rendition.width, rendition.height))) / ratio.squareRoot() * 0.9))
+                actions.append("shrank to \(next) px to fit \(spec.maxBytes) bytes (\(size) bytes)")
+                maxSide = next
+            }
+        }
+        throw AttacheError(.tooLarge, "gif: cannot fit \(spec.maxBytes) bytes", limit: "max_bytes")
+    }
+
+    private static func renderGIF(
+        _ bytes: MediaBytes, info: GIFInfo, keep: Int, maxSide: Int, spec: GIFSpec, limits: ImageLimits
+    ) throws(AttacheError) -> GIFRendition {
+        let target = RenditionSpec(maxSide: maxSide).outputSize(width: info.width, height: info.height)
+        let decoder = try GIFDecoder(bytes: bytes, limits: limits, gifLimits: spec.limits)
+        var compositor = GIFCompositor(width: info.width, height: info.height)
+        // The source's global palette (with its usual transparent slot) becomes the output's.
+        let global = info.globalPalette.isEmpty ? nil : GIFPalette(source: info.globalPalette, transparent: info.globalTransparent)
+        let writer = try GIFFrameWriter(
+            width: target.width, height: target.height, loopCount: info.loopCount, globalPalette: global)
+        let resampler =
+            target.width == info.width && target.height == info.height
+            ? nil
+            : Resampler(inWidth: info.width, inHeight: info.height, outWidth: target.width, outHeight: target.height, channels: 4)
+        var palettes: [[UInt8]: GIFPalette] = [:]
+        if let global {
+            palettes[info.globalPalette + [UInt8(truncatingIfNeeded: info.globalTransparent ?? 999), info.globalTransparent == nil ? 1 : 0]] = global
+        }
+        var sourceIndex = 0
+        var time = 0
+        let pixels = target.width * target.height
+        var poster: (index: Int, time: Int, coverage: Int, image: [UInt8])?
+        while let frame = try decoder.next() {
+            compositor.draw(frame)
+            defer { sourceIndex += 1 }
+            // Keep frame i when the even spread of `keep` over the source reaches a new slot.
+            let slot = sourceIndex * keep / info.frames
+            let previousSlot = sourceIndex == 0 ? -1 : (sourceIndex - 1) * keep / info.frames
+            guard slot != previousSlot else {
+                writer.extendLast(by: frame.delay)
+                time += frame.delay
+                continue
+            }
+            var scaled: [UInt8]
+            if let resampler {
+                resampler.reset()
+                compositor.canvas.withUnsafeBufferPointer { canvas in
+                    for y in 0..<info.height { resampler.push(canvas.baseAddress! + y * info.width * 4) }
+                }
+                scaled = resampler.output
+            } else {
+                scaled = compositor.canvas
+            }
+            let key = frame.palette + [UInt8(truncatingIfNeeded: frame.transparent ?? 999), frame.transparent == nil ? 1 : 0]
+            let sourcePalette = palettes[key] ?? GIFPalette(source: frame.palette, transparent: frame.transparent)
+            palettes[key] = sourcePalette
+            var indices = [UInt8](repeating: 0, count: pixels)
+            var chosen = sourcePalette
+            let error = scaled.withUnsafeBufferPointer { rgba in
+                indices.withUnsafeMutableBufferPointer { sourcePalette.map(rgba.baseAddress!, count: pixels, into: $0.baseAddress!) }
+            }
+            // The frame's own palette cannot show what the screen holds (colours restored from
+            // other frames, or a small local palette): build one for this frame instead.
+            if error > 64 {
+                let built = scaled.withUnsafeBufferPointer { GIFPalette.medianCut($0.baseAddress!, count: pixels) }
+                let builtError = scaled.withUnsafeBufferPointer { rgba in
+                    indices.withUnsafeMutableBufferPointer { built.map(rgba.baseAddress!, count: pixels, into: $0.baseAddress!) }
+                }
+                if builtError < error {
+                    chosen = built
+                } else {
+                    scaled.withUnsafeBufferPointer { rgba in
+                        indices.withUnsafeMutableBufferPointer { _ = sourcePalette.map(rgba.baseAddress!, count: pixels, into: $0.baseAddress!) }
+                    }
+                }
+            }
+            let palette = chosen
+            try writer.add(indices: indices, source: scaled, palette: palette, delay: frame.delay)
+            var coverage = 0
+            for i in 0..<pixels where scaled[i * 4 + 3] >= 128 { coverage += 1 }
+            if poster == nil || (poster!.coverage * 10 < pixels * 9 && coverage > poster!.coverage) {
+                var shownFrame = [UInt8](repeating: 0, count: pixels * 4)
+                shownFrame.withUnsafeMutableBufferPointer { out in
+                    for i in 0..<pixels { palette.rgba(indices[i], into: out.baseAddress! + i * 4) }
+                }
+                // The frame is the pending one (merged or not): its output index is the count written.
+                poster = (writer.framesWritten, time, coverage, shownFrame)
+            }
+            time += frame.delay
+        }
+        let data = try writer.finish()
+        let chosen = poster!
+        return GIFRendition(
+            data: data, width: target.width, height: target.height, frames: writer.framesWritten,
+            loopCount: info.loopCount, duration: writer.duration, posterFrame: chosen.index,
+            posterTime: Double(chosen.time) / 100,
+            poster: PixelImage(width: target.width, height: target.height, channels: 4, pixels: chosen.image),
+            source: info, actions: [])
+    }
+}
