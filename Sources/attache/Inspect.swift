@@ -33,8 +33,12 @@ struct Inspect: ParsableCommand {
     static func textLine(file: String, _ result: Result<ImageInfo, AttacheError>) -> String {
         switch result {
         case .success(let info):
+            let gif =
+                info.kind == .gif
+                ? "\tloop=\(info.loopCount.map(String.init) ?? "none")\tduration=\(Double(info.duration ?? 0) / 100)s"
+                : ""
             return "\(file)\tok\t\(info.kind.rawValue)\t\(info.width)x\(info.height)\tframes=\(info.frames)"
-                + "\torientation=\(info.orientation.rawValue)"
+                + "\torientation=\(info.orientation.rawValue)\(gif)"
         case .failure(let error):
             return "\(file)\terror\t\(error.code)\t\(error.message)"
         }
@@ -51,6 +55,10 @@ struct Inspect: ParsableCommand {
             line.add("height", info.height)
             line.add("frames", info.frames)
             line.add("orientation", info.orientation.rawValue)
+            if info.kind == .gif {
+                line.add("loop_count", info.loopCount)
+                line.add("duration_ms", (info.duration ?? 0) * 10)
+            }
             line.add("error", object: nil)
         case .failure(let error):
             line.add("ok", false)

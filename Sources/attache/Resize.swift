@@ -27,6 +27,15 @@ struct Resize: ParsableCommand {
     @Option(help: ArgumentHelp("libjpeg fancy upsampling (1) or merged (0).", visibility: .hidden))
     var jpegFancy: Int = 1
 
+    @Option(help: "GIF: frames kept at most (dropped evenly beyond, total duration kept).")
+    var maxFrames = RenditionSpec().gifMaxFrames
+
+    @Option(help: "GIF: largest output in bytes (frames dropped, then the size shrunk, to fit).")
+    var maxBytes = RenditionSpec().gifMaxBytes
+
+    @Flag(help: "GIF: write the poster frame as a still (PNG with transparency, else JPEG).")
+    var still = false
+
     @Option(help: "Output directory (created if missing).")
     var out: String
 
@@ -51,6 +60,8 @@ struct Resize: ParsableCommand {
             maxSide: maxSide, jpegQuality: quality, pngCompressionLevel: pngLevel, jpegShrinkHeadroom: jpegHeadroom)
         var spec = base
         spec.jpegFancyUpsampling = jpegFancy != 0
+        spec.gifMaxFrames = maxFrames
+        spec.gifMaxBytes = maxBytes
         let limits = self.limits.imageLimits
         let clock = ContinuousClock()
         for file in files {
@@ -59,7 +70,10 @@ struct Resize: ParsableCommand {
             let result: Result<Rendition, AttacheError>
             do {
                 let bytes = try MediaBytes(contentsOfFile: file)
-                let rendition = try ImageProcessor.render(bytes, spec: spec, limits: limits)
+                let rendition =
+                    still
+                    ? try ImageProcessor.renderStill(bytes, spec: spec, limits: limits)
+                    : try ImageProcessor.render(bytes, spec: spec, limits: limits)
                 let stem = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
                 outputPath =
                     URL(fileURLWithPath: out).appendingPathComponent(
@@ -95,6 +109,12 @@ struct Resize: ParsableCommand {
                 line.add("width", r.width)
                 line.add("height", r.height)
                 line.add("bytes", r.data.count)
+                if r.source.kind == .gif {
+                    line.add("frames", r.frames)
+                    line.add("poster_frame", r.posterFrame)
+                    line.add("poster_time", r.posterTime ?? 0)
+                    line.addRaw("actions", "[" + r.actions.map(JSONLine.quote).joined(separator: ",") + "]")
+                }
                 line.add("ms", ms)
             case .failure(let error):
                 line.add("ok", false)
@@ -105,7 +125,10 @@ struct Resize: ParsableCommand {
         }
         switch result {
         case .success(let r):
-            return "\(file)\tok\t\(output)\t\(r.width)x\(r.height)\t\(r.data.count) bytes\t\(ms) ms"
+            let gif =
+                r.source.kind == .gif
+                ? "\tframes=\(r.frames) poster=\(r.posterFrame ?? 0)" + r.actions.map { "\t\($0)" }.joined() : ""
+            return "\(file)\tok\t\(output)\t\(r.width)x\(r.height)\t\(r.data.count) bytes\t\(ms) ms\(gif)"
         case .failure(let error):
             return "\(file)\terror\t\(error.code)\t\(error.message)\t\(ms) ms"
         }

@@ -50,7 +50,8 @@ func frameHash(_ image: PixelImage) -> String {
     /// compared for these.
     static let pillowDiffers = [
         "pillow__dispose_bgnd.gif": "Pillow fills disposal-2 areas with the background colour; browsers clear them",
-        "pillow__dispose_bgnd_rgba.gif": "Pillow fills disposal-2 areas with the background colour; browsers clear them",
+        "pillow__dispose_bgnd_rgba.gif":
+            "Pillow fills disposal-2 areas with the background colour; browsers clear them",
         "pillow__test_extents.gif": "Pillow grows the canvas for a frame outside the screen; browsers clip it",
     ]
 
@@ -71,10 +72,12 @@ func frameHash(_ image: PixelImage) -> String {
 
     /// Re-encoded at the same size, every frame a viewer shows is the source's (identical
     /// consecutive frames merged), and the total duration is kept.
-    @Test(arguments: ["giflib-pics/fire.gif", "gif-edge-cases/pillow__dispose_prev.gif",
+    @Test(arguments: [
+        "giflib-pics/fire.gif", "gif-edge-cases/pillow__dispose_prev.gif",
         "gif-edge-cases/pillow__dispose_none.gif", "gif-edge-cases/pillow__missing_background.gif",
         "gif-edge-cases/pillow__transparent_dispose.gif", "gif-edge-cases/image-gif__moon_impact.gif",
-        "gif-edge-cases/pillow__duplicate_frame.gif", "giflib-pics/welcome2.gif"])
+        "gif-edge-cases/pillow__duplicate_frame.gif", "giflib-pics/welcome2.gif",
+    ])
     func roundTripKeepsEveryShownFrame(_ file: String) throws {
         let source = try MediaBytes(contentsOfFile: Corpus.root + "/" + file)
         let info = try ImageProcessor.scanGIF(source)
@@ -156,8 +159,12 @@ func frameHash(_ image: PixelImage) -> String {
         }
         cuts = Array(Set(cuts)).sorted()
         for cut in cuts {
-            let error = failure { try ImageProcessor.renderGIF(MediaBytes(Array(bytes.prefix(cut))), spec: GIFSpec(maxSide: 32)) }
-            if let error { #expect([.truncated, .corruptData, .dimensionsTooLarge, .tooManyPixels].contains(error.code)) }
+            let error = failure {
+                try ImageProcessor.renderGIF(MediaBytes(Array(bytes.prefix(cut))), spec: GIFSpec(maxSide: 32))
+            }
+            if let error {
+                #expect([.truncated, .corruptData, .dimensionsTooLarge, .tooManyPixels].contains(error.code))
+            }
         }
         var partial = GIFSpec(maxSide: 32)
         partial.limits.allowPartial = true

@@ -53,7 +53,7 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
             ("waterfall-rotated.jpg", .jpeg), ("palette-transparent.png", .png), ("tone.aiff", .aiff),
             ("tone.aifc", .aifc), ("tone.wav", .wav), ("tone.mp3", .mp3), ("tone.m4a", .m4a),
             ("clip-mpeg1.mpg", .mpeg), ("clip-mpeg2.mpg", .mpeg2), ("clip.mp4", .mp4), ("clip.m4v", .m4v),
-            ("clip.avi", .avi),
+            ("clip.avi", .avi), ("animated-chi.gif", .gif),
         ]
         for (name, kind) in kinds {
             let result = await pipeline.process(payload(["image": JSONValue.quote(server.url("/" + name))]))
@@ -64,6 +64,12 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
             let block = try #require(try JSONParser.parse(result.payload)["attachments"])
             #expect(block.text == JSONValue.array([attachment.json(full: true)]).text)
         }
+        // The animation keeps its frames and gets a thumbnail time from its poster frame.
+        let gif = await pipeline.process(payload(["image": JSONValue.quote(server.url("/animated-chi.gif"))]))
+        let animated = try #require(gif.outcomes.first?.attachment)
+        #expect((animated.frames ?? 0) > 1 && animated.thumbnail.time != nil)
+        #expect(animated.width == 320 && animated.height == 240, "already smaller than 1024: not enlarged")
+
         // The photo was downscaled and turned upright; the sound was stored as it came.
         let photo = await pipeline.process(payload(["image": JSONValue.quote(server.url("/waterfall-rotated.jpg"))]))
         let attachment = try #require(photo.outcomes.first?.attachment)

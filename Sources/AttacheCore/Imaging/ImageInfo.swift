@@ -26,7 +26,8 @@ public struct ImageInfo: Hashable, Sendable {
 extension ImageInfo {
     init(_ gif: GIFInfo) {
         self.init(
-            kind: .gif, width: gif.width, height: gif.height, frames: gif.frames, orientation: .up, isProgressive: false,
+            kind: .gif, width: gif.width, height: gif.height, frames: gif.frames, orientation: .up,
+            isProgressive: false,
             loopCount: gif.loopCount, duration: gif.duration)
     }
 }

@@ -74,11 +74,15 @@ public enum ImageProcessor {
             let first = frames[0]
             guard target.width != first.width || target.height != first.height else { return (first, ImageInfo(info)) }
             let resampler = Resampler(
-                inWidth: first.width, inHeight: first.height, outWidth: target.width, outHeight: target.height, channels: 4)
+                inWidth: first.width, inHeight: first.height, outWidth: target.width, outHeight: target.height,
+                channels: 4)
             first.pixels.withUnsafeBufferPointer { p in
                 for y in 0..<first.height { resampler.push(p.baseAddress! + y * first.width * 4) }
             }
-            return (PixelImage(width: target.width, height: target.height, channels: 4, pixels: resampler.output), ImageInfo(info))
+            return (
+                PixelImage(width: target.width, height: target.height, channels: 4, pixels: resampler.output),
+                ImageInfo(info)
+            )
         case let kind:
             throw notAnImage(kind)
         }

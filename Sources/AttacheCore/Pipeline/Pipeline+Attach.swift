@@ -63,6 +63,8 @@ extension Pipeline {
     struct Prepared: Sendable {
         var bytes: [UInt8]
         var metadata: ObjectMetadata
+        /// GIF: when the poster frame starts (the thumbnail time).
+        var posterTime: Double?
     }
 
     /// Images are downscaled and re-encoded (metadata stripped, orientation applied); GIF,
@@ -81,9 +83,16 @@ extension Pipeline {
                 metadata: ObjectMetadata(
                     kind: rendition.kind, width: rendition.width, height: rendition.height, frames: 1))
         case .gif:
-            let (width, height) = try GIFHeader.size(bytes, limits: configuration.imageLimits)
+            let info = try ImageProcessor.probe(bytes, limits: configuration.imageLimits)
+            var spec = configuration.spec(forWidth: info.width, height: info.height)
+            spec.gifMaxBytes = Int(configuration.mediaLimits.imageBytes)
+            let rendition = try ImageProcessor.render(bytes, spec: spec, limits: configuration.imageLimits)
             return Prepared(
-                bytes: Array(bytes.buffer), metadata: ObjectMetadata(kind: .gif, width: width, height: height))
+                bytes: rendition.data,
+                metadata: ObjectMetadata(
+                    kind: .gif, width: rendition.width, height: rendition.height, frames: rendition.frames,
+                    posterTime: rendition.frames > 1 ? rendition.posterTime : nil),
+                posterTime: rendition.frames > 1 ? rendition.posterTime : nil)
         default:
             return Prepared(bytes: Array(bytes.buffer), metadata: ObjectMetadata(kind: kind))
         }
@@ -93,10 +102,12 @@ extension Pipeline {
         let token = try store.issueToken(for: stored.id, ttl: configuration.tokenTTL)
         let base =
             configuration.baseURL.hasSuffix("/") ? String(configuration.baseURL.dropLast()) : configuration.baseURL
+        var thumbnail = source.options
+        if thumbnail.time == nil { thumbnail.time = stored.posterTime }
         return AttachmentDescriptor(
             id: stored.id.hex, url: "\(base)/\(stored.id.hex).\(stored.kind.fileExtension)?token=\(token)",
             type: stored.kind.uti, bytes: stored.bytes, width: stored.width, height: stored.height,
-            frames: stored.frames, thumbnail: source.options)
+            frames: stored.frames, thumbnail: thumbnail)
     }
 
     /// Disagreements between the bytes and what the URL or `Content-Type` claimed.
@@ -134,18 +145,5 @@ extension Task where Success == Never, Failure == Never {
     /// Throws a typed error when the current task was cancelled.
     static func checkCancellation(or code: AttacheError.Code) throws(AttacheError) {
         if Task.isCancelled { throw AttacheError(code, "cancelled at the deadline") }
-    }
-}
-
-/// The logical screen of a GIF, checked against the image limits (GIFs are stored as they are
-/// until the GIF transform lands).
-enum GIFHeader {
-    static func size(_ bytes: MediaBytes, limits: ImageLimits) throws(AttacheError) -> (Int, Int) {
-        guard bytes.count >= 13 else { throw AttacheError(.truncated, "gif: the header is cut short") }
-        let b = bytes.buffer
-        let width = Int(b[6]) | Int(b[7]) << 8
-        let height = Int(b[8]) | Int(b[9]) << 8
-        try limits.check(width: width, height: height)
-        return (width, height)
     }
 }

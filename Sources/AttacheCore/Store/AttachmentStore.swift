@@ -57,7 +57,7 @@ public final class AttachmentStore: Sendable {
             id: id.hex, kind: metadata.kind.rawValue, ext: metadata.kind.fileExtension,
             bytes: Int64(bytes.count), width: metadata.width, height: metadata.height,
             frames: metadata.frames, created: now, expires: now + (ttl ?? configuration.defaultTTL),
-            revokedBefore: 0)
+            revokedBefore: 0, posterTime: metadata.posterTime)
         let sourceRow = source.map {
             SourceRow(
                 url: $0.url, spec: $0.spec, objectID: id.hex, etag: $0.etag,

@@ -14,10 +14,12 @@ struct ObjectRow: Codable, Hashable, FetchableRecord, PersistableRecord {
     var created: Int64
     var expires: Int64
     var revokedBefore: Int64
+    var posterTime: Double? = nil
 
     enum CodingKeys: String, CodingKey {
         case id, kind, ext, bytes, width, height, frames, created, expires
         case revokedBefore = "revoked_before"
+        case posterTime = "poster_time"
     }
 }
 
@@ -78,6 +80,9 @@ final class Catalog: Sendable {
                 t.column("fetched", .integer).notNull()
                 t.primaryKey(["url", "spec"])
             }
+        }
+        migrator.registerMigration("v2: poster time") { db in
+            try db.alter(table: "object") { t in t.add(column: "poster_time", .double) }
         }
         return migrator
     }

@@ -18,6 +18,8 @@ public struct StoredAttachment: Hashable, Sendable {
     public var expires: Int64
     /// Path relative to the store root: `objects/ab/cdef….jpg`.
     public var relativePath: String
+    /// Animated GIF: when its poster frame starts, in seconds.
+    public var posterTime: Double?
 
     init(row: ObjectRow) throws(AttacheError) {
         guard let id = AttachmentID(hex: row.id), let kind = MediaKind(rawValue: row.kind) else {
@@ -32,6 +34,7 @@ public struct StoredAttachment: Hashable, Sendable {
         self.created = row.created
         self.expires = row.expires
         self.relativePath = ObjectLayout.relativePath(id: row.id, fileExtension: kind.fileExtension)
+        self.posterTime = row.posterTime
     }
 }
 
@@ -45,13 +48,16 @@ public struct ObjectMetadata: Hashable, Sendable {
     public var height: Int?
     /// Frame count, for images.
     public var frames: Int?
+    /// Animated GIF: when its poster frame starts, in seconds.
+    public var posterTime: Double?
 
     /// Creates metadata.
-    public init(kind: MediaKind, width: Int? = nil, height: Int? = nil, frames: Int? = nil) {
+    public init(kind: MediaKind, width: Int? = nil, height: Int? = nil, frames: Int? = nil, posterTime: Double? = nil) {
         self.kind = kind
         self.width = width
         self.height = height
         self.frames = frames
+        self.posterTime = posterTime
     }
 }
 

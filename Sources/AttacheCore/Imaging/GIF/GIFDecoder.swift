@@ -157,26 +157,35 @@ struct GIFCompositor {
         let bottom = min(height, frame.top + frame.height)
         pending = (frame.disposal, left, top, max(left, right), max(top, bottom))
         if frame.disposal == 3 {
-            if saved.count != canvas.count { saved = canvas } else { saved.withUnsafeMutableBufferPointer { dst in canvas.withUnsafeBufferPointer { dst.baseAddress!.update(from: $0.baseAddress!, count: $0.count) } } }
+            if saved.count != canvas.count {
+                saved = canvas
+            } else {
+                saved.withUnsafeMutableBufferPointer { dst in
+                    canvas.withUnsafeBufferPointer { dst.baseAddress!.update(from: $0.baseAddress!, count: $0.count) }
+                }
+            }
         }
         guard right > left, bottom > top else { return }
+        // The palette as little-endian RGBA words; out-of-range and transparent indices are
+        // marked (alpha 0) and skipped, leaving what is below.
+        var table = [UInt32](repeating: 0, count: 256)
         let colors = frame.palette.count / 3
-        let transparent = frame.transparent ?? -1
+        for i in 0..<min(colors, 256) where i != frame.transparent {
+            table[i] =
+                UInt32(frame.palette[i * 3]) | UInt32(frame.palette[i * 3 + 1]) << 8
+                | UInt32(frame.palette[i * 3 + 2]) << 16 | 0xFF00_0000
+        }
+        let screenWidth = width
         frame.indices.withUnsafeBufferPointer { indices in
-            frame.palette.withUnsafeBufferPointer { palette in
-                canvas.withUnsafeMutableBufferPointer { canvas in
+            table.withUnsafeBufferPointer { table in
+                canvas.withUnsafeMutableBytes { raw in
+                    let canvas = raw.baseAddress!.assumingMemoryBound(to: UInt32.self)
                     for y in top..<bottom {
-                        let src = (y - frame.top) * frame.width - frame.left
-                        var dst = (y * width + left) * 4
+                        let src = indices.baseAddress! + (y - frame.top) * frame.width - frame.left
+                        let dst = canvas + y * screenWidth
                         for x in left..<right {
-                            let index = Int(indices[src + x])
-                            if index != transparent && index < colors {
-                                canvas[dst] = palette[index * 3]
-                                canvas[dst + 1] = palette[index * 3 + 1]
-                                canvas[dst + 2] = palette[index * 3 + 2]
-                                canvas[dst + 3] = 255
-                            }
-                            dst += 4
+                            let color = table[Int(src[x])]
+                            if color != 0 { dst[x] = color }
                         }
                     }
                 }

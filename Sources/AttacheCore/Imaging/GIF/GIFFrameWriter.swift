@@ -140,7 +140,8 @@ final class GIFFrameWriter {
         let status = cropped.withUnsafeBufferPointer { pixels in
             frame.palette.colors.withUnsafeBufferPointer { colors in
                 att_gif_encoder_add(
-                    encoder, Int32(x0), Int32(y0), Int32(w), Int32(h), pixels.baseAddress, local ? colors.baseAddress : nil,
+                    encoder, Int32(x0), Int32(y0), Int32(w), Int32(h), pixels.baseAddress,
+                    local ? colors.baseAddress : nil,
                     Int32(frame.palette.count), Int32(min(frame.delay, 65_535)), Int32(frame.disposal),
                     Int32(transparent ?? -1), &error)
             }

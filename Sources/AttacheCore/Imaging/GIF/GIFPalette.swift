@@ -44,60 +44,72 @@ final class GIFPalette {
     var count: Int { colors.count / 3 }
 
     /// Maps `count` RGBA pixels to indices; returns the mean squared error per opaque pixel.
+    /// `exact` first looks each colour up in the palette itself (worth it when the pixels
+    /// come straight from source frames, not from a resize).
     @discardableResult
-    func map(_ rgba: UnsafePointer<UInt8>, count: Int, into out: UnsafeMutablePointer<UInt8>) -> Double {
+    func map(
+        _ rgba: UnsafePointer<UInt8>, count: Int, into out: UnsafeMutablePointer<UInt8>, exact: Bool = true
+    )
+        -> Double
+    {
         let transparentIndex = UInt8(truncatingIfNeeded: transparent ?? 0)
+        let hasTransparent = transparent != nil
         var error = 0
         var opaque = 0
-        colors.withUnsafeBufferPointer { c in
-            for i in 0..<count {
-                let p = rgba + i * 4
-                if p[3] < 128, transparent != nil {
-                    out[i] = transparentIndex
-                    continue
-                }
-                let r = Int(p[0])
-                let g = Int(p[1])
-                let b = Int(p[2])
-                let key = Int32(r << 16 | g << 8 | b)
-                var slot = Int((UInt32(bitPattern: key) &* 2_654_435_761) >> 22)
-                var exact: UInt8?
-                while exactKeys[slot] != -1 {
-                    if exactKeys[slot] == key {
-                        exact = exactValues[slot]
-                        break
-                    }
-                    slot = (slot + 1) & 1023
-                }
-                opaque += 1
-                if let exact {
-                    out[i] = exact
-                    continue
-                }
-                let bucket = (r >> 3) << 10 | (g >> 3) << 5 | (b >> 3)
-                if !filled[bucket] { fill(bucket) }
-                var best = candidates[bucket * Self.candidateCount]
-                var bestDistance = Int.max
-                for k in 0..<Self.candidateCount {
-                    let index = Int(candidates[bucket * Self.candidateCount + k])
-                    let dr = Int(c[index * 3]) - r
-                    let dg = Int(c[index * 3 + 1]) - g
-                    let db = Int(c[index * 3 + 2]) - b
-                    let distance = 3 * dr * dr + 4 * dg * dg + 2 * db * db
-                    if distance < bestDistance {
-                        bestDistance = distance
-                        best = UInt8(index)
-                    }
-                }
-                out[i] = best
-                let q = Int(best) * 3
-                let dr = Int(c[q]) - r
-                let dg = Int(c[q + 1]) - g
-                let db = Int(c[q + 2]) - b
-                error += dr * dr + dg * dg + db * db
+        let n = Self.candidateCount
+        for i in 0..<count {
+            let p = rgba + i * 4
+            if p[3] < 128, hasTransparent {
+                out[i] = transparentIndex
+                continue
             }
+            opaque += 1
+            let r = Int(p[0])
+            let g = Int(p[1])
+            let b = Int(p[2])
+            if exact, let index = exactIndex(r, g, b) {
+                out[i] = index
+                continue
+            }
+            let bucket = (r >> 3) << 10 | (g >> 3) << 5 | (b >> 3)
+            if !filled[bucket] { fill(bucket) }
+            let (best, distance) = candidates.withUnsafeBufferPointer { candidates in
+                colors.withUnsafeBufferPointer { c in
+                    var best = candidates[bucket * n]
+                    var bestDistance = Int.max
+                    var bestPlain = 0
+                    for k in 0..<n {
+                        let index = Int(candidates[bucket * n + k])
+                        let dr = Int(c[index * 3]) - r
+                        let dg = Int(c[index * 3 + 1]) - g
+                        let db = Int(c[index * 3 + 2]) - b
+                        let distance = 3 * dr * dr + 4 * dg * dg + 2 * db * db
+                        if distance < bestDistance {
+                            bestDistance = distance
+                            best = UInt8(index)
+                            bestPlain = dr * dr + dg * dg + db * db
+                        }
+                    }
+                    return (best, bestPlain)
+                }
+            }
+            out[i] = best
+            error += distance
         }
         return opaque == 0 ? 0 : Double(error) / Double(opaque * 3)
+    }
+
+    @inline(__always)
+    private func exactIndex(_ r: Int, _ g: Int, _ b: Int) -> UInt8? {
+        let key = Int32(r << 16 | g << 8 | b)
+        return exactKeys.withUnsafeBufferPointer { keys in
+            var slot = Int((UInt32(bitPattern: key) &* 2_654_435_761) >> 22)
+            while keys[slot] != -1 {
+                if keys[slot] == key { return exactValues[slot] }
+                slot = (slot + 1) & 1023
+            }
+            return nil
+        }
     }
 
     /// A palette of at most 255 colours (plus a transparent slot) for `count` RGBA pixels:
@@ -112,7 +124,9 @@ final class GIFPalette {
             sums[bucket] &+= SIMD4(Int64(p[0]), Int64(p[1]), Int64(p[2]), 0)
         }
         var boxes: [[Int]] = [(0..<32_768).filter { histogram[$0] > 0 }]
-        func channel(_ bucket: Int, _ c: Int) -> Int { c == 0 ? bucket >> 10 : c == 1 ? (bucket >> 5) & 31 : bucket & 31 }
+        func channel(_ bucket: Int, _ c: Int) -> Int {
+            c == 0 ? bucket >> 10 : c == 1 ? (bucket >> 5) & 31 : bucket & 31
+        }
         while boxes.count < 255 {
             // Split the box with the most pixels times its widest range.
             var pick = -1

@@ -79,7 +79,9 @@ extension ImageProcessor {
     }
 
     /// Decodes every frame fully (compositing included) and reports what it found.
-    static func inspectGIF(_ bytes: MediaBytes, limits: ImageLimits, gifLimits: GIFLimits) throws(AttacheError)
+    static func inspectGIF(
+        _ bytes: MediaBytes, limits: ImageLimits, gifLimits: GIFLimits
+    ) throws(AttacheError)
         -> GIFInfo
     {
         let decoder = try GIFDecoder(bytes: bytes, limits: limits, gifLimits: gifLimits)
@@ -132,7 +134,8 @@ extension ImageProcessor {
                 actions.append("dropped \(keep - next) more frames to fit \(spec.maxBytes) bytes (\(size) bytes)")
                 keep = next
             } else {
-                let next = max(16, Int(Double(min(maxSide, max(rendition.width, rendition.height))) / ratio.squareRoot() * 0.9))
+                let next = max(
+                    16, Int(Double(min(maxSide, max(rendition.width, rendition.height))) / ratio.squareRoot() * 0.9))
                 actions.append("shrank to \(next) px to fit \(spec.maxBytes) bytes (\(size) bytes)")
                 maxSide = next
             }
@@ -147,16 +150,23 @@ extension ImageProcessor {
         let decoder = try GIFDecoder(bytes: bytes, limits: limits, gifLimits: spec.limits)
         var compositor = GIFCompositor(width: info.width, height: info.height)
         // The source's global palette (with its usual transparent slot) becomes the output's.
-        let global = info.globalPalette.isEmpty ? nil : GIFPalette(source: info.globalPalette, transparent: info.globalTransparent)
+        let global =
+            info.globalPalette.isEmpty
+            ? nil : GIFPalette(source: info.globalPalette, transparent: info.globalTransparent)
         let writer = try GIFFrameWriter(
             width: target.width, height: target.height, loopCount: info.loopCount, globalPalette: global)
         let resampler =
             target.width == info.width && target.height == info.height
             ? nil
-            : Resampler(inWidth: info.width, inHeight: info.height, outWidth: target.width, outHeight: target.height, channels: 4)
+            : Resampler(
+                inWidth: info.width, inHeight: info.height, outWidth: target.width, outHeight: target.height,
+                channels: 4)
         var palettes: [[UInt8]: GIFPalette] = [:]
         if let global {
-            palettes[info.globalPalette + [UInt8(truncatingIfNeeded: info.globalTransparent ?? 999), info.globalTransparent == nil ? 1 : 0]] = global
+            palettes[
+                info.globalPalette + [
+                    UInt8(truncatingIfNeeded: info.globalTransparent ?? 999), info.globalTransparent == nil ? 1 : 0,
+                ]] = global
         }
         var sourceIndex = 0
         var time = 0
@@ -183,26 +193,35 @@ extension ImageProcessor {
             } else {
                 scaled = compositor.canvas
             }
-            let key = frame.palette + [UInt8(truncatingIfNeeded: frame.transparent ?? 999), frame.transparent == nil ? 1 : 0]
+            let key =
+                frame.palette + [UInt8(truncatingIfNeeded: frame.transparent ?? 999), frame.transparent == nil ? 1 : 0]
             let sourcePalette = palettes[key] ?? GIFPalette(source: frame.palette, transparent: frame.transparent)
+            if palettes.count >= 16 { palettes.removeAll() }
             palettes[key] = sourcePalette
             var indices = [UInt8](repeating: 0, count: pixels)
             var chosen = sourcePalette
             let error = scaled.withUnsafeBufferPointer { rgba in
-                indices.withUnsafeMutableBufferPointer { sourcePalette.map(rgba.baseAddress!, count: pixels, into: $0.baseAddress!) }
+                indices.withUnsafeMutableBufferPointer {
+                    sourcePalette.map(rgba.baseAddress!, count: pixels, into: $0.baseAddress!, exact: resampler == nil)
+                }
             }
             // The frame's own palette cannot show what the screen holds (colours restored from
             // other frames, or a small local palette): build one for this frame instead.
             if error > 64 {
                 let built = scaled.withUnsafeBufferPointer { GIFPalette.medianCut($0.baseAddress!, count: pixels) }
                 let builtError = scaled.withUnsafeBufferPointer { rgba in
-                    indices.withUnsafeMutableBufferPointer { built.map(rgba.baseAddress!, count: pixels, into: $0.baseAddress!) }
+                    indices.withUnsafeMutableBufferPointer {
+                        built.map(rgba.baseAddress!, count: pixels, into: $0.baseAddress!, exact: resampler == nil)
+                    }
                 }
                 if builtError < error {
                     chosen = built
                 } else {
                     scaled.withUnsafeBufferPointer { rgba in
-                        indices.withUnsafeMutableBufferPointer { _ = sourcePalette.map(rgba.baseAddress!, count: pixels, into: $0.baseAddress!) }
+                        indices.withUnsafeMutableBufferPointer {
+                            _ = sourcePalette.map(
+                                rgba.baseAddress!, count: pixels, into: $0.baseAddress!, exact: resampler == nil)
+                        }
                     }
                 }
             }
@@ -228,5 +247,29 @@ extension ImageProcessor {
             posterTime: Double(chosen.time) / 100,
             poster: PixelImage(width: target.width, height: target.height, channels: 4, pixels: chosen.image),
             source: info, actions: [])
+    }
+}
+
+extension ImageProcessor {
+    /// A GIF's poster frame (or any image) as a still: PNG when it has transparency, else JPEG.
+    public static func renderStill(
+        _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: ImageLimits = .default
+    )
+        throws(AttacheError) -> Rendition
+    {
+        guard case .accepted(.gif) = Sniffer.sniff(bytes.prefix(Sniffer.prefixLength)) else {
+            return try render(bytes, spec: spec, limits: limits)
+        }
+        var gifSpec = GIFSpec(maxSide: spec.maxSide)
+        gifSpec.maxFrames = spec.gifMaxFrames
+        let gif = try renderGIF(bytes, spec: gifSpec, limits: limits)
+        let image = gif.poster.droppingOpaqueAlpha()
+        let data =
+            image.channels == 4
+            ? try Encoders.png(image, level: spec.pngCompressionLevel)
+            : try Encoders.jpeg(image, quality: spec.jpegQuality)
+        return Rendition(
+            kind: image.channels == 4 ? .png : .jpeg, width: gif.width, height: gif.height, data: data,
+            source: ImageInfo(gif.source), frames: 1, posterFrame: gif.posterFrame, posterTime: gif.posterTime)
     }
 }
