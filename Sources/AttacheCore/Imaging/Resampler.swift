@@ -54,7 +54,9 @@ final class Resampler: RowSink {
     /// Whether every input row has been pushed and every output row written.
     var isComplete: Bool { rowsWritten == outHeight }
 
-    init(inWidth: Int, inHeight: Int, outWidth: Int, outHeight: Int, channels: Int) {
+    /// - Parameter lanczosReserve: the factor left for Lanczos after the integer box shrink
+    ///   (2 by default; 1 lets the box do every whole factor, faster and a little softer).
+    init(inWidth: Int, inHeight: Int, outWidth: Int, outHeight: Int, channels: Int, lanczosReserve: Double = 2) {
         precondition(inWidth > 0 && inHeight > 0 && outWidth > 0 && outHeight > 0)
         precondition((1...4).contains(channels))
         self.inWidth = inWidth
@@ -65,8 +67,8 @@ final class Resampler: RowSink {
         let scaleX = Double(inWidth) / Double(outWidth)
         let scaleY = Double(inHeight) / Double(outHeight)
         // Box-shrink by whole factors while at least 2x is left for Lanczos.
-        boxX = max(1, Int(scaleX / 2))
-        boxY = max(1, Int(scaleY / 2))
+        boxX = max(1, Int(scaleX / lanczosReserve))
+        boxY = max(1, Int(scaleY / lanczosReserve))
         boxedWidth = (inWidth + boxX - 1) / boxX
         let boxedHeight = (inHeight + boxY - 1) / boxY
         horizontal = FilterTable(inSize: boxedWidth, outSize: outWidth, scale: scaleX / Double(boxX))

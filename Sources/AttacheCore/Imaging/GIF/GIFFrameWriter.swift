@@ -80,28 +80,43 @@ final class GIFFrameWriter {
         var minY = height
         var maxX = -1
         var maxY = -1
-        frame.withUnsafeMutableBufferPointer { frame in
-            for y in 0..<height {
-                for x in 0..<width {
-                    let i = y * width + x
-                    let o = i * 4
-                    let opaque = source[o + 3] >= 128
-                    let same =
-                        !opaque && shown[o + 3] == 0
-                        || (canSkip && opaque && shown[o + 3] == 255 && source[o] == shown[o]
-                            && source[o + 1] == shown[o + 1] && source[o + 2] == shown[o + 2])
-                    if same { continue }
-                    palette.rgba(indices[i], into: frame.baseAddress! + o)
-                    if frame[o] == shown[o] && frame[o + 1] == shown[o + 1] && frame[o + 2] == shown[o + 2]
-                        && frame[o + 3] == shown[o + 3]
-                    {
-                        continue
+        var table = [UInt32](repeating: 0, count: 256)
+        for i in 0..<palette.count {
+            withUnsafeMutableBytes(of: &table[i]) {
+                palette.rgba(UInt8(i), into: $0.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+        let width = self.width
+        frame.withUnsafeMutableBytes { frameRaw in
+            shown.withUnsafeBytes { shownRaw in
+                source.withUnsafeBytes { sourceRaw in
+                    indices.withUnsafeBufferPointer { indices in
+                        changed.withUnsafeMutableBufferPointer { changed in
+                            let out = frameRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
+                            let old = shownRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
+                            let src = sourceRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
+                            for y in 0..<height {
+                                for x in 0..<width {
+                                    let i = y * width + x
+                                    let s = src[i]
+                                    let o = old[i]
+                                    let opaque = s >> 24 >= 128
+                                    // Unchanged: transparent over transparent, or (when the frame
+                                    // can draw transparent) the same opaque colour.
+                                    if !opaque && o >> 24 == 0 { continue }
+                                    if canSkip && opaque && o >> 24 == 255 && (s | 0xFF00_0000) == o { continue }
+                                    let drawn = table[Int(indices[i])]
+                                    if drawn == o { continue }
+                                    out[i] = drawn
+                                    changed[i] = true
+                                    if x < minX { minX = x }
+                                    if x > maxX { maxX = x }
+                                    if y < minY { minY = y }
+                                    if y > maxY { maxY = y }
+                                }
+                            }
+                        }
                     }
-                    changed[i] = true
-                    minX = min(minX, x)
-                    maxX = max(maxX, x)
-                    minY = min(minY, y)
-                    maxY = max(maxY, y)
                 }
             }
         }

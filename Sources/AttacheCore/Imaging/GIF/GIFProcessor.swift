@@ -160,7 +160,7 @@ extension ImageProcessor {
             ? nil
             : Resampler(
                 inWidth: info.width, inHeight: info.height, outWidth: target.width, outHeight: target.height,
-                channels: 4)
+                channels: 4, lanczosReserve: 1)
         var palettes: [[UInt8]: GIFPalette] = [:]
         if let global {
             palettes[
