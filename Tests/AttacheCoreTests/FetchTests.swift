@@ -230,7 +230,7 @@ func fetchFailure(_ fetcher: Fetcher, _ url: String, deadline: ContinuousClock.I
                 $0.maxRetries = 0
             })
         let slow = await fetchFailure(fetcher, server.url("/drip"))
-        #expect(slow?.code == .tooSlow)
+        #expect(slow?.code == .tooSlow, "\(String(describing: slow))")
         let silent = await fetchFailure(fetcher, server.url("/silent"), deadline: .now + .milliseconds(700))
         #expect(silent?.code == .timedOut)
         try await Task.sleep(for: .milliseconds(100))

@@ -110,7 +110,7 @@ public final class Fetcher: Sendable {
             return .failure(error)
         }
         let code = await loop.perform(transfer)
-        return Transfer.outcome(transfer, code: code, url: url)
+        return Transfer.outcome(transfer, code: code, url: url, timeout: timeout)
     }
 
     /// Refuses what can be refused before any connection: unparseable URLs, userinfo,

@@ -120,11 +120,15 @@ enum Transfer {
     }
 
     /// The outcome of a finished transfer.
-    static func outcome(_ transfer: TransferHandle, code: Int32, url: String) -> Result<FetchedMedia, AttacheError> {
+    static func outcome(
+        _ transfer: TransferHandle, code: Int32, url: String, timeout: Duration
+    )
+        -> Result<FetchedMedia, AttacheError>
+    {
         var result = att_transfer_result()
         att_transfer_result_fill(transfer.pointer, code, &result)
         let status = Int(result.http_status)
-        if let error = error(result, status: status) { return .failure(error) }
+        if let error = error(result, status: status, timeout: timeout) { return .failure(error) }
         var count = 0
         let body = att_transfer_take_body(transfer.pointer, &count)
         let bytes = MediaBytes(adoptingMalloc: UnsafeMutableRawPointer(body), count: count)
@@ -143,7 +147,7 @@ enum Transfer {
                 elapsed: .zero, remoteAddress: text(result.primary_ip)))
     }
 
-    private static func error(_ r: att_transfer_result, status: Int) -> AttacheError? {
+    private static func error(_ r: att_transfer_result, status: Int, timeout: Duration) -> AttacheError? {
         let message = text(r.error)
         let detail = text(r.detail)
         let code = r.curl_code
@@ -187,6 +191,10 @@ enum Transfer {
             }
             if message.hasPrefix("Connection timed out") || message.hasPrefix("Failed to connect") {
                 return AttacheError(.connectFailed, message)
+            }
+            // Ended well before the total timeout: only the low-speed check does that.
+            if r.total_seconds * 1000 < Double(timeout.milliseconds) - 250 {
+                return AttacheError(.tooSlow, message, limit: "low_speed")
             }
             return AttacheError(.timedOut, message)
         case CurlCode.tooManyRedirects:
