@@ -1,3 +1,5 @@
+import AttacheCore
+
 /// Builds one JSON object with keys in insertion order, for line-oriented output.
 struct JSONLine {
     private var parts: [String] = []
@@ -29,21 +31,5 @@ struct JSONLine {
 
     var text: String { "{" + parts.joined(separator: ",") + "}" }
 
-    static func quote(_ string: String) -> String {
-        var out = "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    static func quote(_ string: String) -> String { JSONValue.quote(string) }
 }

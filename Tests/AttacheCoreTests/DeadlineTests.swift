@@ -3,35 +3,31 @@ import Testing
 
 @testable import AttacheCore
 
-let inDeadlineChild = ProcessInfo.processInfo.environment["ATTACHE_DEADLINE_CHILD"] == "1"
+let inIsolatedChild = ProcessInfo.processInfo.environment["ATTACHE_ISOLATED_CHILD"] == "1"
 
-/// The deadline tests measure wall time to the millisecond, so they run in a child of this
-/// test binary where nothing else competes for Swift's cooperative pool (the other suites
-/// decode images on it for seconds at a time).
-@Suite struct DeadlineRunner {
-    @Test(.enabled(if: !inDeadlineChild && !inNetworkNamespaceChild))
-    func deadlineTestsRunAlone() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        process.arguments = ["--testing-library", "swift-testing", "--filter", "DeadlineTests"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["ATTACHE_DEADLINE_CHILD"] = "1"
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        let failures = output.split(separator: "\n").filter { $0.contains("recorded an issue") }
-        #expect(
-            process.terminationStatus == 0, "\(failures.prefix(20).joined(separator: "\n"))\n\(output.suffix(1500))")
-        #expect(output.contains("Suite DeadlineTests passed"), "\(output.suffix(1500))")
-        print(output.split(separator: "\n").filter { $0.contains("deadline:") }.joined(separator: "\n"))
+/// The network, pipeline and deadline suites measure time and wait on real sockets, so they
+/// run in a child of this test binary where nothing else competes for Swift's cooperative
+/// pool (the corpus suites decode images on it for seconds at a time).
+@Suite struct IsolatedSuitesRunner {
+    /// Run one after the other: first the network and pipeline suites together, then the
+    /// deadline suite alone (its 300 ms budgets leave no room for neighbours).
+    static let groups = [["FetchTests", "TLSTests", "PipelineTests"], ["DeadlineTests"]]
+
+    @Test(.enabled(if: !inIsolatedChild && !inNetworkNamespaceChild))
+    func networkPipelineAndDeadlineSuitesRunAlone() throws {
+        for suites in Self.groups {
+            let (status, output) = try runTestsInChild(filter: suites, variable: "ATTACHE_ISOLATED_CHILD")
+            let failures = output.split(separator: "\n").filter { $0.contains("recorded an issue") }
+            #expect(status == 0, "\(failures.prefix(20).joined(separator: "\n"))\n\(output.suffix(1500))")
+            for suite in suites {
+                #expect(output.contains("Suite \(suite) passed"), "\(suite): \(output.suffix(1500))")
+            }
+            print(output.split(separator: "\n").filter { $0.contains("deadline:") }.joined(separator: "\n"))
+        }
     }
 }
 
-@Suite(.enabled(if: inDeadlineChild))
+@Suite(.enabled(if: inIsolatedChild))
 struct DeadlineTests {
     @Test func slowBesideFastYieldsTheFastOneAtTheDeadline() async throws {
         let server = try sampleMediaServer()

@@ -29,7 +29,7 @@ func fetchFailure(_ fetcher: Fetcher, _ url: String, deadline: ContinuousClock.I
     }
 }
 
-@Suite struct FetchTests {
+@Suite(.enabled(if: inIsolatedChild)) struct FetchTests {
     let server: TestHTTPServer
 
     init() throws {

@@ -84,3 +84,24 @@ final class TemporaryDirectory {
         return (attributes[.posixPermissions] as? Int ?? 0) & 0o777
     }
 }
+
+/// Runs the suites matching `filter` in a child of this test binary (optionally under a
+/// wrapper such as `unshare`), with `variable`=1 in its environment; returns its status and
+/// output.
+func runTestsInChild(filter: [String], variable: String, wrapper: [String] = []) throws -> (Int32, String) {
+    let process = Process()
+    let command =
+        [CommandLine.arguments[0], "--testing-library", "swift-testing"] + filter.flatMap { ["--filter", $0] }
+    process.executableURL = URL(fileURLWithPath: wrapper.first ?? command[0])
+    process.arguments = Array((wrapper + command).dropFirst())
+    var environment = ProcessInfo.processInfo.environment
+    environment[variable] = "1"
+    process.environment = environment
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return (process.terminationStatus, output)
+}

@@ -38,7 +38,7 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
     return Array(("{" + ([aps] + rest).joined(separator: ",") + "}").utf8)
 }
 
-@Suite struct PipelineTests {
+@Suite(.enabled(if: inIsolatedChild)) struct PipelineTests {
     let server: TestHTTPServer
     let directory: TemporaryDirectory
 

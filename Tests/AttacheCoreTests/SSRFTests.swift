@@ -13,24 +13,12 @@ let inNetworkNamespaceChild = ProcessInfo.processInfo.environment["ATTACHE_NETNS
 @Suite struct SSRFNamespaceRunner {
     @Test(.enabled(if: !inNetworkNamespaceChild))
     func ssrfMatrixRunsInsideALoopbackOnlyNetworkNamespace() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        process.arguments = [
-            "--net", "--", "/bin/sh", "-c", "ip link set lo up && exec \"$@\"", "sh",
-            CommandLine.arguments[0], "--testing-library", "swift-testing", "--filter", "NamespaceSSRFTests",
-        ]
-        var environment = ProcessInfo.processInfo.environment
-        environment["ATTACHE_NETNS_CHILD"] = "1"
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let (status, output) = try runTestsInChild(
+            filter: ["NamespaceSSRFTests"], variable: "ATTACHE_NETNS_CHILD",
+            wrapper: ["/usr/bin/unshare", "--net", "--", "/bin/sh", "-c", "ip link set lo up && exec \"$@\"", "sh"])
         let failures = output.split(separator: "\n").filter { $0.contains("✘") || $0.contains("recorded an issue") }
         #expect(
-            process.terminationStatus == 0, "\(failures.prefix(20).joined(separator: "\n"))\n\(output.suffix(2000))")
+            status == 0, "\(failures.prefix(20).joined(separator: "\n"))\n\(output.suffix(2000))")
         #expect(output.contains("Suite NamespaceSSRFTests passed"), "\(output.suffix(2000))")
         print(
             output.split(separator: "\n").filter { $0.contains("NamespaceSSRFTests") || $0.contains("Test run") }

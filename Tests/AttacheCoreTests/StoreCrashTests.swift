@@ -43,7 +43,7 @@ func attacheExecutable() throws -> String {
         let report = try store.verify()
         #expect(report.corrupt.isEmpty, "\(report.corrupt.prefix(5))")
         #expect(report.missing.isEmpty, "\(report.missing.prefix(5))")
-        #expect(report.objects > 50, "the storm wrote objects between kills (\(report.objects))")
+        #expect(report.objects >= 10, "the storm wrote objects between kills (\(report.objects))")
         print(
             "after 100 SIGKILLs: \(report.objects) whole objects, \(report.orphans.count) orphans, \(report.temps) temps"
         )

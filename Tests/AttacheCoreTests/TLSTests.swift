@@ -6,7 +6,7 @@ import Testing
 /// TLS against `openssl s_server` on 127.0.0.1 with a certificate made for the test:
 /// verification is always on, so the self-signed certificate is refused until the caller
 /// trusts it explicitly.
-@Suite struct TLSTests {
+@Suite(.enabled(if: inIsolatedChild)) struct TLSTests {
     @Test func selfSignedCertificateIsRefusedUnlessTrusted() async throws {
         let directory = try TemporaryDirectory()
         try run(
