@@ -14,8 +14,8 @@ fi
 (cd .. && swift build -c release --product attache >/dev/null)
 bin=$(cd .. && swift build -c release --show-bin-path)/attache
 
-work=$PWD/work/fetch
-rm -rf "$work" && mkdir -p "$work/www" "$work/nginx"
+rm -rf work/fetch && mkdir -p work/fetch/www work/fetch/nginx
+work=$(cd work/fetch && pwd)
 # 200 KB whose first bytes are a JPEG's (the fetch checks the type from the first bytes).
 python3 - "$work/www/media.jpg" <<'PY'
 import sys, random
