@@ -28,10 +28,12 @@ final class FetchLoop: @unchecked Sendable {
 
     private let multi: OpaquePointer
     private let queue = Mutex<[Submission]>([])
+    private let stopping = Atomic<Bool>(false)
 
     /// Starts the loop thread.
     init(maxHostConnections: Int, maxTotalConnections: Int) {
         multi = att_multi_new(Int32(maxHostConnections), Int32(maxTotalConnections))!
+        // The thread holds the loop until `stop()`; then it finishes what is in flight and exits.
         let thread = Thread { [self] in run() }
         thread.name = "attache-fetch"
         thread.start()
@@ -50,10 +52,18 @@ final class FetchLoop: @unchecked Sendable {
         }
     }
 
+    /// Ends the thread once the transfers in flight are done (the owner is going away).
+    func stop() {
+        stopping.store(true, ordering: .releasing)
+        att_multi_wakeup(multi)
+    }
+
     private func run() {
         var inFlight: [UInt64: Submission] = [:]
         var nextTag: UInt64 = 1
+        defer { att_multi_free(multi) }
         while true {
+            if stopping.load(ordering: .acquiring) && inFlight.isEmpty && queue.withLock({ $0.isEmpty }) { return }
             let submitted = queue.withLock { pending in
                 defer { pending.removeAll(keepingCapacity: true) }
                 return pending

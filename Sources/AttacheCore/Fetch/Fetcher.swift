@@ -30,6 +30,8 @@ public final class Fetcher: Sendable {
         loop = FetchLoop(maxHostConnections: maxHostConnections, maxTotalConnections: maxTotalConnections)
     }
 
+    deinit { loop.stop() }
+
     /// The libcurl in use.
     public static var curlVersion: String { String(cString: att_curl_version()) }
 
