@@ -19,3 +19,8 @@ void att_tune_allocator_for_batch(void) {
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
 #endif
 }
+
+uint64_t att_heap_in_use(void) {
+    struct mallinfo2 info = mallinfo2();
+    return (uint64_t)info.uordblks + (uint64_t)info.hblkhd;
+}

@@ -34,6 +34,9 @@ void att_free(void *pointer);
 /// instead of unmapping them and faulting fresh pages in for the next file.
 void att_tune_allocator_for_batch(void);
 
+/// Bytes the C heap has handed out and not taken back (glibc mallinfo2: arena + mmapped).
+uint64_t att_heap_in_use(void);
+
 /// Monotonic clock in nanoseconds (the clock deadlines are measured on).
 uint64_t att_monotonic_ns(void);
 
