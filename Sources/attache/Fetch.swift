@@ -109,9 +109,9 @@ struct Fetch: AsyncParsableCommand {
                     return (index, line, (try? outcome.get()) == nil, size)
                 }
             }
-            // libcurl caps connections at --concurrency and queues the rest; a window of four times
-            // that keeps the loop thread fed without a thread hop per finished transfer.
-            while next < min(4 * concurrency, list.count) {
+            // libcurl caps connections at --concurrency and queues the rest; a window of twice
+            // that keeps the loop thread fed without holding many finished bodies at once.
+            while next < min(2 * concurrency, list.count) {
                 submit(next)
                 next += 1
             }
