@@ -60,7 +60,12 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
             let outcome = try #require(result.outcomes.first)
             let attachment = try #require(outcome.attachment, "\(name): \(String(describing: outcome.error))")
             #expect(attachment.type == kind.uti)
-            #expect(attachment.url.hasPrefix("https://cdn.test/a/\(attachment.id).\(kind.fileExtension)?token="))
+            #expect(attachment.url.hasPrefix("https://cdn.test/a/"))
+            #expect(attachment.url.hasSuffix("/\(attachment.id).\(kind.fileExtension)"))
+            // The path segment before the file is a token that opens exactly this attachment.
+            let token = String(attachment.url.split(separator: "/").dropLast().last ?? "")
+            let id = try #require(AttachmentID(hex: attachment.id))
+            #expect((try? pipeline.store.authorize(token, for: id).get()) != nil)
             let block = try #require(try JSONParser.parse(result.payload)["attachments"])
             #expect(block.text == JSONValue.array([attachment.json(full: true)]).text)
         }

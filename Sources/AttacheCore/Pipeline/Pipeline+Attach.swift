@@ -105,7 +105,7 @@ extension Pipeline {
         var thumbnail = source.options
         if thumbnail.time == nil { thumbnail.time = stored.posterTime }
         return AttachmentDescriptor(
-            id: stored.id.hex, url: "\(base)/\(stored.id.hex).\(stored.kind.fileExtension)?token=\(token)",
+            id: stored.id.hex, url: "\(base)/\(token)/\(stored.id.hex).\(stored.kind.fileExtension)",
             type: stored.kind.uti, bytes: stored.bytes, width: stored.width, height: stored.height,
             frames: stored.frames, thumbnail: thumbnail)
     }

@@ -2,7 +2,8 @@
 public struct PipelineConfiguration: Sendable {
     /// Time allowed per payload (default 25 s, a service extension's ~30 s minus a margin).
     public var deadline: Duration = .seconds(25)
-    /// Where stored attachments are served: descriptors get `<baseURL>/<id>.<ext>?token=…`.
+    /// Where stored attachments are served: descriptors get `<baseURL>/<token>/<id>.<ext>`
+    /// (the token is URL-safe, and the URL ends in the kind's extension).
     public var baseURL = "http://127.0.0.1:8080/attachments"
     /// The rendition images get (longest side 1024 by default).
     public var rendition = RenditionSpec()
