@@ -33,6 +33,9 @@ struct Resize: ParsableCommand {
     @Option(help: "GIF: largest output in bytes (frames dropped, then the size shrunk, to fit).")
     var maxBytes = RenditionSpec().gifMaxBytes
 
+    @Flag(help: "GIF: Floyd-Steinberg dithering onto the palette.")
+    var dither = false
+
     @Flag(help: "GIF: write the poster frame as a still (PNG with transparency, else JPEG).")
     var still = false
 
@@ -62,6 +65,7 @@ struct Resize: ParsableCommand {
         spec.jpegFancyUpsampling = jpegFancy != 0
         spec.gifMaxFrames = maxFrames
         spec.gifMaxBytes = maxBytes
+        spec.gifDither = dither
         let limits = self.limits.imageLimits
         let clock = ContinuousClock()
         for file in files {

@@ -114,6 +114,19 @@ func frameHash(_ image: PixelImage) -> String {
         #expect(shown.pixels.enumerated().contains { $0.offset % 4 == 3 && $0.element == 255 })
     }
 
+    @Test func ditheringIsOptionalAndKeepsTheAnimation() throws {
+        let source = try MediaBytes(contentsOfFile: Corpus.root + "/gif-edge-cases/image-gif__moon_impact.gif")
+        var spec = GIFSpec(maxSide: 80)
+        let plain = try ImageProcessor.renderGIF(source, spec: spec)
+        spec.dither = true
+        let dithered = try ImageProcessor.renderGIF(source, spec: spec)
+        #expect(dithered.data != plain.data, "dithering changes the pixels")
+        let info = try ImageProcessor.scanGIF(source)
+        let again = try ImageProcessor.scanGIF(MediaBytes(dithered.data))
+        #expect(again.duration == info.duration && again.frames == dithered.frames && again.loopCount == info.loopCount)
+        #expect(dithered.width == plain.width && dithered.height == plain.height)
+    }
+
     @Test func budgetsDropFramesThenShrink() throws {
         let source = try MediaBytes(contentsOfFile: Corpus.root + "/gif-edge-cases/pillow__iss634.gif")
         let info = try ImageProcessor.scanGIF(source)

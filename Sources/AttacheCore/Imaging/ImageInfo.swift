@@ -51,6 +51,8 @@ public struct RenditionSpec: Hashable, Sendable {
     public var gifMaxFrames = 200
     /// GIF: largest output in bytes (frames dropped, then size shrunk, to fit). Default 10 MB.
     public var gifMaxBytes = 10_000_000
+    /// GIF: Floyd–Steinberg dithering onto the palette (default off).
+    public var gifDither = false
 
     /// Creates a spec; every argument has the documented default.
     public init(

@@ -98,6 +98,7 @@ public enum ImageProcessor {
             var gifSpec = GIFSpec(maxSide: spec.maxSide)
             gifSpec.maxFrames = spec.gifMaxFrames
             gifSpec.maxBytes = spec.gifMaxBytes
+            gifSpec.dither = spec.gifDither
             let gif = try renderGIF(bytes, spec: gifSpec, limits: limits)
             return Rendition(
                 kind: .gif, width: gif.width, height: gif.height, data: gif.data, source: ImageInfo(gif.source),

@@ -99,6 +99,44 @@ final class GIFPalette {
         return opaque == 0 ? 0 : Double(error) / Double(opaque * 3)
     }
 
+    /// Maps with Floyd–Steinberg error diffusion over a `width`-pixel-wide image: each opaque
+    /// pixel's quantisation error is spread to its right and lower neighbours. Transparent
+    /// pixels take and pass on no error.
+    func mapDithered(_ rgba: UnsafePointer<UInt8>, width: Int, height: Int, into out: UnsafeMutablePointer<UInt8>) {
+        let transparentIndex = UInt8(truncatingIfNeeded: transparent ?? 0)
+        var current = [SIMD4<Int32>](repeating: .zero, count: width + 2)
+        var next = [SIMD4<Int32>](repeating: .zero, count: width + 2)
+        var pixel = [UInt8](repeating: 255, count: 4)
+        for y in 0..<height {
+            for x in 0..<width {
+                let i = y * width + x
+                let p = rgba + i * 4
+                if p[3] < 128, transparent != nil {
+                    out[i] = transparentIndex
+                    continue
+                }
+                let e = current[x + 1] / 16
+                let r = max(0, min(255, Int32(p[0]) + e[0]))
+                let g = max(0, min(255, Int32(p[1]) + e[1]))
+                let b = max(0, min(255, Int32(p[2]) + e[2]))
+                pixel[0] = UInt8(r)
+                pixel[1] = UInt8(g)
+                pixel[2] = UInt8(b)
+                var index: UInt8 = 0
+                _ = pixel.withUnsafeBufferPointer { map($0.baseAddress!, count: 1, into: &index, exact: false) }
+                out[i] = index
+                let q = Int(index) * 3
+                let error = SIMD4(r - Int32(colors[q]), g - Int32(colors[q + 1]), b - Int32(colors[q + 2]), 0)
+                current[x + 2] &+= error &* 7
+                next[x] &+= error &* 3
+                next[x + 1] &+= error &* 5
+                next[x + 2] &+= error
+            }
+            swap(&current, &next)
+            for k in next.indices { next[k] = .zero }
+        }
+    }
+
     @inline(__always)
     private func exactIndex(_ r: Int, _ g: Int, _ b: Int) -> UInt8? {
         let key = Int32(r << 16 | g << 8 | b)

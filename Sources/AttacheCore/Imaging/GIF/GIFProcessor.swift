@@ -10,6 +10,9 @@ public struct GIFSpec: Hashable, Sendable {
     public var maxBytes = 10_000_000
     /// Decoding limits beyond the screen size.
     public var limits = GIFLimits()
+    /// Floyd–Steinberg dithering when mapping to the palette (default off: smaller files, and
+    /// photo GIFs usually carry their own dither already).
+    public var dither = false
 
     public init(maxSide: Int = 1024, maxFrames: Int = 200, maxBytes: Int = 10_000_000) {
         self.maxSide = maxSide
@@ -222,6 +225,14 @@ extension ImageProcessor {
                             _ = sourcePalette.map(
                                 rgba.baseAddress!, count: pixels, into: $0.baseAddress!, exact: resampler == nil)
                         }
+                    }
+                }
+            }
+            if spec.dither {
+                scaled.withUnsafeBufferPointer { rgba in
+                    indices.withUnsafeMutableBufferPointer {
+                        chosen.mapDithered(
+                            rgba.baseAddress!, width: target.width, height: target.height, into: $0.baseAddress!)
                     }
                 }
             }
