@@ -14,11 +14,7 @@ struct Fetch: AsyncParsableCommand {
     @Flag(help: "Print one JSON object per URL.")
     var json = false
 
-    @Flag(help: "Allow 127.0.0.0/8 and ::1 (tests and demos).")
-    var allowLoopback = false
-
-    @Flag(help: "Allow private ranges (RFC 1918, 100.64/10, fc00::/7); metadata addresses stay denied.")
-    var allowPrivate = false
+    @OptionGroup var address: AddressOptions
 
     @Flag(help: "Only https, on the first request and on every redirect.")
     var httpsOnly = false
@@ -69,8 +65,7 @@ struct Fetch: AsyncParsableCommand {
         guard !list.isEmpty else { throw ValidationError("give at least one URL") }
         guard concurrency > 0 else { throw ValidationError("--concurrency must be positive") }
         var policy = FetchPolicy()
-        policy.allowLoopback = allowLoopback
-        policy.allowPrivate = allowPrivate
+        address.apply(to: &policy)
         policy.httpsOnly = httpsOnly
         policy.maxBytes = maxBytes
         policy.totalTimeout = .milliseconds(Int64(timeout * 1000))
@@ -169,12 +164,5 @@ struct Fetch: AsyncParsableCommand {
             line.add("error", object: Inspect.errorObject(error))
         }
         return line.text
-    }
-}
-
-extension Duration {
-    var milliseconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
     }
 }

@@ -22,11 +22,7 @@ struct ProcessCommand: AsyncParsableCommand {
     @Option(help: "Public base URL the stored attachments are served from.")
     var baseURL = PipelineConfiguration().baseURL
 
-    @Flag(help: "Allow 127.0.0.0/8 and ::1 (tests and demos).")
-    var allowLoopback = false
-
-    @Flag(help: "Allow private ranges (metadata addresses stay denied).")
-    var allowPrivate = false
+    @OptionGroup var address: AddressOptions
 
     @Option(help: "Longest side of image renditions.")
     var maxSide = RenditionSpec().maxSide
@@ -65,8 +61,7 @@ struct ProcessCommand: AsyncParsableCommand {
             configuration.sources.append(rule)
         }
         var policy = FetchPolicy()
-        policy.allowLoopback = allowLoopback
-        policy.allowPrivate = allowPrivate
+        address.apply(to: &policy)
         policy.kindLimits = configuration.mediaLimits
         policy.maxBytes = configuration.mediaLimits.largest
         let pipeline = Pipeline(
@@ -163,6 +158,8 @@ struct Milliseconds: ExpressibleByArgument, Sendable {
     let value: Int64
 
     init(_ value: Int64) { self.value = value }
+
+    var defaultValueDescription: String { value % 1000 == 0 ? "\(value / 1000)s" : "\(value)ms" }
 
     init?(argument: String) {
         if argument.hasSuffix("ms"), let number = Int64(argument.dropLast(2)), number > 0 {

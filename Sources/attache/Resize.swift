@@ -91,8 +91,7 @@ struct Resize: ParsableCommand {
                 result = .failure(error)
             }
             let elapsed = clock.now - started
-            let ms = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-            print(line(file: file, output: outputPath, result, milliseconds: ms))
+            print(line(file: file, output: outputPath, result, milliseconds: elapsed.milliseconds))
         }
     }
 

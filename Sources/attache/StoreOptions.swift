@@ -39,6 +39,13 @@ struct Seconds: ExpressibleByArgument, Sendable {
 
     init(_ value: Int64) { self.value = value }
 
+    var defaultValueDescription: String {
+        for (unit, size) in [("d", Int64(86_400)), ("h", 3600), ("m", 60)] where value % size == 0 {
+            return "\(value / size)\(unit)"
+        }
+        return "\(value)s"
+    }
+
     init?(argument: String) {
         let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
         var text = Substring(argument)

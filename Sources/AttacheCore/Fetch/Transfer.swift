@@ -82,8 +82,8 @@ enum Transfer {
             options.max_video_bytes = limits.videoBytes
         }
         options.max_redirects = Int32(clamping: policy.maxRedirects)
-        options.connect_timeout_ms = max(1, min(policy.connectTimeout.milliseconds, timeout.milliseconds))
-        options.total_timeout_ms = max(1, timeout.milliseconds)
+        options.connect_timeout_ms = max(1, min(policy.connectTimeout.wholeMilliseconds, timeout.wholeMilliseconds))
+        options.total_timeout_ms = max(1, timeout.wholeMilliseconds)
         options.low_speed_bytes = Int32(clamping: policy.lowSpeedBytes)
         options.low_speed_seconds = Int32(clamping: policy.lowSpeedSeconds)
         options.address_flags =
@@ -193,7 +193,7 @@ enum Transfer {
                 return AttacheError(.connectFailed, message)
             }
             // Ended well before the total timeout: only the low-speed check does that.
-            if r.total_seconds * 1000 < Double(timeout.milliseconds) - 250 {
+            if r.total_seconds * 1000 < timeout.milliseconds - 250 {
                 return AttacheError(.tooSlow, message, limit: "low_speed")
             }
             return AttacheError(.timedOut, message)
@@ -248,11 +248,4 @@ final class CStrings {
     }
 
     deinit { for pointer in pointers { free(pointer) } }
-}
-
-extension Duration {
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
 }

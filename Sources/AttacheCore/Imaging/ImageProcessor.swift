@@ -71,7 +71,7 @@ public enum ImageProcessor {
             let image = try resample(decoder, target: target, lanczosReserve: 1.5)
             return (decoder.orientation.apply(to: image), decoder.info)
         case .gif:
-            let frames = try compositeGIF(bytes, limits: limits)
+            let frames = try compositeGIF(bytes, limits: limits, limit: 1)
             let info = try scanGIF(bytes, limits: limits)
             let target = spec.outputSize(width: info.width, height: info.height)
             let first = frames[0]

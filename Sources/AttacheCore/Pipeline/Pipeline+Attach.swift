@@ -19,8 +19,7 @@ extension Pipeline {
             func lap() -> Double {
                 let now = ContinuousClock.now
                 defer { clock = now }
-                let (seconds, attoseconds) = (now - clock).components
-                return Double(seconds) * 1000 + Double(attoseconds) / 1e15
+                return (now - clock).milliseconds
             }
             let media = try await fetcher.fetch(source.url, deadline: deadline)
             outcome.timings.fetch = lap()

@@ -83,20 +83,9 @@ public final class MediaBytes: @unchecked Sendable {
 
     /// Writes the bytes to a new file at `path` (replacing one that exists).
     public func write(to path: String) throws(AttacheError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            throw AttacheError(.ioError, "cannot create \(path): \(String(cString: strerror(errno)))")
-        }
+        let fd = try AtomicFile.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC)
         defer { close(fd) }
-        var offset = 0
-        while offset < count {
-            let n = Glibc.write(fd, base + offset, count - offset)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else {
-                throw AttacheError(.ioError, "cannot write \(path): \(String(cString: strerror(errno)))")
-            }
-            offset += n
-        }
+        try AtomicFile.writeAll(fd, UnsafeRawBufferPointer(buffer), path: path)
     }
 
     /// A copy of the first `n` bytes (or fewer).

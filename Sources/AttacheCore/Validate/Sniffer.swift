@@ -24,9 +24,6 @@ public enum Sniffer {
         func starts(_ magic: [UInt8], at offset: Int = 0) -> Bool {
             b.count >= offset + magic.count && b[offset..<offset + magic.count].elementsEqual(magic)
         }
-        if starts([0xFF, 0xD8, 0xFF]) { return .accepted(.jpeg) }
-        if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .accepted(.png) }
-        if starts(Array("GIF87a".utf8)) || starts(Array("GIF89a".utf8)) { return .accepted(.gif) }
         if starts(Array("RIFF".utf8)) && b.count >= 12 {
             switch String(decoding: b[8..<12], as: UTF8.self) {
             case "WEBP": return .refused("webp")

@@ -102,12 +102,16 @@ extension ImageProcessor {
             duration: duration)
     }
 
-    /// Composited frames at the screen size (RGBA), for tests and tools.
-    static func compositeGIF(_ bytes: MediaBytes, limits: ImageLimits = .default) throws(AttacheError) -> [PixelImage] {
+    /// Composited frames at the screen size (RGBA), the first `limit` of them, for tests and tools.
+    static func compositeGIF(
+        _ bytes: MediaBytes, limits: ImageLimits = .default, limit: Int = .max
+    )
+        throws(AttacheError) -> [PixelImage]
+    {
         let decoder = try GIFDecoder(bytes: bytes, limits: limits, gifLimits: GIFLimits())
         var compositor = GIFCompositor(width: decoder.width, height: decoder.height)
         var out: [PixelImage] = []
-        while let frame = try decoder.next() {
+        while out.count < limit, let frame = try decoder.next() {
             compositor.draw(frame)
             out.append(PixelImage(width: decoder.width, height: decoder.height, channels: 4, pixels: compositor.canvas))
         }
