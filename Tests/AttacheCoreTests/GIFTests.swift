@@ -70,6 +70,32 @@ func frameHash(_ image: PixelImage) -> String {
         }
     }
 
+    /// A GIF whose frames share one palette is composited as indices; every frame must equal
+    /// the RGBA compositor's.
+    @Test func indexedScreenEqualsRGBAScreen() throws {
+        var indexed = 0
+        for row in Corpus.gifs.filter(\.expectOK) {
+            let bytes = try MediaBytes(contentsOfFile: row.path)
+            guard let info = try? ImageProcessor.scanGIF(bytes), let blank = info.screenBlank else { continue }
+            let decoder = try GIFDecoder(bytes: bytes, limits: .default, gifLimits: GIFLimits())
+            var rgba = GIFCompositor(width: info.width, height: info.height)
+            var indices = GIFCompositor(width: info.width, height: info.height, palette: info.globalPalette, blank: blank)
+            var frame = 0
+            while let next = try? decoder.next() {
+                rgba.draw(next)
+                var rows = 0
+                indices.draw(next) { _ in rows += 1 }
+                #expect(rows == info.height)
+                let a = PixelImage(width: info.width, height: info.height, channels: 4, pixels: rgba.canvas)
+                let b = PixelImage(width: info.width, height: info.height, channels: 4, pixels: indices.rgba)
+                #expect(frameHash(a) == frameHash(b), "\(row.file) frame \(frame)")
+                frame += 1
+            }
+            indexed += 1
+        }
+        #expect(indexed >= 20, "only \(indexed) corpus GIFs use one palette")
+    }
+
     /// Re-encoded at the same size, every frame a viewer shows is the source's (identical
     /// consecutive frames merged), and the total duration is kept.
     @Test(arguments: [

@@ -131,6 +131,34 @@ final class Resampler: RowSink {
                 boxSum[j] += acc
             }
         }
+        endBoxRow()
+    }
+
+    /// Pushes a row of `inWidth` palette indices, each standing for `colors[index]`
+    /// (premultiplied RGBA, 0–255): a paletted image needs no per-pixel conversion.
+    func push(indices row: UnsafePointer<UInt8>, colors: UnsafePointer<SIMD4<Float>>) {
+        guard rowsPushed < inHeight else { return }
+        rowsPushed += 1
+        if boxX == 1 && boxY == 1 {
+            for x in 0..<inWidth { converted[x] = colors[Int(row[x])] }
+            filterRow(converted)
+            return
+        }
+        var x = 0
+        for j in 0..<boxedWidth {
+            var acc = SIMD4<Float>.zero
+            let end = min(x + boxX, inWidth)
+            while x < end {
+                acc += colors[Int(row[x])]
+                x += 1
+            }
+            boxSum[j] += acc
+        }
+        endBoxRow()
+    }
+
+    /// Counts a row into the vertical box; when the box is full, filters its mean.
+    private func endBoxRow() {
         rowsInBox += 1
         if rowsInBox == boxY || rowsPushed == inHeight {
             let inverseRows = 1 / Float(rowsInBox)

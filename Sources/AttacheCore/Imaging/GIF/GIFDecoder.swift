@@ -120,29 +120,80 @@ final class GIFDecoder {
 /// Draws frames onto the logical screen as a browser does: transparent pixels leave what is
 /// below, disposal 2 clears the frame's rectangle to transparent, disposal 3 restores the
 /// screen as it was before the frame; parts of a frame outside the screen are clipped.
+///
+/// When every frame uses one palette the screen is kept as palette indices (one byte a
+/// pixel, `blank` standing for transparent), which is a quarter of the memory traffic of RGBA;
+/// otherwise as RGBA.
 struct GIFCompositor {
     let width: Int
     let height: Int
-    /// RGBA, alpha 0 or 255.
+    /// The index that stands for a transparent pixel on an indexed screen; nil for RGBA.
+    let blank: UInt8?
+    /// The palette of an indexed screen (RGB triples).
+    let palette: [UInt8]
+    /// RGBA (alpha 0 or 255), or palette indices when `blank` is set.
     private(set) var canvas: [UInt8]
     private var saved: [UInt8] = []
     private var pending: (disposal: Int, left: Int, top: Int, right: Int, bottom: Int)?
 
+    /// An RGBA screen.
     init(width: Int, height: Int) {
         self.width = width
         self.height = height
+        blank = nil
+        palette = []
         canvas = [UInt8](repeating: 0, count: width * height * 4)
+    }
+
+    /// An indexed screen for frames that all use `palette`; `blank` must be an index no frame
+    /// draws (their common transparent index, or one past the palette's colours).
+    init(width: Int, height: Int, palette: [UInt8], blank: UInt8) {
+        self.width = width
+        self.height = height
+        self.blank = blank
+        self.palette = palette
+        canvas = [UInt8](repeating: blank, count: width * height)
+    }
+
+    /// Bytes per screen pixel.
+    var pixelBytes: Int { blank == nil ? 4 : 1 }
+
+    /// The screen as RGBA.
+    var rgba: [UInt8] {
+        guard let blank else { return canvas }
+        var table = [UInt32](repeating: 0, count: 256)
+        for i in 0..<min(palette.count / 3, 256) where i != Int(blank) {
+            table[i] =
+                UInt32(palette[i * 3]) | UInt32(palette[i * 3 + 1]) << 8 | UInt32(palette[i * 3 + 2]) << 16
+                | 0xFF00_0000
+        }
+        var out = [UInt8](repeating: 0, count: width * height * 4)
+        out.withUnsafeMutableBytes { raw in
+            let dst = raw.baseAddress!.assumingMemoryBound(to: UInt32.self)
+            canvas.withUnsafeBufferPointer { src in
+                for i in 0..<src.count { dst[i] = table[Int(src[i])] }
+            }
+        }
+        return out
     }
 
     /// Applies the previous frame's disposal, then draws `frame`.
     mutating func draw(_ frame: GIFSourceFrame) {
+        draw(frame, rows: Optional<(UnsafePointer<UInt8>) -> Void>.none)
+    }
+
+    /// Applies the previous frame's disposal, draws `frame`, and hands every row of the
+    /// screen, top to bottom, to `rows` as soon as it is final (while it is still in cache).
+    mutating func draw(_ frame: GIFSourceFrame, rows: ((UnsafePointer<UInt8>) -> Void)?) {
+        let bytes = pixelBytes
         if let pending {
             switch pending.disposal {
             case 2:
-                for y in pending.top..<pending.bottom {
-                    let start = (y * width + pending.left) * 4
-                    canvas.withUnsafeMutableBufferPointer {
-                        ($0.baseAddress! + start).update(repeating: 0, count: (pending.right - pending.left) * 4)
+                let fill = blank ?? 0
+                canvas.withUnsafeMutableBufferPointer { canvas in
+                    for y in pending.top..<pending.bottom {
+                        let start = (y * width + pending.left) * bytes
+                        (canvas.baseAddress! + start).update(repeating: fill, count: (pending.right - pending.left) * bytes)
                     }
                 }
             case 3 where !saved.isEmpty:
@@ -165,7 +216,12 @@ struct GIFCompositor {
                 }
             }
         }
-        guard right > left, bottom > top else { return }
+        let drawn = right > left && bottom > top
+        let rowRange = rows == nil ? top..<max(top, bottom) : 0..<height
+        if blank != nil {
+            drawIndexed(frame, drawn: drawn, rect: (left, top, right, bottom), rowRange: rowRange, rows: rows)
+            return
+        }
         // The palette as little-endian RGBA words; out-of-range and transparent indices are
         // marked (alpha 0) and skipped, leaving what is below.
         var table = [UInt32](repeating: 0, count: 256)
@@ -180,14 +236,61 @@ struct GIFCompositor {
             table.withUnsafeBufferPointer { table in
                 canvas.withUnsafeMutableBytes { raw in
                     let canvas = raw.baseAddress!.assumingMemoryBound(to: UInt32.self)
-                    for y in top..<bottom {
-                        let src = indices.baseAddress! + (y - frame.top) * frame.width - frame.left
+                    let table = table.baseAddress!
+                    for y in rowRange {
                         let dst = canvas + y * screenWidth
-                        for x in left..<right {
-                            let color = table[Int(src[x])]
-                            if color != 0 { dst[x] = color }
+                        if drawn && y >= top && y < bottom {
+                            let src = indices.baseAddress! + (y - frame.top) * frame.width - frame.left
+                            // Branch-free: dithered frames flip between drawn and transparent
+                            // pixels too often for a branch to be predicted.
+                            for x in left..<right {
+                                let color = table[Int(src[x])]
+                                let keep = UInt32(0) &- (color >> 31 ^ 1)
+                                dst[x] = color | (dst[x] & keep)
+                            }
+                        }
+                        rows?(UnsafeRawPointer(dst).assumingMemoryBound(to: UInt8.self))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Draws on an indexed screen: a pixel is kept from below when its index is the frame's
+    /// transparent one or past the palette's colours, sixteen pixels at a time.
+    private mutating func drawIndexed(
+        _ frame: GIFSourceFrame, drawn: Bool, rect: (left: Int, top: Int, right: Int, bottom: Int),
+        rowRange: Range<Int>, rows: ((UnsafePointer<UInt8>) -> Void)?
+    ) {
+        let colors = min(frame.palette.count / 3, 256)
+        let limit = SIMD16<UInt8>(repeating: UInt8(truncatingIfNeeded: colors))
+        let transparentIndex = UInt8(truncatingIfNeeded: frame.transparent ?? 0)
+        let transparent = SIMD16<UInt8>(repeating: transparentIndex)
+        let hasTransparent = frame.transparent != nil
+        let screenWidth = width
+        frame.indices.withUnsafeBufferPointer { indices in
+            canvas.withUnsafeMutableBufferPointer { canvas in
+                for y in rowRange {
+                    let dst = canvas.baseAddress! + y * screenWidth
+                    if drawn && y >= rect.top && y < rect.bottom {
+                        let src = indices.baseAddress! + (y - frame.top) * frame.width - frame.left
+                        var x = rect.left
+                        while x + 16 <= rect.right {
+                            let s = UnsafeRawPointer(src + x).loadUnaligned(as: SIMD16<UInt8>.self)
+                            let d = UnsafeRawPointer(dst + x).loadUnaligned(as: SIMD16<UInt8>.self)
+                            var keep = colors < 256 ? s .>= limit : SIMDMask<SIMD16<Int8>>(repeating: false)
+                            if hasTransparent { keep = keep .| (s .== transparent) }
+                            UnsafeMutableRawPointer(dst + x).storeBytes(
+                                of: s.replacing(with: d, where: keep), as: SIMD16<UInt8>.self)
+                            x += 16
+                        }
+                        while x < rect.right {
+                            let i = src[x]
+                            if Int(i) < colors && !(hasTransparent && i == transparentIndex) { dst[x] = i }
+                            x += 1
                         }
                     }
+                    rows?(UnsafePointer(dst))
                 }
             }
         }

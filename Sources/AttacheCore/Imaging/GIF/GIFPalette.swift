@@ -6,8 +6,10 @@ final class GIFPalette {
     /// RGB triples, transparent slot included.
     let colors: [UInt8]
     let transparent: Int?
-    private var candidates: [UInt8]
-    private var filled: [Bool]
+    /// Per 15-bit bucket, 1 + the bucket's entry in `candidates`, or 0 before it is filled.
+    private var slots: [UInt16]
+    /// Four SIMD4 per filled bucket: the candidates' red, green, blue and palette index.
+    private var candidates: [SIMD4<Int32>]
     private var exactKeys: [Int32]
     private var exactValues: [UInt8]
     private static let candidateCount = 4
@@ -26,8 +28,8 @@ final class GIFPalette {
             self.transparent = nil
         }
         self.colors = colors
-        candidates = [UInt8](repeating: 0, count: 32_768 * Self.candidateCount)
-        filled = [Bool](repeating: false, count: 32_768)
+        slots = [UInt16](repeating: 0, count: 32_768)
+        candidates = []
         exactKeys = [Int32](repeating: -1, count: 1024)
         exactValues = [UInt8](repeating: 0, count: 1024)
         for i in 0..<(colors.count / 3) where i != self.transparent {
@@ -56,7 +58,7 @@ final class GIFPalette {
         let hasTransparent = transparent != nil
         var error = 0
         var opaque = 0
-        let n = Self.candidateCount
+        let lanes = SIMD4<Int32>(0, 1, 2, 3)
         for i in 0..<count {
             let p = rgba + i * 4
             if p[3] < 128, hasTransparent {
@@ -64,36 +66,26 @@ final class GIFPalette {
                 continue
             }
             opaque += 1
-            let r = Int(p[0])
-            let g = Int(p[1])
-            let b = Int(p[2])
-            if exact, let index = exactIndex(r, g, b) {
+            if exact, let index = exactIndex(Int(p[0]), Int(p[1]), Int(p[2])) {
                 out[i] = index
                 continue
             }
-            let bucket = (r >> 3) << 10 | (g >> 3) << 5 | (b >> 3)
-            if !filled[bucket] { fill(bucket) }
-            let (best, distance) = candidates.withUnsafeBufferPointer { candidates in
-                colors.withUnsafeBufferPointer { c in
-                    var best = candidates[bucket * n]
-                    var bestDistance = Int.max
-                    var bestPlain = 0
-                    for k in 0..<n {
-                        let index = Int(candidates[bucket * n + k])
-                        let dr = Int(c[index * 3]) - r
-                        let dg = Int(c[index * 3 + 1]) - g
-                        let db = Int(c[index * 3 + 2]) - b
-                        let distance = 3 * dr * dr + 4 * dg * dg + 2 * db * db
-                        if distance < bestDistance {
-                            bestDistance = distance
-                            best = UInt8(index)
-                            bestPlain = dr * dr + dg * dg + db * db
-                        }
-                    }
-                    return (best, bestPlain)
-                }
+            let bucket = Int(p[0] >> 3) << 10 | Int(p[1] >> 3) << 5 | Int(p[2] >> 3)
+            let (r, g, b) = (Int32(p[0]), Int32(p[1]), Int32(p[2]))
+            var slot = Int(slots[bucket])
+            if slot == 0 { slot = fill(bucket) }
+            // The nearest of the bucket's four candidates, all four at once (ties: the first).
+            let (index, distance) = candidates.withUnsafeBufferPointer { candidates in
+                let c = candidates.baseAddress! + (slot - 1) * 4
+                let dr = c[0] &- r
+                let dg = c[1] &- g
+                let db = c[2] &- b
+                let (r2, g2, b2) = (dr &* dr, dg &* dg, db &* db)
+                let weighted = 3 &* r2 &+ 4 &* g2 &+ 2 &* b2
+                let lane = Int(lanes.replacing(with: 4, where: weighted .!= weighted.min()).min())
+                return (UInt8(truncatingIfNeeded: c[3][lane]), Int(r2[lane] &+ g2[lane] &+ b2[lane]))
             }
-            out[i] = best
+            out[i] = index
             error += distance
         }
         return opaque == 0 ? 0 : Double(error) / Double(opaque * 3)
@@ -220,7 +212,7 @@ final class GIFPalette {
     }
 
     /// The palette colours nearest to the centre of a bucket.
-    private func fill(_ bucket: Int) {
+    private func fill(_ bucket: Int) -> Int {
         let r = (bucket >> 10) << 3 | 4
         let g = ((bucket >> 5) & 31) << 3 | 4
         let b = (bucket & 31) << 3 | 4
@@ -242,10 +234,15 @@ final class GIFPalette {
             }
         }
         let first = best[0].index
+        var entry = [SIMD4<Int32>](repeating: .zero, count: 4)
         for k in 0..<Self.candidateCount {
-            candidates[bucket * Self.candidateCount + k] = UInt8(best[k].distance == Int.max ? first : best[k].index)
+            let index = best[k].distance == Int.max ? first : best[k].index
+            for c in 0..<3 { entry[c][k] = Int32(colors[index * 3 + c]) }
+            entry[3][k] = Int32(index)
         }
-        filled[bucket] = true
+        candidates += entry
+        slots[bucket] = UInt16(candidates.count / 4)
+        return candidates.count / 4
     }
 
     /// The RGBA a decoder shows for `index` (transparent → alpha 0).

@@ -34,6 +34,10 @@ public struct GIFInfo: Hashable, Sendable {
     var globalPalette: [UInt8] = []
     /// The transparent index most frames using the global palette declare.
     var globalTransparent: Int? = nil
+    /// When every frame uses the global palette: an index no frame draws (their common
+    /// transparent index, or one past the palette's colours), so the screen can be kept as
+    /// indices with it standing for transparent. Nil otherwise.
+    var screenBlank: UInt8? = nil
 }
 
 /// A GIF made fit: the file and what was done to it.
@@ -68,17 +72,37 @@ extension ImageProcessor {
         var frames = 0
         var duration = 0
         var transparentVotes: [Int: Int] = [:]
+        var onePalette = !decoder.globalPalette.isEmpty
+        var sharedTransparent: Int?? = .none
         while let frame = try decoder.next(pixels: false) {
             frames += 1
             duration += frame.delay
-            if frame.palette == decoder.globalPalette { transparentVotes[frame.transparent ?? -1, default: 0] += 1 }
+            if frame.palette == decoder.globalPalette {
+                transparentVotes[frame.transparent ?? -1, default: 0] += 1
+            } else {
+                onePalette = false
+            }
+            if sharedTransparent == .none {
+                sharedTransparent = frame.transparent
+            } else if sharedTransparent != frame.transparent {
+                sharedTransparent = .some(nil)
+            }
         }
         guard frames > 0 else { throw AttacheError(.corruptData, "gif: no frames") }
         let transparent = transparentVotes.max { $0.value < $1.value }?.key
+        let colors = decoder.globalPalette.count / 3
+        var blank: UInt8?
+        if onePalette {
+            if case .some(.some(let shared)) = sharedTransparent {
+                blank = UInt8(shared)
+            } else if colors < 256 {
+                blank = UInt8(colors)
+            }
+        }
         return GIFInfo(
             width: decoder.width, height: decoder.height, frames: frames, loopCount: decoder.loopCount,
             duration: duration, globalPalette: decoder.globalPalette,
-            globalTransparent: transparent == -1 ? nil : transparent)
+            globalTransparent: transparent == -1 ? nil : transparent, screenBlank: blank)
     }
 
     /// Decodes every frame fully (compositing included) and reports what it found.
@@ -155,7 +179,16 @@ extension ImageProcessor {
     ) throws(AttacheError) -> GIFRendition {
         let target = RenditionSpec(maxSide: maxSide).outputSize(width: info.width, height: info.height)
         let decoder = try GIFDecoder(bytes: bytes, limits: limits, gifLimits: spec.limits)
-        var compositor = GIFCompositor(width: info.width, height: info.height)
+        var compositor =
+            info.screenBlank.map {
+                GIFCompositor(width: info.width, height: info.height, palette: info.globalPalette, blank: $0)
+            } ?? GIFCompositor(width: info.width, height: info.height)
+        // Premultiplied colours of an indexed screen, for the resampler.
+        var screenColors = [SIMD4<Float>](repeating: .zero, count: 256)
+        for i in 0..<min(info.globalPalette.count / 3, 256) where i != info.screenBlank.map(Int.init) {
+            let p = info.globalPalette
+            screenColors[i] = SIMD4(Float(p[i * 3]), Float(p[i * 3 + 1]), Float(p[i * 3 + 2]), 255)
+        }
         // The source's global palette (with its usual transparent slot) becomes the output's.
         let global =
             info.globalPalette.isEmpty
@@ -180,25 +213,31 @@ extension ImageProcessor {
         let pixels = target.width * target.height
         var poster: (index: Int, time: Int, coverage: Int, image: [UInt8])?
         while let frame = try decoder.next() {
-            compositor.draw(frame)
             defer { sourceIndex += 1 }
             // Keep frame i when the even spread of `keep` over the source reaches a new slot.
             let slot = sourceIndex * keep / info.frames
             let previousSlot = sourceIndex == 0 ? -1 : (sourceIndex - 1) * keep / info.frames
             guard slot != previousSlot else {
+                compositor.draw(frame)
                 writer.extendLast(by: frame.delay)
                 time += frame.delay
                 continue
             }
             var scaled: [UInt8]
             if let resampler {
+                // Each screen row goes to the resampler as soon as it is drawn.
                 resampler.reset()
-                compositor.canvas.withUnsafeBufferPointer { canvas in
-                    for y in 0..<info.height { resampler.push(canvas.baseAddress! + y * info.width * 4) }
+                if compositor.blank != nil {
+                    screenColors.withUnsafeBufferPointer { colors in
+                        compositor.draw(frame) { resampler.push(indices: $0, colors: colors.baseAddress!) }
+                    }
+                } else {
+                    compositor.draw(frame, rows: resampler.push)
                 }
                 scaled = resampler.output
             } else {
-                scaled = compositor.canvas
+                compositor.draw(frame)
+                scaled = compositor.rgba
             }
             let key =
                 frame.palette + [UInt8(truncatingIfNeeded: frame.transparent ?? 999), frame.transparent == nil ? 1 : 0]
