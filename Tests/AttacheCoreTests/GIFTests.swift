@@ -79,7 +79,8 @@ func frameHash(_ image: PixelImage) -> String {
             guard let info = try? ImageProcessor.scanGIF(bytes), let blank = info.screenBlank else { continue }
             let decoder = try GIFDecoder(bytes: bytes, limits: .default, gifLimits: GIFLimits())
             var rgba = GIFCompositor(width: info.width, height: info.height)
-            var indices = GIFCompositor(width: info.width, height: info.height, palette: info.globalPalette, blank: blank)
+            var indices = GIFCompositor(
+                width: info.width, height: info.height, palette: info.globalPalette, blank: blank)
             var frame = 0
             while let next = try? decoder.next() {
                 rgba.draw(next)

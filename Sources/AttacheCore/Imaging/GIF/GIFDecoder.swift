@@ -193,7 +193,8 @@ struct GIFCompositor {
                 canvas.withUnsafeMutableBufferPointer { canvas in
                     for y in pending.top..<pending.bottom {
                         let start = (y * width + pending.left) * bytes
-                        (canvas.baseAddress! + start).update(repeating: fill, count: (pending.right - pending.left) * bytes)
+                        (canvas.baseAddress! + start).update(
+                            repeating: fill, count: (pending.right - pending.left) * bytes)
                     }
                 }
             case 3 where !saved.isEmpty:
@@ -279,7 +280,9 @@ struct GIFCompositor {
                             let s = UnsafeRawPointer(src + x).loadUnaligned(as: SIMD16<UInt8>.self)
                             let d = UnsafeRawPointer(dst + x).loadUnaligned(as: SIMD16<UInt8>.self)
                             var keep = colors < 256 ? s .>= limit : SIMDMask<SIMD16<Int8>>(repeating: false)
-                            if hasTransparent { keep = keep .| (s .== transparent) }
+                            if hasTransparent {
+                                keep = keep .| (s .== transparent)
+                            }
                             UnsafeMutableRawPointer(dst + x).storeBytes(
                                 of: s.replacing(with: d, where: keep), as: SIMD16<UInt8>.self)
                             x += 16
