@@ -281,7 +281,7 @@ struct GIFCompositor {
                             let d = UnsafeRawPointer(dst + x).loadUnaligned(as: SIMD16<UInt8>.self)
                             var keep = colors < 256 ? s .>= limit : SIMDMask<SIMD16<Int8>>(repeating: false)
                             if hasTransparent {
-                                keep = keep .| (s .== transparent)
+                                keep .|= s .== transparent
                             }
                             UnsafeMutableRawPointer(dst + x).storeBytes(
                                 of: s.replacing(with: d, where: keep), as: SIMD16<UInt8>.self)
