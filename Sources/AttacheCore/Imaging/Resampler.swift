@@ -319,6 +319,8 @@ final class Resampler: RowSink {
     @inline(__always)
     private static func clamp(_ v: Float) -> Float { v < 0 ? 0 : (v > 255 ? 255 : v) }
 
+    /// Rounded to the nearest byte. Adding 1.5 × 2^23 leaves the rounded integer in the low
+    /// mantissa bits, with none of the range checks of a float-to-integer conversion.
     @inline(__always)
-    private static func byte(_ v: Float) -> UInt8 { UInt8(truncatingIfNeeded: Int32(clamp(v) + 0.5)) }
+    private static func byte(_ v: Float) -> UInt8 { UInt8(truncatingIfNeeded: (clamp(v) + 12_582_912).bitPattern) }
 }

@@ -96,23 +96,31 @@ final class GIFFrameWriter {
                             let old = shownRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
                             let src = sourceRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
                             for y in 0..<height {
+                                var first = width
+                                var last = -1
                                 for x in 0..<width {
                                     let i = y * width + x
                                     let s = src[i]
                                     let o = old[i]
                                     let opaque = s >> 24 >= 128
-                                    // Unchanged: transparent over transparent, or (when the frame
-                                    // can draw transparent) the same opaque colour.
-                                    if !opaque && o >> 24 == 0 { continue }
-                                    if canSkip && opaque && o >> 24 == 255 && (s | 0xFF00_0000) == o { continue }
                                     let drawn = table[Int(indices[i])]
-                                    if drawn == o { continue }
-                                    out[i] = drawn
-                                    changed[i] = true
-                                    if x < minX { minX = x }
-                                    if x > maxX { maxX = x }
-                                    if y < minY { minY = y }
-                                    if y > maxY { maxY = y }
+                                    // Unchanged: transparent over transparent, (when the frame can
+                                    // draw transparent) the same opaque colour, or what is drawn
+                                    // is what is shown. Branch-free: photos change at random.
+                                    let same =
+                                        (!opaque && o >> 24 == 0)
+                                        || (canSkip && opaque && o >> 24 == 255 && (s | 0xFF00_0000) == o)
+                                        || drawn == o
+                                    out[i] = same ? o : drawn
+                                    changed[i] = !same
+                                    first = same ? first : min(first, x)
+                                    last = same ? last : x
+                                }
+                                if last >= 0 {
+                                    minX = min(minX, first)
+                                    maxX = max(maxX, last)
+                                    minY = min(minY, y)
+                                    maxY = y
                                 }
                             }
                         }
@@ -143,11 +151,18 @@ final class GIFFrameWriter {
         let (x0, y0, w, h) = frame.rect
         let transparent = frame.palette.transparent
         var cropped = [UInt8](repeating: 0, count: w * h)
-        for y in 0..<h {
-            for x in 0..<w {
-                let i = (y0 + y) * width + x0 + x
-                cropped[y * w + x] =
-                    !frame.changed[i] && transparent != nil ? UInt8(transparent!) : frame.indices[i]
+        let blank = UInt8(truncatingIfNeeded: transparent ?? 0)
+        let canSkip = transparent != nil
+        cropped.withUnsafeMutableBufferPointer { cropped in
+            frame.changed.withUnsafeBufferPointer { changed in
+                frame.indices.withUnsafeBufferPointer { indices in
+                    for y in 0..<h {
+                        let row = (y0 + y) * width + x0
+                        for x in 0..<w {
+                            cropped[y * w + x] = !changed[row + x] && canSkip ? blank : indices[row + x]
+                        }
+                    }
+                }
             }
         }
         var error = att_error()
