@@ -15,8 +15,9 @@ final class GIFFrameWriter {
     private(set) var duration = 0
 
     private struct Pending {
+        /// What the frame writes: its index where it changes the screen, the transparent
+        /// index (when it has one) where it does not.
         var indices: [UInt8]
-        var changed: [Bool]
         var palette: GIFPalette
         var delay: Int
         var rect: (x: Int, y: Int, w: Int, h: Int)
@@ -74,7 +75,8 @@ final class GIFFrameWriter {
             shown = [UInt8](repeating: 0, count: pixels * 4)
         }
         let canSkip = palette.transparent != nil
-        var changed = [Bool](repeating: false, count: pixels)
+        var written = indices
+        let blank = UInt8(truncatingIfNeeded: palette.transparent ?? 0)
         var frame = shown
         var minX = width
         var minY = height
@@ -91,7 +93,7 @@ final class GIFFrameWriter {
             shown.withUnsafeBytes { shownRaw in
                 source.withUnsafeBytes { sourceRaw in
                     indices.withUnsafeBufferPointer { indices in
-                        changed.withUnsafeMutableBufferPointer { changed in
+                        written.withUnsafeMutableBufferPointer { written in
                             let out = frameRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
                             let old = shownRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
                             let src = sourceRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
@@ -112,7 +114,7 @@ final class GIFFrameWriter {
                                         || (canSkip && opaque && o >> 24 == 255 && (s | 0xFF00_0000) == o)
                                         || drawn == o
                                     out[i] = same ? o : drawn
-                                    changed[i] = !same
+                                    written[i] = same && canSkip ? blank : written[i]
                                     first = same ? first : min(first, x)
                                     last = same ? last : x
                                 }
@@ -139,7 +141,7 @@ final class GIFFrameWriter {
         try flush()
         let rect =
             framesWritten == 0 ? (0, 0, width, height) : (minX, minY, maxX - minX + 1, maxY - minY + 1)
-        pending = Pending(indices: indices, changed: changed, palette: palette, delay: delay, rect: rect, disposal: 1)
+        pending = Pending(indices: written, palette: palette, delay: delay, rect: rect, disposal: 1)
         shown = frame
         duration += delay
     }
@@ -151,17 +153,10 @@ final class GIFFrameWriter {
         let (x0, y0, w, h) = frame.rect
         let transparent = frame.palette.transparent
         var cropped = [UInt8](repeating: 0, count: w * h)
-        let blank = UInt8(truncatingIfNeeded: transparent ?? 0)
-        let canSkip = transparent != nil
         cropped.withUnsafeMutableBufferPointer { cropped in
-            frame.changed.withUnsafeBufferPointer { changed in
-                frame.indices.withUnsafeBufferPointer { indices in
-                    for y in 0..<h {
-                        let row = (y0 + y) * width + x0
-                        for x in 0..<w {
-                            cropped[y * w + x] = !changed[row + x] && canSkip ? blank : indices[row + x]
-                        }
-                    }
+            frame.indices.withUnsafeBufferPointer { indices in
+                for y in 0..<h {
+                    (cropped.baseAddress! + y * w).update(from: indices.baseAddress! + (y0 + y) * width + x0, count: w)
                 }
             }
         }

@@ -8,8 +8,11 @@ final class GIFPalette {
     let transparent: Int?
     /// Per 15-bit bucket, 1 + the bucket's entry in `candidates`, or 0 before it is filled.
     private var slots: [UInt16]
-    /// Four SIMD4 per filled bucket: the candidates' red, green, blue and palette index.
-    private var candidates: [SIMD4<Int32>]
+    /// Four SIMD4 per filled bucket: the candidates' red, green, blue, and lane << 8 | palette
+    /// index (so the smallest of distance << 10 | that names the first nearest candidate).
+    private var candidates: UnsafeMutablePointer<SIMD4<Int32>>
+    private var filledBuckets = 0
+    private var candidateCapacity = 256
     private var exactKeys: [Int32]
     private var exactValues: [UInt8]
     private static let candidateCount = 4
@@ -29,7 +32,7 @@ final class GIFPalette {
         }
         self.colors = colors
         slots = [UInt16](repeating: 0, count: 32_768)
-        candidates = []
+        candidates = .allocate(capacity: candidateCapacity * 4)
         exactKeys = [Int32](repeating: -1, count: 1024)
         exactValues = [UInt8](repeating: 0, count: 1024)
         for i in 0..<(colors.count / 3) where i != self.transparent {
@@ -42,6 +45,8 @@ final class GIFPalette {
             }
         }
     }
+
+    deinit { candidates.deallocate() }
 
     var count: Int { colors.count / 3 }
 
@@ -58,7 +63,6 @@ final class GIFPalette {
         let hasTransparent = transparent != nil
         var error = 0
         var opaque = 0
-        let lanes = SIMD4<Int32>(0, 1, 2, 3)
         for i in 0..<count {
             let p = rgba + i * 4
             if p[3] < 128, hasTransparent {
@@ -75,16 +79,15 @@ final class GIFPalette {
             var slot = Int(slots[bucket])
             if slot == 0 { slot = fill(bucket) }
             // The nearest of the bucket's four candidates, all four at once (ties: the first).
-            let (index, distance) = candidates.withUnsafeBufferPointer { candidates in
-                let c = candidates.baseAddress! + (slot - 1) * 4
-                let dr = c[0] &- r
-                let dg = c[1] &- g
-                let db = c[2] &- b
-                let (r2, g2, b2) = (dr &* dr, dg &* dg, db &* db)
-                let weighted = 3 &* r2 &+ 4 &* g2 &+ 2 &* b2
-                let lane = Int(lanes.replacing(with: 4, where: weighted .!= weighted.min()).min())
-                return (UInt8(truncatingIfNeeded: c[3][lane]), Int(r2[lane] &+ g2[lane] &+ b2[lane]))
-            }
+            let c = candidates + (slot - 1) * 4
+            let dr = c[0] &- r
+            let dg = c[1] &- g
+            let db = c[2] &- b
+            let (r2, g2, b2) = (dr &* dr, dg &* dg, db &* db)
+            let keys = (3 &* r2 &+ 4 &* g2 &+ 2 &* b2) &<< 10 | c[3]
+            let least = keys.min()
+            let plain = (r2 &+ g2 &+ b2).replacing(with: 0, where: keys .!= SIMD4(repeating: least))
+            let (index, distance) = (UInt8(truncatingIfNeeded: least), Int(plain.wrappedSum()))
             out[i] = index
             error += distance
         }
@@ -238,11 +241,19 @@ final class GIFPalette {
         for k in 0..<Self.candidateCount {
             let index = best[k].distance == Int.max ? first : best[k].index
             for c in 0..<3 { entry[c][k] = Int32(colors[index * 3 + c]) }
-            entry[3][k] = Int32(index)
+            entry[3][k] = Int32(k << 8 | index)
         }
-        candidates += entry
-        slots[bucket] = UInt16(candidates.count / 4)
-        return candidates.count / 4
+        if filledBuckets == candidateCapacity {
+            let grown = UnsafeMutablePointer<SIMD4<Int32>>.allocate(capacity: candidateCapacity * 8)
+            grown.moveInitialize(from: candidates, count: filledBuckets * 4)
+            candidates.deallocate()
+            candidates = grown
+            candidateCapacity *= 2
+        }
+        (candidates + filledBuckets * 4).initialize(from: entry, count: 4)
+        filledBuckets += 1
+        slots[bucket] = UInt16(filledBuckets)
+        return filledBuckets
     }
 
     /// The RGBA a decoder shows for `index` (transparent → alpha 0).
