@@ -131,6 +131,11 @@ att_png_decoder *att_png_open(
     png_set_user_limits(d->png, max_width, max_height);
     png_set_chunk_cache_max(d->png, 128);
     png_set_chunk_malloc_max(d->png, 4000000);
+#if defined(PNG_IGNORE_ADLER32)
+    // Every IDAT chunk's CRC is checked (a mismatch is fatal), which covers the compressed
+    // bytes; zlib's Adler-32 over the inflated bytes would only cost time (6% of a decode).
+    png_set_option(d->png, PNG_IGNORE_ADLER32, PNG_OPTION_ON);
+#endif
     // Never inflate or keep chunks we do not use.
     static const png_byte skipped[] = {
         'i', 'C', 'C', 'P', '\0', 't', 'E', 'X', 't', '\0', 'z', 'T', 'X', 't', '\0',
