@@ -187,19 +187,22 @@ final class Resampler: RowSink {
             }
             return
         }
+        // Each pixel is read as four bytes (the fourth is the next pixel's red, masked off per
+        // box), except the row's last, which would read past the row.
+        let wholeEnd = width - 1
         for j in 0..<boxedWidth {
             let end = min(x + boxX, width)
-            var r: UInt32 = 0
-            var g: UInt32 = 0
-            var b: UInt32 = 0
-            while x < end {
-                let p = row + 3 * x
-                r &+= UInt32(p[0])
-                g &+= UInt32(p[1])
-                b &+= UInt32(p[2])
+            var acc = SIMD4<Int32>.zero
+            while x < min(end, wholeEnd) {
+                acc &+= SIMD4<Int32>(truncatingIfNeeded: UnsafeRawPointer(row + 3 * x).loadUnaligned(as: SIMD4<UInt8>.self))
                 x += 1
             }
-            boxSum[j] += SIMD4(Float(r), Float(g), Float(b), 0)
+            if x < end {
+                let p = row + 3 * x
+                acc &+= SIMD4(Int32(p[0]), Int32(p[1]), Int32(p[2]), 0)
+                x += 1
+            }
+            boxSum[j] += SIMD4(Float(acc[0]), Float(acc[1]), Float(acc[2]), 0)
         }
     }
 
