@@ -68,6 +68,7 @@ def main():
     ap.add_argument("--attache", default="../.build/release/attache")
     ap.add_argument("--runs", type=int, default=1, help="best of N timed runs per tool")
     ap.add_argument("--no-psnr", action="store_true")
+    ap.add_argument("--floor", help="floor.c built: adds libjpeg-turbo alone (JPEG folders only)")
     args = ap.parse_args()
     files = sorted(glob.glob(os.path.join(args.folder, "*.jpg")) + glob.glob(os.path.join(args.folder, "*.png")))
     if not files:
@@ -81,6 +82,9 @@ def main():
         "vipsthumbnail": lambda out: ["vipsthumbnail", "--size", str(args.size), "-o", f"{out}/%s.{ext}{vips_opts}"] + files,
         "pillow": lambda out: [sys.executable, "-c", PILLOW_SCRIPT, str(args.size), out] + files,
     }
+    if args.floor and not png:
+        # Not a resize: the decode and encode libjpeg-turbo does for attache, nothing else.
+        tools["libjpeg-turbo floor"] = lambda out: [args.floor, str(args.size), out] + files
     results = {}
     for name, make in tools.items():
         best = None
@@ -98,6 +102,8 @@ def main():
         results[name] = dict(seconds=best[0], rss=best[1], bytes=size, outputs=outputs)
     if not args.no_psnr:
         for name, r in results.items():
+            if name == "libjpeg-turbo floor":
+                continue
             scores = []
             for f in files:
                 stem = os.path.basename(f).rsplit(".", 1)[0]

@@ -6,7 +6,8 @@ cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
 (cd .. && swift build -c release --product attache >/dev/null)
 bin=../.build/release/attache
-python3 compare.py work/jpeg --size 1024 --runs 3 --attache "$bin"
+cc -O2 -o work/floor floor.c -ljpeg
+python3 compare.py work/jpeg --size 1024 --runs 3 --attache "$bin" --floor work/floor
 python3 compare.py work/png --size 1024 --runs 3 --attache "$bin"
 echo
 echo "| file (options) | attache resize --max-side 1024: peak RSS MB | wall s | outcome |"
