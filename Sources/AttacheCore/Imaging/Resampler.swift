@@ -194,7 +194,8 @@ final class Resampler: RowSink {
             let end = min(x + boxX, width)
             var acc = SIMD4<Int32>.zero
             while x < min(end, wholeEnd) {
-                acc &+= SIMD4<Int32>(truncatingIfNeeded: UnsafeRawPointer(row + 3 * x).loadUnaligned(as: SIMD4<UInt8>.self))
+                acc &+= SIMD4<Int32>(
+                    truncatingIfNeeded: UnsafeRawPointer(row + 3 * x).loadUnaligned(as: SIMD4<UInt8>.self))
                 x += 1
             }
             if x < end {
