@@ -64,9 +64,11 @@ final class GIFFrameWriter {
         // clear the screen when it is disposed.
         var needsClear = false
         if pending != nil {
-            for i in 0..<pixels where source[i * 4 + 3] < 128 && shown[i * 4 + 3] != 0 {
-                needsClear = true
-                break
+            needsClear = source.withUnsafeBufferPointer { source in
+                shown.withUnsafeBufferPointer { shown in
+                    for i in 0..<pixels where source[i * 4 + 3] < 128 && shown[i * 4 + 3] != 0 { return true }
+                    return false
+                }
             }
         }
         if needsClear {

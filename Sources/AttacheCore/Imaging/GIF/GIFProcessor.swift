@@ -281,8 +281,13 @@ extension ImageProcessor {
             }
             let palette = chosen
             try writer.add(indices: indices, source: scaled, palette: palette, delay: frame.delay)
+            // Coverage matters only until a frame covering 90% has been found.
             var coverage = 0
-            for i in 0..<pixels where scaled[i * 4 + 3] >= 128 { coverage += 1 }
+            if poster == nil || poster!.coverage * 10 < pixels * 9 {
+                scaled.withUnsafeBufferPointer { rgba in
+                    for i in 0..<pixels where rgba[i * 4 + 3] >= 128 { coverage += 1 }
+                }
+            }
             if poster == nil || (poster!.coverage * 10 < pixels * 9 && coverage > poster!.coverage) {
                 var shownFrame = [UInt8](repeating: 0, count: pixels * 4)
                 shownFrame.withUnsafeMutableBufferPointer { out in
