@@ -79,7 +79,6 @@ final class GIFFrameWriter {
         let canSkip = palette.transparent != nil
         var written = indices
         let blank = UInt8(truncatingIfNeeded: palette.transparent ?? 0)
-        var frame = shown
         var minX = width
         var minY = height
         var maxX = -1
@@ -91,41 +90,40 @@ final class GIFFrameWriter {
             }
         }
         let width = self.width
-        frame.withUnsafeMutableBytes { frameRaw in
-            shown.withUnsafeBytes { shownRaw in
-                source.withUnsafeBytes { sourceRaw in
-                    indices.withUnsafeBufferPointer { indices in
-                        written.withUnsafeMutableBufferPointer { written in
-                            let out = frameRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
-                            let old = shownRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
-                            let src = sourceRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
-                            for y in 0..<height {
-                                var first = width
-                                var last = -1
-                                for x in 0..<width {
-                                    let i = y * width + x
-                                    let s = src[i]
-                                    let o = old[i]
-                                    let opaque = s >> 24 >= 128
-                                    let drawn = table[Int(indices[i])]
-                                    // Unchanged: transparent over transparent, (when the frame can
-                                    // draw transparent) the same opaque colour, or what is drawn
-                                    // is what is shown. Branch-free: photos change at random.
-                                    let same =
-                                        (!opaque && o >> 24 == 0)
-                                        || (canSkip && opaque && o >> 24 == 255 && (s | 0xFF00_0000) == o)
-                                        || drawn == o
-                                    out[i] = same ? o : drawn
-                                    written[i] = same && canSkip ? blank : written[i]
-                                    first = same ? first : min(first, x)
-                                    last = same ? last : x
-                                }
-                                if last >= 0 {
-                                    minX = min(minX, first)
-                                    maxX = max(maxX, last)
-                                    minY = min(minY, y)
-                                    maxY = y
-                                }
+        // What is shown is updated in place (pixel i is read before it is written).
+        shown.withUnsafeMutableBytes { shownRaw in
+            source.withUnsafeBytes { sourceRaw in
+                indices.withUnsafeBufferPointer { indices in
+                    written.withUnsafeMutableBufferPointer { written in
+                        let old = shownRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
+                        let out = old
+                        let src = sourceRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
+                        for y in 0..<height {
+                            var first = width
+                            var last = -1
+                            for x in 0..<width {
+                                let i = y * width + x
+                                let s = src[i]
+                                let o = old[i]
+                                let opaque = s >> 24 >= 128
+                                let drawn = table[Int(indices[i])]
+                                // Unchanged: transparent over transparent, (when the frame can
+                                // draw transparent) the same opaque colour, or what is drawn
+                                // is what is shown. Branch-free: photos change at random.
+                                let same =
+                                    (!opaque && o >> 24 == 0)
+                                    || (canSkip && opaque && o >> 24 == 255 && (s | 0xFF00_0000) == o)
+                                    || drawn == o
+                                out[i] = same ? o : drawn
+                                written[i] = same && canSkip ? blank : written[i]
+                                first = same ? first : min(first, x)
+                                last = same ? last : x
+                            }
+                            if last >= 0 {
+                                minX = min(minX, first)
+                                maxX = max(maxX, last)
+                                minY = min(minY, y)
+                                maxY = y
                             }
                         }
                     }
@@ -144,7 +142,6 @@ final class GIFFrameWriter {
         let rect =
             framesWritten == 0 ? (0, 0, width, height) : (minX, minY, maxX - minX + 1, maxY - minY + 1)
         pending = Pending(indices: written, palette: palette, delay: delay, rect: rect, disposal: 1)
-        shown = frame
         duration += delay
     }
 
