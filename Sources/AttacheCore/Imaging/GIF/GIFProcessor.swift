@@ -111,8 +111,13 @@ extension ImageProcessor {
     ) throws(AttacheError)
         -> GIFInfo
     {
+        // The scan (no pixel decoded) says whether the screen can be kept as indices.
+        let blank = try scanGIF(bytes, limits: limits, gifLimits: gifLimits).screenBlank
         let decoder = try GIFDecoder(bytes: bytes, limits: limits, gifLimits: gifLimits)
-        var compositor = GIFCompositor(width: decoder.width, height: decoder.height)
+        var compositor =
+            blank.map {
+                GIFCompositor(width: decoder.width, height: decoder.height, palette: decoder.globalPalette, blank: $0)
+            } ?? GIFCompositor(width: decoder.width, height: decoder.height)
         var frames = 0
         var duration = 0
         while let frame = try decoder.next() {
