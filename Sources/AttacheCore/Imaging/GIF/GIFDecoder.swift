@@ -161,12 +161,7 @@ struct GIFCompositor {
     /// The screen as RGBA.
     var rgba: [UInt8] {
         guard let blank else { return canvas }
-        var table = [UInt32](repeating: 0, count: 256)
-        for i in 0..<min(palette.count / 3, 256) where i != Int(blank) {
-            table[i] =
-                UInt32(palette[i * 3]) | UInt32(palette[i * 3 + 1]) << 8 | UInt32(palette[i * 3 + 2]) << 16
-                | 0xFF00_0000
-        }
+        let table = Self.words(palette, transparent: Int(blank))
         var out = [UInt8](repeating: 0, count: width * height * 4)
         out.withUnsafeMutableBytes { raw in
             let dst = raw.baseAddress!.assumingMemoryBound(to: UInt32.self)
@@ -177,9 +172,21 @@ struct GIFCompositor {
         return out
     }
 
+    /// A palette (RGB triples) as 256 little-endian RGBA words; the transparent index and
+    /// indices past the palette are 0 (alpha 0).
+    static func words(_ palette: [UInt8], transparent: Int?) -> [UInt32] {
+        var table = [UInt32](repeating: 0, count: 256)
+        for i in 0..<min(palette.count / 3, 256) where i != transparent {
+            table[i] =
+                UInt32(palette[i * 3]) | UInt32(palette[i * 3 + 1]) << 8 | UInt32(palette[i * 3 + 2]) << 16
+                | 0xFF00_0000
+        }
+        return table
+    }
+
     /// Applies the previous frame's disposal, then draws `frame`.
     mutating func draw(_ frame: GIFSourceFrame) {
-        draw(frame, rows: Optional<(UnsafePointer<UInt8>) -> Void>.none)
+        draw(frame, rows: nil)
     }
 
     /// Applies the previous frame's disposal, draws `frame`, and hands every row of the
@@ -223,15 +230,9 @@ struct GIFCompositor {
             drawIndexed(frame, drawn: drawn, rect: (left, top, right, bottom), rowRange: rowRange, rows: rows)
             return
         }
-        // The palette as little-endian RGBA words; out-of-range and transparent indices are
-        // marked (alpha 0) and skipped, leaving what is below.
-        var table = [UInt32](repeating: 0, count: 256)
-        let colors = frame.palette.count / 3
-        for i in 0..<min(colors, 256) where i != frame.transparent {
-            table[i] =
-                UInt32(frame.palette[i * 3]) | UInt32(frame.palette[i * 3 + 1]) << 8
-                | UInt32(frame.palette[i * 3 + 2]) << 16 | 0xFF00_0000
-        }
+        // Out-of-range and transparent indices are marked (alpha 0) and skipped, leaving what
+        // is below.
+        let table = Self.words(frame.palette, transparent: frame.transparent)
         let screenWidth = width
         frame.indices.withUnsafeBufferPointer { indices in
             table.withUnsafeBufferPointer { table in

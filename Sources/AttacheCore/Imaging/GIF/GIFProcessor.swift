@@ -62,6 +62,17 @@ public struct GIFRendition: Sendable {
     public var actions: [String]
 }
 
+extension GIFCompositor {
+    /// The screen a scanned GIF needs: indexed when its frames allow, else RGBA.
+    init(screenOf info: GIFInfo) {
+        if let blank = info.screenBlank {
+            self.init(width: info.width, height: info.height, palette: info.globalPalette, blank: blank)
+        } else {
+            self.init(width: info.width, height: info.height)
+        }
+    }
+}
+
 extension ImageProcessor {
     /// Scans a GIF's records: size, frame count, loop, duration, with every limit checked and
     /// no pixel decoded.
@@ -112,12 +123,8 @@ extension ImageProcessor {
         -> GIFInfo
     {
         // The scan (no pixel decoded) says whether the screen can be kept as indices.
-        let blank = try scanGIF(bytes, limits: limits, gifLimits: gifLimits).screenBlank
+        var compositor = GIFCompositor(screenOf: try scanGIF(bytes, limits: limits, gifLimits: gifLimits))
         let decoder = try GIFDecoder(bytes: bytes, limits: limits, gifLimits: gifLimits)
-        var compositor =
-            blank.map {
-                GIFCompositor(width: decoder.width, height: decoder.height, palette: decoder.globalPalette, blank: $0)
-            } ?? GIFCompositor(width: decoder.width, height: decoder.height)
         var frames = 0
         var duration = 0
         while let frame = try decoder.next() {
@@ -184,10 +191,7 @@ extension ImageProcessor {
     ) throws(AttacheError) -> GIFRendition {
         let target = RenditionSpec(maxSide: maxSide).outputSize(width: info.width, height: info.height)
         let decoder = try GIFDecoder(bytes: bytes, limits: limits, gifLimits: spec.limits)
-        var compositor =
-            info.screenBlank.map {
-                GIFCompositor(width: info.width, height: info.height, palette: info.globalPalette, blank: $0)
-            } ?? GIFCompositor(width: info.width, height: info.height)
+        var compositor = GIFCompositor(screenOf: info)
         // Premultiplied colours of an indexed screen, for the resampler.
         var screenColors = [SIMD4<Float>](repeating: .zero, count: 256)
         for i in 0..<min(info.globalPalette.count / 3, 256) where i != info.screenBlank.map(Int.init) {
