@@ -83,47 +83,44 @@ final class GIFFrameWriter {
         var minY = height
         var maxX = -1
         var maxY = -1
-        var table = [UInt32](repeating: 0, count: 256)
-        for i in 0..<palette.count {
-            withUnsafeMutableBytes(of: &table[i]) {
-                palette.rgba(UInt8(i), into: $0.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
-        }
+        let table = GIFCompositor.words(palette.colors, transparent: palette.transparent)
         let width = self.width
         // What is shown is updated in place (pixel i is read before it is written).
         shown.withUnsafeMutableBytes { shownRaw in
             source.withUnsafeBytes { sourceRaw in
                 indices.withUnsafeBufferPointer { indices in
-                    written.withUnsafeMutableBufferPointer { written in
-                        let old = shownRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
-                        let out = old
-                        let src = sourceRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
-                        for y in 0..<height {
-                            var first = width
-                            var last = -1
-                            for x in 0..<width {
-                                let i = y * width + x
-                                let s = src[i]
-                                let o = old[i]
-                                let opaque = s >> 24 >= 128
-                                let drawn = table[Int(indices[i])]
-                                // Unchanged: transparent over transparent, (when the frame can
-                                // draw transparent) the same opaque colour, or what is drawn
-                                // is what is shown. Branch-free: photos change at random.
-                                let same =
-                                    (!opaque && o >> 24 == 0)
-                                    || (canSkip && opaque && o >> 24 == 255 && (s | 0xFF00_0000) == o)
-                                    || drawn == o
-                                out[i] = same ? o : drawn
-                                written[i] = same && canSkip ? blank : written[i]
-                                first = same ? first : min(first, x)
-                                last = same ? last : x
-                            }
-                            if last >= 0 {
-                                minX = min(minX, first)
-                                maxX = max(maxX, last)
-                                minY = min(minY, y)
-                                maxY = y
+                    table.withUnsafeBufferPointer { table in
+                        written.withUnsafeMutableBufferPointer { written in
+                            let old = shownRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
+                            let out = old
+                            let src = sourceRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
+                            for y in 0..<height {
+                                var first = width
+                                var last = -1
+                                for x in 0..<width {
+                                    let i = y * width + x
+                                    let s = src[i]
+                                    let o = old[i]
+                                    let opaque = s >> 24 >= 128
+                                    let drawn = table[Int(indices[i])]
+                                    // Unchanged: transparent over transparent, (when the frame can
+                                    // draw transparent) the same opaque colour, or what is drawn
+                                    // is what is shown. Branch-free: photos change at random.
+                                    let same =
+                                        (!opaque && o >> 24 == 0)
+                                        || (canSkip && opaque && o >> 24 == 255 && (s | 0xFF00_0000) == o)
+                                        || drawn == o
+                                    out[i] = same ? o : drawn
+                                    written[i] = same && canSkip ? blank : written[i]
+                                    first = same ? first : min(first, x)
+                                    last = same ? last : x
+                                }
+                                if last >= 0 {
+                                    minX = min(minX, first)
+                                    maxX = max(maxX, last)
+                                    minY = min(minY, y)
+                                    maxY = y
+                                }
                             }
                         }
                     }
