@@ -283,10 +283,18 @@ final class Resampler: RowSink {
                 let w0 = w[0]
                 for x in 0..<width { column[x] = r0[x] * w0 }
             default:
-                for x in 0..<width {
-                    var acc = rows[0][x] * w[0]
-                    for t in 1..<count { acc += rows[t][x] * w[t] }
-                    column[x] = acc
+                // Two taps per sweep over the row: the column stays in L1, the rows stream.
+                let (r0, r1, w0, w1) = (rows[0], rows[1], w[0], w[1])
+                for x in 0..<width { column[x] = r0[x] * w0 + r1[x] * w1 }
+                var t = 2
+                while t + 1 < count {
+                    let (ra, rb, wa, wb) = (rows[t], rows[t + 1], w[t], w[t + 1])
+                    for x in 0..<width { column[x] += ra[x] * wa + rb[x] * wb }
+                    t += 2
+                }
+                if t < count {
+                    let (ra, wa) = (rows[t], w[t])
+                    for x in 0..<width { column[x] += ra[x] * wa }
                 }
             }
         }
