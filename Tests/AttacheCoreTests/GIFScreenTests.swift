@@ -7,21 +7,8 @@ import Testing
 /// the RGBA screen shows, frame by frame, for every mix of disposal, transparency and
 /// palette size the indexed screen accepts.
 @Suite struct GIFScreenTests {
-    /// A small deterministic generator (SplitMix64).
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
-
     static func animation(seed: UInt64) throws -> [UInt8] {
-        var random = Random(state: seed)
+        var random = SplitMix(seed: seed)
         let width = 1 + random.below(40)
         let height = 1 + random.below(30)
         let colors = [2, 4, 16, 256][random.below(4)]
