@@ -91,8 +91,7 @@ final class GIFFrameWriter {
                 indices.withUnsafeBufferPointer { indices in
                     table.withUnsafeBufferPointer { table in
                         written.withUnsafeMutableBufferPointer { written in
-                            let old = shownRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
-                            let out = old
+                            let screen = shownRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
                             let src = sourceRaw.baseAddress!.assumingMemoryBound(to: UInt32.self)
                             for y in 0..<height {
                                 var first = width
@@ -100,7 +99,7 @@ final class GIFFrameWriter {
                                 for x in 0..<width {
                                     let i = y * width + x
                                     let s = src[i]
-                                    let o = old[i]
+                                    let o = screen[i]
                                     let opaque = s >> 24 >= 128
                                     let drawn = table[Int(indices[i])]
                                     // Unchanged: transparent over transparent, (when the frame can
@@ -110,7 +109,7 @@ final class GIFFrameWriter {
                                         (!opaque && o >> 24 == 0)
                                         || (canSkip && opaque && o >> 24 == 255 && (s | 0xFF00_0000) == o)
                                         || drawn == o
-                                    out[i] = same ? o : drawn
+                                    screen[i] = same ? o : drawn
                                     written[i] = same && canSkip ? blank : written[i]
                                     first = same ? first : min(first, x)
                                     last = same ? last : x
