@@ -2,7 +2,8 @@
 // `attache resize` asks of it, with no resampling. Per file: DCT-scaled decode at the scale
 // attache picks (the smallest of 1/8, 1/4, 1/2, 1 whose output covers the target), then a
 // baseline, optimised-Huffman, 4:2:0, quality 85 encode of a target-sized crop of it.
-//   floor MAX_SIDE OUT_DIR FILE...
+// With --decode-only the encode is skipped and nothing is written: the decode alone.
+//   floor [--decode-only] MAX_SIDE OUT_DIR FILE...
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,13 @@ static unsigned char *read_file(const char *path, long *length) {
 }
 
 int main(int argc, char **argv) {
+    int decode_only = argc > 1 && strcmp(argv[1], "--decode-only") == 0;
+    if (decode_only) {
+        argv++;
+        argc--;
+    }
     if (argc < 4) {
-        fprintf(stderr, "usage: floor MAX_SIDE OUT_DIR FILE...\n");
+        fprintf(stderr, "usage: floor [--decode-only] MAX_SIDE OUT_DIR FILE...\n");
         return 2;
     }
     int side = atoi(argv[1]);
@@ -70,6 +76,10 @@ int main(int argc, char **argv) {
         jpeg_finish_decompress(&d);
         jpeg_destroy_decompress(&d);
         free(data);
+        if (decode_only) {
+            free(pixels);
+            continue;
+        }
 
         struct jpeg_compress_struct c;
         struct jpeg_error_mgr cerr;
