@@ -69,8 +69,12 @@ def main():
     ap.add_argument("--runs", type=int, default=1, help="best of N timed runs per tool")
     ap.add_argument("--no-psnr", action="store_true")
     ap.add_argument("--floor", help="floor.c built: adds libjpeg-turbo alone (JPEG folders only)")
+    ap.add_argument("--only", choices=["progressive", "baseline"], help="JPEG folders: only these files")
     args = ap.parse_args()
     files = sorted(glob.glob(os.path.join(args.folder, "*.jpg")) + glob.glob(os.path.join(args.folder, "*.png")))
+    if args.only:
+        want = args.only == "progressive"
+        files = [f for f in files if bool(Image.open(f).info.get("progressive")) == want]
     if not files:
         sys.exit(f"no .jpg or .png files in {args.folder}")
     png = files[0].endswith(".png")
@@ -118,7 +122,8 @@ def main():
             r["psnr"] = sum(scores) / len(scores)
     vips = results["vipsthumbnail"]
     megapixels = sum(Image.open(f).size[0] * Image.open(f).size[1] for f in files) / 1e6
-    print(f"{len(files)} files, {megapixels:.0f} MP in all, {args.folder} -> {args.size} px, one core")
+    only = f" ({args.only} only)" if args.only else ""
+    print(f"{len(files)} files{only}, {megapixels:.0f} MP in all, {args.folder} -> {args.size} px, one core")
     print(f"| tool | images/s | vs vipsthumbnail | peak RSS MB | output bytes | vs vips bytes | mean PSNR dB |")
     print(f"|---|---|---|---|---|---|---|")
     for name, r in results.items():

@@ -8,6 +8,9 @@ bash prepare.sh >/dev/null
 bin=../.build/release/attache
 cc -O2 -o work/floor floor.c -ljpeg
 python3 compare.py work/jpeg --size 1024 --runs 3 --attache "$bin" --floor work/floor
+for only in baseline progressive; do
+    python3 compare.py work/jpeg --only "$only" --no-psnr --size 1024 --runs 3 --attache "$bin" --floor work/floor
+done
 python3 compare.py work/png --size 1024 --runs 3 --attache "$bin"
 echo
 echo "| file (options) | attache resize --max-side 1024: peak RSS MB | wall s | outcome |"
