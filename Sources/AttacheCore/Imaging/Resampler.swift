@@ -74,7 +74,10 @@ final class Resampler: RowSink {
         horizontal = FilterTable(inSize: boxedWidth, outSize: outWidth, scale: scaleX / Double(boxX))
         vertical = FilterTable(inSize: boxedHeight, outSize: outHeight, scale: scaleY / Double(boxY))
         ringSize = vertical.stride + 1
-        converted = .allocate(capacity: inWidth)
+        // Padded with zeros past the row: every output pixel runs `horizontal.stride` taps (the
+        // weights past its own taps are zero), so the loop count never changes between pixels.
+        converted = .allocate(capacity: inWidth + horizontal.stride)
+        converted.initialize(repeating: .zero, count: inWidth + horizontal.stride)
         boxSum = .allocate(capacity: boxedWidth)
         boxSum.initialize(repeating: .zero, count: boxedWidth)
         inverseBoxWidth = .allocate(capacity: boxedWidth)
@@ -253,7 +256,7 @@ final class Resampler: RowSink {
                         let s = src + starts[x]
                         let w = weights.baseAddress! + x * stride
                         var acc = SIMD4<Float>.zero
-                        for t in 0..<counts[x] { acc += s[t] * w[t] }
+                        for t in 0..<stride { acc += s[t] * w[t] }
                         slot[x] = acc
                     }
                 }
