@@ -315,12 +315,21 @@ final class Resampler: RowSink {
                     dst[2 * x + 1] = Self.byte(a)
                 }
             case 3:
-                for x in 0..<width {
-                    let v = column[x]
-                    dst[3 * x] = Self.byte(v[0])
-                    dst[3 * x + 1] = Self.byte(v[1])
-                    dst[3 * x + 2] = Self.byte(v[2])
+                // Four bytes stored a pixel (the fourth is overwritten by the next pixel's red);
+                // the last pixel is stored alone so the store stays inside the row.
+                let low = SIMD4<Float>(repeating: 0)
+                let high = SIMD4<Float>(repeating: 255)
+                let magic = SIMD4<Float>(repeating: 12_582_912)
+                for x in 0..<(width - 1) {
+                    let v = column[x].replacing(with: low, where: column[x] .< low)
+                    let c = v.replacing(with: high, where: v .> high) + magic
+                    let bytes = SIMD4<UInt8>(truncatingIfNeeded: unsafeBitCast(c, to: SIMD4<UInt32>.self))
+                    UnsafeMutableRawPointer(dst + 3 * x).storeBytes(of: bytes, as: SIMD4<UInt8>.self)
                 }
+                let v = column[width - 1]
+                dst[3 * width - 3] = Self.byte(v[0])
+                dst[3 * width - 2] = Self.byte(v[1])
+                dst[3 * width - 1] = Self.byte(v[2])
             default:
                 for x in 0..<width {
                     let v = column[x]
