@@ -250,15 +250,13 @@ final class Resampler: RowSink {
         let slot = ring + (boxedRows % ringSize) * outWidth
         horizontal.weights.withUnsafeBufferPointer { weights in
             horizontal.starts.withUnsafeBufferPointer { starts in
-                horizontal.counts.withUnsafeBufferPointer { counts in
-                    let stride = horizontal.stride
-                    for x in 0..<outWidth {
-                        let s = src + starts[x]
-                        let w = weights.baseAddress! + x * stride
-                        var acc = SIMD4<Float>.zero
-                        for t in 0..<stride { acc += s[t] * w[t] }
-                        slot[x] = acc
-                    }
+                let stride = horizontal.stride
+                for x in 0..<outWidth {
+                    let s = src + starts[x]
+                    let w = weights.baseAddress! + x * stride
+                    var acc = SIMD4<Float>.zero
+                    for t in 0..<stride { acc += s[t] * w[t] }
+                    slot[x] = acc
                 }
             }
         }
@@ -317,14 +315,8 @@ final class Resampler: RowSink {
             case 3:
                 // Four bytes stored a pixel (the fourth is overwritten by the next pixel's red);
                 // the last pixel is stored alone so the store stays inside the row.
-                let low = SIMD4<Float>(repeating: 0)
-                let high = SIMD4<Float>(repeating: 255)
-                let magic = SIMD4<Float>(repeating: 12_582_912)
                 for x in 0..<(width - 1) {
-                    let v = column[x].replacing(with: low, where: column[x] .< low)
-                    let c = v.replacing(with: high, where: v .> high) + magic
-                    let bytes = SIMD4<UInt8>(truncatingIfNeeded: unsafeBitCast(c, to: SIMD4<UInt32>.self))
-                    UnsafeMutableRawPointer(dst + 3 * x).storeBytes(of: bytes, as: SIMD4<UInt8>.self)
+                    UnsafeMutableRawPointer(dst + 3 * x).storeBytes(of: Self.bytes(column[x]), as: SIMD4<UInt8>.self)
                 }
                 let v = column[width - 1]
                 dst[3 * width - 3] = Self.byte(v[0])
@@ -357,4 +349,12 @@ final class Resampler: RowSink {
     /// mantissa bits, with none of the range checks of a float-to-integer conversion.
     @inline(__always)
     private static func byte(_ v: Float) -> UInt8 { UInt8(truncatingIfNeeded: (clamp(v) + 12_582_912).bitPattern) }
+
+    /// ``byte(_:)`` for four lanes at once.
+    @inline(__always)
+    private static func bytes(_ v: SIMD4<Float>) -> SIMD4<UInt8> {
+        let low = v.replacing(with: 0, where: v .< 0)
+        let clamped = low.replacing(with: 255, where: low .> 255)
+        return SIMD4<UInt8>(truncatingIfNeeded: unsafeBitCast(clamped + 12_582_912, to: SIMD4<UInt32>.self))
+    }
 }
