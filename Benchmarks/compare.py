@@ -121,7 +121,7 @@ def main():
                 scores.append(psnr(out, reference(f, (w, h))))
             r["psnr"] = sum(scores) / len(scores)
     vips = results["vipsthumbnail"]
-    megapixels = sum(Image.open(f).size[0] * Image.open(f).size[1] for f in files) / 1e6
+    megapixels = sum(w * h for w, h in (Image.open(f).size for f in files)) / 1e6
     only = f" ({args.only} only)" if args.only else ""
     print(f"{len(files)} files{only}, {megapixels:.0f} MP in all, {args.folder} -> {args.size} px, one core")
     print(f"| tool | images/s | vs vipsthumbnail | peak RSS MB | output bytes | vs vips bytes | mean PSNR dB |")
