@@ -7,11 +7,21 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+// One target per stage, so the compiler keeps the data flow one-way:
+//   AttacheBase  ←  AttacheFetch (CAttacheFetch: libcurl)
+//                ←  AttacheMedia (CAttacheCodecs: libjpeg-turbo, libpng, giflib)
+//                ←  AttacheStore (swift-crypto, GRDB)
+//                ←  AttacheCore (content, attach, pipeline: uses all of the above)  ←  attache (CLI)
+// No stage target depends on another stage; only AttacheCore composes them.
 let package = Package(
     name: "Attache",
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "AttacheCore", targets: ["AttacheCore"]),
+        .library(name: "AttacheBase", targets: ["AttacheBase"]),
+        .library(name: "AttacheFetch", targets: ["AttacheFetch"]),
+        .library(name: "AttacheMedia", targets: ["AttacheMedia"]),
+        .library(name: "AttacheStore", targets: ["AttacheStore"]),
         .executable(name: "attache", targets: ["attache"]),
     ],
     dependencies: [
@@ -21,40 +31,94 @@ let package = Package(
         .package(url: "https://github.com/swift-extras/swift-extras-base64", from: "1.2.0"),
     ],
     targets: [
-        // Thin C shims over libjpeg-turbo, libpng and libcurl: every setjmp/longjmp and variadic call stays in C.
+        // C shims: every variadic libcurl call and every libjpeg/libpng setjmp stays in C.
         .target(
-            name: "CAttache",
+            name: "CAttacheFetch",
+            linkerSettings: [.linkedLibrary("curl")]
+        ),
+        .target(
+            name: "CAttacheCodecs",
             linkerSettings: [
                 .linkedLibrary("jpeg"),
                 .linkedLibrary("png16"),
                 .linkedLibrary("z"),
-                .linkedLibrary("curl"),
                 .linkedLibrary("gif"),
             ]
         ),
+        // Shared vocabulary: errors and the one catalogue of codes and limits, media bytes,
+        // kinds and the sniffer, byte caps per kind, atomic file writes.
         .target(
-            name: "AttacheCore",
+            name: "AttacheBase",
+            swiftSettings: swiftSettings
+        ),
+        // Stage 1: libcurl transfers under a policy (address checks, caps, early type check).
+        .target(
+            name: "AttacheFetch",
+            dependencies: ["AttacheBase", "CAttacheFetch"],
+            swiftSettings: swiftSettings
+        ),
+        // Stages 2 and 3: validation and the transform (codecs, resampler, GIF).
+        .target(
+            name: "AttacheMedia",
+            dependencies: ["AttacheBase", "CAttacheCodecs"],
+            swiftSettings: swiftSettings
+        ),
+        // Stage 4: content-addressed objects, catalog, key ring and scoped tokens.
+        .target(
+            name: "AttacheStore",
             dependencies: [
-                "CAttache",
+                "AttacheBase",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ExtrasBase64", package: "swift-extras-base64"),
             ],
             swiftSettings: swiftSettings
         ),
+        // Stage 5 and the pipeline: payload content, the attachment block, deadline and budgets.
+        .target(
+            name: "AttacheCore",
+            dependencies: ["AttacheBase", "AttacheFetch", "AttacheMedia", "AttacheStore"],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "attache",
             dependencies: [
                 "AttacheCore",
-                "CAttache",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
         ),
+        // Helpers shared by the test targets: a real HTTP server, temporary directories,
+        // child-process runners, seeded generators, the corpus and fixtures.
+        .target(
+            name: "AttacheTestSupport",
+            dependencies: ["AttacheBase", "AttacheFetch", "CAttacheTestSupport"],
+            path: "Tests/AttacheTestSupport"
+        ),
+        .target(name: "CAttacheTestSupport", path: "Tests/CAttacheTestSupport"),
+        .testTarget(
+            name: "AttacheBaseTests",
+            dependencies: ["AttacheBase", "AttacheTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AttacheFetchTests",
+            dependencies: ["AttacheFetch", "CAttacheFetch", "AttacheTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AttacheMediaTests",
+            dependencies: ["AttacheMedia", "CAttacheCodecs", "AttacheTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AttacheStoreTests",
+            dependencies: ["AttacheStore", "AttacheTestSupport"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "AttacheCoreTests",
-            dependencies: ["AttacheCore", "CAttache"],
-            exclude: ["Fixtures"],
+            dependencies: ["AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheTestSupport"],
             swiftSettings: swiftSettings
         ),
     ]

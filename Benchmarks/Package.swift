@@ -16,7 +16,8 @@ let package = Package(
         .executableTarget(
             name: "Resize",
             dependencies: [
-                .product(name: "AttacheCore", package: root),
+                .product(name: "AttacheBase", package: root),
+                .product(name: "AttacheMedia", package: root),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/Resize",
@@ -25,7 +26,7 @@ let package = Package(
         .executableTarget(
             name: "Tokens",
             dependencies: [
-                .product(name: "AttacheCore", package: root),
+                .product(name: "AttacheStore", package: root),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/Tokens",

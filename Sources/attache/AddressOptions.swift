@@ -1,5 +1,9 @@
 import ArgumentParser
+import AttacheBase
 import AttacheCore
+import AttacheFetch
+import AttacheMedia
+import AttacheStore
 
 /// `--allow-loopback` and `--allow-private`, shared by the commands that fetch.
 struct AddressOptions: ParsableArguments {

@@ -1,5 +1,5 @@
 import ArgumentParser
-internal import CAttache
+import AttacheMedia
 
 @main
 struct Attache: AsyncParsableCommand {
@@ -16,6 +16,6 @@ struct Attache: AsyncParsableCommand {
     /// Batch commands decode one file after another: keep freed decoder buffers in the heap
     /// for the next file instead of returning them to the kernel and faulting them in again.
     static func tuneAllocatorForBatch() {
-        att_tune_allocator_for_batch()
+        ImageProcessor.tuneAllocatorForBatch()
     }
 }

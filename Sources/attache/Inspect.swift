@@ -1,5 +1,9 @@
 import ArgumentParser
+import AttacheBase
 import AttacheCore
+import AttacheFetch
+import AttacheMedia
+import AttacheStore
 
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -76,7 +80,7 @@ struct Inspect: ParsableCommand {
         var object = JSONLine()
         object.add("code", error.code.rawValue)
         object.add("message", error.message)
-        if let limit = error.limit { object.add("limit", limit) }
+        if let limit = error.limit { object.add("limit", limit.rawValue) }
         if let detail = error.detail { object.add("detail", detail) }
         return object
     }

@@ -1,4 +1,8 @@
+import AttacheBase
 import AttacheCore
+import AttacheFetch
+import AttacheMedia
+import AttacheStore
 
 /// Builds one JSON object with keys in insertion order, for line-oriented output.
 struct JSONLine {

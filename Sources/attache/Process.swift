@@ -1,5 +1,9 @@
 import ArgumentParser
+import AttacheBase
 import AttacheCore
+import AttacheFetch
+import AttacheMedia
+import AttacheStore
 import Foundation
 
 struct ProcessCommand: AsyncParsableCommand {
@@ -54,7 +58,7 @@ struct ProcessCommand: AsyncParsableCommand {
         configuration.deadline = .milliseconds(deadline.value)
         configuration.baseURL = baseURL
         configuration.rendition.maxSide = maxSide
-        configuration.decodedMemoryBudget = decodedMemoryBudget
+        configuration.rendition.decodedMemoryBudget = decodedMemoryBudget
         configuration.maxPayloadBytes = maxPayloadBytes
         for text in extraSources {
             guard let rule = SourceRule(argument: text) else { throw ValidationError("bad --source '\(text)'") }
@@ -62,8 +66,6 @@ struct ProcessCommand: AsyncParsableCommand {
         }
         var policy = FetchPolicy()
         address.apply(to: &policy)
-        policy.kindLimits = configuration.mediaLimits
-        policy.maxBytes = configuration.mediaLimits.largest
         let pipeline = Pipeline(
             configuration: configuration, fetcher: Fetcher(policy: policy), store: try storeOptions.open())
 

@@ -1,5 +1,9 @@
 import ArgumentParser
+import AttacheBase
 import AttacheCore
+import AttacheFetch
+import AttacheMedia
+import AttacheStore
 import Foundation
 
 struct StoreCommand: ParsableCommand {

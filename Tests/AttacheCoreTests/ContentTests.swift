@@ -1,7 +1,12 @@
+import AttacheBase
+import AttacheFetch
+import AttacheMedia
+import AttacheTestSupport
 import Foundation
 import Testing
 
 @testable import AttacheCore
+@testable import AttacheStore
 
 @Suite struct ContentTests {
     func content(_ text: String) throws -> NotificationContent { try NotificationContent(bytes: Array(text.utf8)) }

@@ -1,9 +1,12 @@
+import AttacheBase
+import AttacheFetch
+import AttacheMedia
+import AttacheTestSupport
 import Foundation
 import Testing
 
 @testable import AttacheCore
-
-let inIsolatedChild = ProcessInfo.processInfo.environment["ATTACHE_ISOLATED_CHILD"] == "1"
+@testable import AttacheStore
 
 /// The network, pipeline and deadline suites measure time and wait on real sockets, so they
 /// run in a child of this test binary where nothing else competes for Swift's cooperative
@@ -11,7 +14,10 @@ let inIsolatedChild = ProcessInfo.processInfo.environment["ATTACHE_ISOLATED_CHIL
 @Suite struct IsolatedSuitesRunner {
     /// Run one after the other: first the network and pipeline suites together, then the
     /// deadline suite alone (its 300 ms budgets leave no room for neighbours).
-    static let groups = [["FetchTests", "TLSTests", "PipelineTests"], ["DeadlineTests"]]
+    static let groups = [
+        ["AttacheFetchTests.FetchTests", "AttacheFetchTests.TLSTests", "AttacheCoreTests.PipelineTests"],
+        ["AttacheCoreTests.DeadlineTests"],
+    ]
 
     @Test(.enabled(if: !inIsolatedChild && !inNetworkNamespaceChild))
     func networkPipelineAndDeadlineSuitesRunAlone() throws {
@@ -19,7 +25,7 @@ let inIsolatedChild = ProcessInfo.processInfo.environment["ATTACHE_ISOLATED_CHIL
             let (status, output) = try runTestsInChild(filter: suites, variable: "ATTACHE_ISOLATED_CHILD")
             let failures = output.split(separator: "\n").filter { $0.contains("recorded an issue") }
             #expect(status == 0, "\(failures.prefix(20).joined(separator: "\n"))\n\(output.suffix(1500))")
-            for suite in suites {
+            for suite in suites.map({ $0.split(separator: ".").last! }) {
                 #expect(output.contains("Suite \(suite) passed"), "\(suite): \(output.suffix(1500))")
             }
             print(output.split(separator: "\n").filter { $0.contains("deadline:") }.joined(separator: "\n"))

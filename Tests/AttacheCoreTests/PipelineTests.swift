@@ -1,14 +1,19 @@
+import AttacheBase
+import AttacheFetch
+import AttacheMedia
+import AttacheTestSupport
 import Foundation
 import Synchronization
 import Testing
 
 @testable import AttacheCore
+@testable import AttacheStore
 
 /// A media host serving Samples/media, plus misbehaving routes.
 func sampleMediaServer() throws -> TestHTTPServer {
     let server = try TestHTTPServer()
-    for name in try FileManager.default.contentsOfDirectory(atPath: ValidateTests.media) {
-        let body = Array(FileManager.default.contents(atPath: ValidateTests.media + "/" + name)!)
+    for name in try FileManager.default.contentsOfDirectory(atPath: Paths.samples) {
+        let body = Array(FileManager.default.contents(atPath: Paths.samples + "/" + name)!)
         server.route("/" + name) { _, c in c.respond(headers: ["Content-Type": "application/octet-stream"], body: body)
         }
     }
@@ -168,7 +173,7 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
     }
 
     @Test func decodedMemoryBudgetShrinksImages() async throws {
-        let pipeline = try makePipeline(directory) { $0.decodedMemoryBudget = 200 * 200 * 4 }
+        let pipeline = try makePipeline(directory) { $0.rendition.decodedMemoryBudget = 200 * 200 * 4 }
         let result = await pipeline.process(payload(["image": JSONValue.quote(server.url("/waterfall-rotated.jpg"))]))
         let attachment = try #require(result.outcomes.first?.attachment)
         #expect((attachment.width ?? 0) * (attachment.height ?? 0) * 4 <= 200 * 200 * 4)

@@ -1,4 +1,5 @@
-import AttacheCore
+import AttacheBase
+import AttacheMedia
 import Benchmark
 import Foundation
 

@@ -1,4 +1,4 @@
-import AttacheCore
+import AttacheStore
 import Benchmark
 import Foundation
 

@@ -1,3 +1,5 @@
+public import AttacheBase
+
 /// A strict RFC 8259 parser for notification payloads, with limits for hostile input.
 public struct JSONParser {
     /// Largest input accepted (a push payload is at most 4 KB; 1 MiB leaves room for batches).
@@ -13,7 +15,7 @@ public struct JSONParser {
     public static func parse(_ bytes: [UInt8]) throws(AttacheError) -> JSONValue {
         guard bytes.count <= maxBytes else {
             throw AttacheError(
-                .invalidPayload, "the payload is larger than \(maxBytes) bytes", limit: "max_payload_bytes")
+                .invalidPayload, "the payload is larger than \(maxBytes) bytes", limit: .maxInputBytes)
         }
         var parser = JSONParser(bytes: bytes)
         parser.skipSpace()
@@ -65,7 +67,10 @@ public struct JSONParser {
 
     private mutating func nest() throws(AttacheError) {
         depth += 1
-        guard depth <= Self.maxDepth else { throw error("nesting deeper than \(Self.maxDepth)") }
+        guard depth <= Self.maxDepth else {
+            throw AttacheError(
+                .invalidPayload, "nesting deeper than \(Self.maxDepth) at byte \(index)", limit: .maxJSONDepth)
+        }
     }
 
     private mutating func object() throws(AttacheError) -> JSONValue {

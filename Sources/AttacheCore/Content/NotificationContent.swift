@@ -1,3 +1,5 @@
+public import AttacheBase
+
 /// A notification payload: the whole JSON document, its source bytes, and typed views of what
 /// the pipeline needs (`aps.mutable-content`, attachment sources).
 public struct NotificationContent: Sendable {

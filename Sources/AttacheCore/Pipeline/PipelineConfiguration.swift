@@ -1,3 +1,6 @@
+public import AttacheBase
+public import AttacheMedia
+
 /// How `attache process` and ``Pipeline`` treat a payload.
 public struct PipelineConfiguration: Sendable {
     /// Time allowed per payload (default 25 s, a service extension's ~30 s minus a margin).
@@ -5,14 +8,12 @@ public struct PipelineConfiguration: Sendable {
     /// Where stored attachments are served: descriptors get `<baseURL>/<token>/<id>.<ext>`
     /// (the token is URL-safe, and the URL ends in the kind's extension).
     public var baseURL = "http://127.0.0.1:8080/attachments"
-    /// The rendition images get (longest side 1024 by default).
+    /// The rendition images get (longest side 1024 by default, GIF budgets, device budget).
     public var rendition = RenditionSpec()
-    /// Decoded-memory budget of the device in bytes (width × height × 4); images whose
-    /// rendition would pass it are made smaller. `nil`: no budget beyond `rendition.maxSide`.
-    public var decodedMemoryBudget: Int?
     /// Image decoding limits.
     public var imageLimits = ImageLimits.default
-    /// Byte caps per kind.
+    /// Byte caps per kind: applied by the fetch as soon as the first bytes tell the kind, by
+    /// validation, and to GIF renditions.
     public var mediaLimits = MediaLimits()
     /// Where the payload names its media.
     public var sources = SourceRule.defaults
@@ -28,22 +29,11 @@ public struct PipelineConfiguration: Sendable {
     /// The defaults.
     public init() {}
 
-    /// The rendition spec after the decoded-memory budget.
-    func spec(forWidth width: Int, height: Int) -> RenditionSpec {
+    /// The spec the transform runs with: ``rendition`` with GIF output held under the image
+    /// byte cap. Its cache key names the stored renditions.
+    public var effectiveRendition: RenditionSpec {
         var spec = rendition
-        if let budget = decodedMemoryBudget, width > 0, height > 0 {
-            let fitted = spec.outputSize(width: width, height: height)
-            let bytes = fitted.width * fitted.height * 4
-            if bytes > budget {
-                let scale = (Double(budget) / Double(bytes)).squareRoot()
-                spec.maxSide = max(1, Int(Double(max(fitted.width, fitted.height)) * scale))
-            }
-        }
+        spec.gifMaxBytes = min(spec.gifMaxBytes, Int(clamping: mediaLimits.imageBytes))
         return spec
-    }
-
-    /// The stable description of a rendition recorded with stored sources.
-    func specKey(_ spec: RenditionSpec) -> String {
-        "max-side=\(spec.maxSide),q=\(spec.jpegQuality),png=\(spec.pngCompressionLevel)"
     }
 }

@@ -1,0 +1,171 @@
+// The one catalogue of every error code and every limit name Attache reports. Users script
+// against these strings (JSON reports, logs, metrics): they are pinned by a test and listed in
+// the README's error-code and limit tables, which the same test reads.
+
+extension AttacheError.Code {
+    // MARK: - Input bytes (validate, transform)
+
+    /// The bytes are not a valid file of their kind (bad header, bad entropy data, bad CRC).
+    public static let corruptData = Self(rawValue: "corrupt_data")
+    /// The data ends before the image does (or the body ended before its declared length).
+    public static let truncated = Self(rawValue: "truncated")
+    /// The input holds no bytes at all.
+    public static let emptyInput = Self(rawValue: "empty_input")
+    /// The bytes are of a type Attache does not accept (named in the message).
+    public static let unsupportedType = Self(rawValue: "unsupported_type")
+    /// A known type in a variant the codecs do not handle (12-bit or lossless JPEG).
+    public static let unsupportedVariant = Self(rawValue: "unsupported_variant")
+    /// Width × height, or the pixels of all frames together, exceed a pixel limit.
+    public static let tooManyPixels = Self(rawValue: "too_many_pixels")
+    /// Width or height exceeds the dimension limit.
+    public static let dimensionsTooLarge = Self(rawValue: "dimensions_too_large")
+    /// An animated image has more frames than allowed.
+    public static let tooManyFrames = Self(rawValue: "too_many_frames")
+    /// A progressive JPEG has more scans than allowed.
+    public static let tooManyScans = Self(rawValue: "too_many_scans")
+    /// Decoding would need more memory than the decoder-memory cap.
+    public static let decoderMemoryExceeded = Self(rawValue: "decoder_memory_exceeded")
+    /// The body or the output is larger than its byte cap (the `limit` names which).
+    public static let tooLarge = Self(rawValue: "too_large")
+
+    // MARK: - Time and internal failures
+
+    /// The work did not finish before its deadline.
+    public static let timedOut = Self(rawValue: "timed_out")
+    /// The encoder failed to produce output.
+    public static let encodeFailed = Self(rawValue: "encode_failed")
+    /// A file could not be read or written.
+    public static let ioError = Self(rawValue: "io_error")
+    /// An invariant inside Attache did not hold.
+    public static let internalError = Self(rawValue: "internal_error")
+
+    // MARK: - Fetch
+
+    /// The host name did not resolve.
+    public static let dnsFailed = Self(rawValue: "dns_failed")
+    /// No connection could be made (refused, reset, unreachable, connect timeout).
+    public static let connectFailed = Self(rawValue: "connect_failed")
+    /// Every address of the host is denied by the address policy (the rule is the `detail`).
+    public static let blockedAddress = Self(rawValue: "blocked_address")
+    /// A hop names a host off the configured allowlist.
+    public static let hostNotAllowed = Self(rawValue: "host_not_allowed")
+    /// The URL cannot be used: unparseable, userinfo, too long.
+    public static let invalidURL = Self(rawValue: "invalid_url")
+    /// The URL or a redirect uses a scheme the policy does not allow.
+    public static let schemeNotAllowed = Self(rawValue: "scheme_not_allowed")
+    /// More redirects than the policy allows (loops included).
+    public static let tooManyRedirects = Self(rawValue: "too_many_redirects")
+    /// The transfer stayed below the low-speed limit for too long.
+    public static let tooSlow = Self(rawValue: "too_slow")
+    /// The server answered with an error status (the status is the `detail`).
+    public static let httpStatus = Self(rawValue: "http_status")
+    /// The TLS handshake or certificate verification failed.
+    public static let tlsFailed = Self(rawValue: "tls_failed")
+    /// The server's reply is not valid HTTP.
+    public static let badResponse = Self(rawValue: "bad_response")
+    /// The caller cancelled the fetch.
+    public static let cancelled = Self(rawValue: "cancelled")
+    /// Any other transfer failure (libcurl's message says which).
+    public static let fetchFailed = Self(rawValue: "fetch_failed")
+
+    // MARK: - Store
+
+    /// Storing the object would pass the store's byte or object quota, even after collecting
+    /// expired objects.
+    public static let storeFull = Self(rawValue: "store_full")
+    /// No live attachment (or key) has that id: never stored, expired or collected.
+    public static let notFound = Self(rawValue: "not_found")
+    /// The access token does not open this attachment. The outward answer for every refusal;
+    /// the precise reason is kept for logs.
+    public static let accessDenied = Self(rawValue: "access_denied")
+    /// An argument the store cannot record as given (a source URL or spec holding NUL).
+    public static let invalidInput = Self(rawValue: "invalid_input")
+    /// The store's files or catalog are not in a state Attache can work with.
+    public static let storeCorrupt = Self(rawValue: "store_corrupt")
+
+    // MARK: - Payload
+
+    /// The payload is not a JSON object Attache can read (it is passed through unchanged).
+    public static let invalidPayload = Self(rawValue: "invalid_payload")
+    /// The mutated payload would not fit the push size limit with this attachment.
+    public static let payloadTooLarge = Self(rawValue: "payload_too_large")
+
+    /// Every code, in catalogue order.
+    public static let all: [Self] = [
+        .corruptData, .truncated, .emptyInput, .unsupportedType, .unsupportedVariant, .tooManyPixels,
+        .dimensionsTooLarge, .tooManyFrames, .tooManyScans, .decoderMemoryExceeded, .tooLarge, .timedOut,
+        .encodeFailed, .ioError, .internalError, .dnsFailed, .connectFailed, .blockedAddress, .hostNotAllowed,
+        .invalidURL, .schemeNotAllowed, .tooManyRedirects, .tooSlow, .httpStatus, .tlsFailed, .badResponse,
+        .cancelled, .fetchFailed, .storeFull, .notFound, .accessDenied, .invalidInput, .storeCorrupt,
+        .invalidPayload, .payloadTooLarge,
+    ]
+}
+
+extension AttacheError.Limit {
+    // MARK: - Images (checked from the header before pixels are allocated)
+
+    /// Largest width × height of an image or GIF screen (`ImageLimits.maxPixels`).
+    public static let maxPixels = Self(rawValue: "max_pixels")
+    /// Largest width or height (`ImageLimits.maxDimension`).
+    public static let maxDimension = Self(rawValue: "max_dimension")
+    /// Most progressive JPEG scans (`ImageLimits.maxScans`).
+    public static let maxScans = Self(rawValue: "max_scans")
+    /// Cap on whole-image decoder buffers (`ImageLimits.maxDecoderMemory`).
+    public static let maxDecoderMemory = Self(rawValue: "max_decoder_memory")
+    /// Most frames a GIF may hold (`ImageLimits.maxFrames`).
+    public static let maxFrames = Self(rawValue: "max_frames")
+    /// Most pixels summed over a GIF's frame rectangles (`ImageLimits.maxTotalFramePixels`).
+    public static let maxTotalFramePixels = Self(rawValue: "max_total_frame_pixels")
+
+    // MARK: - Bytes
+
+    /// Largest image (`MediaLimits.imageBytes`), on the fetched body and on a GIF rendition.
+    public static let maxImageBytes = Self(rawValue: "max_image_bytes")
+    /// Largest audio file (`MediaLimits.audioBytes`).
+    public static let maxAudioBytes = Self(rawValue: "max_audio_bytes")
+    /// Largest video file (`MediaLimits.videoBytes`).
+    public static let maxVideoBytes = Self(rawValue: "max_video_bytes")
+    /// Largest body a fetch reads whatever its kind (`FetchPolicy.maxBytes`).
+    public static let maxFetchBytes = Self(rawValue: "max_fetch_bytes")
+    /// Largest animated GIF rendition (`RenditionSpec.gifMaxBytes`).
+    public static let gifMaxBytes = Self(rawValue: "gif_max_bytes")
+
+    // MARK: - Fetch
+
+    /// Redirects followed (`FetchPolicy.maxRedirects`).
+    public static let maxRedirects = Self(rawValue: "max_redirects")
+    /// Slowest transfer tolerated (`FetchPolicy.lowSpeedBytes` for `lowSpeedSeconds`).
+    public static let lowSpeed = Self(rawValue: "low_speed")
+
+    // MARK: - Store
+
+    /// The store's byte quota (`StoreConfiguration.maxBytes`).
+    public static let maxStoreBytes = Self(rawValue: "max_store_bytes")
+    /// The store's object quota (`StoreConfiguration.maxObjects`).
+    public static let maxStoreObjects = Self(rawValue: "max_store_objects")
+
+    // MARK: - Payload
+
+    /// Largest payload read (`JSONParser.maxBytes`, 1 MiB).
+    public static let maxInputBytes = Self(rawValue: "max_input_bytes")
+    /// Deepest JSON nesting read (`JSONParser.maxDepth`).
+    public static let maxJSONDepth = Self(rawValue: "max_json_depth")
+    /// Largest mutated payload written (`PipelineConfiguration.maxPayloadBytes`, APNs' 4096).
+    public static let maxPayloadBytes = Self(rawValue: "max_payload_bytes")
+
+    /// Every limit name, in catalogue order.
+    public static let all: [Self] = [
+        .maxPixels, .maxDimension, .maxScans, .maxDecoderMemory, .maxFrames, .maxTotalFramePixels, .maxImageBytes,
+        .maxAudioBytes, .maxVideoBytes, .maxFetchBytes, .gifMaxBytes, .maxRedirects, .lowSpeed, .maxStoreBytes,
+        .maxStoreObjects, .maxInputBytes, .maxJSONDepth, .maxPayloadBytes,
+    ]
+
+    /// The byte cap of a media category.
+    public static func maxBytes(of category: MediaKind.Category) -> Self {
+        switch category {
+        case .image: .maxImageBytes
+        case .audio: .maxAudioBytes
+        case .video: .maxVideoBytes
+        }
+    }
+}

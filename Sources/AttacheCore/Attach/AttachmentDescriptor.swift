@@ -1,0 +1,63 @@
+internal import AttacheBase
+internal import AttacheStore
+
+/// One entry of the attachment block added to the payload.
+public struct AttachmentDescriptor: Hashable, Sendable {
+    /// The stored object's id (SHA-256 of its bytes).
+    public var id: String
+    /// The signed store URL, ending in the kind's extension.
+    public var url: String
+    /// The kind's UTI.
+    public var type: String
+    /// Size of the stored object.
+    public var bytes: Int64
+    /// Pixel width and height, for images.
+    public var width: Int?
+    public var height: Int?
+    /// Frames, for images.
+    public var frames: Int?
+    /// `UNNotificationAttachment` options.
+    public var thumbnail: ThumbnailOptions
+
+    /// The block entry; `full` false leaves out the optional fields (sizes and options).
+    public func json(full: Bool) -> JSONValue {
+        var members: [JSONValue.Member] = [
+            .init(key: "id", value: .string(id)),
+            .init(key: "url", value: .string(url)),
+            .init(key: "type", value: .string(type)),
+        ]
+        guard full else { return .object(members) }
+        members.append(.init(key: "bytes", value: .number(String(bytes))))
+        if let width { members.append(.init(key: "width", value: .number(String(width)))) }
+        if let height { members.append(.init(key: "height", value: .number(String(height)))) }
+        if let frames { members.append(.init(key: "frames", value: .number(String(frames)))) }
+        var options: [JSONValue.Member] = [.init(key: "typeHint", value: .string(type))]
+        if let hidden = thumbnail.hidden { options.append(.init(key: "thumbnailHidden", value: .bool(hidden))) }
+        if let rect = thumbnail.clippingRect, rect.count == 4 {
+            let fields = zip(["X", "Y", "Width", "Height"], rect).map {
+                JSONValue.Member(key: $0.0, value: .number(Self.format($0.1)))
+            }
+            options.append(.init(key: "thumbnailClippingRect", value: .object(fields)))
+        }
+        if let time = thumbnail.time { options.append(.init(key: "thumbnailTime", value: .number(Self.format(time)))) }
+        members.append(.init(key: "options", value: .object(options)))
+        return .object(members)
+    }
+
+    static func format(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+}
+
+extension AttachmentDescriptor {
+    /// The entry for a stored attachment, served at `<baseURL>/<token>/<id>.<ext>`.
+    init(_ stored: StoredAttachment, token: String, baseURL: String, thumbnail: ThumbnailOptions) {
+        let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        var thumbnail = thumbnail
+        if thumbnail.time == nil { thumbnail.time = stored.posterTime }
+        self.init(
+            id: stored.id.hex, url: "\(base)/\(token)/\(stored.id.hex).\(stored.kind.fileExtension)",
+            type: stored.kind.uti, bytes: stored.bytes, width: stored.width, height: stored.height,
+            frames: stored.frames, thumbnail: thumbnail)
+    }
+}

@@ -1,0 +1,64 @@
+import Dispatch
+import Synchronization
+
+/// Gathers outcomes by index and releases the waiter when all are in or the deadline passes.
+/// The deadline is kept by a dispatch timer, not a task, so it fires on time however busy
+/// Swift's cooperative pool is.
+final class Collector: Sendable {
+    private struct State {
+        var outcomes: [AttachmentOutcome?]
+        var remaining: Int
+        var waiter: CheckedContinuation<[AttachmentOutcome?], Never>?
+        var done = false
+    }
+
+    private let state: Mutex<State>
+
+    init(count: Int) {
+        state = Mutex(State(outcomes: Array(repeating: nil, count: count), remaining: count))
+    }
+
+    func finish(_ index: Int, _ outcome: AttachmentOutcome) {
+        let release: (CheckedContinuation<[AttachmentOutcome?], Never>, [AttachmentOutcome?])? = state.withLock {
+            guard !$0.done else { return nil }
+            $0.outcomes[index] = outcome
+            $0.remaining -= 1
+            guard $0.remaining == 0, let waiter = $0.waiter else { return nil }
+            $0.done = true
+            $0.waiter = nil
+            return (waiter, $0.outcomes)
+        }
+        if let (waiter, outcomes) = release { waiter.resume(returning: outcomes) }
+    }
+
+    func wait(until deadline: ContinuousClock.Instant) async -> [AttachmentOutcome?] {
+        await withCheckedContinuation { continuation in
+            let ready: [AttachmentOutcome?]? = state.withLock {
+                if $0.remaining == 0 {
+                    $0.done = true
+                    return $0.outcomes
+                }
+                $0.waiter = continuation
+                return nil
+            }
+            if let ready {
+                continuation.resume(returning: ready)
+                return
+            }
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            let nanoseconds = max(
+                0, remaining.components.seconds * 1_000_000_000 + remaining.components.attoseconds / 1_000_000_000)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [self] in expire() }
+        }
+    }
+
+    private func expire() {
+        let release: (CheckedContinuation<[AttachmentOutcome?], Never>, [AttachmentOutcome?])? = state.withLock {
+            guard !$0.done, let waiter = $0.waiter else { return nil }
+            $0.done = true
+            $0.waiter = nil
+            return (waiter, $0.outcomes)
+        }
+        if let (waiter, outcomes) = release { waiter.resume(returning: outcomes) }
+    }
+}

@@ -1,0 +1,335 @@
+public import AttacheBase
+
+/// What a GIF holds, from a scan of its records (no pixel is decoded).
+public struct GIFInfo: Hashable, Sendable {
+    public var width: Int
+    public var height: Int
+    public var frames: Int
+    /// NETSCAPE2.0 loop count (0 = forever), nil = play once.
+    public var loopCount: Int?
+    /// Total duration in centiseconds, delays as browsers play them.
+    public var duration: Int
+    /// The global palette (RGB triples; empty when none).
+    var globalPalette: [UInt8] = []
+    /// The transparent index most frames using the global palette declare.
+    var globalTransparent: Int? = nil
+    /// When every frame uses the global palette: an index no frame draws (their common
+    /// transparent index, or one past the palette's colours), so the screen can be kept as
+    /// indices with it standing for transparent. Nil otherwise.
+    var screenBlank: UInt8? = nil
+}
+
+/// A GIF made fit: the file and what was done to it.
+public struct GIFRendition: Sendable {
+    public var data: [UInt8]
+    public var width: Int
+    public var height: Int
+    /// Frames written (identical consecutive frames merged).
+    public var frames: Int
+    public var loopCount: Int?
+    /// Total duration in centiseconds (kept when frames are dropped).
+    public var duration: Int
+    /// The frame to show as a thumbnail, and when it starts (seconds): the first frame that
+    /// covers at least 90% of the screen with opaque pixels, else the most covered one.
+    public var posterFrame: Int
+    public var posterTime: Double
+    /// The poster frame as RGBA at the output size, for a still.
+    public var poster: PixelImage
+    /// Source frames and source info.
+    public var source: GIFInfo
+    /// What the budgets made us do, in order ("dropped 120 of 240 frames", "shrank to 360 px").
+    public var actions: [String]
+}
+
+extension GIFCompositor {
+    /// The screen a scanned GIF needs: indexed when its frames allow, else RGBA.
+    init(screenOf info: GIFInfo) {
+        if let blank = info.screenBlank {
+            self.init(width: info.width, height: info.height, palette: info.globalPalette, blank: blank)
+        } else {
+            self.init(width: info.width, height: info.height)
+        }
+    }
+}
+
+extension ImageProcessor {
+    /// Scans a GIF's records: size, frame count, loop, duration, with every limit checked and
+    /// no pixel decoded.
+    public static func scanGIF(
+        _ bytes: MediaBytes, limits: ImageLimits = .default, allowPartial: Bool = false,
+        deadline: WorkDeadline = .none
+    ) throws(AttacheError) -> GIFInfo {
+        let decoder = try GIFDecoder(bytes: bytes, limits: limits, allowPartial: allowPartial)
+        var frames = 0
+        var duration = 0
+        var transparentVotes: [Int: Int] = [:]
+        var onePalette = !decoder.globalPalette.isEmpty
+        var sharedTransparent: Int?? = .none
+        while let frame = try decoder.next(pixels: false) {
+            if frames & 63 == 0 { try deadline.check() }
+            frames += 1
+            duration += frame.delay
+            if frame.palette == decoder.globalPalette {
+                transparentVotes[frame.transparent ?? -1, default: 0] += 1
+            } else {
+                onePalette = false
+            }
+            if sharedTransparent == .none {
+                sharedTransparent = frame.transparent
+            } else if sharedTransparent != frame.transparent {
+                sharedTransparent = .some(nil)
+            }
+        }
+        guard frames > 0 else { throw AttacheError(.corruptData, "gif: no frames") }
+        let transparent = transparentVotes.max { $0.value < $1.value }?.key
+        let colors = decoder.globalPalette.count / 3
+        var blank: UInt8?
+        if onePalette {
+            if case .some(.some(let shared)) = sharedTransparent {
+                blank = UInt8(shared)
+            } else if colors < 256 {
+                blank = UInt8(colors)
+            }
+        }
+        return GIFInfo(
+            width: decoder.width, height: decoder.height, frames: frames, loopCount: decoder.loopCount,
+            duration: duration, globalPalette: decoder.globalPalette,
+            globalTransparent: transparent == -1 ? nil : transparent, screenBlank: blank)
+    }
+
+    /// Decodes every frame fully (compositing included) and reports what it found.
+    static func inspectGIF(
+        _ bytes: MediaBytes, limits: ImageLimits, deadline: WorkDeadline
+    ) throws(AttacheError)
+        -> GIFInfo
+    {
+        // The scan (no pixel decoded) says whether the screen can be kept as indices.
+        var compositor = GIFCompositor(screenOf: try scanGIF(bytes, limits: limits, deadline: deadline))
+        let decoder = try GIFDecoder(bytes: bytes, limits: limits)
+        var frames = 0
+        var duration = 0
+        while let frame = try decoder.next() {
+            try deadline.check()
+            compositor.draw(frame)
+            frames += 1
+            duration += frame.delay
+        }
+        guard frames > 0 else { throw AttacheError(.corruptData, "gif: no frames") }
+        return GIFInfo(
+            width: decoder.width, height: decoder.height, frames: frames, loopCount: decoder.loopCount,
+            duration: duration)
+    }
+
+    /// Composited frames at the screen size (RGBA), the first `limit` of them, for tests and tools.
+    static func compositeGIF(
+        _ bytes: MediaBytes, limits: ImageLimits = .default, limit: Int = .max
+    )
+        throws(AttacheError) -> [PixelImage]
+    {
+        let decoder = try GIFDecoder(bytes: bytes, limits: limits)
+        var compositor = GIFCompositor(width: decoder.width, height: decoder.height)
+        var out: [PixelImage] = []
+        while out.count < limit, let frame = try decoder.next() {
+            compositor.draw(frame)
+            out.append(PixelImage(width: decoder.width, height: decoder.height, channels: 4, pixels: compositor.canvas))
+        }
+        return out
+    }
+
+    /// Downscales an animated (or still) GIF within the spec's frame and byte budgets,
+    /// checking `deadline` between frames.
+    public static func renderGIF(
+        _ bytes: MediaBytes, spec: RenditionSpec = RenditionSpec(), limits: ImageLimits = .default,
+        deadline: WorkDeadline = .none
+    ) throws(AttacheError) -> GIFRendition {
+        let info = try scanGIF(bytes, limits: limits, allowPartial: spec.gifAllowPartial, deadline: deadline)
+        var actions: [String] = []
+        var keep = min(info.frames, max(1, spec.gifMaxFrames))
+        if keep < info.frames { actions.append("dropped \(info.frames - keep) of \(info.frames) frames (max_frames)") }
+        var maxSide = spec.maxSide(forWidth: info.width, height: info.height)
+        for _ in 0..<8 {
+            var rendition = try renderGIF(
+                bytes, info: info, keep: keep, maxSide: maxSide, spec: spec, limits: limits, deadline: deadline)
+            let size = rendition.data.count
+            if size <= spec.gifMaxBytes || (keep == 1 && maxSide <= 16) {
+                rendition.actions = actions
+                return rendition
+            }
+            let ratio = Double(size) / Double(spec.gifMaxBytes)
+            let floor = min(keep, max(1, min(10, info.frames)))
+            if keep > floor {
+                let next = max(floor, Int(Double(keep) / ratio * 0.9))
+                actions.append("dropped \(keep - next) more frames to fit \(spec.gifMaxBytes) bytes (\(size) bytes)")
+                keep = next
+            } else {
+                let next = max(
+                    16, Int(Double(min(maxSide, max(rendition.width, rendition.height))) / ratio.squareRoot() * 0.9))
+                actions.append("shrank to \(next) px to fit \(spec.gifMaxBytes) bytes (\(size) bytes)")
+                maxSide = next
+            }
+        }
+        throw AttacheError(.tooLarge, "gif: cannot fit \(spec.gifMaxBytes) bytes", limit: .gifMaxBytes)
+    }
+
+    private static func renderGIF(
+        _ bytes: MediaBytes, info: GIFInfo, keep: Int, maxSide: Int, spec: RenditionSpec, limits: ImageLimits,
+        deadline: WorkDeadline
+    ) throws(AttacheError) -> GIFRendition {
+        let target = RenditionSpec.fit(width: info.width, height: info.height, into: maxSide)
+        let decoder = try GIFDecoder(bytes: bytes, limits: limits, allowPartial: spec.gifAllowPartial)
+        var compositor = GIFCompositor(screenOf: info)
+        // Premultiplied colours of an indexed screen, for the resampler.
+        var screenColors = [SIMD4<Float>](repeating: .zero, count: 256)
+        for i in 0..<min(info.globalPalette.count / 3, 256) where i != info.screenBlank.map(Int.init) {
+            let p = info.globalPalette
+            screenColors[i] = SIMD4(Float(p[i * 3]), Float(p[i * 3 + 1]), Float(p[i * 3 + 2]), 255)
+        }
+        // The source's global palette (with its usual transparent slot) becomes the output's.
+        let global =
+            info.globalPalette.isEmpty
+            ? nil : GIFPalette(source: info.globalPalette, transparent: info.globalTransparent)
+        let writer = try GIFFrameWriter(
+            width: target.width, height: target.height, loopCount: info.loopCount, globalPalette: global)
+        let resampler =
+            target.width == info.width && target.height == info.height
+            ? nil
+            : Resampler(
+                inWidth: info.width, inHeight: info.height, outWidth: target.width, outHeight: target.height,
+                channels: 4, lanczosReserve: 1)
+        var palettes: [[UInt8]: GIFPalette] = [:]
+        if let global {
+            palettes[
+                info.globalPalette + [
+                    UInt8(truncatingIfNeeded: info.globalTransparent ?? 999), info.globalTransparent == nil ? 1 : 0,
+                ]] = global
+        }
+        var sourceIndex = 0
+        var time = 0
+        let pixels = target.width * target.height
+        var poster: (index: Int, time: Int, coverage: Int, image: [UInt8])?
+        while let frame = try decoder.next() {
+            try deadline.check()
+            defer { sourceIndex += 1 }
+            // Keep frame i when the even spread of `keep` over the source reaches a new slot.
+            let slot = sourceIndex * keep / info.frames
+            let previousSlot = sourceIndex == 0 ? -1 : (sourceIndex - 1) * keep / info.frames
+            guard slot != previousSlot else {
+                compositor.draw(frame)
+                writer.extendLast(by: frame.delay)
+                time += frame.delay
+                continue
+            }
+            var scaled: [UInt8]
+            if let resampler {
+                // Each screen row goes to the resampler as soon as it is drawn.
+                resampler.reset()
+                if compositor.blank != nil {
+                    screenColors.withUnsafeBufferPointer { colors in
+                        compositor.draw(frame) { resampler.push(indices: $0, colors: colors.baseAddress!) }
+                    }
+                } else {
+                    compositor.draw(frame, rows: resampler.push)
+                }
+                scaled = resampler.output
+            } else {
+                compositor.draw(frame)
+                scaled = compositor.rgba
+            }
+            // Compositing and resampling are half a frame's work: look again before mapping.
+            try deadline.check()
+            let key =
+                frame.palette + [UInt8(truncatingIfNeeded: frame.transparent ?? 999), frame.transparent == nil ? 1 : 0]
+            let sourcePalette = palettes[key] ?? GIFPalette(source: frame.palette, transparent: frame.transparent)
+            if palettes.count >= 16 { palettes.removeAll() }
+            palettes[key] = sourcePalette
+            var indices = [UInt8](repeating: 0, count: pixels)
+            var chosen = sourcePalette
+            let error = scaled.withUnsafeBufferPointer { rgba in
+                indices.withUnsafeMutableBufferPointer {
+                    sourcePalette.map(rgba.baseAddress!, count: pixels, into: $0.baseAddress!, exact: resampler == nil)
+                }
+            }
+            // The frame's own palette cannot show what the screen holds (colours restored from
+            // other frames, or a small local palette): build one for this frame instead.
+            if error > 64 {
+                let built = scaled.withUnsafeBufferPointer { GIFPalette.medianCut($0.baseAddress!, count: pixels) }
+                let builtError = scaled.withUnsafeBufferPointer { rgba in
+                    indices.withUnsafeMutableBufferPointer {
+                        built.map(rgba.baseAddress!, count: pixels, into: $0.baseAddress!, exact: resampler == nil)
+                    }
+                }
+                if builtError < error {
+                    chosen = built
+                } else {
+                    scaled.withUnsafeBufferPointer { rgba in
+                        indices.withUnsafeMutableBufferPointer {
+                            _ = sourcePalette.map(
+                                rgba.baseAddress!, count: pixels, into: $0.baseAddress!, exact: resampler == nil)
+                        }
+                    }
+                }
+            }
+            if spec.gifDither {
+                scaled.withUnsafeBufferPointer { rgba in
+                    indices.withUnsafeMutableBufferPointer {
+                        chosen.mapDithered(
+                            rgba.baseAddress!, width: target.width, height: target.height, into: $0.baseAddress!)
+                    }
+                }
+            }
+            let palette = chosen
+            try writer.add(indices: indices, source: scaled, palette: palette, delay: frame.delay)
+            // Coverage matters only until a frame covering 90% has been found.
+            var coverage = 0
+            if poster == nil || poster!.coverage * 10 < pixels * 9 {
+                scaled.withUnsafeBufferPointer { rgba in
+                    for i in 0..<pixels where rgba[i * 4 + 3] >= 128 { coverage += 1 }
+                }
+            }
+            if poster == nil || (poster!.coverage * 10 < pixels * 9 && coverage > poster!.coverage) {
+                var shownFrame = [UInt8](repeating: 0, count: pixels * 4)
+                shownFrame.withUnsafeMutableBufferPointer { out in
+                    for i in 0..<pixels { palette.rgba(indices[i], into: out.baseAddress! + i * 4) }
+                }
+                // The frame is the pending one (merged or not): its output index is the count written.
+                poster = (writer.framesWritten, time, coverage, shownFrame)
+            }
+            time += frame.delay
+        }
+        let data = try writer.finish()
+        let chosen = poster!
+        return GIFRendition(
+            data: data, width: target.width, height: target.height, frames: writer.framesWritten,
+            loopCount: info.loopCount, duration: writer.duration, posterFrame: chosen.index,
+            posterTime: Double(chosen.time) / 100,
+            poster: PixelImage(width: target.width, height: target.height, channels: 4, pixels: chosen.image),
+            source: info, actions: [])
+    }
+}
+
+extension ImageProcessor {
+    /// A GIF's poster frame (or any image) as a still: PNG when it has transparency, else JPEG.
+    public static func renderStill(
+        _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: ImageLimits = .default
+    )
+        throws(AttacheError) -> Rendition
+    {
+        let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
+        guard kind == .gif else {
+            return try render(bytes, kind: kind, spec: spec, limits: limits, deadline: .none)
+        }
+        // The still is taken from the animation as the frame budget leaves it, whatever its bytes.
+        var stillSpec = spec
+        stillSpec.gifMaxBytes = RenditionSpec().gifMaxBytes
+        stillSpec.gifDither = false
+        let gif = try renderGIF(bytes, spec: stillSpec, limits: limits)
+        let image = gif.poster.droppingOpaqueAlpha()
+        let data =
+            image.channels == 4
+            ? try Encoders.png(image, level: spec.pngCompressionLevel)
+            : try Encoders.jpeg(image, quality: spec.jpegQuality)
+        return Rendition(
+            kind: image.channels == 4 ? .png : .jpeg, width: gif.width, height: gif.height, data: data,
+            source: ImageInfo(gif.source), frames: 1, posterFrame: gif.posterFrame, posterTime: gif.posterTime)
+    }
+}

@@ -1,0 +1,43 @@
+internal import AttacheBase
+internal import CAttacheCodecs
+
+/// JPEG and PNG encoders over libjpeg-turbo and libpng.
+enum Encoders {
+    /// Baseline JPEG, optimised Huffman tables, 4:2:0 chroma; gray stays one channel.
+    static func jpeg(_ image: PixelImage, quality: Int) throws(AttacheError) -> [UInt8] {
+        precondition(image.channels == 1 || image.channels == 3)
+        var output: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        var error = att_error()
+        let status = image.pixels.withUnsafeBufferPointer { p in
+            att_jpeg_encode(
+                p.baseAddress, UInt32(image.width), UInt32(image.height), image.width * image.channels,
+                Int32(image.channels), Int32(quality), &output, &length, &error)
+        }
+        return try take(status: status, output: output, length: length, error: error, format: "jpeg")
+    }
+
+    /// PNG with libpng's adaptive filters at zlib `level`.
+    static func png(_ image: PixelImage, level: Int) throws(AttacheError) -> [UInt8] {
+        var output: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        var error = att_error()
+        let status = image.pixels.withUnsafeBufferPointer { p in
+            att_png_encode(
+                p.baseAddress, UInt32(image.width), UInt32(image.height), image.width * image.channels,
+                Int32(image.channels), Int32(level), &output, &length, &error)
+        }
+        return try take(status: status, output: output, length: length, error: error, format: "png")
+    }
+
+    private static func take(
+        status: Int32, output: UnsafeMutablePointer<UInt8>?, length: Int, error: att_error, format: String
+    ) throws(AttacheError) -> [UInt8] {
+        defer { att_free(output) }
+        guard status == 0, let output else {
+            let cause = AttacheError(shim: error, format: format)
+            throw AttacheError(.encodeFailed, cause.message)
+        }
+        return Array(UnsafeBufferPointer(start: output, count: length))
+    }
+}

@@ -1,0 +1,56 @@
+public import AttacheBase
+
+/// What a full decode of an image found.
+public struct ImageInfo: Hashable, Sendable {
+    /// The kind, from the magic bytes.
+    public var kind: MediaKind
+    /// Stored width, before orientation.
+    public var width: Int
+    /// Stored height, before orientation.
+    public var height: Int
+    /// Frames (1 for JPEG and PNG; an APNG decodes as its default image).
+    public var frames: Int
+    /// EXIF orientation.
+    public var orientation: Orientation
+    /// Progressive JPEG or interlaced PNG.
+    public var isProgressive: Bool
+    /// GIF: NETSCAPE2.0 loop count (0 = forever), nil when absent or not a GIF.
+    public var loopCount: Int? = nil
+    /// GIF: total duration in centiseconds (delays as browsers play them).
+    public var duration: Int? = nil
+
+    /// Width as displayed, after orientation.
+    public var displayWidth: Int { orientation.swapsDimensions ? height : width }
+    /// Height as displayed, after orientation.
+    public var displayHeight: Int { orientation.swapsDimensions ? width : height }
+}
+
+extension ImageInfo {
+    init(_ gif: GIFInfo) {
+        self.init(
+            kind: .gif, width: gif.width, height: gif.height, frames: gif.frames, orientation: .up,
+            isProgressive: false,
+            loopCount: gif.loopCount, duration: gif.duration)
+    }
+}
+
+/// An encoded, upright, metadata-free image ready to store.
+public struct Rendition: Sendable {
+    /// Output kind.
+    public var kind: MediaKind
+    /// Output width (upright).
+    public var width: Int
+    /// Output height (upright).
+    public var height: Int
+    /// The encoded file.
+    public var data: [UInt8]
+    /// What the source was.
+    public var source: ImageInfo
+    /// Frames written (GIF).
+    public var frames: Int = 1
+    /// GIF: the poster frame and its start time in seconds (for the thumbnail time option).
+    public var posterFrame: Int? = nil
+    public var posterTime: Double? = nil
+    /// What frame and byte budgets made the encoder do.
+    public var actions: [String] = []
+}

@@ -1,0 +1,69 @@
+internal import AttacheBase
+
+/// Resource limits checked from the header, before any large allocation.
+public struct ImageLimits: Hashable, Sendable {
+    /// Largest width × height accepted (default 50,000,000).
+    public var maxPixels: Int
+    /// Largest width or height accepted (default 32,767).
+    public var maxDimension: Int
+    /// Most progressive JPEG scans accepted (default 100).
+    public var maxScans: Int
+    /// Cap on whole-image decoder buffers: progressive or multi-scan JPEG coefficients and
+    /// interlaced PNG rows (default 256 MiB).
+    public var maxDecoderMemory: Int
+    /// Most frames a GIF may hold (default 1,000).
+    public var maxFrames: Int
+    /// Most pixels summed over every GIF frame's rectangle (default 500,000,000, e.g. 1,000
+    /// frames of 0.5 MP).
+    public var maxTotalFramePixels: Int
+
+    /// Creates limits; every argument has the documented default.
+    public init(
+        maxPixels: Int = 50_000_000,
+        maxDimension: Int = 32_767,
+        maxScans: Int = 100,
+        maxDecoderMemory: Int = 256 << 20,
+        maxFrames: Int = 1_000,
+        maxTotalFramePixels: Int = 500_000_000
+    ) {
+        self.maxPixels = maxPixels
+        self.maxDimension = maxDimension
+        self.maxScans = maxScans
+        self.maxDecoderMemory = maxDecoderMemory
+        self.maxFrames = maxFrames
+        self.maxTotalFramePixels = maxTotalFramePixels
+    }
+
+    /// The defaults.
+    public static let `default` = ImageLimits()
+
+    /// Throws when a header's dimensions break a limit.
+    func check(width: Int, height: Int) throws(AttacheError) {
+        guard width > 0, height > 0 else {
+            throw AttacheError(.corruptData, "image has zero width or height (\(width)x\(height))")
+        }
+        guard width <= maxDimension, height <= maxDimension else {
+            throw AttacheError(
+                .dimensionsTooLarge,
+                "\(width)x\(height) exceeds the dimension limit of \(maxDimension)",
+                limit: .maxDimension)
+        }
+        let pixels = width.multipliedReportingOverflow(by: height)
+        guard !pixels.overflow, pixels.partialValue <= maxPixels else {
+            throw AttacheError(
+                .tooManyPixels,
+                "\(width)x\(height) exceeds the pixel limit of \(maxPixels)",
+                limit: .maxPixels)
+        }
+    }
+
+    /// Throws when a whole-image buffer would pass the decoder-memory cap.
+    func checkDecoderMemory(_ bytes: Int, what: String) throws(AttacheError) {
+        guard bytes <= maxDecoderMemory else {
+            throw AttacheError(
+                .decoderMemoryExceeded,
+                "\(what) needs \(bytes) bytes, over the decoder memory cap of \(maxDecoderMemory)",
+                limit: .maxDecoderMemory)
+        }
+    }
+}

@@ -1,0 +1,178 @@
+public import AttacheBase
+internal import CAttacheCodecs
+
+/// Decodes, downscales and re-encodes JPEG and PNG images in bounded memory.
+///
+/// Memory for a resize is a few input rows plus the output image: JPEGs are decoded with DCT
+/// scaling close to the target size and streamed row by row into the ``Resampler``;
+/// non-interlaced PNGs stream row by row too. Only progressive/multi-scan JPEGs and
+/// interlaced PNGs hold a whole-image buffer, bounded by ``ImageLimits/maxDecoderMemory``.
+public enum ImageProcessor {
+    /// Fully decodes `bytes` (every row), checking every limit, and reports what it found.
+    public static func inspect(
+        _ bytes: MediaBytes, limits: ImageLimits = .default, timeBudget: Duration? = nil
+    ) throws(AttacheError) -> ImageInfo {
+        let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
+        let deadline = WorkDeadline(budget: timeBudget)
+        var counter = RowCounter()
+        switch kind {
+        case .jpeg:
+            let decoder = try JPEGDecoder(bytes: bytes, limits: limits, deadline: deadline)
+            try decoder.start(scaleNumerator: 8)
+            try decoder.decodeRows(into: &counter)
+            return decoder.info
+        case .png:
+            let decoder = try PNGDecoder(bytes: bytes, limits: limits, deadline: deadline)
+            try decoder.decodeRows(into: &counter)
+            return decoder.info
+        case .gif:
+            return ImageInfo(try inspectGIF(bytes, limits: limits, deadline: deadline))
+        default:
+            throw notAnImage(kind)
+        }
+    }
+
+    /// Reads only the header: kind, stored size and orientation, with every header limit
+    /// checked. Nothing is decoded.
+    public static func probe(_ bytes: MediaBytes, limits: ImageLimits = .default) throws(AttacheError) -> ImageInfo {
+        let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
+        switch kind {
+        case .jpeg: return try JPEGDecoder(bytes: bytes, limits: limits, deadline: .none).info
+        case .png: return try PNGDecoder(bytes: bytes, limits: limits, deadline: .none).info
+        case .gif: return ImageInfo(try scanGIF(bytes, limits: limits))
+        default: throw notAnImage(kind)
+        }
+    }
+
+    static func notAnImage(_ kind: MediaKind) -> AttacheError {
+        AttacheError(
+            .unsupportedType, "\(kind.rawValue) is \(kind.category.rawValue), not an image", detail: kind.rawValue)
+    }
+
+    /// Decodes `bytes` straight to upright pixels that fit `spec`.
+    public static func decode(
+        _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: ImageLimits = .default,
+        timeBudget: Duration? = nil
+    ) throws(AttacheError) -> (image: PixelImage, info: ImageInfo) {
+        let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
+        return try decode(bytes, kind: kind, spec: spec, limits: limits, deadline: WorkDeadline(budget: timeBudget))
+    }
+
+    /// ``decode(_:spec:limits:timeBudget:)`` for bytes whose kind is already known: the header
+    /// is opened once, and its size decides the decode scale.
+    static func decode(
+        _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline
+    ) throws(AttacheError) -> (image: PixelImage, info: ImageInfo) {
+        switch kind {
+        case .jpeg:
+            let decoder = try JPEGDecoder(bytes: bytes, limits: limits, deadline: deadline)
+            let target = spec.outputSize(width: decoder.width, height: decoder.height)
+            let numerator = jpegScaleNumerator(
+                width: decoder.width, height: decoder.height, target: target, headroom: spec.jpegShrinkHeadroom)
+            try decoder.start(scaleNumerator: numerator, fancyUpsampling: spec.jpegFancyUpsampling)
+            let image = try resample(decoder, target: target)
+            return (decoder.orientation.apply(to: image), decoder.info)
+        case .png:
+            let decoder = try PNGDecoder(bytes: bytes, limits: limits, deadline: deadline)
+            let target = spec.outputSize(width: decoder.width, height: decoder.height)
+            // PNG has no shrink-on-load, so the box takes whole factors while 1.5× remains for
+            // Lanczos (2× for JPEG after its DCT scaling): measured 6% faster, PSNR 57.4 dB
+            // against the float reference (vipsthumbnail: 56.5 dB).
+            let image = try resample(decoder, target: target, lanczosReserve: 1.5)
+            return (decoder.orientation.apply(to: image), decoder.info)
+        case .gif:
+            let frames = try compositeGIF(bytes, limits: limits, limit: 1)
+            let info = try scanGIF(bytes, limits: limits, deadline: deadline)
+            let target = spec.outputSize(width: info.width, height: info.height)
+            let first = frames[0]
+            guard target.width != first.width || target.height != first.height else { return (first, ImageInfo(info)) }
+            let resampler = Resampler(
+                inWidth: first.width, inHeight: first.height, outWidth: target.width, outHeight: target.height,
+                channels: 4)
+            first.pixels.withUnsafeBufferPointer { p in
+                for y in 0..<first.height { resampler.push(p.baseAddress! + y * first.width * 4) }
+            }
+            return (
+                PixelImage(width: target.width, height: target.height, channels: 4, pixels: resampler.output),
+                ImageInfo(info)
+            )
+        default:
+            throw notAnImage(kind)
+        }
+    }
+
+    /// Decodes, downscales to fit `spec`, applies orientation, strips all metadata and
+    /// re-encodes in the source's format (JPEG stays JPEG, PNG stays PNG, GIF stays animated).
+    public static func render(
+        _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: ImageLimits = .default,
+        timeBudget: Duration? = nil
+    ) throws(AttacheError) -> Rendition {
+        let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
+        return try render(bytes, kind: kind, spec: spec, limits: limits, deadline: WorkDeadline(budget: timeBudget))
+    }
+
+    /// ``render(_:spec:limits:timeBudget:)`` for bytes whose kind is already known.
+    static func render(
+        _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline
+    ) throws(AttacheError) -> Rendition {
+        if kind == .gif {
+            let gif = try renderGIF(bytes, spec: spec, limits: limits, deadline: deadline)
+            return Rendition(
+                kind: .gif, width: gif.width, height: gif.height, data: gif.data, source: ImageInfo(gif.source),
+                frames: gif.frames, posterFrame: gif.posterFrame, posterTime: gif.posterTime, actions: gif.actions)
+        }
+        let (image, info) = try decode(bytes, kind: kind, spec: spec, limits: limits, deadline: deadline)
+        let data: [UInt8]
+        switch info.kind {
+        case .jpeg:
+            data = try Encoders.jpeg(image, quality: spec.jpegQuality)
+        default:
+            data = try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel)
+        }
+        return Rendition(kind: info.kind, width: image.width, height: image.height, data: data, source: info)
+    }
+
+    /// The smallest libjpeg scale `n`/8 (n = 1, 2, 4 or 8) whose output still covers `target` × `headroom`.
+    static func jpegScaleNumerator(
+        width: Int, height: Int, target: (width: Int, height: Int), headroom: Double
+    ) -> Int {
+        if target.width >= width && target.height >= height { return 8 }
+        let needW = min(Double(width), Double(target.width) * headroom)
+        let needH = min(Double(height), Double(target.height) * headroom)
+        // Powers of two only: libjpeg-turbo's 1/2, 1/4 and 1/8 IDCTs are much faster than 3/8 etc.
+        for n in [1, 2, 4, 8] {
+            let w = (width * n + 7) / 8
+            let h = (height * n + 7) / 8
+            if Double(w) >= needW && Double(h) >= needH { return n }
+        }
+        return 8
+    }
+
+    private static func resample(
+        _ source: some RowSource, target: (width: Int, height: Int), lanczosReserve: Double = 2
+    ) throws(AttacheError) -> PixelImage {
+        let (width, height, channels) = (source.rowWidth, source.rowCount, source.channels)
+        if target.width == width && target.height == height {
+            var collector = RowCollector(width: width, height: height, channels: channels)
+            try source.decodeRows(into: &collector)
+            return PixelImage(width: width, height: height, channels: channels, pixels: collector.pixels)
+        }
+        var resampler = Resampler(
+            inWidth: width, inHeight: height, outWidth: target.width, outHeight: target.height, channels: channels,
+            lanczosReserve: lanczosReserve)
+        try source.decodeRows(into: &resampler)
+        guard resampler.isComplete else {
+            throw AttacheError(.internalError, "resampler did not receive every row")
+        }
+        return PixelImage(width: target.width, height: target.height, channels: channels, pixels: resampler.output)
+    }
+}
+
+extension ImageProcessor {
+    /// For processes that decode one file after another: keeps freed decoder buffers in the
+    /// heap for the next file instead of returning them to the kernel and faulting them in
+    /// again. Process-wide; call once at start.
+    public static func tuneAllocatorForBatch() {
+        att_tune_allocator_for_batch()
+    }
+}

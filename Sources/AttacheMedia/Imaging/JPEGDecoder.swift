@@ -1,0 +1,108 @@
+internal import AttacheBase
+internal import CAttacheCodecs
+
+/// A JPEG being decoded through libjpeg-turbo, with limits checked from the header.
+final class JPEGDecoder {
+    private let handle: OpaquePointer
+    /// Kept alive: the C decoder reads from its memory until closed.
+    private let bytes: MediaBytes
+    private let deadline: WorkDeadline
+    /// Stored width (before orientation).
+    let width: Int
+    /// Stored height (before orientation).
+    let height: Int
+    /// Whether the file is grayscale (decoded to one channel).
+    let isGray: Bool
+    /// Whether the file is progressive.
+    let isProgressive: Bool
+    /// The EXIF orientation, `.up` when absent or unreadable.
+    let orientation: Orientation
+    private(set) var outputWidth = 0
+    private(set) var outputHeight = 0
+
+    /// Reads the header and checks `limits`; nothing large is allocated before this passes.
+    init(bytes: MediaBytes, limits: ImageLimits, deadline: WorkDeadline) throws(AttacheError) {
+        var header = att_jpeg_header()
+        var error = att_error()
+        let cLimits = att_jpeg_limits(
+            max_memory: UInt64(limits.maxDecoderMemory), max_scans: Int32(clamping: limits.maxScans),
+            deadline: deadline.pointer)
+        guard
+            let handle = att_jpeg_open(
+                bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, cLimits, &header, &error)
+        else {
+            throw AttacheError(shim: error, format: "jpeg")
+        }
+        self.handle = handle
+        self.bytes = bytes
+        self.deadline = deadline
+        width = Int(header.width)
+        height = Int(header.height)
+        isGray = header.color_family == 1
+        isProgressive = header.progressive != 0
+        if let exif = header.exif, header.exif_length > 0 {
+            orientation = Orientation.fromExif(UnsafeBufferPointer(start: exif, count: header.exif_length))
+        } else {
+            orientation = .up
+        }
+        try limits.check(width: width, height: height)
+        if header.multi_scan != 0 {
+            try limits.checkDecoderMemory(Int(header.coefficient_bytes), what: "multi-scan JPEG coefficients")
+        }
+    }
+
+    deinit { att_jpeg_close(handle) }
+
+    /// Output channels: 1 for grayscale files, otherwise 3 (RGB; CMYK and YCCK are converted).
+    var channels: Int { isGray ? 1 : 3 }
+
+    /// Starts decompression at `scaleNumerator`/8 of the stored size.
+    func start(scaleNumerator: Int, fancyUpsampling: Bool = true) throws(AttacheError) {
+        var error = att_error()
+        var w: UInt32 = 0
+        var h: UInt32 = 0
+        let status = att_jpeg_start(
+            handle, Int32(scaleNumerator), Int32(channels), fancyUpsampling ? 1 : 0, &w, &h, &error)
+        guard status == 0 else { throw AttacheError(shim: error, format: "jpeg") }
+        outputWidth = Int(w)
+        outputHeight = Int(h)
+    }
+
+    /// Decodes every row into `sink`, then reads to the end of the image.
+    func decodeRows(into sink: inout some RowSink) throws(AttacheError) {
+        let rowBytes = outputWidth * channels
+        let batch = 16
+        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: rowBytes * batch)
+        defer { buffer.deallocate() }
+        var done = 0
+        var error = att_error()
+        while done < outputHeight {
+            try deadline.check()
+            var got: Int32 = 0
+            let status = att_jpeg_read_rows(handle, buffer, rowBytes, Int32(batch), &got, &error)
+            guard status == 0 else { throw AttacheError(shim: error, format: "jpeg") }
+            guard got > 0 else { throw AttacheError(.truncated, "jpeg: image data ended early") }
+            for r in 0..<Int(got) { sink.push(buffer + r * rowBytes) }
+            done += Int(got)
+        }
+        let status = att_jpeg_finish(handle, &error)
+        // Every row is decoded; only a missing EOI marker is forgiven here.
+        if status != 0 && status != Int32(ATT_ERR_TRUNCATED.rawValue) {
+            throw AttacheError(shim: error, format: "jpeg")
+        }
+    }
+}
+
+extension JPEGDecoder: RowSource {
+    var rowWidth: Int { outputWidth }
+    var rowCount: Int { outputHeight }
+}
+
+extension JPEGDecoder {
+    /// What the header says about the file.
+    var info: ImageInfo {
+        ImageInfo(
+            kind: .jpeg, width: width, height: height, frames: 1, orientation: orientation,
+            isProgressive: isProgressive)
+    }
+}

@@ -1,0 +1,30 @@
+internal import AttacheBase
+internal import CAttacheCodecs
+
+extension AttacheError {
+    /// Maps a C shim failure to a typed error; `format` names the codec in the message.
+    init(shim error: att_error, format: String) {
+        let message = withUnsafeBytes(of: error.message) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+        let text = "\(format): \(message.isEmpty ? "decoder failed" : message)"
+        switch error.status {
+        case Int32(ATT_ERR_TRUNCATED.rawValue):
+            self.init(.truncated, text)
+        case Int32(ATT_ERR_UNSUPPORTED.rawValue):
+            self.init(.unsupportedVariant, text)
+        case Int32(ATT_ERR_MEMORY_LIMIT.rawValue):
+            self.init(.decoderMemoryExceeded, text, limit: .maxDecoderMemory)
+        case Int32(ATT_ERR_SCAN_LIMIT.rawValue):
+            self.init(.tooManyScans, text, limit: .maxScans)
+        case Int32(ATT_ERR_DIMENSIONS.rawValue):
+            self.init(.dimensionsTooLarge, text, limit: .maxDimension)
+        case Int32(ATT_ERR_TIMEOUT.rawValue):
+            self.init(.timedOut, text)
+        case Int32(ATT_ERR_CORRUPT.rawValue):
+            self.init(.corruptData, text)
+        default:
+            self.init(.internalError, text)
+        }
+    }
+}

@@ -1,0 +1,47 @@
+public import AttacheBase
+
+/// What the transform made of validated media: the bytes to store and what they are.
+public struct TransformedMedia: Sendable {
+    /// The output's kind (the input's: JPEG stays JPEG, PNG stays PNG, GIF stays GIF).
+    public var kind: MediaKind
+    /// The bytes to store: a new rendition for images, the validated bytes for audio and video.
+    public var bytes: MediaBytes
+    /// Pixel width and height, for images.
+    public var width: Int?
+    public var height: Int?
+    /// Frames written, for images.
+    public var frames: Int?
+    /// Animated GIF: when its poster frame starts, in seconds (the thumbnail time).
+    public var posterTime: Double?
+    /// What frame and byte budgets made the GIF encoder do.
+    public var actions: [String] = []
+}
+
+/// The transform stage: one entry point for every kind. Images are decoded once (the header
+/// opened once, its size deciding the decode scale), downscaled, turned upright and re-encoded
+/// without metadata; audio and video pass through as validated.
+public enum MediaTransform {
+    /// Transforms `media` into what the store keeps.
+    /// - Parameters:
+    ///   - spec: the rendition (sizes, quality, GIF budgets).
+    ///   - limits: the decoding limits, checked from the header before pixels are allocated.
+    ///   - deadline: checked between row bands and frames; once it passes (or is cancelled)
+    ///     the transform stops within one band or frame and throws `timed_out`.
+    public static func apply(
+        _ media: ValidatedMedia, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline
+    ) throws(AttacheError) -> TransformedMedia {
+        try deadline.check()
+        switch media.kind.category {
+        case .image:
+            let rendition = try ImageProcessor.render(
+                media.bytes, kind: media.kind, spec: spec, limits: limits, deadline: deadline)
+            let animated = rendition.frames > 1
+            return TransformedMedia(
+                kind: rendition.kind, bytes: MediaBytes(rendition.data), width: rendition.width,
+                height: rendition.height, frames: rendition.frames,
+                posterTime: animated ? rendition.posterTime : nil, actions: rendition.actions)
+        case .audio, .video:
+            return TransformedMedia(kind: media.kind, bytes: media.bytes)
+        }
+    }
+}

@@ -1,0 +1,82 @@
+/// How media are turned into an attachment rendition: JPEG, PNG and animated GIF alike.
+///
+/// Every default lives here. ``cacheKey`` is derived from every field, so a stored rendition is
+/// reused only for the exact spec that produced it.
+public struct RenditionSpec: Hashable, Sendable {
+    /// The output fits `maxSide` × `maxSide` (aspect kept, never enlarged). Default 1024.
+    public var maxSide: Int
+    /// JPEG quality 1–100 (default 85).
+    public var jpegQuality: Int
+    /// zlib level for PNG output, 0–9 (default 1: with libpng's adaptive filters this is about
+    /// 2x faster to encode than level 6 and still smaller than vipsthumbnail's level-6 output).
+    public var pngCompressionLevel: Int
+    /// How much larger than the target the DCT-scaled JPEG decode must stay, so the
+    /// resampler does the last, real reduction step (default 1.0: libjpeg-turbo's
+    /// 1/2, 1/4 and 1/8 scaled IDCTs are used, never a scale below the target).
+    public var jpegShrinkHeadroom: Double
+    /// libjpeg's smooth chroma upsampling (true, the default) or its faster merged upsampling.
+    public var jpegFancyUpsampling = true
+    /// The device's budget for a decoded image in bytes (width × height × 4): a rendition that
+    /// would pass it is made smaller. nil (the default): no budget beyond ``maxSide``.
+    public var decodedMemoryBudget: Int? = nil
+    /// GIF: frames kept at most (dropped evenly beyond, total duration kept). Default 200.
+    public var gifMaxFrames = 200
+    /// GIF: largest output in bytes (frames dropped, then the size shrunk, to fit). Default
+    /// 10,000,000, Apple's image cap.
+    public var gifMaxBytes = 10_000_000
+    /// GIF: Floyd–Steinberg dithering onto the palette (default off: smaller files, and photo
+    /// GIFs usually carry their own dither already).
+    public var gifDither = false
+    /// GIF: keep the frames decoded before a truncation instead of failing with `truncated`
+    /// (default off).
+    public var gifAllowPartial = false
+
+    /// Creates a spec; every argument has the documented default.
+    public init(
+        maxSide: Int = 1024, jpegQuality: Int = 85, pngCompressionLevel: Int = 1, jpegShrinkHeadroom: Double = 1.0
+    ) {
+        self.maxSide = maxSide
+        self.jpegQuality = jpegQuality
+        self.pngCompressionLevel = pngCompressionLevel
+        self.jpegShrinkHeadroom = jpegShrinkHeadroom
+    }
+
+    /// A stable text naming every field, recorded with stored renditions: a rendition is
+    /// reused only for the same URL and the same key. A test checks that each field changes it.
+    public var cacheKey: String {
+        var key = "max-side=\(maxSide),q=\(jpegQuality),png=\(pngCompressionLevel)"
+        key += ",headroom=\(jpegShrinkHeadroom),fancy=\(jpegFancyUpsampling ? 1 : 0)"
+        key += ",budget=\(decodedMemoryBudget.map(String.init) ?? "none")"
+        key += ",gif-frames=\(gifMaxFrames),gif-bytes=\(gifMaxBytes),gif-dither=\(gifDither ? 1 : 0)"
+        key += ",gif-partial=\(gifAllowPartial ? 1 : 0)"
+        return key
+    }
+
+    /// The longest side for a stored `width` × `height`: ``maxSide``, or less where the
+    /// decoded-memory budget asks for it.
+    public func maxSide(forWidth width: Int, height: Int) -> Int {
+        guard let budget = decodedMemoryBudget, width > 0, height > 0 else { return maxSide }
+        let fitted = Self.fit(width: width, height: height, into: maxSide)
+        let bytes = fitted.width * fitted.height * 4
+        guard bytes > budget else { return maxSide }
+        let scale = (Double(budget) / Double(bytes)).squareRoot()
+        return max(1, Int(Double(max(fitted.width, fitted.height)) * scale))
+    }
+
+    /// Output size for a stored `width` × `height`: fits the longest side (after the budget)
+    /// square, at least 1 × 1, never enlarged.
+    public func outputSize(width: Int, height: Int) -> (width: Int, height: Int) {
+        Self.fit(width: width, height: height, into: maxSide(forWidth: width, height: height))
+    }
+
+    /// `width` × `height` scaled to fit `side` × `side` (aspect kept, never enlarged, ≥ 1 × 1).
+    static func fit(width: Int, height: Int, into side: Int) -> (width: Int, height: Int) {
+        let longest = max(width, height)
+        guard longest > side else { return (width, height) }
+        let scale = Double(side) / Double(longest)
+        return (
+            max(1, min(side, Int((Double(width) * scale).rounded()))),
+            max(1, min(side, Int((Double(height) * scale).rounded())))
+        )
+    }
+}

@@ -1,0 +1,58 @@
+public import AttacheBase
+internal import CAttacheCodecs
+
+/// When a transform must stop: a point on the monotonic clock, which another thread may move
+/// to now (``cancel()``) so work for a payload that is already answered stops at once.
+///
+/// Decoders check it between row bands, the GIF renderer between frames, and libjpeg's
+/// progress monitor during progressive scans (through the same memory cell), so a transform
+/// whose deadline passes stops within one band or frame and throws `timed_out`.
+public final class WorkDeadline: Sendable {
+    /// The cell: CLOCK_MONOTONIC nanoseconds, 0 = none. Read and written atomically in C.
+    private nonisolated(unsafe) let cell: UnsafeMutablePointer<UInt64>
+
+    /// No deadline (but ``cancel()`` still stops the work).
+    public static var none: WorkDeadline { WorkDeadline(nanoseconds: 0) }
+
+    /// A deadline `budget` from now; nil means none.
+    public convenience init(budget: Duration?) {
+        guard let budget else {
+            self.init(nanoseconds: 0)
+            return
+        }
+        self.init(nanoseconds: att_monotonic_ns() &+ Self.nanoseconds(budget))
+    }
+
+    /// A deadline at `instant`.
+    public convenience init(_ instant: ContinuousClock.Instant) {
+        self.init(budget: ContinuousClock.now.duration(to: instant))
+    }
+
+    private init(nanoseconds: UInt64) {
+        cell = .allocate(capacity: 1)
+        cell.initialize(to: nanoseconds)
+    }
+
+    deinit { cell.deallocate() }
+
+    /// Moves the deadline to the past: every later check fails with `timed_out`.
+    public func cancel() { att_deadline_store(cell, 1) }
+
+    /// Whether the deadline has passed (or the work was cancelled).
+    public var hasExpired: Bool { att_deadline_passed(cell) != 0 }
+
+    /// Throws `timed_out` once the deadline has passed.
+    public func check() throws(AttacheError) {
+        if att_deadline_passed(cell) != 0 { throw AttacheError(.timedOut, "the transform's deadline passed") }
+    }
+
+    /// The cell libjpeg's progress monitor reads.
+    var pointer: UnsafePointer<UInt64> { UnsafePointer(cell) }
+
+    private static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 1 }
+        let (product, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? UInt64.max / 2 : max(1, product &+ UInt64(attoseconds / 1_000_000_000))
+    }
+}

@@ -1,0 +1,241 @@
+public import AttacheBase
+import Crypto
+import Glibc
+import Synchronization
+
+/// The managed attachment directory: content-addressed objects written atomically, metadata in
+/// SQLite, read only through scoped access tokens.
+///
+/// Layout under the root: `objects/ab/cdef….jpg` (named by SHA-256, extension from the sniffed
+/// kind), `tmp/` (writes in progress), `catalog.sqlite` (metadata), `keys.json` (token keys,
+/// mode 0600) and `store.lock` (serialises publishing and collection across processes).
+public final class AttachmentStore: Sendable {
+    /// The configuration the store was opened with.
+    public let configuration: StoreConfiguration
+    let catalog: Catalog
+    private let keys: Mutex<KeyRing>
+
+    /// Opens (creating when missing) the store at `configuration.root`.
+    public init(_ configuration: StoreConfiguration) throws(AttacheError) {
+        self.configuration = configuration
+        let root = configuration.root
+        try AtomicFile.makeDirectory(root, mode: 0o700)
+        try AtomicFile.makeDirectory(root + "/objects")
+        try AtomicFile.makeDirectory(root + "/tmp")
+        catalog = try Catalog(path: root + "/catalog.sqlite")
+        keys = Mutex(try KeyRing.loadOrCreate(at: configuration.keyFile ?? root + "/keys.json"))
+    }
+
+    /// The key ring in use.
+    public var keyRing: KeyRing { keys.withLock { $0 } }
+
+    var now: Int64 { configuration.clock() }
+
+    /// Absolute path of an object.
+    public func path(of attachment: StoredAttachment) -> String {
+        configuration.root + "/" + attachment.relativePath
+    }
+
+    // MARK: Writing
+
+    /// Stores `bytes` once: hashed, written to `tmp/`, fsynced, renamed into `objects/` and
+    /// recorded. Storing bytes already present extends their expiry and adds the source.
+    /// When the write would pass a quota, expired objects are collected first; if it still
+    /// would, the write fails with ``AttacheError/Code/storeFull`` and nothing is left behind.
+    public func put(
+        _ bytes: UnsafeRawBufferPointer,
+        metadata: ObjectMetadata,
+        source: SourceReference? = nil,
+        ttl: Int64? = nil
+    ) throws(AttacheError) -> StoredAttachment {
+        if let source, (source.url + source.spec + (source.etag ?? "") + (source.lastModified ?? "")).contains("\u{0}")
+        {
+            throw AttacheError(.invalidInput, "source fields must not contain NUL")
+        }
+        let id = AttachmentID(bytes: Array(SHA256.hash(data: bytes)))!
+        let now = self.now
+        let row = ObjectRow(
+            id: id.hex, kind: metadata.kind.rawValue, ext: metadata.kind.fileExtension,
+            bytes: Int64(bytes.count), width: metadata.width, height: metadata.height,
+            frames: metadata.frames, created: now, expires: now + (ttl ?? configuration.defaultTTL),
+            revokedBefore: 0, posterTime: metadata.posterTime)
+        let sourceRow = source.map {
+            SourceRow(
+                url: $0.url, spec: $0.spec, objectID: id.hex, etag: $0.etag,
+                lastModified: $0.lastModified, fetched: now)
+        }
+        let relative = ObjectLayout.relativePath(id: id.hex, fileExtension: metadata.kind.fileExtension)
+        let final = configuration.root + "/" + relative
+
+        // Write outside the store lock; the temp file stays locked while it is being written so
+        // collection never takes it.
+        let temp = configuration.root + "/tmp/\(UInt64.random(in: 0...UInt64.max)).part"
+        let fd = try AtomicFile.open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC)
+        var published = false
+        defer {
+            if !published { unlink(temp) }
+            Glibc.close(fd)
+        }
+        _ = try AtomicFile.lock(fd, exclusive: true)
+        try AtomicFile.writeAll(fd, bytes, path: temp)
+        try AtomicFile.sync(fd, temp)
+
+        let stored = try withStoreLock { () throws(AttacheError) -> ObjectRow in
+            if try catalog.object(id.hex) != nil, AtomicFile.exists(final) {
+                return try catalog.record(row, source: sourceRow)
+            }
+            try reserve(bytes: Int64(bytes.count), now: now)
+            let directory = AtomicFile.directory(of: final)
+            if !AtomicFile.exists(directory) {
+                try AtomicFile.makeDirectory(directory)
+                try AtomicFile.syncDirectory(configuration.root + "/objects")
+            }
+            try AtomicFile.rename(temp, final)
+            published = true
+            try AtomicFile.syncDirectory(directory)
+            return try catalog.record(row, source: sourceRow)
+        }
+        return try StoredAttachment(row: stored)
+    }
+
+    /// ``put(_:metadata:source:ttl:)`` for an array.
+    public func put(
+        _ bytes: [UInt8], metadata: ObjectMetadata, source: SourceReference? = nil, ttl: Int64? = nil
+    ) throws(AttacheError) -> StoredAttachment {
+        let result: Result<StoredAttachment, AttacheError> = bytes.withUnsafeBytes { raw in
+            Result { () throws(AttacheError) in try put(raw, metadata: metadata, source: source, ttl: ttl) }
+        }
+        return try result.get()
+    }
+
+    /// Fails with `storeFull` unless one more object of `bytes` fits, collecting first if needed.
+    private func reserve(bytes: Int64, now: Int64) throws(AttacheError) {
+        /// The quota the write would pass, or nil when it fits.
+        func passed() throws(AttacheError) -> AttacheError.Limit? {
+            let totals = try catalog.totals(at: now)
+            if totals.bytes + bytes > configuration.maxBytes { return .maxStoreBytes }
+            if totals.objects + 1 > configuration.maxObjects { return .maxStoreObjects }
+            return nil
+        }
+        guard try passed() != nil else { return }
+        _ = try collectLocked(dryRun: false, now: now)
+        if let quota = try passed() {
+            throw AttacheError(
+                .storeFull,
+                "storing \(bytes) bytes would pass the store quota of \(configuration.maxBytes) bytes"
+                    + " / \(configuration.maxObjects) objects",
+                limit: quota)
+        }
+    }
+
+    // MARK: Reading
+
+    /// The live attachment with this id, or `nil`.
+    public func attachment(_ id: AttachmentID) throws(AttacheError) -> StoredAttachment? {
+        guard let row = try catalog.object(id.hex), row.expires > now else { return nil }
+        return try StoredAttachment(row: row)
+    }
+
+    /// The live attachment made from `url` with `spec`, with its stored validators, so a
+    /// repeated request can skip fetch and resize (or re-fetch conditionally).
+    public func lookup(url: String, spec: String) throws(AttacheError) -> (StoredAttachment, SourceReference)? {
+        guard let (source, row) = try catalog.source(url: url, spec: spec), row.expires > now else {
+            return nil
+        }
+        let reference = SourceReference(
+            url: source.url, spec: source.spec, etag: source.etag, lastModified: source.lastModified)
+        return (try StoredAttachment(row: row), reference)
+    }
+
+    /// Issues a token that opens only `id`, until `ttl` seconds from now.
+    public func issueToken(for id: AttachmentID, ttl: Int64, scope: TokenScope = .read) throws(AttacheError) -> String {
+        guard try attachment(id) != nil else { throw AttacheError(.notFound, "no attachment \(id)") }
+        return keyRing.issue(for: id, scope: scope, ttl: ttl, now: now).token
+    }
+
+    /// Checks `token` for `id` without opening anything: the precise refusal, for logs.
+    public func authorize(
+        _ token: String, for id: AttachmentID, scope: TokenScope = .read
+    )
+        throws(AttacheError) -> Result<AccessToken, TokenRefusal>
+    {
+        let now = self.now
+        switch keyRing.check(token, opens: id, scope: scope, now: now) {
+        case .failure(let refusal):
+            return .failure(refusal)
+        case .success(let claims):
+            if let row = try catalog.object(id.hex), claims.issuedAt < row.revokedBefore {
+                return .failure(.revoked)
+            }
+            return .success(claims)
+        }
+    }
+
+    /// Opens `id` with `token` and starts a lease. Every refusal is
+    /// ``AttacheError/Code/accessDenied``; `onRefusal` hears the precise reason.
+    public func open(
+        _ id: AttachmentID,
+        token: String,
+        onRefusal: (TokenRefusal) -> Void = { _ in }
+    ) throws(AttacheError) -> AttachmentLease {
+        if case .failure(let refusal) = try authorize(token, for: id) {
+            onRefusal(refusal)
+            throw AttacheError(.accessDenied, "access denied")
+        }
+        guard let attachment = try attachment(id) else {
+            throw AttacheError(.notFound, "no attachment \(id)")
+        }
+        let path = path(of: attachment)
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw AttacheError(.notFound, "no attachment \(id)") }
+        _ = try? AtomicFile.lock(fd, exclusive: false)
+        // Collection may have unlinked the file between open and lock: then it is gone.
+        var opened = stat()
+        var current = stat()
+        guard fstat(fd, &opened) == 0, stat(path, &current) == 0, opened.st_ino == current.st_ino else {
+            Glibc.close(fd)
+            throw AttacheError(.notFound, "no attachment \(id)")
+        }
+        return AttachmentLease(attachment: attachment, path: path, descriptor: fd)
+    }
+
+    /// Refuses every token for `id` issued up to now (and within this second).
+    public func revokeTokens(for id: AttachmentID) throws(AttacheError) {
+        guard try catalog.revoke(id.hex, before: now + 1) else {
+            throw AttacheError(.notFound, "no attachment \(id)")
+        }
+    }
+
+    // MARK: Keys
+
+    /// Adds a new signing key and makes it current; older keys keep verifying.
+    public func rotateKeys() throws(AttacheError) -> KeyRing {
+        try updateKeys { $0.rotated() }
+    }
+
+    /// Retires a key: tokens it signed are refused from now on.
+    public func retireKey(_ id: UInt32) throws(AttacheError) -> KeyRing {
+        try updateKeys { ring throws(AttacheError) in try ring.retiring(id) }
+    }
+
+    private func updateKeys(_ change: (KeyRing) throws(AttacheError) -> KeyRing) throws(AttacheError) -> KeyRing {
+        try withStoreLock { () throws(AttacheError) -> KeyRing in
+            let path = configuration.keyFile ?? configuration.root + "/keys.json"
+            let updated = try change(try KeyRing.loadOrCreate(at: path))
+            try updated.save(to: path)
+            keys.withLock { $0 = updated }
+            return updated
+        }
+    }
+
+    // MARK: Locking
+
+    /// Runs `body` holding the store-wide lock (an flock on `store.lock`), which orders
+    /// publishing, collection and key changes across threads and processes.
+    func withStoreLock<T>(_ body: () throws(AttacheError) -> T) throws(AttacheError) -> T {
+        let fd = try AtomicFile.open(configuration.root + "/store.lock", O_RDWR | O_CREAT | O_CLOEXEC, mode: 0o600)
+        defer { Glibc.close(fd) }
+        _ = try AtomicFile.lock(fd, exclusive: true)
+        return try body()
+    }
+}

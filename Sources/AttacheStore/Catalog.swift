@@ -1,0 +1,171 @@
+internal import AttacheBase
+import GRDB
+
+/// One row per stored object.
+struct ObjectRow: Codable, Hashable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "object"
+
+    var id: String
+    var kind: String
+    var ext: String
+    var bytes: Int64
+    var width: Int?
+    var height: Int?
+    var frames: Int?
+    var created: Int64
+    var expires: Int64
+    var revokedBefore: Int64
+    var posterTime: Double? = nil
+
+    enum CodingKeys: String, CodingKey {
+        case id, kind, ext, bytes, width, height, frames, created, expires
+        case revokedBefore = "revoked_before"
+        case posterTime = "poster_time"
+    }
+}
+
+/// Where an object came from: one row per (source URL, rendition spec).
+struct SourceRow: Codable, Hashable, FetchableRecord, PersistableRecord {
+    static let databaseTableName = "source"
+
+    var url: String
+    var spec: String
+    var objectID: String
+    var etag: String?
+    var lastModified: String?
+    var fetched: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case url, spec, etag, fetched
+        case objectID = "object_id"
+        case lastModified = "last_modified"
+    }
+}
+
+/// The store's metadata in SQLite (WAL, through GRDB). Every process that opens the store
+/// shares it; writers wait up to 10 s for each other.
+final class Catalog: Sendable {
+    private let database: DatabaseQueue
+
+    init(path: String) throws(AttacheError) {
+        var configuration = Configuration()
+        configuration.journalMode = .wal
+        configuration.busyMode = .timeout(10)
+        configuration.foreignKeysEnabled = true
+        database = try Self.run { try DatabaseQueue(path: path, configuration: configuration) }
+        try Self.run { try Self.migrator.migrate(database) }
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.create(table: "object") { t in
+                t.primaryKey("id", .text)
+                t.column("kind", .text).notNull()
+                t.column("ext", .text).notNull()
+                t.column("bytes", .integer).notNull()
+                t.column("width", .integer)
+                t.column("height", .integer)
+                t.column("frames", .integer)
+                t.column("created", .integer).notNull()
+                t.column("expires", .integer).notNull().indexed()
+                t.column("revoked_before", .integer).notNull().defaults(to: 0)
+            }
+            try db.create(table: "source") { t in
+                t.column("url", .text).notNull()
+                t.column("spec", .text).notNull()
+                t.column("object_id", .text).notNull().indexed()
+                    .references("object", onDelete: .cascade)
+                t.column("etag", .text)
+                t.column("last_modified", .text)
+                t.column("fetched", .integer).notNull()
+                t.primaryKey(["url", "spec"])
+            }
+        }
+        migrator.registerMigration("v2: poster time") { db in
+            try db.alter(table: "object") { t in t.add(column: "poster_time", .double) }
+        }
+        return migrator
+    }
+
+    func object(_ id: String) throws(AttacheError) -> ObjectRow? {
+        try read { try ObjectRow.fetchOne($0, key: id) }
+    }
+
+    /// Inserts the object, or extends the expiry of the one already there.
+    func record(_ row: ObjectRow, source: SourceRow?) throws(AttacheError) -> ObjectRow {
+        try write { db in
+            var stored = row
+            if let existing = try ObjectRow.fetchOne(db, key: row.id) {
+                stored = existing
+                stored.expires = max(existing.expires, row.expires)
+                try stored.update(db)
+            } else {
+                try row.insert(db)
+            }
+            if let source { try source.upsert(db) }
+            return stored
+        }
+    }
+
+    func source(url: String, spec: String) throws(AttacheError) -> (SourceRow, ObjectRow)? {
+        try read { db in
+            guard let source = try SourceRow.fetchOne(db, key: ["url": url, "spec": spec]),
+                let object = try ObjectRow.fetchOne(db, key: source.objectID)
+            else { return nil }
+            return (source, object)
+        }
+    }
+
+    func expired(at now: Int64) throws(AttacheError) -> [ObjectRow] {
+        try read { try ObjectRow.filter(Column("expires") <= now).order(Column("expires")).fetchAll($0) }
+    }
+
+    func allObjects() throws(AttacheError) -> [ObjectRow] {
+        try read { try ObjectRow.order(Column("id")).fetchAll($0) }
+    }
+
+    func delete(_ id: String) throws(AttacheError) {
+        _ = try write { try ObjectRow.deleteOne($0, key: id) }
+    }
+
+    func revoke(_ id: String, before time: Int64) throws(AttacheError) -> Bool {
+        try write { db in
+            guard var row = try ObjectRow.fetchOne(db, key: id) else { return false }
+            row.revokedBefore = max(row.revokedBefore, time)
+            try row.update(db)
+            return true
+        }
+    }
+
+    /// Object count, bytes and expired count.
+    func totals(at now: Int64) throws(AttacheError) -> (objects: Int, bytes: Int64, expired: Int) {
+        try read { db in
+            let row = try Row.fetchOne(
+                db,
+                sql: "SELECT COUNT(*), COALESCE(SUM(bytes), 0), COALESCE(SUM(expires <= ?), 0) FROM object",
+                arguments: [now])!
+            return (row[0], row[1], row[2])
+        }
+    }
+
+    func sourceCount() throws(AttacheError) -> Int {
+        try read { try SourceRow.fetchCount($0) }
+    }
+
+    private func read<T>(_ body: (Database) throws -> T) throws(AttacheError) -> T {
+        try Self.run { try database.read(body) }
+    }
+
+    private func write<T>(_ body: (Database) throws -> T) throws(AttacheError) -> T {
+        try Self.run { try database.write(body) }
+    }
+
+    private static func run<T>(_ body: () throws -> T) throws(AttacheError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw AttacheError(.storeCorrupt, "catalog: \(error)")
+        }
+    }
+}

@@ -1,0 +1,149 @@
+// Thin C shims over libjpeg-turbo and libpng (giflib's are in attache_gif.h).
+//
+// Both libraries report errors by longjmp. Every function here that calls into them sets its
+// own jump point first, so a longjmp never crosses a Swift frame; failures come back as an
+// att_status code plus a message in att_error.
+#ifndef ATTACHE_CODECS_H
+#define ATTACHE_CODECS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// Outcome of a shim call. Stable values: the Swift side maps them to typed errors.
+typedef enum {
+    ATT_OK = 0,
+    ATT_ERR_CORRUPT = 1,
+    ATT_ERR_TRUNCATED = 2,
+    ATT_ERR_UNSUPPORTED = 3,
+    ATT_ERR_MEMORY_LIMIT = 4,
+    ATT_ERR_SCAN_LIMIT = 5,
+    ATT_ERR_DIMENSIONS = 6,
+    ATT_ERR_TIMEOUT = 7,
+    ATT_ERR_INTERNAL = 8,
+} att_status;
+
+typedef struct {
+    int32_t status;
+    char message[240];
+} att_error;
+
+/// Frees memory returned by the encoders.
+void att_free(void *pointer);
+
+/// Keeps freed large buffers in the heap for reuse (batch work decodes one file after another)
+/// instead of unmapping them and faulting fresh pages in for the next file.
+void att_tune_allocator_for_batch(void);
+
+/// Monotonic clock in nanoseconds (the clock deadlines are measured on).
+uint64_t att_monotonic_ns(void);
+
+/// A deadline cell: a CLOCK_MONOTONIC time in nanoseconds (0 = none), shared between the
+/// thread that decodes and one that may move it (to cancel, it is set to 1: long past).
+uint64_t att_deadline_load(const uint64_t *cell);
+void att_deadline_store(uint64_t *cell, uint64_t value);
+/// Whether the cell holds a deadline that has passed.
+int att_deadline_passed(const uint64_t *cell);
+
+// MARK: - JPEG decoding
+
+typedef struct att_jpeg_decoder att_jpeg_decoder;
+
+typedef struct {
+    /// Limit on libjpeg's own allocations (whole-image coefficient buffers); 0 = none.
+    uint64_t max_memory;
+    /// Progressive scans allowed before the decode is refused; 0 = none.
+    int32_t max_scans;
+    /// A deadline cell (see att_deadline_load) checked by the progress monitor; NULL = none.
+    const uint64_t *deadline;
+} att_jpeg_limits;
+
+typedef struct {
+    uint32_t width;
+    uint32_t height;
+    int32_t components;
+    /// 1 gray, 3 colour (YCbCr or RGB), 4 CMYK or YCCK.
+    int32_t color_family;
+    int32_t progressive;
+    int32_t multi_scan;
+    int32_t data_precision;
+    int32_t saw_adobe_marker;
+    /// Bytes the whole-image coefficient buffer needs when the file has several scans.
+    uint64_t coefficient_bytes;
+    /// The first APP1 segment that starts with "Exif\0\0" (owned by the decoder), or NULL.
+    const uint8_t *exif;
+    size_t exif_length;
+} att_jpeg_header;
+
+/// Reads the header of an in-memory JPEG. `data` must stay valid until the decoder is
+/// destroyed. Returns NULL and fills `error` on failure.
+att_jpeg_decoder *att_jpeg_open(
+    const uint8_t *data, size_t length, att_jpeg_limits limits, att_jpeg_header *header,
+    att_error *error);
+
+/// Starts decompression at scale `scale_num`/8 with 1 (gray) or 3 (RGB) output channels.
+/// `fancy_upsampling` 0 selects libjpeg's merged (box) chroma upsampling, which is faster.
+int32_t att_jpeg_start(
+    att_jpeg_decoder *decoder, int32_t scale_num, int32_t channels, int32_t fancy_upsampling, uint32_t *out_width,
+    uint32_t *out_height, att_error *error);
+
+/// Reads up to `max_rows` rows of `channels` bytes per pixel into `buffer`.
+int32_t att_jpeg_read_rows(
+    att_jpeg_decoder *decoder, uint8_t *buffer, size_t stride, int32_t max_rows,
+    int32_t *rows_read, att_error *error);
+
+/// Reads to the end of the image, reporting corrupt or missing trailing data.
+int32_t att_jpeg_finish(att_jpeg_decoder *decoder, att_error *error);
+
+void att_jpeg_close(att_jpeg_decoder *decoder);
+
+// MARK: - JPEG encoding
+
+/// Encodes `height` rows of 1 (gray) or 3 (RGB) channel pixels as a baseline JPEG with
+/// optimised Huffman tables and 4:2:0 chroma. On success `*output` is malloc'd (att_free).
+int32_t att_jpeg_encode(
+    const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
+    int32_t quality, uint8_t **output, size_t *output_length, att_error *error);
+
+// MARK: - PNG decoding
+
+typedef struct att_png_decoder att_png_decoder;
+
+typedef struct {
+    uint32_t width;
+    uint32_t height;
+    int32_t bit_depth;
+    int32_t color_type;
+    int32_t interlaced;
+    /// Channels per decoded pixel after expansion to 8 bits: 1 G, 2 GA, 3 RGB, 4 RGBA.
+    int32_t channels;
+    /// EXIF orientation from an eXIf chunk before the image data, 0 when absent.
+    int32_t orientation;
+} att_png_header;
+
+/// Reads the PNG signature and every chunk up to the image data. `data` must stay valid until
+/// the decoder is destroyed.
+att_png_decoder *att_png_open(
+    const uint8_t *data, size_t length, uint32_t max_width, uint32_t max_height,
+    att_png_header *header, att_error *error);
+
+/// Reads the next row of a non-interlaced image (`width * channels` bytes).
+int32_t att_png_read_row(att_png_decoder *decoder, uint8_t *row, att_error *error);
+
+/// Reads a whole interlaced image into `buffer` (`height` rows of `stride` bytes).
+int32_t att_png_read_image(
+    att_png_decoder *decoder, uint8_t *buffer, size_t stride, att_error *error);
+
+/// Reads the chunks after the image data up to IEND.
+int32_t att_png_finish(att_png_decoder *decoder, att_error *error);
+
+void att_png_close(att_png_decoder *decoder);
+
+// MARK: - PNG encoding
+
+/// Encodes 8-bit pixels with 1, 2, 3 or 4 channels (G, GA, RGB, RGBA) at zlib `level` with
+/// libpng's adaptive filters. On success `*output` is malloc'd (att_free).
+int32_t att_png_encode(
+    const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
+    int32_t level, uint8_t **output, size_t *output_length, att_error *error);
+
+#endif

@@ -1,0 +1,369 @@
+// libjpeg-turbo (classic libjpeg API) decode and encode. Every entry point sets its own
+// setjmp before calling libjpeg; warnings are fatal (djpeg -strict semantics).
+#include "attache_codecs.h"
+
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jpeglib.h>
+#include <jerror.h>
+
+// MARK: - Error manager
+
+typedef struct {
+    struct jpeg_error_mgr base;
+    jmp_buf jump;
+    int32_t status;
+    char message[240];
+} att_jpeg_error_mgr;
+
+static int32_t status_for_code(int code) {
+    switch (code) {
+    case JWRN_JPEG_EOF:
+    case JERR_INPUT_EOF:
+    case JERR_INPUT_EMPTY:
+        return ATT_ERR_TRUNCATED;
+    case JERR_BAD_PRECISION:
+    case JERR_SOF_UNSUPPORTED:
+    case JERR_NOT_COMPILED:
+    case JERR_ARITH_NOTIMPL:
+        return ATT_ERR_UNSUPPORTED;
+    case JERR_NO_BACKING_STORE:
+    case JERR_OUT_OF_MEMORY:
+        return ATT_ERR_MEMORY_LIMIT;
+    default:
+        return ATT_ERR_CORRUPT;
+    }
+}
+
+static void fail_with(j_common_ptr cinfo, int32_t status) {
+    att_jpeg_error_mgr *err = (att_jpeg_error_mgr *)cinfo->err;
+    if (err->status == ATT_OK) {
+        err->status = status;
+        (*cinfo->err->format_message)(cinfo, err->message);
+    }
+    longjmp(err->jump, 1);
+}
+
+static void on_error_exit(j_common_ptr cinfo) {
+    fail_with(cinfo, status_for_code(cinfo->err->msg_code));
+}
+
+static void on_emit_message(j_common_ptr cinfo, int msg_level) {
+    // Level -1 is a warning: corrupt entropy data, premature end of file, bad progression.
+    // libjpeg would pad the image with grey and carry on; we refuse instead.
+    if (msg_level < 0) {
+        fail_with(cinfo, status_for_code(cinfo->err->msg_code));
+    }
+}
+
+static void on_output_message(j_common_ptr cinfo) { (void)cinfo; }
+
+static void install_error_manager(att_jpeg_error_mgr *err) {
+    jpeg_std_error(&err->base);
+    err->base.error_exit = on_error_exit;
+    err->base.emit_message = on_emit_message;
+    err->base.output_message = on_output_message;
+    err->status = ATT_OK;
+    err->message[0] = 0;
+}
+
+static void copy_error(const att_jpeg_error_mgr *err, att_error *error) {
+    if (!error) return;
+    error->status = err->status == ATT_OK ? ATT_ERR_INTERNAL : err->status;
+    snprintf(error->message, sizeof error->message, "%s", err->message);
+}
+
+static void set_error(att_error *error, int32_t status, const char *message) {
+    if (!error) return;
+    error->status = status;
+    snprintf(error->message, sizeof error->message, "%s", message);
+}
+
+// MARK: - Decoder
+
+typedef struct {
+    struct jpeg_progress_mgr base;
+    int32_t max_scans;
+    const uint64_t *deadline;
+    unsigned calls;
+} att_progress_mgr;
+
+struct att_jpeg_decoder {
+    struct jpeg_decompress_struct cinfo;
+    att_jpeg_error_mgr err;
+    att_progress_mgr progress;
+    int32_t channels;
+    int32_t cmyk;
+    int32_t inverted_cmyk;
+    uint8_t *scratch;
+    JSAMPROW *rows;
+    int32_t rows_capacity;
+};
+
+static void on_progress(j_common_ptr cinfo) {
+    att_progress_mgr *progress = (att_progress_mgr *)cinfo->progress;
+    j_decompress_ptr dinfo = (j_decompress_ptr)cinfo;
+    if (progress->max_scans > 0 && dinfo->input_scan_number > progress->max_scans) {
+        att_jpeg_error_mgr *err = (att_jpeg_error_mgr *)cinfo->err;
+        err->status = ATT_ERR_SCAN_LIMIT;
+        snprintf(err->message, sizeof err->message, "more than %d progressive scans",
+                 progress->max_scans);
+        longjmp(err->jump, 1);
+    }
+    if (progress->deadline != NULL && (++progress->calls & 63) == 0 && att_deadline_passed(progress->deadline)) {
+        att_jpeg_error_mgr *err = (att_jpeg_error_mgr *)cinfo->err;
+        err->status = ATT_ERR_TIMEOUT;
+        snprintf(err->message, sizeof err->message, "decode deadline passed");
+        longjmp(err->jump, 1);
+    }
+}
+
+static uint64_t coefficient_bytes(j_decompress_ptr cinfo) {
+    uint64_t total = 0;
+    for (int i = 0; i < cinfo->num_components; i++) {
+        jpeg_component_info *comp = &cinfo->comp_info[i];
+        uint64_t h = comp->h_samp_factor > 0 ? (uint64_t)comp->h_samp_factor : 1;
+        uint64_t v = comp->v_samp_factor > 0 ? (uint64_t)comp->v_samp_factor : 1;
+        uint64_t wb = ((uint64_t)comp->width_in_blocks + h - 1) / h * h;
+        uint64_t hb = ((uint64_t)comp->height_in_blocks + v - 1) / v * v;
+        total += wb * hb * sizeof(JBLOCK);
+    }
+    return total;
+}
+
+static const uint8_t *find_exif(j_decompress_ptr cinfo, size_t *length) {
+    for (jpeg_saved_marker_ptr m = cinfo->marker_list; m != NULL; m = m->next) {
+        if (m->marker == JPEG_APP0 + 1 && m->data_length >= 6 &&
+            memcmp(m->data, "Exif\0\0", 6) == 0) {
+            *length = m->data_length;
+            return m->data;
+        }
+    }
+    *length = 0;
+    return NULL;
+}
+
+att_jpeg_decoder *att_jpeg_open(
+    const uint8_t *data, size_t length, att_jpeg_limits limits, att_jpeg_header *header,
+    att_error *error) {
+    if (length == 0) {
+        set_error(error, ATT_ERR_TRUNCATED, "empty input");
+        return NULL;
+    }
+    att_jpeg_decoder *d = calloc(1, sizeof *d);
+    if (!d) {
+        set_error(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
+        return NULL;
+    }
+    install_error_manager(&d->err);
+    d->cinfo.err = &d->err.base;
+    if (setjmp(d->err.jump)) {
+        copy_error(&d->err, error);
+        att_jpeg_close(d);
+        return NULL;
+    }
+    jpeg_create_decompress(&d->cinfo);
+    if (limits.max_memory > 0) {
+        d->cinfo.mem->max_memory_to_use = (long)limits.max_memory;
+    }
+    d->progress.base.progress_monitor = on_progress;
+    d->progress.max_scans = limits.max_scans;
+    d->progress.deadline = limits.deadline;
+    d->cinfo.progress = &d->progress.base;
+    jpeg_mem_src(&d->cinfo, data, (unsigned long)length);
+    // Only EXIF is kept (for orientation); every other marker is skipped unread.
+    jpeg_save_markers(&d->cinfo, JPEG_APP0 + 1, 0xFFFF);
+    jpeg_read_header(&d->cinfo, TRUE);
+
+    memset(header, 0, sizeof *header);
+    header->width = d->cinfo.image_width;
+    header->height = d->cinfo.image_height;
+    header->components = d->cinfo.num_components;
+    switch (d->cinfo.jpeg_color_space) {
+    case JCS_GRAYSCALE: header->color_family = 1; break;
+    case JCS_CMYK:
+    case JCS_YCCK: header->color_family = 4; break;
+    default: header->color_family = 3; break;
+    }
+    header->progressive = d->cinfo.progressive_mode ? 1 : 0;
+    header->multi_scan = jpeg_has_multiple_scans(&d->cinfo) ? 1 : 0;
+    header->data_precision = d->cinfo.data_precision;
+    header->saw_adobe_marker = d->cinfo.saw_Adobe_marker ? 1 : 0;
+    header->coefficient_bytes = header->multi_scan ? coefficient_bytes(&d->cinfo) : 0;
+    header->exif = find_exif(&d->cinfo, &header->exif_length);
+    d->cmyk = header->color_family == 4;
+    d->inverted_cmyk = d->cmyk && d->cinfo.saw_Adobe_marker;
+    return d;
+}
+
+int32_t att_jpeg_start(
+    att_jpeg_decoder *d, int32_t scale_num, int32_t channels, int32_t fancy_upsampling, uint32_t *out_width,
+    uint32_t *out_height, att_error *error) {
+    if (channels != 1 && channels != 3) {
+        set_error(error, ATT_ERR_INTERNAL, "channels must be 1 or 3");
+        return ATT_ERR_INTERNAL;
+    }
+    if (setjmp(d->err.jump)) {
+        copy_error(&d->err, error);
+        return error->status;
+    }
+    d->channels = channels;
+    d->cinfo.scale_num = (unsigned)(scale_num < 1 ? 1 : (scale_num > 8 ? 8 : scale_num));
+    d->cinfo.scale_denom = 8;
+    d->cinfo.dct_method = JDCT_ISLOW;
+    d->cinfo.do_fancy_upsampling = fancy_upsampling ? TRUE : FALSE;
+    if (channels == 1) {
+        d->cinfo.out_color_space = JCS_GRAYSCALE;
+    } else if (d->cmyk) {
+        d->cinfo.out_color_space = JCS_CMYK;
+    } else {
+        d->cinfo.out_color_space = JCS_RGB;
+    }
+    jpeg_start_decompress(&d->cinfo);
+    *out_width = d->cinfo.output_width;
+    *out_height = d->cinfo.output_height;
+    if (d->cinfo.out_color_space == JCS_CMYK) {
+        d->scratch = malloc((size_t)d->cinfo.output_width * 4);
+        if (!d->scratch) {
+            set_error(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
+            return ATT_ERR_MEMORY_LIMIT;
+        }
+    }
+    return ATT_OK;
+}
+
+static void cmyk_to_rgb(const uint8_t *src, uint8_t *dst, uint32_t width, int inverted) {
+    for (uint32_t x = 0; x < width; x++) {
+        unsigned c = src[4 * x], m = src[4 * x + 1], y = src[4 * x + 2], k = src[4 * x + 3];
+        if (!inverted) {
+            c = 255 - c; m = 255 - m; y = 255 - y; k = 255 - k;
+        }
+        // Adobe CMYK is stored inverted: the stored value is 255 - ink.
+        dst[3 * x] = (uint8_t)((c * k + 127) / 255);
+        dst[3 * x + 1] = (uint8_t)((m * k + 127) / 255);
+        dst[3 * x + 2] = (uint8_t)((y * k + 127) / 255);
+    }
+}
+
+int32_t att_jpeg_read_rows(
+    att_jpeg_decoder *d, uint8_t *buffer, size_t stride, int32_t max_rows, int32_t *rows_read,
+    att_error *error) {
+    *rows_read = 0;
+    if (setjmp(d->err.jump)) {
+        copy_error(&d->err, error);
+        return error->status;
+    }
+    if (d->cmyk && d->channels == 3) {
+        int32_t done = 0;
+        while (done < max_rows && d->cinfo.output_scanline < d->cinfo.output_height) {
+            JSAMPROW row = d->scratch;
+            JDIMENSION got = jpeg_read_scanlines(&d->cinfo, &row, 1);
+            if (got == 0) break;
+            cmyk_to_rgb(d->scratch, buffer + (size_t)done * stride, d->cinfo.output_width,
+                        d->inverted_cmyk);
+            done++;
+        }
+        *rows_read = done;
+        return ATT_OK;
+    }
+    if (d->rows_capacity < max_rows) {
+        free(d->rows);
+        d->rows = malloc(sizeof(JSAMPROW) * (size_t)max_rows);
+        if (!d->rows) {
+            d->rows_capacity = 0;
+            set_error(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
+            return ATT_ERR_MEMORY_LIMIT;
+        }
+        d->rows_capacity = max_rows;
+    }
+    int32_t done = 0;
+    while (done < max_rows && d->cinfo.output_scanline < d->cinfo.output_height) {
+        for (int32_t i = done; i < max_rows; i++) d->rows[i] = buffer + (size_t)i * stride;
+        JDIMENSION got = jpeg_read_scanlines(&d->cinfo, d->rows + done,
+                                             (JDIMENSION)(max_rows - done));
+        if (got == 0) break;
+        done += (int32_t)got;
+    }
+    *rows_read = done;
+    return ATT_OK;
+}
+
+int32_t att_jpeg_finish(att_jpeg_decoder *d, att_error *error) {
+    if (setjmp(d->err.jump)) {
+        copy_error(&d->err, error);
+        return error->status;
+    }
+    jpeg_finish_decompress(&d->cinfo);
+    return ATT_OK;
+}
+
+void att_jpeg_close(att_jpeg_decoder *d) {
+    if (!d) return;
+    // jpeg_destroy cannot fail, but guard anyway: an error here must not escape.
+    if (setjmp(d->err.jump) == 0) {
+        jpeg_destroy_decompress(&d->cinfo);
+    }
+    free(d->scratch);
+    free(d->rows);
+    free(d);
+}
+
+// MARK: - Encoder
+
+int32_t att_jpeg_encode(
+    const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
+    int32_t quality, uint8_t **output, size_t *output_length, att_error *error) {
+    *output = NULL;
+    *output_length = 0;
+    if (channels != 1 && channels != 3) {
+        set_error(error, ATT_ERR_INTERNAL, "channels must be 1 or 3");
+        return ATT_ERR_INTERNAL;
+    }
+    struct jpeg_compress_struct cinfo;
+    att_jpeg_error_mgr err;
+    // Volatile: these change after setjmp and are read after a longjmp.
+    unsigned char *volatile buffer = NULL;
+    volatile unsigned long size = 0;
+    install_error_manager(&err);
+    cinfo.err = &err.base;
+    if (setjmp(err.jump)) {
+        copy_error(&err, error);
+        jpeg_destroy_compress(&cinfo);
+        free(buffer);
+        return error->status;
+    }
+    jpeg_create_compress(&cinfo);
+    jpeg_mem_dest(&cinfo, (unsigned char **)&buffer, (unsigned long *)&size);
+    cinfo.image_width = width;
+    cinfo.image_height = height;
+    cinfo.input_components = channels;
+    cinfo.in_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    jpeg_set_defaults(&cinfo);
+    jpeg_set_quality(&cinfo, quality < 1 ? 1 : (quality > 100 ? 100 : quality), TRUE);
+    cinfo.optimize_coding = TRUE;
+    cinfo.dct_method = JDCT_ISLOW;
+    if (channels == 3) {
+        // 4:2:0: luma 2x2, chroma 1x1.
+        cinfo.comp_info[0].h_samp_factor = 2;
+        cinfo.comp_info[0].v_samp_factor = 2;
+        cinfo.comp_info[1].h_samp_factor = 1;
+        cinfo.comp_info[1].v_samp_factor = 1;
+        cinfo.comp_info[2].h_samp_factor = 1;
+        cinfo.comp_info[2].v_samp_factor = 1;
+    }
+    cinfo.write_JFIF_header = TRUE;
+    jpeg_start_compress(&cinfo, TRUE);
+    while (cinfo.next_scanline < cinfo.image_height) {
+        JSAMPROW row = (JSAMPROW)(pixels + (size_t)cinfo.next_scanline * stride);
+        jpeg_write_scanlines(&cinfo, &row, 1);
+    }
+    jpeg_finish_compress(&cinfo);
+    jpeg_destroy_compress(&cinfo);
+    *output = buffer;
+    *output_length = size;
+    return ATT_OK;
+}

@@ -1,0 +1,464 @@
+// libcurl shim: one att_transfer per request, with its options, its collected body and the
+// callbacks that enforce the fetch policy. See attache_fetch.h.
+#include "attache_fetch.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+struct att_transfer {
+    CURL *easy;
+    struct curl_slist *resolve;
+    struct curl_slist *headers;
+    uint8_t *body;
+    size_t size;
+    size_t capacity;
+    int64_t max_bytes;
+    int64_t category_caps[4];
+    int32_t address_flags;
+    int32_t sniff_bytes;
+    int sniffed;
+    att_sniff_fn sniff;
+    int32_t kind;
+    att_media_category cap_category;
+    att_abort_reason abort_reason;
+    atomic_int cancelled;
+    uint64_t tag;
+    char **allowed_hosts;
+    char detail[96];
+    char error[CURL_ERROR_SIZE];
+};
+
+static void set_detail(att_transfer *t, const char *text) {
+    snprintf(t->detail, sizeof t->detail, "%s", text);
+}
+
+static int run_sniff(att_transfer *t) {
+    t->sniffed = 1;
+    if (t->sniff == NULL) return 0;
+    char name[64] = {0};
+    int32_t kind = -1;
+    att_media_category category = t->sniff(t->body, t->size, &kind, name, sizeof name);
+    if (category <= ATT_CATEGORY_NONE || category > ATT_CATEGORY_VIDEO) {
+        t->abort_reason = ATT_ABORT_UNSUPPORTED_TYPE;
+        set_detail(t, name);
+        return 1;
+    }
+    t->kind = kind;
+    // Now the kind is known, its own cap applies to the declared length and to what streams.
+    int64_t cap = t->category_caps[category];
+    if (cap > 0 && (t->max_bytes <= 0 || cap < t->max_bytes)) {
+        t->max_bytes = cap;
+        t->cap_category = category;
+    }
+    curl_off_t length = -1;
+    curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+    if (t->max_bytes > 0 && ((int64_t)t->size > t->max_bytes || (int64_t)length > t->max_bytes)) {
+        t->abort_reason = ATT_ABORT_TOO_LARGE;
+        return 1;
+    }
+    return 0;
+}
+
+static size_t on_write(char *data, size_t size, size_t count, void *user) {
+    att_transfer *t = user;
+    size_t n = size * count;
+    if (t->max_bytes > 0 && (int64_t)(t->size + n) > t->max_bytes) {
+        t->abort_reason = ATT_ABORT_TOO_LARGE;
+        return CURL_WRITEFUNC_ERROR;
+    }
+    if (t->size + n > t->capacity) {
+        size_t capacity = t->capacity ? t->capacity : 64 * 1024;
+        if (t->capacity == 0) {
+            // Size the buffer once from a declared length (already checked against the cap).
+            curl_off_t length = -1;
+            curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+            if (length > 0 && (size_t)length >= n) capacity = (size_t)length;
+        }
+        while (capacity < t->size + n) capacity *= 2;
+        if (t->max_bytes > 0 && capacity > (size_t)t->max_bytes) capacity = (size_t)t->max_bytes;
+        uint8_t *grown = realloc(t->body, capacity);
+        if (grown == NULL) return CURL_WRITEFUNC_ERROR;
+        t->body = grown;
+        t->capacity = capacity;
+    }
+    memcpy(t->body + t->size, data, n);
+    t->size += n;
+    if (!t->sniffed && t->sniff_bytes > 0 && t->size >= (size_t)t->sniff_bytes && run_sniff(t)) {
+        return CURL_WRITEFUNC_ERROR;
+    }
+    return n;
+}
+
+// Every connection, redirects and retries included, passes here with the resolved peer
+// address, so a hostname that resolves (or re-resolves) to a denied address never connects.
+static curl_socket_t on_open_socket(void *user, curlsocktype purpose, struct curl_sockaddr *address) {
+    att_transfer *t = user;
+    (void)purpose;
+    const char *rule = "not an IP address";
+    if (address->family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&address->addr;
+        rule = att_address_denied(AF_INET, (const uint8_t *)&in->sin_addr, t->address_flags);
+    } else if (address->family == AF_INET6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&address->addr;
+        rule = att_address_denied(AF_INET6, in6->sin6_addr.s6_addr, t->address_flags);
+    }
+    if (rule != NULL) {
+        t->abort_reason = ATT_ABORT_BLOCKED_ADDRESS;
+        set_detail(t, rule);
+        return CURL_SOCKET_BAD;
+    }
+    return socket(address->family, address->socktype, address->protocol);
+}
+
+static int host_allowed(char **allowed, const char *host) {
+    for (; *allowed != NULL; allowed++) {
+        const char *rule = *allowed;
+        if (strcasecmp(rule, host) == 0) return 1;
+        if (rule[0] == '*' && rule[1] == '.') {
+            size_t hl = strlen(host), sl = strlen(rule + 1);
+            if (hl > sl && strcasecmp(host + hl - sl, rule + 1) == 0) return 1;
+        }
+    }
+    return 0;
+}
+
+// Called before each request is sent (first hop and every redirect, on a new or reused
+// connection): the hop's URL must carry no userinfo and name an allowed host.
+static int on_prereq(void *user, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+                     int conn_local_port) {
+    att_transfer *t = user;
+    (void)conn_primary_ip, (void)conn_local_ip, (void)conn_primary_port, (void)conn_local_port;
+    char *url = NULL;
+    curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
+    att_url_parts parts;
+    char error[256];
+    if (url == NULL || att_url_parse(url, &parts, error) != 0) {
+        t->abort_reason = ATT_ABORT_USERINFO;
+        set_detail(t, "unparseable hop");
+        return CURL_PREREQFUNC_ABORT;
+    }
+    if (parts.has_userinfo) {
+        t->abort_reason = ATT_ABORT_USERINFO;
+        set_detail(t, "userinfo in URL");
+        return CURL_PREREQFUNC_ABORT;
+    }
+    if (t->allowed_hosts != NULL && !host_allowed(t->allowed_hosts, parts.host)) {
+        t->abort_reason = ATT_ABORT_HOST_NOT_ALLOWED;
+        set_detail(t, parts.host);
+        return CURL_PREREQFUNC_ABORT;
+    }
+    return CURL_PREREQFUNC_OK;
+}
+
+int32_t att_url_parse(const char *url, att_url_parts *parts, char *error) {
+    memset(parts, 0, sizeof *parts);
+    CURLU *u = curl_url();
+    if (u == NULL) {
+        snprintf(error, 256, "out of memory");
+        return -1;
+    }
+    CURLUcode rc = curl_url_set(u, CURLUPART_URL, url, 0);
+    if (rc != CURLUE_OK) {
+        snprintf(error, 256, "%s", curl_url_strerror(rc));
+        curl_url_cleanup(u);
+        return -1;
+    }
+    char *value = NULL;
+    if (curl_url_get(u, CURLUPART_SCHEME, &value, 0) == CURLUE_OK) {
+        snprintf(parts->scheme, sizeof parts->scheme, "%s", value);
+        curl_free(value);
+    }
+    if (curl_url_get(u, CURLUPART_HOST, &value, 0) == CURLUE_OK) {
+        snprintf(parts->host, sizeof parts->host, "%s", value);
+        curl_free(value);
+    }
+    if (curl_url_get(u, CURLUPART_USER, &value, 0) == CURLUE_OK) {
+        parts->has_userinfo = 1;
+        curl_free(value);
+    }
+    if (curl_url_get(u, CURLUPART_PASSWORD, &value, 0) == CURLUE_OK) {
+        parts->has_userinfo = 1;
+        curl_free(value);
+    }
+    if (curl_url_get(u, CURLUPART_PORT, &value, CURLU_DEFAULT_PORT) == CURLUE_OK) {
+        parts->port = atoi(value);
+        curl_free(value);
+    }
+    curl_url_cleanup(u);
+    return 0;
+}
+
+static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
+    att_transfer *t = user;
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    if (atomic_load(&t->cancelled)) {
+        t->abort_reason = ATT_ABORT_CANCELLED;
+        return 1;
+    }
+    return 0;
+}
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static void global_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+#define SET(option, value)                                                                     \
+    do {                                                                                       \
+        CURLcode rc_ = curl_easy_setopt(t->easy, option, value);                               \
+        if (rc_ != CURLE_OK) {                                                                 \
+            snprintf(error, 256, "%s: %s", #option, curl_easy_strerror(rc_));                  \
+            att_transfer_free(t);                                                              \
+            return NULL;                                                                       \
+        }                                                                                      \
+    } while (0)
+
+att_transfer *att_transfer_new(const att_transfer_options *o, char *error) {
+    pthread_once(&global_once, global_init);
+    att_transfer *t = calloc(1, sizeof *t);
+    if (t == NULL) {
+        snprintf(error, 256, "out of memory");
+        return NULL;
+    }
+    t->easy = curl_easy_init();
+    if (t->easy == NULL) {
+        snprintf(error, 256, "curl_easy_init failed");
+        free(t);
+        return NULL;
+    }
+    t->max_bytes = o->max_bytes;
+    t->category_caps[1] = o->max_image_bytes;
+    t->category_caps[2] = o->max_audio_bytes;
+    t->category_caps[3] = o->max_video_bytes;
+    t->address_flags = o->address_flags;
+    t->sniff_bytes = o->sniff_bytes;
+    t->sniff = o->sniff;
+    t->kind = -1;
+    atomic_init(&t->cancelled, 0);
+    if (o->allowed_hosts != NULL) {
+        size_t n = 0;
+        while (o->allowed_hosts[n] != NULL) n++;
+        t->allowed_hosts = calloc(n + 1, sizeof(char *));
+        for (size_t i = 0; t->allowed_hosts != NULL && i < n; i++) t->allowed_hosts[i] = strdup(o->allowed_hosts[i]);
+    }
+
+    SET(CURLOPT_URL, o->url);
+    SET(CURLOPT_PRIVATE, (void *)t);
+    SET(CURLOPT_ERRORBUFFER, t->error);
+    SET(CURLOPT_NOSIGNAL, 1L);
+    SET(CURLOPT_PROTOCOLS_STR, o->protocols);
+    SET(CURLOPT_REDIR_PROTOCOLS_STR, o->protocols);
+    SET(CURLOPT_FOLLOWLOCATION, o->max_redirects > 0 ? 1L : 0L);
+    SET(CURLOPT_MAXREDIRS, (long)o->max_redirects);
+    SET(CURLOPT_CONNECTTIMEOUT_MS, (long)o->connect_timeout_ms);
+    SET(CURLOPT_TIMEOUT_MS, (long)o->total_timeout_ms);
+    SET(CURLOPT_LOW_SPEED_LIMIT, (long)o->low_speed_bytes);
+    SET(CURLOPT_LOW_SPEED_TIME, (long)o->low_speed_seconds);
+    if (o->max_bytes > 0) SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)o->max_bytes);
+    SET(CURLOPT_USERAGENT, o->user_agent);
+    SET(CURLOPT_FAILONERROR, 1L);
+    SET(CURLOPT_SSL_VERIFYPEER, 1L);
+    SET(CURLOPT_SSL_VERIFYHOST, 2L);
+    if (o->ca_file != NULL) SET(CURLOPT_CAINFO, o->ca_file);
+    // "" disables proxies, including the http_proxy/https_proxy/all_proxy environment.
+    SET(CURLOPT_PROXY, o->proxy != NULL ? o->proxy : "");
+    SET(CURLOPT_WRITEFUNCTION, on_write);
+    SET(CURLOPT_WRITEDATA, (void *)t);
+    SET(CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+    SET(CURLOPT_OPENSOCKETDATA, (void *)t);
+    SET(CURLOPT_XFERINFOFUNCTION, on_progress);
+    SET(CURLOPT_XFERINFODATA, (void *)t);
+    SET(CURLOPT_NOPROGRESS, 0L);
+    SET(CURLOPT_PREREQFUNCTION, on_prereq);
+    SET(CURLOPT_PREREQDATA, (void *)t);
+    // The body is never decompressed: no Accept-Encoding is sent and none is honoured.
+    SET(CURLOPT_HTTP_CONTENT_DECODING, 0L);
+    SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    // Prefer waiting for an HTTP/2 connection to multiplex on over opening another one.
+    if (strncasecmp(o->url, "https:", 6) == 0) SET(CURLOPT_PIPEWAIT, 1L);
+    SET(CURLOPT_TCP_NODELAY, 1L);
+    // 128 KiB receive buffer (the curl tool uses 100 KiB): fewer recv calls and ACK rounds.
+    SET(CURLOPT_BUFFERSIZE, 128L * 1024);
+    for (const char *const *entry = o->resolve; entry != NULL && *entry != NULL; entry++) {
+        struct curl_slist *next = curl_slist_append(t->resolve, *entry);
+        if (next == NULL) break;
+        t->resolve = next;
+    }
+    if (t->resolve != NULL) SET(CURLOPT_RESOLVE, t->resolve);
+    for (const char *const *entry = o->headers; entry != NULL && *entry != NULL; entry++) {
+        struct curl_slist *next = curl_slist_append(t->headers, *entry);
+        if (next == NULL) break;
+        t->headers = next;
+    }
+    if (t->headers != NULL) SET(CURLOPT_HTTPHEADER, t->headers);
+    return t;
+}
+
+void att_transfer_free(att_transfer *t) {
+    if (t == NULL) return;
+    if (t->easy != NULL) curl_easy_cleanup(t->easy);
+    curl_slist_free_all(t->resolve);
+    curl_slist_free_all(t->headers);
+    for (char **host = t->allowed_hosts; host != NULL && *host != NULL; host++) free(*host);
+    free(t->allowed_hosts);
+    free(t->body);
+    free(t);
+}
+
+void att_transfer_cancel(att_transfer *t) { atomic_store(&t->cancelled, 1); }
+
+void att_transfer_set_tag(att_transfer *t, uint64_t tag) { t->tag = tag; }
+uint64_t att_transfer_tag(att_transfer *t) { return t->tag; }
+
+int32_t att_transfer_perform(att_transfer *t) { return (int32_t)curl_easy_perform(t->easy); }
+
+static void copy_header(CURL *easy, const char *name, char *out, size_t capacity) {
+    struct curl_header *header = NULL;
+    out[0] = 0;
+    if (curl_easy_header(easy, name, 0, CURLH_HEADER, -1, &header) == CURLHE_OK && header != NULL) {
+        snprintf(out, capacity, "%s", header->value);
+    }
+}
+
+static att_fetch_failure classify(int32_t code) {
+    switch ((CURLcode)code) {
+    case CURLE_OK: return ATT_FAILURE_NONE;
+    case CURLE_UNSUPPORTED_PROTOCOL: return ATT_FAILURE_SCHEME;
+    case CURLE_URL_MALFORMAT: return ATT_FAILURE_URL;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY: return ATT_FAILURE_DNS;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SEND_ERROR: return ATT_FAILURE_CONNECT;
+    case CURLE_RECV_ERROR: return ATT_FAILURE_RECEIVE;
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM: return ATT_FAILURE_PARTIAL;
+    case CURLE_HTTP_RETURNED_ERROR: return ATT_FAILURE_HTTP_STATUS;
+    case CURLE_OPERATION_TIMEDOUT: return ATT_FAILURE_TIMEOUT;
+    case CURLE_TOO_MANY_REDIRECTS: return ATT_FAILURE_TOO_MANY_REDIRECTS;
+    case CURLE_FILESIZE_EXCEEDED: return ATT_FAILURE_FILE_SIZE;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS: return ATT_FAILURE_TLS;
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_BAD_CONTENT_ENCODING: return ATT_FAILURE_BAD_RESPONSE;
+    case CURLE_ABORTED_BY_CALLBACK: return ATT_FAILURE_ABORTED;
+    default: return ATT_FAILURE_OTHER;
+    }
+}
+
+void att_transfer_result_fill(att_transfer *t, int32_t curl_code, att_transfer_result *r) {
+    memset(r, 0, sizeof *r);
+    // A body that ends cleanly but shorter than the early-check length is checked now.
+    if (curl_code == CURLE_OK && !t->sniffed && t->sniff_bytes > 0 && t->size > 0 && run_sniff(t)) {
+        curl_code = CURLE_WRITE_ERROR;
+    }
+    r->curl_code = curl_code;
+    r->failure = classify(curl_code);
+    r->abort_reason = t->abort_reason;
+    r->cap_category = t->cap_category;
+    r->kind = t->kind;
+    long status = 0, redirects = 0;
+    curl_off_t length = -1;
+    double seconds = 0;
+    char *url = NULL, *type = NULL, *ip = NULL;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_COUNT, &redirects);
+    curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+    curl_easy_getinfo(t->easy, CURLINFO_TOTAL_TIME, &seconds);
+    curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
+    curl_easy_getinfo(t->easy, CURLINFO_CONTENT_TYPE, &type);
+    curl_easy_getinfo(t->easy, CURLINFO_PRIMARY_IP, &ip);
+    r->http_status = status;
+    r->redirects = redirects;
+    r->content_length = length;
+    r->total_seconds = seconds;
+    snprintf(r->detail, sizeof r->detail, "%s", t->detail);
+    snprintf(r->error, sizeof r->error, "%s", t->error[0] ? t->error : curl_easy_strerror(curl_code));
+    if (url) snprintf(r->effective_url, sizeof r->effective_url, "%s", url);
+    if (type) snprintf(r->content_type, sizeof r->content_type, "%s", type);
+    if (ip) snprintf(r->primary_ip, sizeof r->primary_ip, "%s", ip);
+    copy_header(t->easy, "ETag", r->etag, sizeof r->etag);
+    copy_header(t->easy, "Last-Modified", r->last_modified, sizeof r->last_modified);
+}
+
+uint8_t *att_transfer_take_body(att_transfer *t, size_t *count) {
+    uint8_t *body = t->body;
+    *count = t->size;
+    t->body = NULL;
+    t->size = t->capacity = 0;
+    return body;
+}
+
+// MARK: - Multi
+
+struct att_multi {
+    CURLM *handle;
+};
+
+att_multi *att_multi_new(int32_t max_host_connections, int32_t max_total_connections) {
+    att_multi *m = calloc(1, sizeof *m);
+    if (m == NULL) return NULL;
+    pthread_once(&global_once, global_init);
+    m->handle = curl_multi_init();
+    if (m->handle == NULL) {
+        free(m);
+        return NULL;
+    }
+    curl_multi_setopt(m->handle, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(m->handle, CURLMOPT_MAX_HOST_CONNECTIONS, (long)max_host_connections);
+    curl_multi_setopt(m->handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)max_total_connections);
+    return m;
+}
+
+void att_multi_free(att_multi *m) {
+    if (m == NULL) return;
+    curl_multi_cleanup(m->handle);
+    free(m);
+}
+
+int32_t att_multi_add(att_multi *m, att_transfer *t) {
+    return curl_multi_add_handle(m->handle, t->easy) == CURLM_OK ? 0 : -1;
+}
+
+int32_t att_multi_run(att_multi *m, int32_t timeout_ms) {
+    // Wait first, then drive: every transfer finished by this perform is read by the caller
+    // before the next wait, so a finished transfer never sits behind a poll timeout. Newly
+    // added transfers carry an expire-now timer, so the wait returns at once for them.
+    int running = 0;
+    if (curl_multi_poll(m->handle, NULL, 0, timeout_ms, NULL) != CURLM_OK) return -1;
+    if (curl_multi_perform(m->handle, &running) != CURLM_OK) return -1;
+    return running;
+}
+
+att_transfer *att_multi_next_done(att_multi *m, int32_t *curl_code) {
+    int queued = 0;
+    CURLMsg *message;
+    while ((message = curl_multi_info_read(m->handle, &queued)) != NULL) {
+        if (message->msg != CURLMSG_DONE) continue;
+        att_transfer *t = NULL;
+        curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&t);
+        *curl_code = (int32_t)message->data.result;
+        curl_multi_remove_handle(m->handle, message->easy_handle);
+        return t;
+    }
+    return NULL;
+}
+
+void att_multi_wakeup(att_multi *m) { curl_multi_wakeup(m->handle); }
+
+const char *att_curl_version(void) { return curl_version(); }
