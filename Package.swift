@@ -92,7 +92,7 @@ let package = Package(
         // child-process runners, seeded generators, the corpus and fixtures.
         .target(
             name: "AttacheTestSupport",
-            dependencies: ["AttacheBase", "AttacheFetch", "CAttacheTestSupport"],
+            dependencies: ["AttacheBase", "AttacheFetch", "AttacheMedia", "CAttacheCodecs", "CAttacheTestSupport"],
             path: "Tests/AttacheTestSupport"
         ),
         .target(name: "CAttacheTestSupport", path: "Tests/CAttacheTestSupport"),

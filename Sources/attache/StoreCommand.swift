@@ -185,7 +185,8 @@ struct StoreCommand: ParsableCommand {
         }
     }
 
-    /// Writes random objects as fast as it can; the crash-safety tests kill it mid-write.
+    /// Writes random objects as fast as it can, printing a line as each is stored; the
+    /// crash-safety tests kill it mid-write once it has reported writing.
     struct Storm: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write random objects in a loop (crash-safety testing).", shouldDisplay: false)
@@ -205,7 +206,8 @@ struct StoreCommand: ParsableCommand {
                         for j in 0..<min(8, bytes.count - i) { bytes[i + j] = word[j] }
                     }
                 }
-                _ = try store.put(bytes, metadata: ObjectMetadata(kind: .jpeg), ttl: 3600)
+                let stored = try store.put(bytes, metadata: ObjectMetadata(kind: .jpeg), ttl: 3600)
+                FileHandle.standardOutput.write(Data("stored \(stored.id)\n".utf8))
             }
         }
     }

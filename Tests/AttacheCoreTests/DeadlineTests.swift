@@ -90,4 +90,37 @@ struct DeadlineTests {
         #expect(late.isEmpty, "\(late.count) of 200 runs late or incomplete: \(late.prefix(10))")
         print("deadline: 200 runs with a hanging host, 300 ms deadline, slowest returned after \(worst)")
     }
+
+    /// A 60-frame GIF whose payload has 50 ms: the answer says `timed_out`, and the work on
+    /// the blocking pool stops with it. "Stops" is measured in CPU time the job spent after the
+    /// deadline (at most its CPU time minus the wall time it had before the deadline), which a
+    /// loaded machine cannot inflate; the wall time is printed.
+    @Test func aGIFPastItsDeadlineStopsOnThePool() async throws {
+        let animation = try gradientAnimation(width: 128, height: 96, frames: 60)
+        let server = try TestHTTPServer()
+        server.route("/anim.gif") { _, c in c.respond(headers: ["Content-Type": "image/gif"], body: animation) }
+        let directory = try TemporaryDirectory()
+        let pipeline = try makePipeline(directory) { $0.rendition.maxSide = 64 }
+        #expect(OffPool.waitUntilIdle(timeout: .seconds(30)), "nothing else is on the pool")
+
+        let start = ContinuousClock.now
+        let deadline = start + .milliseconds(50)
+        let result = await pipeline.process(
+            payload(["image": JSONValue.quote(server.url("/anim.gif"))]), deadline: deadline)
+        let answered = ContinuousClock.now
+        let outcome = try #require(result.outcomes.first)
+        #expect(outcome.error?.code == .timedOut, "\(String(describing: outcome.error))")
+        #expect(result.bestAttempt && result.passedThrough)
+
+        #expect(OffPool.waitUntilIdle(timeout: .seconds(30)), "the transform ended")
+        #expect(OffPool.inFlight == 0)
+        let job = try #require(OffPool.lastJob)
+        #expect(job.started > start, "the GIF reached the blocking pool before its deadline")
+        let wallBeforeDeadline = max(.zero, deadline - job.started)
+        let cpuAfterDeadline = job.cpu - wallBeforeDeadline
+        #expect(cpuAfterDeadline <= .milliseconds(20), "the job ran \(cpuAfterDeadline) of CPU past its deadline")
+        print(
+            "deadline: 60-frame GIF, 50 ms deadline: answered after \(answered - start), pool job ended "
+                + "\(job.finished - deadline) after the deadline, \(cpuAfterDeadline) CPU past it")
+    }
 }

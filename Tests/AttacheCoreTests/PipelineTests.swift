@@ -172,6 +172,23 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
         #expect(small.trimmed.isEmpty && small.payload.count <= 4096)
     }
 
+    /// A stored rendition is reused only for the spec that made it: changing any field of the
+    /// rendition spec fetches and transforms again.
+    @Test func everyRenditionFieldMissesTheCache() async throws {
+        let input = payload(["image": JSONValue.quote(server.url("/gray.jpg"))])
+        let base = try makePipeline(directory)
+        _ = await base.process(input)
+        #expect(await base.process(input).outcomes.first?.cached == true, "the same spec reuses the rendition")
+        for (field, change) in renditionSpecVariants {
+            let fetched = server.count("/gray.jpg")
+            let variant = try makePipeline(directory) { change(&$0.rendition) }
+            let first = try #require(await variant.process(input).outcomes.first)
+            #expect(first.attachment != nil && !first.cached, "\(field) changed: a new rendition")
+            #expect(server.count("/gray.jpg") == fetched + 1, "\(field) changed: fetched again")
+            #expect(await variant.process(input).outcomes.first?.cached == true, "\(field): the same spec hits")
+        }
+    }
+
     @Test func decodedMemoryBudgetShrinksImages() async throws {
         let pipeline = try makePipeline(directory) { $0.rendition.decodedMemoryBudget = 200 * 200 * 4 }
         let result = await pipeline.process(payload(["image": JSONValue.quote(server.url("/waterfall-rotated.jpg"))]))

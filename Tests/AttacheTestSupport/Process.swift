@@ -17,3 +17,10 @@ public func residentBytes() -> Int {
     let fields = statm.split(separator: " ")
     return (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
+
+/// CPU time the calling thread has used (it does not grow while the thread waits for a core).
+public func threadCPUTime() -> Duration {
+    var now = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+    return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
+}

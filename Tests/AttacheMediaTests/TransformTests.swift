@@ -1,0 +1,69 @@
+import AttacheBase
+import AttacheTestSupport
+import Foundation
+import Testing
+
+@testable import AttacheMedia
+
+/// The transform stage's one entry point.
+@Suite struct TransformTests {
+    @Test func eachKindTakesItsPath() throws {
+        let deadline = WorkDeadline.none
+        for (name, kind) in [("gray.jpg", MediaKind.jpeg), ("palette-transparent.png", .png), ("tone.wav", .wav)] {
+            let bytes = try MediaBytes(contentsOfFile: Paths.samples + "/" + name)
+            let validated = try MediaValidator.validate(bytes)
+            #expect(validated.kind == kind)
+            let out = try MediaTransform.apply(
+                validated, spec: RenditionSpec(maxSide: 64), limits: .default, deadline: deadline)
+            #expect(out.kind == kind)
+            if kind.category == .image {
+                #expect(max(out.width ?? 0, out.height ?? 0) == 64 && out.frames == 1)
+                #expect(try Sniffer.kind(of: out.bytes.prefix(Sniffer.prefixLength)) == kind)
+            } else {
+                #expect(out.bytes === bytes, "audio is stored as validated, not copied")
+            }
+        }
+    }
+
+    @Test func theKindFromTheFetchIsTrustedAndTheCapChecked() throws {
+        let bytes = try MediaBytes(contentsOfFile: Paths.samples + "/gray.jpg")
+        #expect(try MediaValidator.validate(bytes, sniffedKind: .jpeg).kind == .jpeg)
+        var limits = MediaLimits()
+        limits.imageBytes = 100
+        let error = failure { try MediaValidator.validate(bytes, sniffedKind: .jpeg, limits: limits) }
+        #expect(error?.code == .tooLarge && error?.limit == .maxImageBytes)
+        #expect(failure { try MediaValidator.validate(MediaBytes([UInt8]())) }?.code == .emptyInput)
+        #expect(failure { try MediaValidator.validate(MediaBytes(Array("<html>".utf8))) }?.code == .unsupportedType)
+    }
+
+    @Test func aCancelledDeadlineStopsEveryKindOfImage() throws {
+        let gif = MediaBytes(try gradientAnimation(width: 64, height: 48, frames: 60))
+        for bytes in [try MediaBytes(contentsOfFile: Paths.samples + "/portrait-progressive.jpg"), gif] {
+            let deadline = WorkDeadline.none
+            deadline.cancel()
+            #expect(deadline.hasExpired)
+            let error = failure {
+                try MediaTransform.apply(
+                    MediaValidator.validate(bytes), spec: RenditionSpec(maxSide: 32), limits: .default,
+                    deadline: deadline)
+            }
+            #expect(error?.code == .timedOut)
+        }
+    }
+
+    /// A GIF render given 20 ms stops with `timed_out` after one frame or two, not 60: the CPU
+    /// time it took is at most its budget plus the work between two checks.
+    @Test func aGIFRenderStopsBetweenFramesAtItsDeadline() throws {
+        let gif = MediaBytes(try gradientAnimation(width: 128, height: 96, frames: 60))
+        let full = try ImageProcessor.renderGIF(gif, spec: RenditionSpec(maxSide: 64))
+        #expect(full.frames == 60)
+        let cpuStart = threadCPUTime()
+        let error = failure {
+            try ImageProcessor.renderGIF(
+                gif, spec: RenditionSpec(maxSide: 64), deadline: WorkDeadline(budget: .milliseconds(20)))
+        }
+        let cpu = threadCPUTime() - cpuStart
+        #expect(error?.code == .timedOut)
+        #expect(cpu < .milliseconds(20 + 20), "ran \(cpu) of CPU on a 20 ms budget")
+    }
+}
