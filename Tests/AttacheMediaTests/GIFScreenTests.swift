@@ -1,6 +1,5 @@
 import AttacheBase
 import AttacheTestSupport
-import CAttacheCodecs
 import Testing
 
 @testable import AttacheMedia
@@ -19,13 +18,7 @@ import Testing
         // 2: none at all.
         let mode = random.below(3)
         let shared = random.below(colors)
-        var error = att_error()
-        guard
-            let encoder = palette.withUnsafeBufferPointer({
-                att_gif_encoder_new(Int32(width), Int32(height), 0, $0.baseAddress, Int32(colors), &error)
-            })
-        else { throw AttacheError(.internalError, "encoder") }
-        defer { att_gif_encoder_free(encoder) }
+        var frames: [GIFTestFrame] = []
         for _ in 0..<(1 + random.below(6)) {
             let left = random.below(width)
             let top = random.below(height)
@@ -40,19 +33,12 @@ import Testing
             let indices = (0..<(w * h)).map { _ in
                 UInt8(transparent >= 0 && random.below(3) == 0 ? transparent : random.below(colors))
             }
-            let status = indices.withUnsafeBufferPointer {
-                att_gif_encoder_add(
-                    encoder, Int32(left), Int32(top), Int32(w), Int32(h), $0.baseAddress, nil, 0, 5,
-                    Int32(random.below(4)), Int32(transparent), &error)
-            }
-            guard status == 0 else { throw AttacheError(.internalError, "encoder add") }
+            frames.append(
+                GIFTestFrame(
+                    left: left, top: top, width: w, height: h, indices: indices, delay: 5,
+                    disposal: random.below(4), transparent: transparent))
         }
-        var size = 0
-        guard let bytes = att_gif_encoder_finish(encoder, &size, &error) else {
-            throw AttacheError(.internalError, "encoder finish")
-        }
-        defer { att_free(bytes) }
-        return Array(UnsafeBufferPointer(start: bytes, count: size))
+        return try writeGIF(width: width, height: height, palette: palette, frames: frames)
     }
 
     @Test func indexedScreenShowsWhatRGBAShows() throws {
