@@ -47,11 +47,19 @@ public final class Fetcher: Sendable {
     ///   - limits: the byte cap of each kind, applied as soon as the first bytes tell the kind
     ///     (default Apple's: 10 MB image, 5 MB audio, 50 MB video); nil leaves only the
     ///     policy's ``FetchPolicy/maxBytes``. No fetch reads more than the largest of them.
+    ///   - budget: bytes shared with other fetches (a payload's), taken as they arrive; the
+    ///     fetch stops with `budget_exceeded` once it is spent. A fetch with a budget is never
+    ///     shared with another caller.
     public func fetch(
         _ url: String, deadline: ContinuousClock.Instant? = nil, headers: [String] = [],
-        limits: MediaLimits? = MediaLimits()
+        limits: MediaLimits? = MediaLimits(), budget: ByteBudget? = nil
     ) async throws(AttacheError) -> FetchedMedia {
         let deadline = deadline ?? .now + policy.totalTimeout
+        if let budget {
+            return try await fetchWithRetries(
+                url, deadline: deadline, headers: headers, limits: limits, budget: budget
+            ).get()
+        }
         let key = FlightKey(url: url, headers: headers, limits: limits)
         let flight = flights.withLock { flights in
             if let existing = flights[key] {
@@ -79,7 +87,8 @@ public final class Fetcher: Sendable {
     }
 
     private func fetchWithRetries(
-        _ url: String, deadline: ContinuousClock.Instant, headers: [String], limits: MediaLimits?
+        _ url: String, deadline: ContinuousClock.Instant, headers: [String], limits: MediaLimits?,
+        budget: ByteBudget? = nil
     ) async -> Result<
         FetchedMedia, AttacheError
     > {
@@ -92,7 +101,7 @@ public final class Fetcher: Sendable {
             guard remaining > .milliseconds(1) else {
                 return .failure(AttacheError(.timedOut, "the deadline passed before the fetch could finish"))
             }
-            var result = await once(url, timeout: remaining, headers: headers, limits: limits)
+            var result = await once(url, timeout: remaining, headers: headers, limits: limits, budget: budget)
             if Task.isCancelled { return .failure(AttacheError(.cancelled, "the fetch was cancelled")) }
             switch result {
             case .success(var media):
@@ -113,16 +122,17 @@ public final class Fetcher: Sendable {
     }
 
     private func once(
-        _ url: String, timeout: Duration, headers: [String], limits: MediaLimits?
+        _ url: String, timeout: Duration, headers: [String], limits: MediaLimits?, budget: ByteBudget?
     ) async -> Result<FetchedMedia, AttacheError> {
         let transfer: TransferHandle
         do {
-            transfer = try Transfer.make(url: url, policy: policy, limits: limits, timeout: timeout, headers: headers)
+            transfer = try Transfer.make(
+                url: url, policy: policy, limits: limits, budget: budget, timeout: timeout, headers: headers)
         } catch {
             return .failure(error)
         }
         let code = await loop.perform(transfer)
-        return Transfer.outcome(transfer, code: code, url: url, timeout: timeout)
+        return Transfer.outcome(transfer, code: code, url: url, timeout: timeout, budget: budget)
     }
 
     /// Refuses what can be refused before any connection: unparseable URLs, userinfo,

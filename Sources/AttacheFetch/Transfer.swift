@@ -41,7 +41,8 @@ enum Transfer {
 
     /// Creates the transfer; every string is copied by libcurl or the shim.
     static func make(
-        url: String, policy: FetchPolicy, limits: MediaLimits?, timeout: Duration, headers: [String]
+        url: String, policy: FetchPolicy, limits: MediaLimits?, budget: ByteBudget?, timeout: Duration,
+        headers: [String]
     ) throws(AttacheError)
         -> TransferHandle
     {
@@ -68,6 +69,7 @@ enum Transfer {
             | (policy.allowPrivate ? Int32(ATT_ADDR_ALLOW_PRIVATE) : 0)
         options.sniff_bytes = policy.earlyTypeCheck ? Int32(Sniffer.prefixLength) : 0
         options.sniff = policy.earlyTypeCheck ? sniff : nil
+        options.budget = budget?.pointer
         let resolve = strings.list(policy.resolve)
         let extra = strings.list(headers)
         let hosts = policy.allowedHosts.map { strings.list($0) }
@@ -98,13 +100,14 @@ enum Transfer {
 
     /// The outcome of a finished transfer.
     static func outcome(
-        _ transfer: TransferHandle, code: Int32, url: String, timeout: Duration
+        _ transfer: TransferHandle, code: Int32, url: String, timeout: Duration, budget: ByteBudget?
     )
         -> Result<FetchedMedia, AttacheError>
     {
         var result = att_transfer_result()
         att_transfer_result_fill(transfer.pointer, code, &result)
         let status = Int(result.http_status)
+        if result.abort_reason == ATT_ABORT_BUDGET, let budget { return .failure(budget.exceeded) }
         if let error = error(result, status: status, timeout: timeout) { return .failure(error) }
         var count = 0
         let body = att_transfer_take_body(transfer.pointer, &count)

@@ -13,21 +13,29 @@ public final class AttachmentStore: Sendable {
     /// The configuration the store was opened with.
     public let configuration: StoreConfiguration
     let catalog: Catalog
-    private let keys: Mutex<KeyRing>
+    private let keys: Mutex<LoadedKeyRing>
 
     /// Opens (creating when missing) the store at `configuration.root`.
+    ///
+    /// Several processes may open a new store at once: the catalog's schema and the key ring
+    /// are created under the store lock, so they all get the same ones.
     public init(_ configuration: StoreConfiguration) throws(AttacheError) {
         self.configuration = configuration
         let root = configuration.root
         try AtomicFile.makeDirectory(root, mode: 0o700)
         try AtomicFile.makeDirectory(root + "/objects")
         try AtomicFile.makeDirectory(root + "/tmp")
-        catalog = try Catalog(path: root + "/catalog.sqlite")
-        keys = Mutex(try KeyRing.loadOrCreate(at: configuration.keyFile ?? root + "/keys.json"))
+        let keyFile = configuration.keyFile ?? root + "/keys.json"
+        let (catalog, ring) = try Self.withStoreLock(root: root) { () throws(AttacheError) in
+            (try Catalog(path: root + "/catalog.sqlite"), try KeyRing.loadOrCreate(at: keyFile))
+        }
+        self.catalog = catalog
+        keys = Mutex(LoadedKeyRing(path: keyFile, ring: ring))
     }
 
-    /// The key ring in use.
-    public var keyRing: KeyRing { keys.withLock { $0 } }
+    /// The key ring in use: the key file as another process (a `key rotate`, a replica) last
+    /// left it, looked at again at most once a second.
+    public var keyRing: KeyRing { keys.withLock { $0.current(within: .seconds(1)) } }
 
     var now: Int64 { configuration.clock() }
 
@@ -57,7 +65,7 @@ public final class AttachmentStore: Sendable {
         let row = ObjectRow(
             id: id.hex, kind: metadata.kind.rawValue, ext: metadata.kind.fileExtension,
             bytes: Int64(bytes.count), width: metadata.width, height: metadata.height,
-            frames: metadata.frames, created: now, expires: now + (ttl ?? configuration.defaultTTL),
+            frames: metadata.frames, created: now, expires: Self.adding(ttl ?? configuration.defaultTTL, to: now),
             revokedBefore: 0, posterTime: metadata.posterTime)
         let sourceRow = source.map {
             SourceRow(
@@ -160,7 +168,14 @@ public final class AttachmentStore: Sendable {
         throws(AttacheError) -> Result<AccessToken, TokenRefusal>
     {
         let now = self.now
-        switch keyRing.check(token, opens: id, scope: scope, now: now) {
+        var verdict = keyRing.check(token, opens: id, scope: scope, now: now)
+        if case .failure(.unknownKey) = verdict {
+            // Perhaps signed with a key another process has just added: look at the file again
+            // (at most every 100 ms, so unknown keys cannot make every request read it).
+            verdict = keys.withLock { $0.current(within: .milliseconds(100)) }.check(
+                token, opens: id, scope: scope, now: now)
+        }
+        switch verdict {
         case .failure(let refusal):
             return .failure(refusal)
         case .success(let claims):
@@ -223,9 +238,15 @@ public final class AttachmentStore: Sendable {
             let path = configuration.keyFile ?? configuration.root + "/keys.json"
             let updated = try change(try KeyRing.loadOrCreate(at: path))
             try updated.save(to: path)
-            keys.withLock { $0 = updated }
+            keys.withLock { $0 = LoadedKeyRing(path: path, ring: updated) }
             return updated
         }
+    }
+
+    /// `now + seconds`, saturating (a huge lifetime means "never expires", not a trap).
+    static func adding(_ seconds: Int64, to now: Int64) -> Int64 {
+        let (sum, overflow) = now.addingReportingOverflow(max(0, seconds))
+        return overflow ? .max : sum
     }
 
     // MARK: Locking
@@ -233,9 +254,61 @@ public final class AttachmentStore: Sendable {
     /// Runs `body` holding the store-wide lock (an flock on `store.lock`), which orders
     /// publishing, collection and key changes across threads and processes.
     func withStoreLock<T>(_ body: () throws(AttacheError) -> T) throws(AttacheError) -> T {
-        let fd = try AtomicFile.open(configuration.root + "/store.lock", O_RDWR | O_CREAT | O_CLOEXEC, mode: 0o600)
+        try Self.withStoreLock(root: configuration.root, body)
+    }
+
+    static func withStoreLock<T>(root: String, _ body: () throws(AttacheError) -> T) throws(AttacheError) -> T {
+        let fd = try AtomicFile.open(root + "/store.lock", O_RDWR | O_CREAT | O_CLOEXEC, mode: 0o600)
         defer { Glibc.close(fd) }
         _ = try AtomicFile.lock(fd, exclusive: true)
         return try body()
+    }
+}
+
+/// A key ring as read from its file, with what is needed to notice that the file changed.
+struct LoadedKeyRing {
+    let path: String
+    private(set) var ring: KeyRing
+    private var identity: FileIdentity?
+    private var checked: ContinuousClock.Instant
+
+    init(path: String, ring: KeyRing) {
+        self.path = path
+        self.ring = ring
+        identity = FileIdentity(path: path)
+        checked = .now
+    }
+
+    /// The ring, re-read first when the last look at the file is older than `interval` and
+    /// the file has changed since (key files are replaced by atomic renames, so a reader sees
+    /// a whole old or a whole new file). A file that cannot be read keeps the ring in use.
+    mutating func current(within interval: Duration) -> KeyRing {
+        let now = ContinuousClock.now
+        guard now - checked >= interval else { return ring }
+        checked = now
+        let seen = FileIdentity(path: path)
+        guard seen != identity, let loaded = try? KeyRing.load(at: path) else { return ring }
+        ring = loaded
+        identity = seen
+        return ring
+    }
+}
+
+/// Enough of a file's `stat` to tell that it was replaced or rewritten.
+struct FileIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+    let size: Int64
+    let modified: Int64
+    let modifiedNanoseconds: Int64
+
+    init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        modified = Int64(info.st_mtim.tv_sec)
+        modifiedNanoseconds = Int64(info.st_mtim.tv_nsec)
     }
 }

@@ -96,8 +96,11 @@ public struct KeyRing: Sendable {
         ttl seconds: Int64,
         now: Int64
     ) -> (token: String, claims: AccessToken) {
+        // Saturating: a huge lifetime means "never expires", not a trap.
+        let (expires, overflow) = now.addingReportingOverflow(max(0, seconds))
         let claims = AccessToken(
-            keyID: currentKeyID, attachment: attachment, scope: scope, issuedAt: now, expires: now + seconds)
+            keyID: currentKeyID, attachment: attachment, scope: scope, issuedAt: now,
+            expires: overflow ? .max : expires)
         return (sign(claims), claims)
     }
 
@@ -171,29 +174,47 @@ public struct KeyRing: Sendable {
 
 extension KeyRing {
     /// Reads a key file, or creates one with a fresh key (mode 0600) when none exists.
+    ///
+    /// Creation never replaces a file: the new ring is linked into place only if the name is
+    /// still free, and the file then on disk is what is returned, so processes creating the
+    /// same ring at once all end up with the one that won.
     public static func loadOrCreate(at path: String) throws(AttacheError) -> KeyRing {
-        if let data = FileManager.default.contents(atPath: path) {
-            do {
-                let file = try JSONDecoder().decode(File.self, from: data)
-                return try KeyRing(current: file.current, entries: file.keys)
-            } catch let error as AttacheError {
-                throw error
-            } catch {
-                throw AttacheError(.storeCorrupt, "cannot read key file \(path): \(error)")
-            }
-        }
+        if let ring = try load(at: path) { return ring }
         let ring = generate()
-        try ring.save(to: path)
-        return ring
+        try AtomicFile.create(try ring.encoded(), at: path, mode: 0o600)
+        guard let winner = try load(at: path) else {
+            throw AttacheError(.storeCorrupt, "key file \(path) vanished after it was created")
+        }
+        return winner
+    }
+
+    /// Reads a key file; nil when there is none.
+    public static func load(at path: String) throws(AttacheError) -> KeyRing? {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            if AtomicFile.exists(path) { throw AttacheError(.storeCorrupt, "cannot read key file \(path)") }
+            return nil
+        }
+        do {
+            let file = try JSONDecoder().decode(File.self, from: data)
+            return try KeyRing(current: file.current, entries: file.keys)
+        } catch let error as AttacheError {
+            throw error
+        } catch {
+            throw AttacheError(.storeCorrupt, "cannot read key file \(path): \(error)")
+        }
     }
 
     /// Writes the ring atomically with mode 0600.
     public func save(to path: String) throws(AttacheError) {
+        try AtomicFile.write(try encoded(), to: path, mode: 0o600)
+    }
+
+    private func encoded() throws(AttacheError) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         guard let data = try? encoder.encode(File(current: currentKeyID, keys: entries)) else {
             throw AttacheError(.internalError, "cannot encode the key ring")
         }
-        try AtomicFile.write(Array(data), to: path, mode: 0o600)
+        return Array(data)
     }
 }

@@ -28,6 +28,7 @@ struct att_transfer {
     att_sniff_fn sniff;
     int32_t kind;
     att_media_category cap_category;
+    int64_t *budget;
     att_abort_reason abort_reason;
     atomic_int cancelled;
     uint64_t tag;
@@ -67,6 +68,12 @@ static int run_sniff(att_transfer *t) {
     return 0;
 }
 
+int64_t att_budget_take(int64_t *cell, int64_t bytes) {
+    return __atomic_sub_fetch(cell, bytes, __ATOMIC_RELAXED);
+}
+
+int64_t att_budget_left(const int64_t *cell) { return __atomic_load_n(cell, __ATOMIC_RELAXED); }
+
 static size_t on_write(char *data, size_t size, size_t count, void *user) {
     att_transfer *t = user;
     size_t n = size * count;
@@ -74,10 +81,19 @@ static size_t on_write(char *data, size_t size, size_t count, void *user) {
         t->abort_reason = ATT_ABORT_TOO_LARGE;
         return CURL_WRITEFUNC_ERROR;
     }
+    if (t->budget != NULL) {
+        // A declared length the budget cannot cover stops the transfer before its body.
+        curl_off_t length = -1;
+        if (t->size == 0) curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+        if ((length > 0 && length > att_budget_left(t->budget)) || att_budget_take(t->budget, (int64_t)n) < 0) {
+            t->abort_reason = ATT_ABORT_BUDGET;
+            return CURL_WRITEFUNC_ERROR;
+        }
+    }
     if (t->size + n > t->capacity) {
         size_t capacity = t->capacity ? t->capacity : 64 * 1024;
         if (t->capacity == 0) {
-            // Size the buffer once from a declared length (already checked against the cap).
+            // Size the buffer once from a declared length (already checked against the caps).
             curl_off_t length = -1;
             curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
             if (length > 0 && (size_t)length >= n) capacity = (size_t)length;
@@ -136,6 +152,10 @@ static int on_prereq(void *user, char *conn_primary_ip, char *conn_local_ip, int
                      int conn_local_port) {
     att_transfer *t = user;
     (void)conn_primary_ip, (void)conn_local_ip, (void)conn_primary_port, (void)conn_local_port;
+    // libcurl keeps the first message of a transfer, even one it recovered from (a reused
+    // connection that was reset, then a fresh one): a new request starts with none, so the
+    // message reported is never an earlier hop's.
+    t->error[0] = 0;
     char *url = NULL;
     curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
     att_url_parts parts;
@@ -240,6 +260,7 @@ att_transfer *att_transfer_new(const att_transfer_options *o, char *error) {
     t->sniff_bytes = o->sniff_bytes;
     t->sniff = o->sniff;
     t->kind = -1;
+    t->budget = o->budget;
     atomic_init(&t->cancelled, 0);
     if (o->allowed_hosts != NULL) {
         size_t n = 0;

@@ -59,6 +59,14 @@ struct Fetch: AsyncParsableCommand {
     @Argument(help: "URLs.")
     var arguments: [String] = []
 
+    func validate() throws {
+        try Ranges.check(maxBytes, 1...Int64(Int32.max) * 64, "--max-bytes")
+        try Ranges.check(timeout, 0.001...86_400, "--timeout")
+        try Ranges.check(maxRedirects, 0...50, "--max-redirects")
+        try Ranges.check(retries, 0...10, "--retries")
+        try Ranges.check(concurrency, 1...10_000, "--concurrency")
+    }
+
     func run() async throws {
         Attache.tuneAllocatorForBatch()
         var list = arguments

@@ -100,6 +100,13 @@ struct LimitOptions: ParsableArguments {
     @Option(help: "Cap in bytes on whole-image decoder buffers (progressive JPEG, interlaced PNG).")
     var maxDecoderMemory: Int = ImageLimits.default.maxDecoderMemory
 
+    func validate() throws {
+        try Ranges.check(maxPixels, 1...(1 << 40), "--max-pixels")
+        try Ranges.check(maxDimension, 1...65_535, "--max-dimension")
+        try Ranges.check(maxScans, 1...10_000, "--max-scans")
+        try Ranges.check(maxDecoderMemory, 1...(1 << 40), "--max-decoder-memory")
+    }
+
     var imageLimits: ImageLimits {
         ImageLimits(
             maxPixels: maxPixels, maxDimension: maxDimension, maxScans: maxScans,

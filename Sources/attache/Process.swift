@@ -13,8 +13,10 @@ struct ProcessCommand: AsyncParsableCommand {
         discussion: """
             Reads a payload (a file, or - for standard input), fetches, validates, downscales and \
             stores each attachment it names under one deadline, and prints the payload with an \
-            attachment block added. A payload without aps.mutable-content = 1, or one that cannot \
-            be read, is printed unchanged. With several files, one payload per line.
+            attachment block added. A payload without aps.mutable-content = 1, or one that is not \
+            a JSON object Attache can read, is printed unchanged. With several files, one payload \
+            per line. Input over 1 MiB is not read at all: it is reported on standard error, \
+            nothing is printed for it, and the exit status is 1.
             """
     )
 
@@ -37,6 +39,15 @@ struct ProcessCommand: AsyncParsableCommand {
     @Option(help: "Largest mutated payload in bytes.")
     var maxPayloadBytes = PipelineConfiguration().maxPayloadBytes
 
+    @Option(help: "Media sources considered per payload; the rest are reported too_many_sources.")
+    var maxSources = PipelineConfiguration().maxSources
+
+    @Option(help: "Bytes all of a payload's fetches may read together.")
+    var maxPayloadFetchBytes = PipelineConfiguration().maxPayloadFetchBytes
+
+    @Option(help: "Bytes a payload may add to the store.")
+    var maxPayloadStoreBytes = PipelineConfiguration().maxPayloadStoreBytes
+
     @Option(name: .customLong("source"), help: "Extra source rule name=key/key/... (repeatable; * = every member).")
     var extraSources: [String] = []
 
@@ -52,6 +63,16 @@ struct ProcessCommand: AsyncParsableCommand {
     @Argument(help: "Payload files (- for standard input).")
     var payloads: [String] = ["-"]
 
+    func validate() throws {
+        try Ranges.check(deadline.value, 1...Ranges.maxDeadlineMilliseconds, "--deadline (milliseconds)")
+        try Ranges.check(maxSide, 1...32_767, "--max-side")
+        if let decodedMemoryBudget { try Ranges.check(decodedMemoryBudget, 4...(1 << 40), "--decoded-memory-budget") }
+        try Ranges.check(maxPayloadBytes, 1...JSONParser.maxBytes, "--max-payload-bytes")
+        try Ranges.check(maxSources, 1...1_000, "--max-sources")
+        try Ranges.check(maxPayloadFetchBytes, 1...(1 << 40), "--max-payload-fetch-bytes")
+        try Ranges.check(maxPayloadStoreBytes, 1...(1 << 40), "--max-payload-store-bytes")
+    }
+
     func run() async throws {
         if let out { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
         var configuration = PipelineConfiguration()
@@ -60,6 +81,9 @@ struct ProcessCommand: AsyncParsableCommand {
         configuration.rendition.maxSide = maxSide
         configuration.rendition.decodedMemoryBudget = decodedMemoryBudget
         configuration.maxPayloadBytes = maxPayloadBytes
+        configuration.maxSources = maxSources
+        configuration.maxPayloadFetchBytes = maxPayloadFetchBytes
+        configuration.maxPayloadStoreBytes = maxPayloadStoreBytes
         for text in extraSources {
             guard let rule = SourceRule(argument: text) else { throw ValidationError("bad --source '\(text)'") }
             configuration.sources.append(rule)
@@ -69,20 +93,20 @@ struct ProcessCommand: AsyncParsableCommand {
         let pipeline = Pipeline(
             configuration: configuration, fetcher: Fetcher(policy: policy), store: try storeOptions.open())
 
+        var unreadable = 0
         for name in payloads {
             let bytes: [UInt8]
-            if name == "-" {
-                bytes = Array(FileHandle.standardInput.readDataToEndOfFile())
-            } else {
-                guard let data = FileManager.default.contents(atPath: name) else {
-                    throw ValidationError("cannot read \(name)")
-                }
-                bytes = Array(data)
+            do {
+                bytes = try BoundedInput.read(name, limit: JSONParser.maxBytes)
+            } catch {
+                // Nothing was read whole, so nothing can be passed through: say so and go on.
+                unreadable += 1
+                FileHandle.standardError.write(Data("\(name): \(error.code): \(error.message)\n".utf8))
+                continue
             }
             let result = await pipeline.process(bytes)
             if let out, name != "-" {
-                let path = out + "/" + (name as NSString).lastPathComponent
-                try Data(result.payload).write(to: URL(fileURLWithPath: path))
+                try AtomicFile.write(result.payload, to: out + "/" + (name as NSString).lastPathComponent)
             } else {
                 FileHandle.standardOutput.write(Data(result.payload + [10]))
             }
@@ -93,6 +117,7 @@ struct ProcessCommand: AsyncParsableCommand {
                 FileHandle.standardError.write(Data(Self.summary(name: name, result).utf8))
             }
         }
+        if unreadable > 0 { throw ExitCode(1) }
     }
 
     static func summary(name: String, _ result: PipelineResult) -> String {
@@ -167,7 +192,8 @@ struct Milliseconds: ExpressibleByArgument, Sendable {
         if argument.hasSuffix("ms"), let number = Int64(argument.dropLast(2)), number > 0 {
             value = number
         } else if let seconds = Seconds(argument: argument) {
-            value = seconds.value * 1000
+            let (product, overflow) = seconds.value.multipliedReportingOverflow(by: 1000)
+            value = overflow ? .max : product
         } else {
             return nil
         }

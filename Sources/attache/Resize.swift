@@ -55,9 +55,13 @@ struct Resize: ParsableCommand {
     var files: [String]
 
     func validate() throws {
-        guard maxSide > 0 else { throw ValidationError("--max-side must be positive") }
-        guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1-100") }
-        guard (0...9).contains(pngLevel) else { throw ValidationError("--png-level must be 0-9") }
+        try Ranges.check(maxSide, 1...32_767, "--max-side")
+        try Ranges.check(quality, 1...100, "--quality")
+        try Ranges.check(pngLevel, 0...9, "--png-level")
+        try Ranges.check(jpegHeadroom, 1...8, "--jpeg-headroom")
+        try Ranges.check(jpegFancy, 0...1, "--jpeg-fancy")
+        try Ranges.check(maxFrames, 1...100_000, "--max-frames")
+        try Ranges.check(maxBytes, 1...Int(Int32.max), "--max-bytes")
     }
 
     func run() throws {

@@ -66,8 +66,10 @@ struct ServeFiles: ParsableCommand {
             return
         }
         let name = String(path.dropFirst())
-        guard !name.isEmpty, !name.contains("/"), !name.hasPrefix("."),
-            let data = FileManager.default.contents(atPath: root + "/" + name)
+        // Regular files in the folder only: a symbolic link (to anywhere) is not served.
+        var info = stat()
+        guard !name.isEmpty, !name.contains("/"), !name.hasPrefix("."), lstat(root + "/" + name, &info) == 0,
+            info.st_mode & S_IFMT == S_IFREG, let data = FileManager.default.contents(atPath: root + "/" + name)
         else { return respond(fd, 404, "text/plain", Array("not found\n".utf8), head: line[0] == "HEAD") }
         respond(fd, 200, contentType(name), Array(data), head: line[0] == "HEAD")
     }

@@ -36,6 +36,11 @@ struct StoreCommand: ParsableCommand {
         @Argument(help: "Media files.")
         var files: [String]
 
+        func validate() throws {
+            try Ranges.check(ttl: ttl, "--ttl")
+            try Ranges.check(ttl: tokenTTL, "--token-ttl")
+        }
+
         func run() throws {
             let store = try options.open()
             var failed = false
@@ -195,6 +200,11 @@ struct StoreCommand: ParsableCommand {
 
         @Option var count = 1_000
         @Option var maxSize = 256 * 1024
+
+        func validate() throws {
+            try Ranges.check(count, 1...10_000_000, "--count")
+            try Ranges.check(maxSize, 1...(64 << 20), "--max-size")
+        }
 
         func run() throws {
             let store = try options.open()

@@ -24,6 +24,11 @@ struct StoreOptions: ParsableArguments {
     @Flag(help: "Print one JSON object per line.")
     var json = false
 
+    func validate() throws {
+        try Ranges.check(maxStoreBytes, 1...Int64.max / 2, "--max-store-bytes")
+        try Ranges.check(maxObjects, 1...Int.max / 2, "--max-objects")
+    }
+
     var root: String {
         if let store { return store }
         let environment = ProcessInfo.processInfo.environment
@@ -59,9 +64,9 @@ struct Seconds: ExpressibleByArgument, Sendable {
             text = text.dropLast()
         }
         guard let number = Int64(text), number > 0 else { return nil }
+        // Saturates, so a huge value reaches the range check and its message.
         let (product, overflow) = number.multipliedReportingOverflow(by: unit)
-        guard !overflow else { return nil }
-        value = product
+        value = overflow ? .max : product
     }
 }
 

@@ -27,6 +27,10 @@ struct TokenCommand: ParsableCommand {
         @Argument(help: "Attachment id.")
         var id: String
 
+        func validate() throws {
+            try Ranges.check(ttl: ttl, "--ttl")
+        }
+
         func run() throws {
             guard let scope = TokenScope(name: scope) else { throw ValidationError("unknown scope '\(self.scope)'") }
             let store = try options.open()

@@ -20,6 +20,7 @@ import Testing
         (.fetchFailed, "fetch_failed"), (.storeFull, "store_full"), (.notFound, "not_found"),
         (.accessDenied, "access_denied"), (.invalidInput, "invalid_input"), (.storeCorrupt, "store_corrupt"),
         (.invalidPayload, "invalid_payload"), (.payloadTooLarge, "payload_too_large"),
+        (.tooManySources, "too_many_sources"), (.budgetExceeded, "budget_exceeded"),
     ]
 
     static let limits: [(AttacheError.Limit, String)] = [
@@ -30,7 +31,8 @@ import Testing
         (.gifMaxBytes, "gif_max_bytes"), (.maxRedirects, "max_redirects"), (.lowSpeed, "low_speed"),
         (.maxStoreBytes, "max_store_bytes"), (.maxStoreObjects, "max_store_objects"),
         (.maxInputBytes, "max_input_bytes"), (.maxJSONDepth, "max_json_depth"),
-        (.maxPayloadBytes, "max_payload_bytes"),
+        (.maxPayloadBytes, "max_payload_bytes"), (.maxSources, "max_sources"),
+        (.maxPayloadFetchBytes, "max_payload_fetch_bytes"), (.maxPayloadStoreBytes, "max_payload_store_bytes"),
     ]
 
     @Test func everyCodeKeepsItsString() {

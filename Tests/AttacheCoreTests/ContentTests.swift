@@ -13,13 +13,13 @@ import Testing
 
     @Test func parserKeepsOrderNumbersAndEscapes() throws {
         let value = try JSONParser.parse(
-            Array(#"{"b":1.50,"a":[1e3,-0,12345678901234567890],"s":"\u00e9\ud83d\ude00\n\"","b":null,"t":true}"#.utf8))
+            Array(#"{"b":1.50,"a":[1e3,-0,12345678901234567890],"s":"\u00e9\ud83d\ude00\n\"","c":null,"t":true}"#.utf8))
         guard case .object(let members) = value else { throw AttacheError(.internalError, "not an object") }
-        #expect(members.map(\.key) == ["b", "a", "s", "b", "t"])
+        #expect(members.map(\.key) == ["b", "a", "s", "c", "t"])
         #expect(value["a"] == .array([.number("1e3"), .number("-0"), .number("12345678901234567890")]))
         #expect(value["b"] == .number("1.50"))
         #expect(value["s"]?.stringValue == "é😀\n\"")
-        #expect(value.text == #"{"b":1.50,"a":[1e3,-0,12345678901234567890],"s":"é😀\n\"","b":null,"t":true}"#)
+        #expect(value.text == #"{"b":1.50,"a":[1e3,-0,12345678901234567890],"s":"é😀\n\"","c":null,"t":true}"#)
     }
 
     @Test(arguments: [
@@ -60,8 +60,40 @@ import Testing
             ])
     }
 
+    /// Readers disagree on which of two same-named members wins, so a payload with one is
+    /// refused (and passed through unchanged) instead of mutated.
+    @Test(arguments: [
+        #"{"a":1,"a":2}"#, #"{"x":{"a":1,"\u0061":2}}"#, #"[{"k":1},{"k":1,"k":1}]"#,
+        #"{"aps":{"mutable-content":1},"attachments":[1],"image":"https://a.test/i.jpg","attachments":[2]}"#,
+        #"{"aps":{"mutable-content":1},"aps":{"mutable-content":0}}"#,
+    ])
+    func repeatedMemberNamesAreRefused(text: String) {
+        let error = failure { try JSONParser.parse(Array(text.utf8)) }
+        #expect(error?.code == .invalidPayload && error?.message.contains("duplicate member name") == true)
+    }
+
+    @Test func theSameNameInDifferentObjectsIsFine() throws {
+        let value = try JSONParser.parse(Array(#"{"a":{"a":1},"b":[{"a":2},{"a":3}]}"#.utf8))
+        #expect(value["a"]?["a"] == .number("1"))
+    }
+
+    /// Bytes that are not UTF-8 are refused, never read as U+FFFD.
+    @Test(
+        arguments: [
+            [0xFF], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xE2, 0x82], [0xF4, 0x90, 0x80, 0x80], [0x80],
+        ] as [[UInt8]])
+    func bytesThatAreNotUTF8AreRefused(bad: [UInt8]) {
+        let text = Array(#"{"image":"https://a.test/"#.utf8) + bad + Array(#".jpg"}"#.utf8)
+        #expect(failure { try JSONParser.parse(text) }?.code == .invalidPayload)
+        let good = Array(#"{"s":"é€😀"}"#.utf8)
+        #expect((try? JSONParser.parse(good))?["s"]?.stringValue == "é€😀")
+    }
+
     @Test func mutableContentDecides() throws {
         #expect(try content(#"{"aps":{"mutable-content":1}}"#).isMutable)
+        for other in [#""1""#, "true", "1.0", "1e0", "0", "2", "null", "[1]"] {
+            #expect(try !content(#"{"aps":{"mutable-content":\#(other)}}"#).isMutable, "\(other) is not the number 1")
+        }
         #expect(try !content(#"{"aps":{"mutable-content":0}}"#).isMutable)
         #expect(try !content(#"{"aps":{}}"#).isMutable)
         #expect(try !content(#"{"mutable-content":1}"#).isMutable)

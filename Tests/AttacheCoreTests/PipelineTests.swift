@@ -133,7 +133,7 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
             {
               "aps" : {"alert":{"title":"T","loc-args":["a",1.0]},"mutable-content":1,"category":"c"},
               "image" : "\(server.url("/gray.jpg"))",
-              "big" : 12345678901234567890123, "float": 1.10, "esc": "\\u00e9\\n", "dup": 1, "dup": 2
+              "big" : 12345678901234567890123, "float": 1.10, "esc": "\\u00e9\\n", "nested": {"dup": [1, 2]}
             }
             """
         let result = await pipeline.process(Array(original.utf8))
@@ -153,7 +153,7 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
             "{"
             + names.enumerated().map { "\"k\($0)\":\(JSONValue.quote(server.url("/" + $1)))" }.joined(separator: ",")
             + "}"
-        let pipeline = try makePipeline(directory)
+        let pipeline = try makePipeline(directory) { $0.maxSources = names.count }
         let result = await pipeline.process(payload(["att": atts]))
         #expect(result.payload.count <= 4096)
         #expect(result.trimmed.first == "optional fields (bytes, width, height, frames, options)")
@@ -187,6 +187,54 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
             #expect(server.count("/gray.jpg") == fetched + 1, "\(field) changed: fetched again")
             #expect(await variant.process(input).outcomes.first?.cached == true, "\(field): the same spec hits")
         }
+    }
+
+    /// Only the first `maxSources` media are fetched; the rest are reported, never requested.
+    @Test func sourcesBeyondTheLimitAreReportedNotFetched() async throws {
+        let pipeline = try makePipeline(directory) { $0.maxSources = 3 }
+        let atts =
+            "{"
+            + (0..<12).map { "\"k\($0)\":\(JSONValue.quote(server.url("/gray.jpg?n=\($0)")))" }.joined(separator: ",")
+            + "}"
+        let result = await pipeline.process(payload(["att": atts]))
+        #expect(result.outcomes.count == 12)
+        #expect(result.outcomes.prefix(3).allSatisfy { $0.attachment != nil })
+        let skipped = result.outcomes.dropFirst(3)
+        #expect(skipped.allSatisfy { $0.error?.code == .tooManySources && $0.error?.limit == .maxSources })
+        #expect(server.count("/gray.jpg") == 3, "the skipped ones were never requested")
+    }
+
+    /// A payload's fetches share one byte budget, counted as bytes arrive.
+    @Test func thePayloadsFetchBudgetStopsTransfers() async throws {
+        let pipeline = try makePipeline(directory) { $0.maxPayloadFetchBytes = 20_000 }
+        let result = await pipeline.process(
+            payload([
+                "image": JSONValue.quote(server.url("/waterfall-rotated.jpg")),
+                "media-url": JSONValue.quote(server.url("/portrait-progressive.jpg")),
+            ]))
+        for outcome in result.outcomes {
+            #expect(outcome.error?.code == .budgetExceeded, "\(outcome.url): \(String(describing: outcome.error))")
+            #expect(outcome.error?.limit == .maxPayloadFetchBytes)
+            #expect(outcome.timings.fetch > 0, "the stage that ran and failed reports its time")
+        }
+        #expect(result.passedThrough)
+    }
+
+    /// What a payload adds to the store is bounded too; nothing over it is written.
+    @Test func thePayloadsStoreBudgetKeepsTheStoreBounded() async throws {
+        let pipeline = try makePipeline(directory) { $0.maxPayloadStoreBytes = 10_000 }
+        let before = try pipeline.store.stats()
+        let result = await pipeline.process(
+            payload([
+                "image": JSONValue.quote(server.url("/gray.jpg")),
+                "media-url": JSONValue.quote(server.url("/tone.wav")),
+                "attachment-url": JSONValue.quote(server.url("/clip.mp4")),
+            ]))
+        let after = try pipeline.store.stats()
+        let stored = result.outcomes.compactMap(\.attachment).reduce(Int64(0)) { $0 + $1.bytes }
+        #expect(after.bytes - before.bytes <= 10_000 && after.bytes - before.bytes == stored)
+        let refused = result.outcomes.filter { $0.error?.code == .budgetExceeded }
+        #expect(!refused.isEmpty && refused.allSatisfy { $0.error?.limit == .maxPayloadStoreBytes })
     }
 
     @Test func decodedMemoryBudgetShrinksImages() async throws {

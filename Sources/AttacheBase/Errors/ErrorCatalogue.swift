@@ -89,6 +89,10 @@ extension AttacheError.Code {
     public static let invalidPayload = Self(rawValue: "invalid_payload")
     /// The mutated payload would not fit the push size limit with this attachment.
     public static let payloadTooLarge = Self(rawValue: "payload_too_large")
+    /// The payload names more media than are considered: this one was not fetched.
+    public static let tooManySources = Self(rawValue: "too_many_sources")
+    /// The payload's fetched-bytes or stored-bytes budget is spent (the `limit` says which).
+    public static let budgetExceeded = Self(rawValue: "budget_exceeded")
 
     /// Every code, in catalogue order.
     public static let all: [Self] = [
@@ -97,7 +101,7 @@ extension AttacheError.Code {
         .encodeFailed, .ioError, .internalError, .dnsFailed, .connectFailed, .blockedAddress, .hostNotAllowed,
         .invalidURL, .schemeNotAllowed, .tooManyRedirects, .tooSlow, .httpStatus, .tlsFailed, .badResponse,
         .cancelled, .fetchFailed, .storeFull, .notFound, .accessDenied, .invalidInput, .storeCorrupt,
-        .invalidPayload, .payloadTooLarge,
+        .invalidPayload, .payloadTooLarge, .tooManySources, .budgetExceeded,
     ]
 }
 
@@ -152,12 +156,19 @@ extension AttacheError.Limit {
     public static let maxJSONDepth = Self(rawValue: "max_json_depth")
     /// Largest mutated payload written (`PipelineConfiguration.maxPayloadBytes`, APNs' 4096).
     public static let maxPayloadBytes = Self(rawValue: "max_payload_bytes")
+    /// Media sources considered per payload (`PipelineConfiguration.maxSources`).
+    public static let maxSources = Self(rawValue: "max_sources")
+    /// Bytes all of a payload's fetches may read together (`maxPayloadFetchBytes`).
+    public static let maxPayloadFetchBytes = Self(rawValue: "max_payload_fetch_bytes")
+    /// Bytes a payload may add to the store (`maxPayloadStoreBytes`).
+    public static let maxPayloadStoreBytes = Self(rawValue: "max_payload_store_bytes")
 
     /// Every limit name, in catalogue order.
     public static let all: [Self] = [
         .maxPixels, .maxDimension, .maxScans, .maxDecoderMemory, .maxFrames, .maxTotalFramePixels, .maxImageBytes,
         .maxAudioBytes, .maxVideoBytes, .maxFetchBytes, .gifMaxBytes, .maxRedirects, .lowSpeed, .maxStoreBytes,
-        .maxStoreObjects, .maxInputBytes, .maxJSONDepth, .maxPayloadBytes,
+        .maxStoreObjects, .maxInputBytes, .maxJSONDepth, .maxPayloadBytes, .maxSources, .maxPayloadFetchBytes,
+        .maxPayloadStoreBytes,
     ]
 
     /// The byte cap of a media category.

@@ -2,21 +2,70 @@ package import Glibc
 
 /// POSIX file steps the store is built from: whole writes, fsync, atomic rename, flock.
 package enum AtomicFile {
-    /// Writes `bytes` to a temp file beside `path`, fsyncs it, renames it over `path` and
-    /// fsyncs the directory, so readers see the old file or the whole new one.
+    /// Writes `bytes` to `path` so readers see the old file or the whole new one: written to
+    /// a temp file beside it, fsynced, renamed over it, and the directory fsynced.
+    ///
+    /// Only regular files are replaced. A symbolic link keeps pointing where it did: the file
+    /// it names is replaced, in its own directory. An existing device, FIFO or socket is
+    /// written in place, never replaced (`--out /dev/null` stays a device); a directory is
+    /// refused with `io_error`.
     package static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) throws(AttacheError) {
+        var info = stat()
+        if lstat(path, &info) == 0 {
+            switch info.st_mode & S_IFMT {
+            case S_IFREG:
+                break
+            case S_IFLNK:
+                guard let resolved = realpath(path, nil) else {
+                    throw AttacheError(.ioError, "\(path) is a symbolic link to nothing")
+                }
+                let target = String(cString: resolved)
+                free(resolved)
+                return try write(bytes, to: target, mode: mode)
+            case S_IFDIR:
+                throw AttacheError(.ioError, "\(path) is a directory")
+            default:
+                let fd = try open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY)
+                defer { Glibc.close(fd) }
+                return try writeAll(fd, bytes, path: path)
+            }
+        }
         let temp = path + ".tmp-\(UInt64.random(in: 0...UInt64.max))"
         let fd = try open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: mode)
         do {
-            try writeAll(fd, bytes)
+            try writeAll(fd, bytes, path: temp)
             try sync(fd, temp)
-            Glibc.close(fd)
-            try rename(temp, path)
         } catch {
             Glibc.close(fd)
             unlink(temp)
             throw error
         }
+        Glibc.close(fd)
+        do {
+            try rename(temp, path)
+        } catch {
+            unlink(temp)
+            throw error
+        }
+        try syncDirectory(of: path)
+    }
+
+    /// Creates `path` holding `bytes`, atomically and only if it does not exist: the bytes are
+    /// written and fsynced under a temporary name, then hard-linked to `path` (which fails
+    /// when another writer got there first; that is not an error: its file stays).
+    package static func create(_ bytes: [UInt8], at path: String, mode: mode_t = 0o644) throws(AttacheError) {
+        let temp = path + ".new-\(UInt64.random(in: 0...UInt64.max))"
+        let fd = try open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: mode)
+        defer { unlink(temp) }
+        do {
+            try writeAll(fd, bytes, path: temp)
+            try sync(fd, temp)
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+        Glibc.close(fd)
+        guard link(temp, path) == 0 || errno == EEXIST else { throw failure("link", path) }
         try syncDirectory(of: path)
     }
 

@@ -73,6 +73,7 @@ extension NotificationContent {
     /// Every media URL the rules find, in rule order, each URL once.
     public func sources(using rules: [SourceRule] = SourceRule.defaults) -> [AttachmentSource] {
         var found: [AttachmentSource] = []
+        var seen = Set<String>()
         for rule in rules {
             for (value, parent) in Self.values(at: rule.path[...], in: root, parent: nil) {
                 let options = rule.optionsKey.flatMap { parent?[$0] }.map(Self.thumbnailOptions) ?? ThumbnailOptions()
@@ -82,7 +83,7 @@ extension NotificationContent {
                 case .array(let items): urls = items.compactMap(\.stringValue)
                 default: urls = []
                 }
-                for url in urls where !url.isEmpty && !found.contains(where: { $0.url == url }) {
+                for url in urls where !url.isEmpty && seen.insert(url).inserted {
                     found.append(AttachmentSource(url: url, convention: rule.name, options: options))
                 }
             }

@@ -1,6 +1,12 @@
 public import AttacheBase
 
 /// A strict RFC 8259 parser for notification payloads, with limits for hostile input.
+///
+/// Beyond the grammar it refuses, as `invalid_payload`, what readers disagree about: a member
+/// name repeated in one object (JavaScript and Python keep the last, others the first, so a
+/// mutated copy could mean different things to different readers) and bytes that are not
+/// UTF-8 (RFC 8259 §8.1), instead of replacing them. A refused payload is passed through
+/// unchanged.
 public struct JSONParser {
     /// Largest input accepted (a push payload is at most 4 KB; 1 MiB leaves room for batches).
     public static let maxBytes = 1 << 20
@@ -78,6 +84,7 @@ public struct JSONParser {
         defer { depth -= 1 }
         index += 1
         var members: [JSONValue.Member] = []
+        var names = Set<String>()
         skipSpace()
         if current == UInt8(ascii: "}") {
             index += 1
@@ -88,6 +95,10 @@ public struct JSONParser {
             let start = index
             guard current == UInt8(ascii: "\"") else { throw error("expected a member name") }
             let key = try string()
+            guard names.insert(key).inserted else {
+                index = start
+                throw error("duplicate member name \(JSONValue.quote(key))")
+            }
             skipSpace()
             try expect(UInt8(ascii: ":"))
             skipSpace()
@@ -155,20 +166,22 @@ public struct JSONParser {
         index += 1
         var scalars = String.UnicodeScalarView()
         var run = index
-        func flush(_ end: Int) {
-            if end > run {
-                scalars.append(contentsOf: String(decoding: bytes[run..<end], as: UTF8.self).unicodeScalars)
+        func flush(_ end: Int) throws(AttacheError) {
+            guard end > run else { return }
+            guard let text = String(validating: bytes[run..<end], as: UTF8.self) else {
+                throw AttacheError(.invalidPayload, "a string holds bytes that are not UTF-8 after byte \(run)")
             }
+            scalars.append(contentsOf: text.unicodeScalars)
         }
         while true {
             guard let c = current else { throw error("unterminated string") }
             switch c {
             case UInt8(ascii: "\""):
-                flush(index)
+                try flush(index)
                 index += 1
                 return String(scalars)
             case UInt8(ascii: "\\"):
-                flush(index)
+                try flush(index)
                 index += 1
                 guard let escape = current else { throw error("unterminated escape") }
                 index += 1

@@ -16,10 +16,11 @@ public struct NotificationContent: Sendable {
         self.bytes = bytes
     }
 
-    /// Whether `aps.mutable-content` is 1: only then may a service extension (or Attache)
-    /// change the content; otherwise the payload passes through unchanged, as on a device.
+    /// Whether `aps.mutable-content` is the number 1, as iOS reads it (not `"1"`, `true` or
+    /// `1.0`): only then may a service extension (or Attache) change the content; otherwise
+    /// the payload passes through unchanged, as on a device.
     public var isMutable: Bool {
-        root["aps"]?["mutable-content"]?.doubleValue == 1
+        root["aps"]?["mutable-content"] == .number("1")
     }
 
     /// The payload with `key` set to `value` at the top level: every other byte of the source is

@@ -6,8 +6,18 @@ internal import AttacheStore
 /// One attachment through the stages, in order: fetch → validate → transform → store, then
 /// its entry for the attach stage. Each stage has its home in its own target; this file only
 /// hands one stage's output to the next, under the payload's deadline.
+/// The byte budgets one payload's attachments share.
+struct PayloadBudgets: Sendable {
+    /// Bytes all fetches may read together.
+    let fetch: ByteBudget
+    /// Bytes all attachments may add to the store.
+    let store: ByteBudget
+}
+
 extension Pipeline {
-    func run(_ source: AttachmentSource, deadline: ContinuousClock.Instant) async -> AttachmentOutcome {
+    func run(
+        _ source: AttachmentSource, deadline: ContinuousClock.Instant, budgets: PayloadBudgets
+    ) async -> AttachmentOutcome {
         var outcome = AttachmentOutcome(url: source.url, convention: source.convention)
         let configuration = self.configuration
         let spec = configuration.effectiveRendition
@@ -29,7 +39,8 @@ extension Pipeline {
                 return outcome
             }
 
-            let media = try await fetcher.fetch(source.url, deadline: deadline, limits: configuration.mediaLimits)
+            let media = try await fetcher.fetch(
+                source.url, deadline: deadline, limits: configuration.mediaLimits, budget: budgets.fetch)
             next(\.validate)
 
             // The kind the fetch found in the first bytes travels on; the URL and Content-Type
@@ -55,6 +66,7 @@ extension Pipeline {
             }.get()
             next(\.store)
             try Task.checkCancellation(or: .timedOut)
+            try budgets.store.take(Int64(transformed.bytes.count))
 
             let store = self.store
             let reference = SourceReference(

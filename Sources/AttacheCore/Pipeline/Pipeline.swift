@@ -56,8 +56,21 @@ public final class Pipeline: Sendable {
             return unchanged(error)
         }
         guard content.isMutable else { return unchanged() }
-        let sources = content.sources(using: configuration.sources)
-        guard !sources.isEmpty else { return unchanged() }
+        let found = content.sources(using: configuration.sources)
+        guard !found.isEmpty else { return unchanged() }
+        // The first sources are considered; the others are reported, never fetched.
+        let sources = Array(found.prefix(max(0, configuration.maxSources)))
+        let skipped = found.dropFirst(sources.count).map { source in
+            var outcome = AttachmentOutcome(url: source.url, convention: source.convention)
+            outcome.error = AttacheError(
+                .tooManySources, "the payload names more than \(configuration.maxSources) media; not fetched",
+                limit: .maxSources)
+            return outcome
+        }
+        // What all of this payload's fetches may read, and what it may add to the store.
+        let budgets = PayloadBudgets(
+            fetch: ByteBudget(bytes: configuration.maxPayloadFetchBytes, limit: .maxPayloadFetchBytes),
+            store: ByteBudget(bytes: configuration.maxPayloadStoreBytes, limit: .maxPayloadStoreBytes))
 
         // Each source runs in its own task; the collector hands back what finished by the deadline.
         let collector = Collector(count: sources.count)
@@ -65,7 +78,7 @@ public final class Pipeline: Sendable {
         for (index, source) in sources.enumerated() {
             tasks.append(
                 Task { [self] in
-                    let outcome = await run(source, deadline: deadline)
+                    let outcome = await run(source, deadline: deadline, budgets: budgets)
                     collector.finish(index, outcome)
                 })
         }
@@ -85,6 +98,7 @@ public final class Pipeline: Sendable {
                 outcomes.append(outcome)
             }
         }
+        outcomes += skipped
         let (mutated, trimmed) = AttachmentBlock.write(
             &outcomes, into: content, key: configuration.attachmentsKey, maxBytes: configuration.maxPayloadBytes)
         return PipelineResult(

@@ -21,6 +21,16 @@ public struct PipelineConfiguration: Sendable {
     public var attachmentsKey = "attachments"
     /// Largest mutated payload (APNs: 4096 bytes).
     public var maxPayloadBytes = 4096
+    /// Media sources considered per payload, in payload order (default 8); the rest are
+    /// reported `too_many_sources` and not fetched.
+    public var maxSources = 8
+    /// Bytes all of a payload's fetches may read together (default 100,000,000: two videos at
+    /// Apple's cap), counted as they arrive; a fetch that would pass it stops with
+    /// `budget_exceeded`. With ``maxSources`` it bounds a payload's memory.
+    public var maxPayloadFetchBytes: Int64 = 100_000_000
+    /// Bytes a payload may add to the store (default 100,000,000); an attachment that would
+    /// pass it is not stored (`budget_exceeded`).
+    public var maxPayloadStoreBytes: Int64 = 100_000_000
     /// How long the store keeps an attachment (default 7 days).
     public var storeTTL: Int64 = 7 * 86_400
     /// How long an attachment's token opens it (default 7 days, as long as the object lives).

@@ -71,7 +71,16 @@ typedef struct {
     const char *ca_file;
     /// Hosts allowed on every hop ("example.com", "*.example.com"), NULL-terminated; NULL = any.
     const char *const *allowed_hosts;
+    /// Bytes left in a budget shared by several transfers (a payload's), taken as bytes
+    /// arrive (see att_budget_take); NULL = none. The transfer stops once it runs out.
+    int64_t *budget;
 } att_transfer_options;
+
+/// Takes `bytes` from a budget cell shared between threads; returns what is left (negative
+/// when the budget could not cover them; what was taken stays taken).
+int64_t att_budget_take(int64_t *cell, int64_t bytes);
+/// What is left in a budget cell.
+int64_t att_budget_left(const int64_t *cell);
 
 /// Why the shim itself stopped a transfer (beside libcurl's own result code).
 typedef enum {
@@ -84,6 +93,8 @@ typedef enum {
     ATT_ABORT_HOST_NOT_ALLOWED = 5,
     /// A hop carries user:password in its URL.
     ATT_ABORT_USERINFO = 6,
+    /// The shared byte budget ran out.
+    ATT_ABORT_BUDGET = 7,
 } att_abort_reason;
 
 /// What a failed transfer's CURLcode means, classified once here where libcurl's constants are.
