@@ -21,13 +21,12 @@ public final class ByteBudget: Sendable {
 
     deinit { cell.deallocate() }
 
-    /// Bytes left (negative once overdrawn).
+    /// Bytes left.
     public var remaining: Int64 { att_budget_left(cell) }
 
-    /// Takes `bytes`, or throws `budget_exceeded` when fewer are left (they stay taken, so a
-    /// spent budget stays spent).
+    /// Takes `bytes`, or throws `budget_exceeded` (taking nothing) when fewer are left.
     public func take(_ bytes: Int64) throws(AttacheError) {
-        guard att_budget_take(cell, bytes) >= 0 else { throw exceeded }
+        guard att_budget_take(cell, bytes) == 1 else { throw exceeded }
     }
 
     /// The error a transfer or write that found the budget spent reports.

@@ -49,6 +49,8 @@ public struct AccessToken: Hashable, Sendable {
     static let claimsLength = 54
     static let tagLength = 32
     static let length = claimsLength + tagLength
+    /// Characters in a token's one spelling (unpadded URL-safe base64 of its 86 bytes).
+    public static let encodedLength = (length * 8 + 5) / 6
 
     /// The 54 signed bytes.
     var claimBytes: [UInt8] {

@@ -106,7 +106,7 @@ public struct KeyRing: Sendable {
 
     /// Checks a token's form, key, signature and expiry and returns its claims.
     public func verify(_ token: String, now: Int64) -> Result<AccessToken, TokenRefusal> {
-        let encodedLength = (AccessToken.length * 8 + 5) / 6
+        let encodedLength = AccessToken.encodedLength
         // 86 bytes leave 2 unused bits in the last character; they must be zero so that every
         // token has exactly one spelling.
         guard token.utf8.count == encodedLength, let last = token.utf8.last,

@@ -29,6 +29,8 @@ struct att_transfer {
     int32_t kind;
     att_media_category cap_category;
     int64_t *budget;
+    /// Bytes taken from the budget for this transfer (a declared length, then what came past it).
+    int64_t reserved;
     att_abort_reason abort_reason;
     atomic_int cancelled;
     uint64_t tag;
@@ -68,9 +70,15 @@ static int run_sniff(att_transfer *t) {
     return 0;
 }
 
-int64_t att_budget_take(int64_t *cell, int64_t bytes) {
-    return __atomic_sub_fetch(cell, bytes, __ATOMIC_RELAXED);
+int32_t att_budget_take(int64_t *cell, int64_t bytes) {
+    int64_t left = __atomic_load_n(cell, __ATOMIC_RELAXED);
+    do {
+        if (left < bytes) return 0;
+    } while (!__atomic_compare_exchange_n(cell, &left, left - bytes, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    return 1;
 }
+
+void att_budget_give(int64_t *cell, int64_t bytes) { __atomic_add_fetch(cell, bytes, __ATOMIC_RELAXED); }
 
 int64_t att_budget_left(const int64_t *cell) { return __atomic_load_n(cell, __ATOMIC_RELAXED); }
 
@@ -82,12 +90,27 @@ static size_t on_write(char *data, size_t size, size_t count, void *user) {
         return CURL_WRITEFUNC_ERROR;
     }
     if (t->budget != NULL) {
-        // A declared length the budget cannot cover stops the transfer before its body.
-        curl_off_t length = -1;
-        if (t->size == 0) curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
-        if ((length > 0 && length > att_budget_left(t->budget)) || att_budget_take(t->budget, (int64_t)n) < 0) {
-            t->abort_reason = ATT_ABORT_BUDGET;
-            return CURL_WRITEFUNC_ERROR;
+        // A declared length is reserved whole before the body is read, so transfers sharing
+        // a budget finish one by one instead of all starving each other; bytes past it (or
+        // without one) are taken as they come.
+        if (t->size == 0) {
+            curl_off_t length = -1;
+            curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+            if (length > 0) {
+                if (!att_budget_take(t->budget, (int64_t)length)) {
+                    t->abort_reason = ATT_ABORT_BUDGET;
+                    return CURL_WRITEFUNC_ERROR;
+                }
+                t->reserved = (int64_t)length;
+            }
+        }
+        int64_t past = (int64_t)(t->size + n) - (t->reserved > (int64_t)t->size ? t->reserved : (int64_t)t->size);
+        if (past > 0) {
+            if (!att_budget_take(t->budget, past)) {
+                t->abort_reason = ATT_ABORT_BUDGET;
+                return CURL_WRITEFUNC_ERROR;
+            }
+            if (t->reserved < (int64_t)(t->size + n)) t->reserved = (int64_t)(t->size + n);
         }
     }
     if (t->size + n > t->capacity) {
@@ -387,6 +410,11 @@ void att_transfer_result_fill(att_transfer *t, int32_t curl_code, att_transfer_r
     // A body that ends cleanly but shorter than the early-check length is checked now.
     if (curl_code == CURLE_OK && !t->sniffed && t->sniff_bytes > 0 && t->size > 0 && run_sniff(t)) {
         curl_code = CURLE_WRITE_ERROR;
+    }
+    // A reservation the body did not use goes back to the budget.
+    if (t->budget != NULL && t->reserved > (int64_t)t->size) {
+        att_budget_give(t->budget, t->reserved - (int64_t)t->size);
+        t->reserved = (int64_t)t->size;
     }
     r->curl_code = curl_code;
     r->failure = classify(curl_code);

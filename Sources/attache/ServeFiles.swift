@@ -16,7 +16,7 @@ struct ServeFiles: ParsableCommand {
     @Option(help: "Address to listen on.")
     var bind = "127.0.0.1"
 
-    @Option(help: "Port to listen on.")
+    @Option(help: "Port to listen on (0: any free port, printed).")
     var port: UInt16 = 8765
 
     @Argument(help: "Folder to serve.")
@@ -38,7 +38,13 @@ struct ServeFiles: ParsableCommand {
         guard bound == 0, listen(fd, 128) == 0 else {
             throw ValidationError("cannot listen on \(bind):\(port): \(String(cString: strerror(errno)))")
         }
-        FileHandle.standardOutput.write(Data("serving \(folder) on http://\(bind):\(port)/\n".utf8))
+        // --port 0 takes a free port; the line says which.
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        let listening = UInt16(bigEndian: address.sin_port)
+        FileHandle.standardOutput.write(Data("serving \(folder) on http://\(bind):\(listening)/\n".utf8))
         let root = folder
         while true {
             let client = accept(fd, nil, nil)

@@ -15,7 +15,10 @@ import Testing
     /// Run one after the other: first the network and pipeline suites together, then the
     /// deadline suite alone (its 300 ms budgets leave no room for neighbours).
     static let groups = [
-        ["AttacheFetchTests.FetchTests", "AttacheFetchTests.TLSTests", "AttacheCoreTests.PipelineTests"],
+        [
+            "AttacheFetchTests.FetchTests", "AttacheFetchTests.TLSTests", "AttacheCoreTests.PipelineTests",
+            "AttacheCoreTests.CommandLineTests",
+        ],
         ["AttacheCoreTests.DeadlineTests"],
     ]
 

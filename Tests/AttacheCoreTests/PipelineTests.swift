@@ -220,6 +220,32 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
         #expect(result.passedThrough)
     }
 
+    /// A declared length is reserved whole: two bodies that fit the budget only one at a time
+    /// give one attachment, not two starved transfers.
+    @Test func aBudgetForOneBodyFetchesOneBody() async throws {
+        let pipeline = try makePipeline(directory) { $0.maxPayloadFetchBytes = 400_000 }
+        let result = await pipeline.process(
+            payload([
+                "image": JSONValue.quote(server.url("/waterfall-rotated.jpg")),
+                "media-url": JSONValue.quote(server.url("/portrait-progressive.jpg")),
+            ]))
+        #expect(result.outcomes.filter { $0.attachment != nil }.count == 1, "\(result.outcomes.map(\.reason))")
+        #expect(result.outcomes.filter { $0.error?.code == .budgetExceeded }.count == 1)
+    }
+
+    /// A payload with no room left for even the smallest entry fetches nothing.
+    @Test func aPayloadWithNoRoomFetchesNothing() async throws {
+        let pipeline = try makePipeline(directory)
+        let input = payload([
+            "image": JSONValue.quote(server.url("/gray.jpg")),
+            "pad": JSONValue.quote(String(repeating: "p", count: 3900)),
+        ])
+        let result = await pipeline.process(input)
+        #expect(result.payload == input && result.passedThrough)
+        #expect(result.outcomes.map { $0.error?.code } == [.payloadTooLarge])
+        #expect(server.count("/gray.jpg") == 0)
+    }
+
     /// What a payload adds to the store is bounded too; nothing over it is written.
     @Test func thePayloadsStoreBudgetKeepsTheStoreBounded() async throws {
         let pipeline = try makePipeline(directory) { $0.maxPayloadStoreBytes = 10_000 }

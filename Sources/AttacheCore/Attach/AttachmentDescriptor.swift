@@ -61,3 +61,19 @@ extension AttachmentDescriptor {
             frames: stored.frames, thumbnail: thumbnail)
     }
 }
+
+extension AttachmentDescriptor {
+    /// The size of the smallest entry an attachment served from `baseURL` can have: optional
+    /// fields left out, a 64-digit id, a token, and the shortest extension and type of any kind.
+    static func smallestEntrySize(baseURL: String) -> Int {
+        let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        let id = String(repeating: "0", count: 64)
+        let token = String(repeating: "A", count: AccessToken.encodedLength)
+        let ext = MediaKind.allCases.map(\.fileExtension).min { $0.utf8.count < $1.utf8.count }!
+        let type = MediaKind.allCases.map(\.uti).min { $0.utf8.count < $1.utf8.count }!
+        let entry = AttachmentDescriptor(
+            id: id, url: "\(base)/\(token)/\(id).\(ext)", type: type, bytes: 0, width: nil, height: nil, frames: nil,
+            thumbnail: ThumbnailOptions())
+        return entry.json(full: false).text.utf8.count
+    }
+}

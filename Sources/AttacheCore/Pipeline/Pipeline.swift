@@ -58,6 +58,22 @@ public final class Pipeline: Sendable {
         guard content.isMutable else { return unchanged() }
         let found = content.sources(using: configuration.sources)
         guard !found.isEmpty else { return unchanged() }
+        // A payload that leaves no room for even the smallest entry gets none: nothing is
+        // fetched for it (say, a payload already over 4096 bytes).
+        let emptyBlock = content.setting(configuration.attachmentsKey, to: .array([])).count
+        if emptyBlock + AttachmentDescriptor.smallestEntrySize(baseURL: configuration.baseURL)
+            > configuration.maxPayloadBytes
+        {
+            return unchanged(
+                outcomes: found.map { source in
+                    var outcome = AttachmentOutcome(url: source.url, convention: source.convention)
+                    outcome.error = AttacheError(
+                        .payloadTooLarge,
+                        "the payload leaves no room for an attachment under \(configuration.maxPayloadBytes) bytes; "
+                            + "nothing was fetched", limit: .maxPayloadBytes)
+                    return outcome
+                })
+        }
         // The first sources are considered; the others are reported, never fetched.
         let sources = Array(found.prefix(max(0, configuration.maxSources)))
         let skipped = found.dropFirst(sources.count).map { source in

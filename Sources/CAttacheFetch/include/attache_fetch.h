@@ -71,14 +71,18 @@ typedef struct {
     const char *ca_file;
     /// Hosts allowed on every hop ("example.com", "*.example.com"), NULL-terminated; NULL = any.
     const char *const *allowed_hosts;
-    /// Bytes left in a budget shared by several transfers (a payload's), taken as bytes
-    /// arrive (see att_budget_take); NULL = none. The transfer stops once it runs out.
+    /// Bytes left in a budget shared by several transfers (a payload's); NULL = none. A
+    /// declared length is reserved whole before the body is read (and what was not received
+    /// is given back when the transfer ends); bytes past it, or without one, are taken as
+    /// they arrive. The transfer stops when the budget cannot cover them.
     int64_t *budget;
 } att_transfer_options;
 
-/// Takes `bytes` from a budget cell shared between threads; returns what is left (negative
-/// when the budget could not cover them; what was taken stays taken).
-int64_t att_budget_take(int64_t *cell, int64_t bytes);
+/// Takes `bytes` from a budget cell shared between threads if that many are left: returns 1,
+/// or 0 (and takes nothing) when they are not.
+int32_t att_budget_take(int64_t *cell, int64_t bytes);
+/// Gives `bytes` back to a budget cell (a reservation that was not used).
+void att_budget_give(int64_t *cell, int64_t bytes);
 /// What is left in a budget cell.
 int64_t att_budget_left(const int64_t *cell);
 

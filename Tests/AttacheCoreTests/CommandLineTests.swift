@@ -1,0 +1,193 @@
+import AttacheBase
+import AttacheFetch
+import AttacheTestSupport
+import Foundation
+import Testing
+
+/// What the `attache` command does with hostile arguments and outputs. Runs with the network
+/// suites, alone in a child process (it starts servers and child processes of its own).
+@Suite(.enabled(if: inIsolatedChild)) struct CommandLineTests {
+    /// Runs `attache` with `arguments` and `input` on standard input.
+    static func run(_ arguments: [String], input: [UInt8] = []) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
+        process.arguments = arguments
+        let stdin = Pipe()
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        // Only the child reads standard input: with the parent's copy of the read end closed,
+        // a command that stops reading early makes the write fail (EPIPE, not a signal).
+        try stdin.fileHandleForReading.close()
+        signal(SIGPIPE, SIG_IGN)
+        // Feed standard input from another thread: the command may stop reading early.
+        let writer = Thread {
+            try? stdin.fileHandleForWriting.write(contentsOf: Data(input))
+            try? stdin.fileHandleForWriting.close()
+        }
+        writer.start()
+        let err = Thread.detachedRead(stderr.fileHandleForReading)
+        let out = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, out, err.wait())
+    }
+
+    /// A store holding one attachment, with a token for it.
+    static func storeWithOne(_ directory: TemporaryDirectory) throws -> (root: String, id: String, token: String) {
+        let root = directory.path + "/store"
+        let put = try run(["store", "put", "--json", "--store", root, Paths.samples + "/gray.jpg"])
+        #expect(put.status == 0, "\(put.err)")
+        let line = try #require(try JSONSerialization.jsonObject(with: Data(put.out.utf8)) as? [String: Any])
+        return (root, try #require(line["id"] as? String), try #require(line["token"] as? String))
+    }
+
+    @Test func hugeNumbersAreRefusedWithTheirRangeNotATrap() throws {
+        let directory = try TemporaryDirectory()
+        let (root, id, _) = try Self.storeWithOne(directory)
+        let huge = "9223372036854775807"
+        let cases: [([String], String)] = [
+            (["token", "issue", "--store", root, "--ttl", huge, id], "--ttl (seconds) must be from 1 to"),
+            (["token", "issue", "--store", root, "--ttl", huge + "d", id], "--ttl (seconds) must be from 1 to"),
+            (["store", "put", "--store", root, "--ttl", huge, Paths.samples + "/gray.jpg"], "--ttl (seconds)"),
+            (["store", "put", "--store", root, "--token-ttl", huge, Paths.samples + "/gray.jpg"], "--token-ttl"),
+            (["process", "--store", root, "--deadline", huge + "s", "-"], "--deadline (milliseconds)"),
+            (["process", "--store", root, "--max-side", "0", "-"], "--max-side must be from 1 to 32767"),
+            (["resize", "--max-side", huge, "--out", directory.path, "x.jpg"], "--max-side"),
+            (["fetch", "--concurrency", "0", "http://127.0.0.1/"], "--concurrency must be from 1"),
+        ]
+        for (arguments, message) in cases {
+            let result = try Self.run(arguments)
+            #expect(result.status == 64, "\(arguments): status \(result.status), \(result.err)")
+            #expect(result.err.contains(message), "\(arguments): \(result.err)")
+        }
+    }
+
+    @Test func standardInputIsReadOnlyUpToTheLimit() throws {
+        let directory = try TemporaryDirectory()
+        let input = [UInt8](repeating: UInt8(ascii: " "), count: 3 << 20)
+        let result = try Self.run(["process", "--store", directory.path + "/store", "-"], input: input)
+        #expect(result.status == 1)
+        #expect(result.out.isEmpty, "nothing is echoed back")
+        #expect(result.err.contains("invalid_payload") && result.err.contains("1048576"), "\(result.err)")
+    }
+
+    /// `--out` naming a device, a FIFO or a symbolic link writes through it; it never turns
+    /// the path into a regular file.
+    @Test func outputsNeverReplaceSpecialFiles() throws {
+        let directory = try TemporaryDirectory()
+        let (root, id, token) = try Self.storeWithOne(directory)
+        let expected = try Data(contentsOf: URL(fileURLWithPath: Paths.samples + "/gray.jpg"))
+        func open(to out: String) throws -> Int32 {
+            try Self.run(["store", "open", "--store", root, "--token", token, "--out", out, id]).status
+        }
+
+        // A character device like /dev/null (made here, so nothing outside the test is touched).
+        let device = directory.path + "/null"
+        try #require(mknod(device, S_IFCHR | 0o666, (1 << 8) | 3) == 0, "mknod (of 1,3: null) needs root")
+        #expect(try open(to: device) == 0)
+        #expect(Self.type(of: device) == S_IFCHR, "still a device")
+
+        // A FIFO, read on another thread.
+        let fifo = directory.path + "/fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let reader = Thread.detachedRead(path: fifo)
+        #expect(try open(to: fifo) == 0)
+        _ = reader.wait()
+        #expect(reader.bytes == Array(expected), "the FIFO's reader got the attachment")
+        #expect(Self.type(of: fifo) == S_IFIFO, "still a FIFO")
+
+        // A symbolic link keeps pointing at its file, which gets the bytes.
+        let target = directory.path + "/target.jpg"
+        try Data("old".utf8).write(to: URL(fileURLWithPath: target))
+        let link = directory.path + "/link.jpg"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        #expect(try open(to: link) == 0)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == target)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: target)) == expected)
+
+        // A directory is refused.
+        #expect(try open(to: directory.path) == 1)
+    }
+
+    /// The file type bits of `path` (not following a link).
+    static func type(of path: String) -> mode_t {
+        var info = stat()
+        return lstat(path, &info) == 0 ? info.st_mode & S_IFMT : 0
+    }
+
+    @Test func serveFilesServesRegularFilesOnly() async throws {
+        let directory = try TemporaryDirectory()
+        try Data(sampleJPEG).write(to: URL(fileURLWithPath: directory.path + "/a.jpg"))
+        let secret = try TemporaryDirectory()
+        try Data("secret".utf8).write(to: URL(fileURLWithPath: secret.path + "/secret.txt"))
+        try FileManager.default.createSymbolicLink(
+            atPath: directory.path + "/leak.jpg", withDestinationPath: secret.path + "/secret.txt")
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
+        process.arguments = ["serve-files", "--port", "0", directory.path]
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        // Wait for the line that says where it listens.
+        var line = ""
+        while !line.contains("\n") {
+            let chunk = stdout.fileHandleForReading.availableData
+            try #require(!chunk.isEmpty, "serve-files exited: \(line)")
+            line += String(decoding: chunk, as: UTF8.self)
+        }
+        let base = try #require(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines))
+        let fetcher = Fetcher(policy: loopbackPolicy { $0.maxRetries = 0 })
+        let served = try await fetcher.fetch(base + "a.jpg")
+        #expect(Array(served.bytes.buffer) == sampleJPEG)
+        do {
+            _ = try await fetcher.fetch(base + "leak.jpg")
+            Issue.record("a symbolic link out of the folder was served")
+        } catch {
+            #expect(error.code == .httpStatus && error.detail == "404")
+        }
+    }
+}
+
+extension Thread {
+    /// Reads `handle` to its end on another thread.
+    static func detachedRead(_ handle: FileHandle) -> PendingRead {
+        let read = PendingRead()
+        Thread.detachNewThread { read.finish(Array(handle.readDataToEndOfFile())) }
+        return read
+    }
+
+    /// Opens `path` (a FIFO) for reading on another thread and reads it to its end.
+    static func detachedRead(path: String) -> PendingRead {
+        let read = PendingRead()
+        Thread.detachNewThread {
+            let handle = FileHandle(forReadingAtPath: path)
+            read.finish(Array(handle?.readDataToEndOfFile() ?? Data()))
+        }
+        return read
+    }
+}
+
+/// Bytes another thread is reading.
+final class PendingRead: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private(set) var bytes: [UInt8] = []
+
+    func finish(_ bytes: [UInt8]) {
+        self.bytes = bytes
+        done.signal()
+    }
+
+    /// Waits for the read to end and returns it as text.
+    func wait() -> String {
+        done.wait()
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
