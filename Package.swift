@@ -23,6 +23,8 @@ let package = Package(
         .library(name: "AttacheMedia", targets: ["AttacheMedia"]),
         .library(name: "AttacheStore", targets: ["AttacheStore"]),
         .executable(name: "attache", targets: ["attache"]),
+        // For the fuzz package (Fuzz/): the checks its targets run live with the test helpers.
+        .library(name: "AttacheTestSupport", targets: ["AttacheTestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -92,7 +94,10 @@ let package = Package(
         // child-process runners, seeded generators, the corpus and fixtures.
         .target(
             name: "AttacheTestSupport",
-            dependencies: ["AttacheBase", "AttacheFetch", "AttacheMedia", "CAttacheCodecs", "CAttacheTestSupport"],
+            dependencies: [
+                "AttacheBase", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheCore", "CAttacheCodecs",
+                "CAttacheTestSupport",
+            ],
             path: "Tests/AttacheTestSupport"
         ),
         .target(name: "CAttacheTestSupport", path: "Tests/CAttacheTestSupport"),

@@ -93,7 +93,7 @@ public final class Fetcher: Sendable {
         FetchedMedia, AttacheError
     > {
         let start = ContinuousClock.now
-        if let refusal = check(url) { return .failure(refusal) }
+        if let refusal = refusal(for: url) { return .failure(refusal) }
         var attempt = 0
         while true {
             attempt += 1
@@ -135,9 +135,10 @@ public final class Fetcher: Sendable {
         return Transfer.outcome(transfer, code: code, url: url, timeout: timeout, budget: budget)
     }
 
-    /// Refuses what can be refused before any connection: unparseable URLs, userinfo,
-    /// schemes, hosts off the allowlist.
-    func check(_ url: String) -> AttacheError? {
+    /// What can be refused before any connection, or nil: an unparseable or overlong URL, NUL,
+    /// userinfo, a scheme or host the policy does not allow (libcurl's own URL parser decides
+    /// what the URL says).
+    public func refusal(for url: String) -> AttacheError? {
         guard url.utf8.count <= 8192 else { return AttacheError(.invalidURL, "the URL is longer than 8192 bytes") }
         guard !url.utf8.contains(0) else { return AttacheError(.invalidURL, "the URL holds NUL") }
         var parts = att_url_parts()

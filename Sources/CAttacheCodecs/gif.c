@@ -103,6 +103,14 @@ int32_t att_gif_next_frame(att_gif_decoder *d, att_gif_frame *frame, int32_t *lo
             continue;
         }
         if (type == IMAGE_DESC_RECORD_TYPE) {
+            // giflib 5.2.1 frees the previous frame's local palette only while SavedImages is
+            // empty, so from the second frame on each local palette leaked (its copy in
+            // SavedImages is freed, the original is not). The previous frame's palette was
+            // already copied out: free it here before giflib reads the next descriptor.
+            if (d->gif->Image.ColorMap != NULL) {
+                GifFreeMapObject(d->gif->Image.ColorMap);
+                d->gif->Image.ColorMap = NULL;
+            }
             if (DGifGetImageDesc(d->gif) == GIF_ERROR) {
                 fail(error, d->gif->Error, "image descriptor");
                 return -1;
@@ -287,6 +295,12 @@ int32_t att_gif_encoder_add(att_gif_encoder *e, int32_t left, int32_t top, int32
         (GifByteType)(transparent >= 0 ? transparent : 0),
     };
     int rc = EGifPutExtension(e->gif, GRAPHICS_EXT_FUNC_CODE, 4, control);
+    // giflib 5.2.1's EGifPutImageDesc drops (without freeing) the previous frame's copy of its
+    // local palette when this frame has none; it is not needed past that frame, so free it.
+    if (map == NULL && e->gif->Image.ColorMap != NULL) {
+        GifFreeMapObject(e->gif->Image.ColorMap);
+        e->gif->Image.ColorMap = NULL;
+    }
     if (rc != GIF_ERROR) rc = EGifPutImageDesc(e->gif, left, top, width, height, false, map);
     for (int y = 0; rc != GIF_ERROR && y < height; y++) {
         rc = EGifPutLine(e->gif, (GifPixelType *)indices + (size_t)y * width, width);

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Seed corpora for the fuzz targets, from the project's own fixtures and the shared corpus:
+python3 seeds.py WORK writes WORK/<target>/seeds/."""
+import glob
+import os
+import struct
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(here)
+corpus = os.environ.get("ATTACHE_CORPUS", os.path.join(os.path.dirname(root), "shared", "corpus"))
+work = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "work")
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write(target, name, data):
+    folder = os.path.join(work, target, "seeds")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(data)
+
+
+def app1(jpeg):
+    """The EXIF payload after `Exif\\0\\0` of a JPEG's first APP1, or None."""
+    i = 2
+    while i + 4 <= len(jpeg) and jpeg[i] == 0xFF:
+        marker, length = jpeg[i + 1], struct.unpack(">H", jpeg[i + 2:i + 4])[0]
+        segment = jpeg[i + 4:i + 2 + length]
+        if marker == 0xE1 and segment.startswith(b"Exif\0\0"):
+            return segment[6:]
+        if marker == 0xDA:
+            return None
+        i += 2 + length
+    return None
+
+
+for path in glob.glob(os.path.join(root, "Samples", "payloads", "*.json")):
+    write("json", os.path.basename(path), read(path))
+for i, text in enumerate([b'{"aps":{"mutable-content":1},"att":{"a":"https://x/1.jpg","b":"https://x/2.png"}}',
+                          b'{"a":[1,2.5e-3,-0,"\\u00e9\\ud83d\\ude00",true,false,null],"b":{}}', b'[]', b'"s"']):
+    write("json", "inline-%d.json" % i, text)
+
+media = glob.glob(os.path.join(root, "Samples", "media", "*"))
+for path in media:
+    write("sniffer", os.path.basename(path), read(path)[:64])
+
+jpegs = sorted(glob.glob(os.path.join(corpus, "exif-orientation", "*.jpg")))
+for path in jpegs:
+    exif = app1(read(path))
+    if exif:
+        write("exif", os.path.basename(path) + ".tiff", exif)
+for path in sorted(glob.glob(os.path.join(corpus, "jpeg-variants", "*.jpg")))[:40] + jpegs[:6]:
+    data = read(path)
+    if len(data) < 200_000 and data[:3] == b"\xff\xd8\xff":
+        write("image", "j-" + os.path.basename(path), b"\0" + data[3:])
+for path in sorted(glob.glob(os.path.join(corpus, "pngsuite", "*.png")))[:60]:
+    data = read(path)
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        write("image", "p-" + os.path.basename(path), b"\1" + data[8:])
+
+for path in sorted(glob.glob(os.path.join(corpus, "gif-edge-cases", "*.gif")) + glob.glob(os.path.join(corpus, "giflib-pics", "*.gif"))):
+    data = read(path)
+    if len(data) < 300_000 and data[:3] == b"GIF":
+        write("gif", os.path.basename(path), data[6:])
+
+for i, token in enumerate([b"AQAAAAL" + b"A" * 108, b"", b"A" * 115, b"%%%", b"AQAAAAEAAAA-_"]):
+    write("token", "token-%d" % i, token)
+
+for i, url in enumerate([b"https://example.com/a.jpg", b"http://[::1]:8080/x?y=1#z", b"http://2130706433/",
+                         b"http://0x7f.1/", b"https://user:pw@host/", b"ftp://h/f", b"http://\xe2\x98\x83.com/",
+                         bytes([127, 0, 0, 1]), bytes([169, 254, 169, 254]), bytes(16),
+                         bytes([0xfe, 0x80] + [0] * 13 + [1]), bytes([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1])]):
+    write("url", "url-%d" % i, url)
+
+for target in ["json", "sniffer", "exif", "token", "url", "gif", "image"]:
+    print("%s: %d seeds" % (target, len(os.listdir(os.path.join(work, target, "seeds")))))

@@ -1,0 +1,149 @@
+import AttacheBase
+import AttacheCore
+import AttacheFetch
+import AttacheMedia
+import AttacheStore
+
+/// The properties the fuzz targets (`Fuzz/`) check on every input, kept here so the test
+/// suite replays every saved finding (`Tests/Fixtures/fuzz/<target>/`) through the same code.
+/// A check throws a ``FuzzFinding`` when a property fails; any crash is a finding too.
+public enum FuzzChecks {
+    /// A property that did not hold.
+    public struct FuzzFinding: Error, CustomStringConvertible {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// The targets, by name (`Fuzz/Targets/<Name>`, `Tests/Fixtures/fuzz/<name>`).
+    public static let targets: [String: @Sendable ([UInt8]) throws(FuzzFinding) -> Void] = [
+        "json": json, "sniffer": sniffer, "exif": exif, "token": token, "url": url, "gif": gif, "image": image,
+    ]
+
+    /// The payload parser and the mutation that writes the attachment block: an accepted
+    /// document's compact text parses back to it; setting a member keeps every byte outside
+    /// it; setting a compactly written member to its own value gives the input back.
+    public static func json(_ bytes: [UInt8]) throws(FuzzFinding) {
+        guard let value = try? JSONParser.parse(bytes) else { return }
+        guard let again = try? JSONParser.parse(Array(value.text.utf8)), again.text == value.text else {
+            throw FuzzFinding("the compact text of an accepted document does not parse back to it")
+        }
+        guard let content = try? NotificationContent(bytes: bytes), case .object(let members) = content.root else {
+            return
+        }
+        let added = content.setting("attachments-fuzz", to: .array([.string("x")]))
+        guard let reparsed = try? JSONParser.parse(added), reparsed["attachments-fuzz"] == .array([.string("x")])
+        else { throw FuzzFinding("a new member does not parse back") }
+        for member in members {
+            guard let range = member.sourceRange else { throw FuzzFinding("a parsed member has no source range") }
+            let rewritten = content.setting(member.key, to: member.value)
+            let after = bytes.count - range.upperBound
+            guard rewritten.prefix(range.lowerBound).elementsEqual(bytes.prefix(range.lowerBound)),
+                rewritten.suffix(after).elementsEqual(bytes.suffix(after))
+            else { throw FuzzFinding("setting \(member.key) changed bytes outside it") }
+            let text = Array((JSONValue.quote(member.key) + ":" + member.value.text).utf8)
+            if Array(bytes[range]) == text && rewritten != bytes {
+                throw FuzzFinding("an unchanged compact member did not round-trip byte for byte")
+            }
+        }
+    }
+
+    /// The type sniffer decides from its prefix only, and `kind(of:)` agrees with it.
+    public static func sniffer(_ bytes: [UInt8]) throws(FuzzFinding) {
+        let verdict = Sniffer.sniff(bytes)
+        if Sniffer.sniff(Array(bytes.prefix(Sniffer.prefixLength))) != verdict {
+            throw FuzzFinding("the verdict depends on bytes past the prefix")
+        }
+        switch (verdict, Result { () throws(AttacheError) in try Sniffer.kind(of: bytes) }) {
+        case (.accepted(let kind), .success(let found)) where kind == found: break
+        case (.accepted, _): throw FuzzFinding("kind(of:) disagrees with an accepted verdict")
+        case (_, .success): throw FuzzFinding("kind(of:) accepted what sniff did not")
+        case (_, .failure(let error)):
+            if ![.emptyInput, .unsupportedType, .truncated].contains(error.code) {
+                throw FuzzFinding("untyped refusal \(error)")
+            }
+        }
+    }
+
+    /// The EXIF orientation reader, on the bytes as they are and behind `Exif\0\0`.
+    public static func exif(_ bytes: [UInt8]) throws(FuzzFinding) {
+        _ = bytes.withUnsafeBufferPointer { Orientation.fromExif($0) }
+        let framed = Array("Exif".utf8) + [0, 0] + bytes
+        let orientation = framed.withUnsafeBufferPointer { Orientation.fromExif($0) }
+        if !(1...8).contains(orientation.rawValue) { throw FuzzFinding("orientation out of range") }
+    }
+
+    /// Key 1 retired, key 2 current.
+    static let ring = try! KeyRing.generate().rotated().retiring(1)
+
+    /// The token decoder: any string is refused or verified; a verified token is the one
+    /// spelling of its claims.
+    public static func token(_ bytes: [UInt8]) throws(FuzzFinding) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        let valid = ring.issue(for: AttachmentID(bytes: [UInt8](repeating: 7, count: 32))!, ttl: 60, now: 0).token
+        for token in [text, valid + text, String(valid.prefix(bytes.count % (valid.count + 1))) + text] {
+            if case .success(let claims) = ring.verify(token, now: 1), ring.sign(claims) != token {
+                throw FuzzFinding("a verified token is not the one spelling of its claims")
+            }
+        }
+    }
+
+    static let fetcher = Fetcher()
+
+    /// URL checks before any connection (libcurl's parser through the shim) and the address
+    /// policy on raw IPv4 and IPv6 addresses.
+    public static func url(_ bytes: [UInt8]) throws(FuzzFinding) {
+        let url = String(decoding: bytes, as: UTF8.self)
+        if let refusal = fetcher.refusal(for: url), ![.invalidURL, .schemeNotAllowed].contains(refusal.code) {
+            throw FuzzFinding("unexpected refusal \(refusal)")
+        }
+        if bytes.count >= 4 {
+            _ = AddressPolicy.rule(denying: Array(bytes.prefix(4)), allowLoopback: bytes[0] & 1 == 1)
+        }
+        if bytes.count >= 16 {
+            let address = Array(bytes.prefix(16))
+            if let rule = AddressPolicy.rule(denying: address),
+                AddressPolicy.rule(denying: address, allowLoopback: true, allowPrivate: true) == nil,
+                rule.contains("metadata") || rule.contains("link-local")
+            {
+                throw FuzzFinding("the allowances opened \(rule)")
+            }
+        }
+    }
+
+    /// The GIF path end to end (decoder, compositor, palette, resampler, frame writer) on any
+    /// bytes behind a GIF signature; what it writes decodes again with the frames it reports.
+    public static func gif(_ bytes: [UInt8]) throws(FuzzFinding) {
+        let input = MediaBytes(Array("GIF89a".utf8) + bytes)
+        let limits = ImageLimits(maxPixels: 1 << 20, maxDimension: 2048, maxFrames: 64, maxTotalFramePixels: 1 << 22)
+        for side in [16, 4096] {
+            var spec = RenditionSpec(maxSide: side)
+            spec.gifMaxFrames = 8
+            spec.gifDither = side == 16
+            spec.gifAllowPartial = side == 16
+            guard let out = try? ImageProcessor.renderGIF(input, spec: spec, limits: limits) else { continue }
+            guard let again = try? ImageProcessor.scanGIF(MediaBytes(out.data)), again.frames == out.frames else {
+                throw FuzzFinding("a written GIF does not decode with its \(out.frames) frames")
+            }
+        }
+    }
+
+    /// The JPEG and PNG glue on any bytes behind a signature (the first byte picks which):
+    /// every failure typed, a rendition decoding again at the size it reports.
+    public static func image(_ bytes: [UInt8]) throws(FuzzFinding) {
+        guard let first = bytes.first else { return }
+        let signature: [UInt8] =
+            first & 1 == 0 ? [0xFF, 0xD8, 0xFF] : [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        let input = MediaBytes(signature + bytes.dropFirst())
+        let limits = ImageLimits(maxPixels: 1 << 22, maxDimension: 4096, maxScans: 50, maxDecoderMemory: 64 << 20)
+        let rendition: Rendition
+        do throws(AttacheError) {
+            rendition = try ImageProcessor.render(input, spec: RenditionSpec(maxSide: 64), limits: limits)
+        } catch {
+            if error.code == .internalError { throw FuzzFinding("\(error)") }
+            return
+        }
+        guard let again = try? ImageProcessor.inspect(MediaBytes(rendition.data)),
+            again.width == rendition.width, again.height == rendition.height
+        else { throw FuzzFinding("a rendition does not decode again at its size") }
+    }
+}
