@@ -8,6 +8,8 @@ missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# The JSON differential test runs Python's json beside the payload parser.
+command -v python3 >/dev/null || missing+=(python3)
 # libpng must carry Debian's security backports up to CVE-2026-46675 (1.6.39-2+deb12u6).
 png_version=$(dpkg-query -W -f='${Version}' libpng16-16 2>/dev/null || true)
 if [ -n "$png_version" ] && dpkg --compare-versions "$png_version" lt "1.6.39-2+deb12u6"; then

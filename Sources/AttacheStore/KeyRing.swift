@@ -190,6 +190,10 @@ extension KeyRing {
 
     /// Reads a key file; nil when there is none.
     public static func load(at path: String) throws(AttacheError) -> KeyRing? {
+        // A key file is a few hundred bytes a key; one over 1 MiB is not ours.
+        if let size = try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int, size > 1 << 20 {
+            throw AttacheError(.storeCorrupt, "key file \(path) is \(size) bytes")
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
             if AtomicFile.exists(path) { throw AttacheError(.storeCorrupt, "cannot read key file \(path)") }
             return nil

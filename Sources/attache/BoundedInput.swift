@@ -1,7 +1,8 @@
 import AttacheBase
 import Foundation
 
-/// Reads a payload from a file or standard input without ever holding more than it accepts.
+/// Reads a payload (or a list) from a file or standard input without ever holding more than
+/// it accepts.
 enum BoundedInput {
     /// The bytes of `name` (`-` for standard input), at most `limit` of them.
     /// - Throws: `invalid_payload` (limit `max_input_bytes`) when there are more, `io_error`

@@ -71,7 +71,8 @@ struct Fetch: AsyncParsableCommand {
         Attache.tuneAllocatorForBatch()
         var list = arguments
         if let urls {
-            let text = try String(contentsOfFile: urls, encoding: .utf8)
+            // Read bounded (64 MiB: about half a million URLs), as every input is.
+            let text = String(decoding: try BoundedInput.read(urls, limit: 64 << 20), as: UTF8.self)
             list += text.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.isEmpty }
         }
         guard !list.isEmpty else { throw ValidationError("give at least one URL") }

@@ -49,6 +49,8 @@ struct StoreCommand: ParsableCommand {
                 line.add("file", file)
                 do {
                     let bytes = try MediaBytes(contentsOfFile: file)
+                    // The kind's byte cap first (nothing over it is decoded or hashed), then a full decode.
+                    _ = try MediaValidator.validate(bytes)
                     let info = try ImageProcessor.inspect(bytes, limits: .default)
                     let source = sourceURL.map { SourceReference(url: $0, spec: spec) }
                     let stored = try store.put(

@@ -206,6 +206,7 @@ func frameHash(_ image: PixelImage) -> String {
             }
             if let error {
                 #expect([.truncated, .corruptData, .dimensionsTooLarge, .tooManyPixels].contains(error.code))
+                #expect(error.message.hasPrefix("gif: ") && !error.message.hasPrefix("gif: gif:"), "\(error.message)")
             }
         }
         var partial = RenditionSpec(maxSide: 32)
