@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -11,17 +11,19 @@ let swiftSettings: [SwiftSetting] = [
 //   AttacheBase  ←  AttacheFetch (CAttacheFetch: libcurl)
 //                ←  AttacheMedia (CAttacheCodecs: libjpeg-turbo, libpng, giflib)
 //                ←  AttacheStore (swift-crypto, GRDB)
-//                ←  AttacheCore (content, attach, pipeline: uses all of the above)  ←  attache (CLI)
+//                ←  AttacheCore (content, attach, pipeline: uses all of the above)
+//                ←  AttacheServer (HTTP: Hummingbird; the core never sees an HTTP type)  ←  attache (CLI)
 // No stage target depends on another stage; only AttacheCore composes them.
 let package = Package(
     name: "Attache",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "AttacheCore", targets: ["AttacheCore"]),
         .library(name: "AttacheBase", targets: ["AttacheBase"]),
         .library(name: "AttacheFetch", targets: ["AttacheFetch"]),
         .library(name: "AttacheMedia", targets: ["AttacheMedia"]),
         .library(name: "AttacheStore", targets: ["AttacheStore"]),
+        .library(name: "AttacheServer", targets: ["AttacheServer"]),
         .executable(name: "attache", targets: ["attache"]),
         // For the fuzz package (Fuzz/): the checks its targets run live with the test helpers.
         .library(name: "AttacheTestSupport", targets: ["AttacheTestSupport"]),
@@ -31,6 +33,14 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/swift-extras/swift-extras-base64", from: "1.2.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // C shims: every variadic libcurl call and every libjpeg/libpng setjmp stays in C.
@@ -82,11 +92,33 @@ let package = Package(
             dependencies: ["AttacheBase", "AttacheFetch", "AttacheMedia", "AttacheStore"],
             swiftSettings: swiftSettings
         ),
+        // The service: routes, admission, problems, metrics and logs over the core.
+        .target(
+            name: "AttacheServer",
+            dependencies: [
+                "AttacheBase", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            resources: [.copy("openapi.yaml")],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "attache",
             dependencies: [
-                "AttacheCore",
+                "AttacheCore", "AttacheServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -119,6 +151,11 @@ let package = Package(
         .testTarget(
             name: "AttacheStoreTests",
             dependencies: ["AttacheStore", "AttacheTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AttacheServerTests",
+            dependencies: ["AttacheServer", "AttacheCore", "AttacheFetch", "AttacheStore", "AttacheTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -11,11 +11,14 @@ public final class AttachmentLease: Sendable {
     public let attachment: StoredAttachment
     /// Absolute path of the object file.
     public let path: String
+    /// The token's claims that opened it (its expiry bounds how long a client may cache).
+    public let access: AccessToken
     private let descriptor: Mutex<Int32>
 
-    init(attachment: StoredAttachment, path: String, descriptor: Int32) {
+    init(attachment: StoredAttachment, path: String, access: AccessToken, descriptor: Int32) {
         self.attachment = attachment
         self.path = path
+        self.access = access
         self.descriptor = Mutex(descriptor)
     }
 
@@ -41,6 +44,24 @@ public final class AttachmentLease: Sendable {
                 offset += n
             }
             return .success(out)
+        }
+        return try result.get()
+    }
+
+    /// Reads up to `buffer.count` bytes at `offset` (fewer only at the end of the object), for
+    /// streaming without holding the whole object.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(AttacheError) -> Int {
+        let result: Result<Int, AttacheError> = descriptor.withLock { fd in
+            guard fd >= 0 else { return .failure(AttacheError(.ioError, "lease already closed")) }
+            var done = 0
+            while done < buffer.count {
+                let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+                if n < 0 && errno == EINTR { continue }
+                guard n >= 0 else { return .failure(AtomicFile.failure("read", path)) }
+                if n == 0 { break }
+                done += n
+            }
+            return .success(done)
         }
         return try result.get()
     }

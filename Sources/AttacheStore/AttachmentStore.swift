@@ -193,9 +193,13 @@ public final class AttachmentStore: Sendable {
         token: String,
         onRefusal: (TokenRefusal) -> Void = { _ in }
     ) throws(AttacheError) -> AttachmentLease {
-        if case .failure(let refusal) = try authorize(token, for: id) {
+        let access: AccessToken
+        switch try authorize(token, for: id) {
+        case .failure(let refusal):
             onRefusal(refusal)
             throw AttacheError(.accessDenied, "access denied")
+        case .success(let claims):
+            access = claims
         }
         guard let attachment = try attachment(id) else {
             throw AttacheError(.notFound, "no attachment \(id)")
@@ -211,7 +215,7 @@ public final class AttachmentStore: Sendable {
             Glibc.close(fd)
             throw AttacheError(.notFound, "no attachment \(id)")
         }
-        return AttachmentLease(attachment: attachment, path: path, descriptor: fd)
+        return AttachmentLease(attachment: attachment, path: path, access: access, descriptor: fd)
     }
 
     /// Refuses every token for `id` issued up to now (and within this second).

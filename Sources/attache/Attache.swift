@@ -9,7 +9,7 @@ struct Attache: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             ProcessCommand.self, Inspect.self, Resize.self, Fetch.self, StoreCommand.self, TokenCommand.self,
-            KeyCommand.self, GC.self, ServeFiles.self,
+            KeyCommand.self, GC.self, Serve.self, ServeFiles.self,
         ]
     )
 

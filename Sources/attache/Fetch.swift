@@ -174,7 +174,7 @@ struct Fetch: AsyncParsableCommand {
             }
             line.add("ok", false)
             line.add("ms", (ms * 10).rounded() / 10)
-            line.add("error", object: Inspect.errorObject(error))
+            line.add("error", object: JSONLine.error(error))
         }
         return line.text
     }

@@ -71,18 +71,9 @@ struct Inspect: ParsableCommand {
             line.add("height", nil as Int?)
             line.add("frames", nil as Int?)
             line.add("orientation", nil as Int?)
-            line.add("error", object: errorObject(error))
+            line.add("error", object: JSONLine.error(error))
         }
         return line.text
-    }
-
-    static func errorObject(_ error: AttacheError) -> JSONLine {
-        var object = JSONLine()
-        object.add("code", error.code.rawValue)
-        object.add("message", error.message)
-        if let limit = error.limit { object.add("limit", limit.rawValue) }
-        if let detail = error.detail { object.add("detail", detail) }
-        return object
     }
 }
 

@@ -111,7 +111,7 @@ struct ProcessCommand: AsyncParsableCommand {
                 FileHandle.standardOutput.write(Data(result.payload + [10]))
             }
             if report {
-                FileHandle.standardError.write(Data((Self.report(name: name, result) + "\n").utf8))
+                FileHandle.standardError.write(Data((result.report(name: name) + "\n").utf8))
             }
             if summary {
                 FileHandle.standardError.write(Data(Self.summary(name: name, result).utf8))
@@ -143,41 +143,6 @@ struct ProcessCommand: AsyncParsableCommand {
         return text
     }
 
-    static func report(name: String, _ result: PipelineResult) -> String {
-        var line = JSONLine()
-        line.add("payload", name)
-        line.add("passed_through", result.passedThrough)
-        line.add("best_attempt", result.bestAttempt)
-        line.add("ms", (result.elapsed.milliseconds * 10).rounded() / 10)
-        line.add("bytes", result.payload.count)
-        if let error = result.payloadError { line.add("payload_error", object: Inspect.errorObject(error)) }
-        line.addRaw("trimmed", "[" + result.trimmed.map(JSONLine.quote).joined(separator: ",") + "]")
-        let outcomes = result.outcomes.map { outcome -> String in
-            var item = JSONLine()
-            item.add("url", outcome.url)
-            item.add("convention", outcome.convention)
-            item.add("reason", outcome.reason)
-            item.add("cached", outcome.cached)
-            if let attachment = outcome.attachment {
-                item.add("id", attachment.id)
-                item.add("type", attachment.type)
-                item.add("bytes", Int(attachment.bytes))
-                item.add("width", attachment.width)
-                item.add("height", attachment.height)
-            }
-            if let error = outcome.error { item.add("error", object: Inspect.errorObject(error)) }
-            item.addRaw("warnings", "[" + outcome.warnings.map(JSONLine.quote).joined(separator: ",") + "]")
-            var timings = JSONLine()
-            timings.add("fetch", (outcome.timings.fetch * 10).rounded() / 10)
-            timings.add("validate", (outcome.timings.validate * 10).rounded() / 10)
-            timings.add("transform", (outcome.timings.transform * 10).rounded() / 10)
-            timings.add("store", (outcome.timings.store * 10).rounded() / 10)
-            item.add("ms", object: timings)
-            return item.text
-        }
-        line.addRaw("attachments", "[" + outcomes.joined(separator: ",") + "]")
-        return line.text
-    }
 }
 
 /// A duration written `800ms`, `25s`, `2m` or a bare number of seconds, in milliseconds.

@@ -130,7 +130,7 @@ struct Resize: ParsableCommand {
             case .failure(let error):
                 line.add("ok", false)
                 line.add("ms", ms)
-                line.add("error", object: Inspect.errorObject(error))
+                line.add("error", object: JSONLine.error(error))
             }
             return line.text
         }

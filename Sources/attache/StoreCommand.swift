@@ -70,7 +70,7 @@ struct StoreCommand: ParsableCommand {
                 } catch let error as AttacheError {
                     failed = true
                     line.add("ok", false)
-                    line.add("error", object: Inspect.errorObject(error))
+                    line.add("error", object: JSONLine.error(error))
                     print(options.json ? line.text : "\(file)\terror\t\(error.code)\t\(error.message)")
                 }
             }
@@ -116,7 +116,7 @@ struct StoreCommand: ParsableCommand {
                 print(options.json ? line.text : "\(id)\tok\t\(lease.attachment.bytes)\t\(out)")
             } catch {
                 line.add("ok", false)
-                line.add("error", object: Inspect.errorObject(error))
+                line.add("error", object: JSONLine.error(error))
                 print(options.json ? line.text : "\(id)\terror\t\(error.code)\t\(error.message)")
                 throw ExitCode(1)
             }

@@ -21,6 +21,8 @@ import Testing
         (.accessDenied, "access_denied"), (.invalidInput, "invalid_input"), (.storeCorrupt, "store_corrupt"),
         (.invalidPayload, "invalid_payload"), (.payloadTooLarge, "payload_too_large"),
         (.tooManySources, "too_many_sources"), (.budgetExceeded, "budget_exceeded"),
+        (.unauthorized, "unauthorized"), (.requestTooLarge, "request_too_large"),
+        (.invalidRequest, "invalid_request"), (.overloaded, "overloaded"),
     ]
 
     static let limits: [(AttacheError.Limit, String)] = [
@@ -33,6 +35,7 @@ import Testing
         (.maxInputBytes, "max_input_bytes"), (.maxJSONDepth, "max_json_depth"),
         (.maxPayloadBytes, "max_payload_bytes"), (.maxSources, "max_sources"),
         (.maxPayloadFetchBytes, "max_payload_fetch_bytes"), (.maxPayloadStoreBytes, "max_payload_store_bytes"),
+        (.maxRequestBytes, "max_request_bytes"), (.maxQueued, "max_queued"),
     ]
 
     @Test func everyCodeKeepsItsString() {

@@ -94,6 +94,17 @@ extension AttacheError.Code {
     /// The payload's fetched-bytes or stored-bytes budget is spent (the `limit` says which).
     public static let budgetExceeded = Self(rawValue: "budget_exceeded")
 
+    // MARK: - Service (attache serve)
+
+    /// The request carries no API key, or one the service does not accept (HTTP 401).
+    public static let unauthorized = Self(rawValue: "unauthorized")
+    /// The request body is over the service's cap (HTTP 413).
+    public static let requestTooLarge = Self(rawValue: "request_too_large")
+    /// A header or query parameter the service cannot use as given (HTTP 400).
+    public static let invalidRequest = Self(rawValue: "invalid_request")
+    /// Every pipeline slot and queue place is taken: try again after `Retry-After` (HTTP 503).
+    public static let overloaded = Self(rawValue: "overloaded")
+
     /// Every code, in catalogue order.
     public static let all: [Self] = [
         .corruptData, .truncated, .emptyInput, .unsupportedType, .unsupportedVariant, .tooManyPixels,
@@ -101,7 +112,8 @@ extension AttacheError.Code {
         .encodeFailed, .ioError, .internalError, .dnsFailed, .connectFailed, .blockedAddress, .hostNotAllowed,
         .invalidURL, .schemeNotAllowed, .tooManyRedirects, .tooSlow, .httpStatus, .tlsFailed, .badResponse,
         .cancelled, .fetchFailed, .storeFull, .notFound, .accessDenied, .invalidInput, .storeCorrupt,
-        .invalidPayload, .payloadTooLarge, .tooManySources, .budgetExceeded,
+        .invalidPayload, .payloadTooLarge, .tooManySources, .budgetExceeded, .unauthorized, .requestTooLarge,
+        .invalidRequest, .overloaded,
     ]
 }
 
@@ -163,12 +175,19 @@ extension AttacheError.Limit {
     /// Bytes a payload may add to the store (`maxPayloadStoreBytes`).
     public static let maxPayloadStoreBytes = Self(rawValue: "max_payload_store_bytes")
 
+    // MARK: - Service
+
+    /// Largest request body `POST /v1/notifications` reads (`--max-request-bytes`, 64 KiB).
+    public static let maxRequestBytes = Self(rawValue: "max_request_bytes")
+    /// Payloads in the pipeline at once plus those waiting (`--max-concurrent`, `--max-queued`).
+    public static let maxQueued = Self(rawValue: "max_queued")
+
     /// Every limit name, in catalogue order.
     public static let all: [Self] = [
         .maxPixels, .maxDimension, .maxScans, .maxDecoderMemory, .maxFrames, .maxTotalFramePixels, .maxImageBytes,
         .maxAudioBytes, .maxVideoBytes, .maxFetchBytes, .gifMaxBytes, .maxRedirects, .lowSpeed, .maxStoreBytes,
         .maxStoreObjects, .maxInputBytes, .maxJSONDepth, .maxPayloadBytes, .maxSources, .maxPayloadFetchBytes,
-        .maxPayloadStoreBytes,
+        .maxPayloadStoreBytes, .maxRequestBytes, .maxQueued,
     ]
 
     /// The byte cap of a media category.

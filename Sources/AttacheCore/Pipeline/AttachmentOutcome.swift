@@ -16,6 +16,10 @@ public struct AttachmentOutcome: Sendable {
     public var warnings: [String] = []
     /// Milliseconds spent per stage.
     public var timings = StageTimings()
+    /// Body bytes the fetch read (0 when nothing was fetched).
+    public var fetchedBytes: Int64 = 0
+    /// The stage that failed (`fetch`, `validate`, `transform`, `store`), when one did.
+    public var failedStage: String?
 
     /// `attached`, or the error code.
     public var reason: String { attachment != nil ? "attached" : error?.code.rawValue ?? "unknown" }

@@ -10,6 +10,8 @@ final class Collector: Sendable {
         var remaining: Int
         var waiter: CheckedContinuation<[AttachmentOutcome?], Never>?
         var done = false
+        /// Released before anyone waited: the wait returns at once.
+        var expired = false
     }
 
     private let state: Mutex<State>
@@ -34,7 +36,7 @@ final class Collector: Sendable {
     func wait(until deadline: ContinuousClock.Instant) async -> [AttachmentOutcome?] {
         await withCheckedContinuation { continuation in
             let ready: [AttachmentOutcome?]? = state.withLock {
-                if $0.remaining == 0 {
+                if $0.remaining == 0 || $0.expired {
                     $0.done = true
                     return $0.outcomes
                 }
@@ -52,9 +54,12 @@ final class Collector: Sendable {
         }
     }
 
-    private func expire() {
+    /// Releases the waiter now with what has finished (the deadline, or the caller gone).
+    func expire() {
         let release: (CheckedContinuation<[AttachmentOutcome?], Never>, [AttachmentOutcome?])? = state.withLock {
-            guard !$0.done, let waiter = $0.waiter else { return nil }
+            guard !$0.done else { return nil }
+            $0.expired = true
+            guard let waiter = $0.waiter else { return nil }
             $0.done = true
             $0.waiter = nil
             return (waiter, $0.outcomes)

@@ -41,6 +41,7 @@ extension Pipeline {
 
             let media = try await fetcher.fetch(
                 source.url, deadline: deadline, limits: configuration.mediaLimits, budget: budgets.fetch)
+            outcome.fetchedBytes = Int64(media.bytes.count)
             next(\.validate)
 
             // The kind the fetch found in the first bytes travels on; the URL and Content-Type
@@ -84,6 +85,13 @@ extension Pipeline {
             outcome.attachment = try describe(stored, source: source)
             next(\.store)
         } catch {
+            outcome.failedStage =
+                switch stage {
+                case \.fetch: "fetch"
+                case \.validate: "validate"
+                case \.transform: "transform"
+                default: "store"
+                }
             next(stage)
             outcome.error = error
         }

@@ -98,7 +98,13 @@ public final class Pipeline: Sendable {
                     collector.finish(index, outcome)
                 })
         }
-        let finished = await collector.wait(until: deadline)
+        // A caller that goes away (a service client hanging up) ends the wait at once.
+        let finished = await withTaskCancellationHandler {
+            await collector.wait(until: deadline)
+        } onCancel: {
+            collector.expire()
+        }
+        let cancelled = Task.isCancelled
         for task in tasks { task.cancel() }
 
         var outcomes: [AttachmentOutcome] = []
@@ -109,8 +115,10 @@ public final class Pipeline: Sendable {
             } else {
                 unfinished = true
                 var outcome = AttachmentOutcome(url: source.url, convention: source.convention)
-                outcome.error = AttacheError(
-                    .timedOut, "the payload's deadline passed before this attachment was ready")
+                outcome.error =
+                    cancelled
+                    ? AttacheError(.cancelled, "the request was cancelled before this attachment was ready")
+                    : AttacheError(.timedOut, "the payload's deadline passed before this attachment was ready")
                 outcomes.append(outcome)
             }
         }

@@ -1,0 +1,36 @@
+import Crypto
+
+/// The API keys a caller may present. Each is kept as its SHA-256; a presented key is hashed
+/// and compared with every one of them in full, so the time taken says nothing about how
+/// much of a key matched or which key did.
+struct APIKeys: Sendable {
+    private let digests: [[UInt8]]
+
+    init(_ keys: [String]) {
+        digests = keys.map { Array(SHA256.hash(data: Array($0.utf8))) }
+    }
+
+    var isEmpty: Bool { digests.isEmpty }
+
+    /// Whether `presented` is one of the keys.
+    func accepts(_ presented: Substring) -> Bool {
+        let digest = Array(SHA256.hash(data: Array(presented.utf8)))
+        var matched: UInt8 = 0
+        for key in digests {
+            var difference: UInt8 = 0
+            for i in 0..<32 { difference |= key[i] ^ digest[i] }
+            // 1 when equal, without a branch on secret data.
+            matched |= UInt8(truncatingIfNeeded: (Int(difference) - 1) >> 8) & 1
+        }
+        return matched == 1
+    }
+
+    /// The key from an `Authorization: Bearer <key>` header value; nil when there is none.
+    static func bearer(_ header: String?) -> Substring? {
+        guard let header else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let key = parts[1].drop { $0 == " " }
+        return key.isEmpty ? nil : key
+    }
+}

@@ -1,0 +1,130 @@
+public import AttacheCore
+public import AttacheBase
+public import AttacheFetch
+public import AttacheStore
+import Foundation
+public import Hummingbird
+public import Logging
+import NIOCore
+import UnixSignals
+public import ServiceLifecycle
+
+/// The service-extension backend: `POST /v1/notifications`, the attachment downloads, health,
+/// readiness, metrics and the OpenAPI document, on Hummingbird.
+public struct AttacheService: Sendable {
+    public let configuration: ServerConfiguration
+    public let store: AttachmentStore
+    public let pipeline: Pipeline
+    let metrics = ServerMetrics()
+    let admission: Admission
+    /// Renders the metrics registry as Prometheus text; nil answers `/metrics` with 404.
+    let metricsText: (@Sendable () -> String)?
+
+    /// Opens the store and builds the pipeline.
+    /// - Parameter metricsText: renders the registry swift-metrics was bootstrapped with.
+    public init(
+        configuration: ServerConfiguration, metricsText: (@Sendable () -> String)? = nil
+    ) throws(AttacheError) {
+        self.configuration = configuration
+        self.store = try AttachmentStore(configuration.store)
+        self.pipeline = Pipeline(
+            configuration: configuration.pipeline, fetcher: Fetcher(policy: configuration.fetch), store: store)
+        let metrics = self.metrics
+        self.admission = Admission(slots: configuration.maxConcurrent, queue: configuration.maxQueued) {
+            metrics.admission(running: $0, waiting: $1)
+        }
+        self.metricsText = metricsText
+        if let stats = try? store.stats() { metrics.store(objects: stats.objects, bytes: stats.bytes) }
+    }
+
+    /// The routes, behind the request log.
+    public func router() -> Router<AttacheRequestContext> {
+        let router = Router(context: AttacheRequestContext.self)
+        router.add(middleware: RequestLogMiddleware(metrics: metrics))
+        let notifications = NotificationRoute(
+            pipeline: pipeline, configuration: configuration, keys: APIKeys(configuration.apiKeys),
+            admission: admission, metrics: metrics)
+        router.post("/v1/notifications", use: notifications.handle)
+
+        let attachments = AttachmentRoute(store: store, metrics: metrics)
+        let base = configuration.attachmentsPath
+        // One catch-all route: `<token>/<id>.<ext>`, and a URL missing its token is a 401.
+        router.get("\(base)/**", use: attachments.handle)
+        router.head("\(base)/**", use: attachments.handle)
+
+        router.get("/healthz") { _, _ in Self.text("ok\n") }
+        let store = self.store
+        router.get("/readyz") { _, _ in
+            let failed = await withCheckedContinuation { done in
+                DispatchQueue.global().async { done.resume(returning: Readiness.failures(store: store)) }
+            }
+            guard failed.isEmpty else {
+                throw Problem(.serviceUnavailable, .internalError, "not ready: " + failed.joined(separator: ", "))
+            }
+            return Self.text("ready\n")
+        }
+        let metricsText = self.metricsText
+        let metrics = self.metrics
+        let admission = self.admission
+        router.get("/metrics") { _, _ in
+            guard let metricsText else { throw Problem(.notFound, .notFound, "metrics are not enabled") }
+            // Gauges that are cheapest to read at scrape time.
+            let (running, waiting) = admission.counts
+            metrics.admission(running: running, waiting: waiting)
+            if let stats = try? store.stats() { metrics.store(objects: stats.objects, bytes: stats.bytes) }
+            var headers: HTTPFields = [.contentType: "text/plain; version=0.0.4; charset=utf-8"]
+            headers[.cacheControl] = "no-store"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: metricsText())))
+        }
+        router.get("/openapi.yaml") { _, _ in
+            var headers: HTTPFields = [.contentType: "application/yaml"]
+            headers[.cacheControl] = "no-cache"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: OpenAPIDocument.bytes)))
+        }
+        return router
+    }
+
+    /// The application: the HTTP server plus store collection, as lifecycle services.
+    /// - Parameter onServerRunning: told the bound port once the server listens.
+    public func application(
+        logger: Logger, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        let collection = CollectionService(
+            store: store, interval: configuration.collectionInterval, metrics: metrics, logger: logger)
+        return Application(
+            router: router(),
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            services: [collection],
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+            logger: logger)
+    }
+
+    /// Runs until SIGTERM or SIGINT: then stops accepting, lets in-flight requests finish for
+    /// up to the grace period, and returns.
+    public func run(logger: Logger, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let app = application(logger: logger, onServerRunning: onServerRunning)
+        var group = ServiceGroupConfiguration(
+            services: [.init(service: app)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        group.maximumGracefulShutdownDuration = configuration.gracePeriod
+        group.maximumCancellationDuration = .seconds(2)
+        try await ServiceGroup(configuration: group).run()
+    }
+
+    static func text(_ string: String) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(string: string)))
+    }
+}
+
+/// The OpenAPI 3.1 document the service answers by (`GET /openapi.yaml`).
+public enum OpenAPIDocument {
+    /// Its bytes, from the target's resources.
+    public static let bytes: [UInt8] = {
+        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "yaml"),
+            let data = try? Data(contentsOf: url)
+        else { return Array("openapi: 3.1.0\n".utf8) }
+        return Array(data)
+    }()
+}

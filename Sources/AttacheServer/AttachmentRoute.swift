@@ -1,0 +1,174 @@
+import AttacheBase
+import AttacheStore
+import Hummingbird
+import HTTPTypes
+import Logging
+import NIOCore
+import Foundation
+
+/// `GET` and `HEAD <attachments path>/<token>/<id>.<ext>`: the URLs the pipeline writes.
+///
+/// The token is checked (signature, key ring, expiry, scope, revocation) before anything else;
+/// every refusal is the same 403 (the reason goes to the debug log only). Bodies stream from
+/// the open object under its lease, which is held until the last byte is written.
+struct AttachmentRoute: Sendable {
+    let store: AttachmentStore
+    let metrics: ServerMetrics
+    /// Bytes read from the object per write.
+    static let chunk = 64 << 10
+
+    func handle(_ request: Request, context: AttacheRequestContext) async throws -> Response {
+        context.notes.route = "attachment"
+        let head = request.method == .head
+        let segments = context.parameters.getCatchAll()
+        guard segments.count <= 2 else { throw Problem(.notFound, .notFound, "no such attachment") }
+        guard segments.count == 2, !segments[0].isEmpty else {
+            throw Problem.unauthorized("an access token is required: <base>/<token>/<id>.<ext>")
+        }
+        let token = String(segments[0])
+        let file = String(segments[1])
+        // The id the token must open; a name that is no id still goes through the token check
+        // (with an id no token opens) so that it is refused the same way.
+        let name = file.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        let id = AttachmentID(hex: name[0]) ?? AttachmentID(bytes: [UInt8](repeating: 0, count: 32))!
+        let logger = context.logger
+        let opened = Result { () throws(AttacheError) -> AttachmentLease in
+            try store.open(id, token: token) { refusal in
+                logger.debug("token refused", metadata: ["reason": "\(refusal.rawValue)"])
+            }
+        }
+        let lease: AttachmentLease
+        switch opened {
+        case .success(let open):
+            lease = open
+        case .failure(let error):
+            throw error.code == .accessDenied
+                ? Problem(.forbidden, .accessDenied, "the token does not open this attachment")
+                : error.code == .notFound
+                    ? Problem(.notFound, .notFound, "no such attachment")
+                    : Problem(.internalServerError, .internalError, "the store could not open the attachment")
+        }
+        let stored = lease.attachment
+        guard name.count == 2, name[1] == stored.kind.fileExtension else {
+            lease.close()
+            throw Problem(.notFound, .notFound, "no such attachment")
+        }
+
+        let now = StoreConfigurationClock.now(store)
+        var headers: HTTPFields = [:]
+        let etag = "\"\(stored.id.hex)\""
+        headers[.eTag] = etag
+        headers[.cacheControl] = "private, max-age=\(max(0, min(lease.access.expires, stored.expires) - now))"
+        headers[.acceptRanges] = "bytes"
+        headers[.xContentTypeOptions] = "nosniff"
+        headers[.contentSecurityPolicy] = "sandbox"
+
+        if let match = request.headers[.ifNoneMatch], Self.matches(match, etag) {
+            lease.close()
+            return Response(status: .notModified, headers: headers)
+        }
+        headers[.contentType] = stored.kind.mimeType
+
+        let size = stored.bytes
+        var range: ClosedRange<Int64>? = nil
+        if let header = request.headers[.range], Self.rangeApplies(request, etag: etag) {
+            switch ByteRange.parse(header, size: size) {
+            case .whole:
+                break
+            case .unsatisfiable:
+                lease.close()
+                headers[.contentRange] = "bytes */\(size)"
+                throw Problem(
+                    .rangeNotSatisfiable, .invalidRequest, "the range is outside the attachment's \(size) bytes",
+                    headers: headers)
+            case .range(let r):
+                range = r
+                headers[.contentRange] = "bytes \(r.lowerBound)-\(r.upperBound)/\(size)"
+            }
+        }
+        let start = range?.lowerBound ?? 0
+        let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? size
+        headers[.contentLength] = String(length)
+        let status: HTTPResponse.Status = range == nil ? .ok : .partialContent
+        if head {
+            lease.close()
+            return Response(status: status, headers: headers)
+        }
+        let metrics = self.metrics
+        let body = ResponseBody(contentLength: Int(length)) { writer in
+            defer { lease.close() }
+            var offset = start
+            let end = start + length
+            while offset < end {
+                let want = Int(min(Int64(Self.chunk), end - offset))
+                var buffer = ByteBufferAllocator().buffer(capacity: want)
+                let read = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { pointer in
+                    try lease.read(into: UnsafeMutableRawBufferPointer(rebasing: pointer[..<want]), at: offset)
+                }
+                // The object is immutable and held open: a short read means it was damaged.
+                guard read == want else { throw AttacheError(.ioError, "attachment \(stored.id) ended early") }
+                try await writer.write(buffer)
+                offset += Int64(read)
+            }
+            metrics.served(bytes: Int(length))
+            try await writer.finish(nil)
+        }
+        return Response(status: status, headers: headers, body: body)
+    }
+
+    /// Whether an `If-None-Match` list names `etag` (or is `*`).
+    static func matches(_ header: String, _ etag: String) -> Bool {
+        header.split(separator: ",").contains { item in
+            let tag = item.trimmingCharacters(in: .whitespaces)
+            return tag == "*" || tag == etag || tag == "W/" + etag
+        }
+    }
+
+    /// A `Range` counts unless `If-Range` names another representation.
+    static func rangeApplies(_ request: Request, etag: String) -> Bool {
+        guard let condition = request.headers[.ifRange] else { return true }
+        return condition.trimmingCharacters(in: .whitespaces) == etag
+    }
+}
+
+/// One `bytes=` range of an object of `size` bytes (RFC 9110 §14.1.2). Several ranges, or a
+/// unit other than bytes, are served whole, as the RFC allows.
+enum ByteRange: Equatable {
+    case whole
+    case range(ClosedRange<Int64>)
+    case unsatisfiable
+
+    static func parse(_ header: String, size: Int64) -> ByteRange {
+        let text = header.trimmingCharacters(in: .whitespaces)
+        guard text.lowercased().hasPrefix("bytes=") else { return .whole }
+        let spec = text.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return .whole }
+        let first = spec[..<dash].trimmingCharacters(in: .whitespaces)
+        let last = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
+        func number(_ s: String) -> Int64? {
+            guard !s.isEmpty, s.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
+            return Int64(s) ?? .max
+        }
+        if first.isEmpty {
+            // The last N bytes.
+            guard let suffix = number(last) else { return .whole }
+            guard suffix > 0, size > 0 else { return .unsatisfiable }
+            return .range(max(0, size - suffix)...(size - 1))
+        }
+        guard let from = number(first) else { return .whole }
+        if !last.isEmpty && number(last) == nil { return .whole }
+        guard from < size else { return .unsatisfiable }
+        let to = number(last).map { min($0, size - 1) } ?? (size - 1)
+        guard to >= from else { return .whole }
+        return .range(from...to)
+    }
+}
+
+/// The store's notion of now (its configured clock), for cache lifetimes.
+enum StoreConfigurationClock {
+    static func now(_ store: AttachmentStore) -> Int64 { store.configuration.clock() }
+}
+
+extension HTTPField.Name {
+    static let xContentTypeOptions = Self("X-Content-Type-Options")!
+}

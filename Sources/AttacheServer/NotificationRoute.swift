@@ -1,0 +1,153 @@
+import AttacheBase
+import AttacheCore
+import Foundation
+import Hummingbird
+import HTTPTypes
+import NIOCore
+
+/// `POST /v1/notifications`: the payload in, the payload to send out.
+///
+/// The answer's body is the mutated payload byte for byte as `attache process` prints it (or
+/// the payload unchanged when it cannot be mutated), with a summary in `Attache-*` headers.
+/// `?envelope=true` answers a JSON envelope instead: the payload (as JSON and as base64 of
+/// its exact bytes) beside the per-attachment report.
+struct NotificationRoute: Sendable {
+    let pipeline: Pipeline
+    let configuration: ServerConfiguration
+    let keys: APIKeys
+    let admission: Admission
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: AttacheRequestContext) async throws -> Response {
+        let arrived = ContinuousClock.now
+        context.notes.route = "notifications"
+        try authenticate(request)
+        let deadline = arrived + (try requestedDeadline(request))
+        let envelope = try wantsEnvelope(request)
+
+        // The cap is checked from Content-Length before a byte is read, and again while reading.
+        let cap = configuration.maxRequestBytes
+        if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > cap {
+            throw Self.tooLarge(cap)
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: cap)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw Self.tooLarge(cap)
+        }
+
+        guard await admission.enter() else {
+            metrics.overloaded()
+            throw Problem(
+                .serviceUnavailable, .overloaded,
+                "every pipeline slot (\(admission.slots)) and queue place (\(admission.queue)) is taken",
+                limit: .maxQueued, headers: [.retryAfter: String(configuration.retryAfterSeconds)])
+        }
+        defer { admission.leave() }
+
+        // The work stops when the client hangs up (its connection closes) or the deadline passes.
+        let bytes = Array(buffer: body)
+        let pipeline = self.pipeline
+        let work = Task { await pipeline.process(bytes, deadline: deadline) }
+        context.channel.closeFuture.whenComplete { _ in work.cancel() }
+        let result = await withTaskCancellationHandler { await work.value } onCancel: { work.cancel() }
+
+        metrics.pipeline(result)
+        context.notes.outcomes = result.outcomes.map(\.reason)
+        return envelope ? Self.envelope(result) : Self.plain(result)
+    }
+
+    private func authenticate(_ request: Request) throws {
+        guard !configuration.allowAnonymous else { return }
+        guard let key = APIKeys.bearer(request.headers[.authorization]) else {
+            throw Problem.unauthorized("an API key is required: Authorization: Bearer <key>")
+        }
+        guard keys.accepts(key) else { throw Problem.unauthorized("the API key is not accepted") }
+    }
+
+    /// `Attache-Deadline` header or `deadline` query (`800ms`, `2s`, or seconds), capped by
+    /// the configured maximum; the pipeline's own deadline (capped too) when neither is given.
+    private func requestedDeadline(_ request: Request) throws -> Duration {
+        let given = request.uri.queryParameters.get("deadline") ?? request.headers[.attacheDeadline]
+        guard let given else { return min(configuration.pipeline.deadline, configuration.maxDeadline) }
+        guard let duration = DeadlineText.parse(given) else {
+            throw Problem(
+                .badRequest, .invalidRequest,
+                "the deadline must be a positive number of milliseconds (800ms) or seconds (2s)")
+        }
+        return min(duration, configuration.maxDeadline)
+    }
+
+    private func wantsEnvelope(_ request: Request) throws -> Bool {
+        guard let value = request.uri.queryParameters.get("envelope") else { return false }
+        switch value.lowercased() {
+        case "true", "1", "": return true
+        case "false", "0": return false
+        default: throw Problem(.badRequest, .invalidRequest, "envelope must be true or false")
+        }
+    }
+
+    static func tooLarge(_ cap: Int) -> Problem {
+        Problem(
+            .contentTooLarge, .requestTooLarge, "the request body is over \(cap) bytes", limit: .maxRequestBytes)
+    }
+
+    /// What happened, in one word: `mutated`, `best_attempt`, `passed_through` or `unreadable`.
+    static func outcome(_ result: PipelineResult) -> String {
+        if result.payloadError != nil { return "unreadable" }
+        if result.passedThrough { return "passed_through" }
+        return result.bestAttempt ? "best_attempt" : "mutated"
+    }
+
+    static func summaryHeaders(_ result: PipelineResult) -> HTTPFields {
+        var headers: HTTPFields = [:]
+        headers[.attacheOutcome] = outcome(result)
+        headers[.attacheAttached] = String(result.outcomes.filter { $0.attachment != nil }.count)
+        headers[.attacheFailed] = String(result.outcomes.filter { $0.attachment == nil }.count)
+        headers[.attacheTrimmed] = String(result.trimmed.count)
+        if let error = result.payloadError { headers[.attachePayloadError] = error.code.rawValue }
+        headers[.cacheControl] = "no-store"
+        return headers
+    }
+
+    static func plain(_ result: PipelineResult) -> Response {
+        var headers = summaryHeaders(result)
+        headers[.contentType] = "application/json"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: result.payload)))
+    }
+
+    static func envelope(_ result: PipelineResult) -> Response {
+        var headers = summaryHeaders(result)
+        headers[.contentType] = "application/json"
+        var line = JSONLine()
+        line.add("outcome", outcome(result))
+        // The payload as JSON when it is JSON (it was parsed, or it could not be and is null).
+        line.addRaw("payload", result.payloadError == nil ? String(decoding: result.payload, as: UTF8.self) : "null")
+        line.add("payload_base64", Data(result.payload).base64EncodedString())
+        line.addRaw("report", result.report())
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: line.text)))
+    }
+}
+
+/// `800ms`, `2s` or a bare number of seconds.
+enum DeadlineText {
+    static func parse(_ text: String) -> Duration? {
+        let text = text.trimmingCharacters(in: .whitespaces)
+        if text.hasSuffix("ms"), let value = Int64(text.dropLast(2)), value > 0, value < 1 << 40 {
+            return .milliseconds(value)
+        }
+        let seconds = text.hasSuffix("s") ? String(text.dropLast()) : text
+        if let value = Int64(seconds), value > 0, value < 1 << 30 { return .seconds(value) }
+        return nil
+    }
+}
+
+extension HTTPField.Name {
+    static let attacheDeadline = Self("Attache-Deadline")!
+    static let attacheOutcome = Self("Attache-Outcome")!
+    static let attacheAttached = Self("Attache-Attached")!
+    static let attacheFailed = Self("Attache-Failed")!
+    static let attacheTrimmed = Self("Attache-Trimmed")!
+    static let attachePayloadError = Self("Attache-Payload-Error")!
+}

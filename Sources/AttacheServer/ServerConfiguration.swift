@@ -1,0 +1,59 @@
+public import AttacheCore
+import Foundation
+public import AttacheFetch
+public import AttacheStore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Everything `attache serve` runs with. ``ServerSettings`` fills it from flags, the
+/// environment and a file; a library user may build one directly.
+public struct ServerConfiguration: Sendable {
+    /// Address to listen on (default loopback).
+    public var host = "127.0.0.1"
+    /// Port to listen on (0: any free port).
+    public var port = 8080
+    /// How payloads are treated; its `baseURL` is also where attachments are served: the
+    /// service answers `GET <path of baseURL>/<token>/<id>.<ext>`.
+    public var pipeline = PipelineConfiguration()
+    /// How media are fetched.
+    public var fetch = FetchPolicy()
+    /// The attachment store.
+    public var store: StoreConfiguration
+    /// API keys accepted in `Authorization: Bearer`; several at once for rotation. Empty: no
+    /// key is accepted (the service refuses to start that way unless told to run open).
+    public var apiKeys: [String] = []
+    /// Run `POST /v1/notifications` without caller authentication (tests, demos on loopback).
+    public var allowAnonymous = false
+    /// Largest request body read (default 64 KiB); a larger one is answered 413.
+    public var maxRequestBytes = 64 << 10
+    /// Longest deadline a request may ask for; a request without one gets the pipeline's.
+    public var maxDeadline: Duration = .seconds(25)
+    /// Payloads in the pipeline at once (default: the cores).
+    public var maxConcurrent = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    /// Payloads waiting for a slot (default: 4 × cores); beyond them, 503 at once.
+    public var maxQueued = 4 * max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    /// The `Retry-After` a 503 carries, in seconds.
+    public var retryAfterSeconds = 1
+    /// Time given to in-flight requests after SIGTERM or SIGINT before the process exits.
+    public var gracePeriod: Duration = .seconds(10)
+    /// How often store garbage collection runs (0: never).
+    public var collectionInterval: Duration = .seconds(300)
+
+    /// A configuration with the store at `storeRoot` and every other setting at its default.
+    public init(store: StoreConfiguration) {
+        self.store = store
+    }
+
+    /// The path part of the pipeline's `baseURL` (no trailing slash; empty for the root).
+    public var attachmentsPath: String {
+        var rest = Substring(pipeline.baseURL)
+        if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
+        guard let slash = rest.firstIndex(of: "/") else { return "" }
+        var path = String(rest[slash...])
+        if let query = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = String(path[..<query]) }
+        while path.hasSuffix("/") { path.removeLast() }
+        return path
+    }
+}

@@ -1,0 +1,76 @@
+import AttacheBase
+import AttacheCore
+import Metrics
+
+/// The service's instruments, through swift-metrics: the executable bootstraps a Prometheus
+/// registry behind them (`GET /metrics`); a library user may bootstrap any backend.
+///
+/// Names follow Prometheus' conventions (`_total` counters, `_seconds` histograms, `_bytes`).
+struct ServerMetrics: Sendable {
+    /// Requests answered, by route and status.
+    func request(route: String, method: String, status: Int, seconds: Double) {
+        Counter(
+            label: "attache_http_requests_total",
+            dimensions: [("route", route), ("method", method), ("status", String(status))]
+        ).increment()
+        Timer(label: "attache_http_request_duration_seconds", dimensions: [("route", route)])
+            .recordSeconds(seconds)
+    }
+
+    /// Per attachment of a processed payload: stage times, outcomes, refusals and bytes.
+    func pipeline(_ result: PipelineResult) {
+        for outcome in result.outcomes {
+            Counter(label: "attache_attachments_total", dimensions: [("reason", outcome.reason)]).increment()
+            let timings = outcome.timings
+            for (stage, milliseconds) in [
+                ("fetch", timings.fetch), ("validate", timings.validate), ("transform", timings.transform),
+                ("store", timings.store),
+            ] where milliseconds > 0 {
+                Timer(label: "attache_stage_duration_seconds", dimensions: [("stage", stage)])
+                    .recordSeconds(milliseconds / 1000)
+            }
+            if outcome.failedStage == "fetch", let error = outcome.error {
+                Counter(label: "attache_fetch_refusals_total", dimensions: [("reason", error.code.rawValue)])
+                    .increment()
+            }
+            if outcome.fetchedBytes > 0 {
+                Counter(label: "attache_bytes_total", dimensions: [("direction", "fetched")])
+                    .increment(by: outcome.fetchedBytes)
+            }
+            if let attachment = outcome.attachment, !outcome.cached {
+                Counter(label: "attache_bytes_total", dimensions: [("direction", "stored")])
+                    .increment(by: attachment.bytes)
+            }
+        }
+        if result.bestAttempt { Counter(label: "attache_best_attempts_total").increment() }
+        if !result.trimmed.isEmpty { Counter(label: "attache_trimmed_payloads_total").increment() }
+    }
+
+    /// Bytes of attachment bodies sent.
+    func served(bytes: Int) {
+        Counter(label: "attache_bytes_total", dimensions: [("direction", "served")]).increment(by: Int64(bytes))
+    }
+
+    /// Payloads in the pipeline and waiting for a slot.
+    func admission(running: Int, waiting: Int) {
+        Gauge(label: "attache_pipeline_in_flight").record(running)
+        Gauge(label: "attache_pipeline_queued").record(waiting)
+    }
+
+    /// Requests turned away for lack of room.
+    func overloaded() {
+        Counter(label: "attache_overloaded_total").increment()
+    }
+
+    /// The store's size.
+    func store(objects: Int, bytes: Int64) {
+        Gauge(label: "attache_store_objects").record(objects)
+        Gauge(label: "attache_store_bytes").record(bytes)
+    }
+
+    /// One garbage-collection pass.
+    func collected(objects: Int, bytes: Int64) {
+        Counter(label: "attache_store_collected_objects_total").increment(by: objects)
+        Counter(label: "attache_store_collected_bytes_total").increment(by: bytes)
+    }
+}

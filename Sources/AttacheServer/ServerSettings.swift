@@ -1,0 +1,306 @@
+import AttacheBase
+import AttacheCore
+import AttacheFetch
+import AttacheMedia
+import AttacheStore
+public import Configuration
+public import Foundation
+
+/// Every setting of `attache serve`, read through swift-configuration from (first wins) the
+/// command line, the environment (`ATTACHE_` + the key in upper snake case) and an optional
+/// JSON file (keys as written here), then checked: each problem gets one message, and the
+/// service does not start while there is any.
+public enum ServerSettings {
+    /// One setting: its key (camelCase), what it means and its default as text.
+    public struct Setting: Sendable {
+        public let key: String
+        public let help: String
+        public let defaultText: String
+        /// A secret: never logged, never echoed in a message.
+        public let secret: Bool
+
+        /// `--kebab-case` flag name.
+        public var flag: String {
+            var out = ""
+            for character in key {
+                if character.isUppercase {
+                    out += "-" + character.lowercased()
+                } else {
+                    out.append(character)
+                }
+            }
+            return out
+        }
+
+        /// `ATTACHE_SNAKE_CASE` environment name.
+        public var environment: String { "ATTACHE_" + flag.replacingOccurrences(of: "-", with: "_").uppercased() }
+    }
+
+    static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+
+    /// The settings, in the order `--help` lists them.
+    public static let all: [Setting] = [
+        .init(key: "host", help: "Address to listen on.", defaultText: "127.0.0.1", secret: false),
+        .init(key: "port", help: "Port to listen on (0: any free port, logged).", defaultText: "8080", secret: false),
+        .init(
+            key: "baseUrl",
+            help: "Public base URL of the attachments; its path is where they are served.",
+            defaultText: "http://<host>:<port>/attachments", secret: false),
+        .init(
+            key: "store", help: "Store directory.",
+            defaultText: "$XDG_DATA_HOME/attache/store or ~/.local/share/attache/store", secret: false),
+        .init(key: "storeMaxBytes", help: "Byte quota of the store.", defaultText: "10000000000", secret: false),
+        .init(key: "storeMaxObjects", help: "Object quota of the store.", defaultText: "1000000", secret: false),
+        .init(
+            key: "apiKeys", help: "API keys accepted (comma-separated; several for rotation).", defaultText: "none",
+            secret: true),
+        .init(
+            key: "apiKeyFiles", help: "Files of API keys, one per line (comma-separated list of files).",
+            defaultText: "none", secret: false),
+        .init(
+            key: "allowAnonymous", help: "Accept POST /v1/notifications without an API key (loopback demos).",
+            defaultText: "false", secret: false),
+        .init(
+            key: "maxRequestBytes", help: "Largest request body (bytes); larger is 413.", defaultText: "65536",
+            secret: false),
+        .init(
+            key: "deadline", help: "Deadline of a request that names none (800ms, 2s).", defaultText: "25s",
+            secret: false),
+        .init(
+            key: "maxDeadline", help: "Longest deadline a request may ask for.", defaultText: "25s", secret: false),
+        .init(
+            key: "maxConcurrent", help: "Payloads in the pipeline at once.", defaultText: "\(cores) (the cores)",
+            secret: false),
+        .init(
+            key: "maxQueued", help: "Payloads waiting for a slot; beyond them, 503.", defaultText: "\(4 * cores)",
+            secret: false),
+        .init(key: "retryAfter", help: "Retry-After of a 503 (seconds).", defaultText: "1", secret: false),
+        .init(
+            key: "gracePeriod", help: "Time in-flight requests get after SIGTERM/SIGINT.", defaultText: "10s",
+            secret: false),
+        .init(
+            key: "gcInterval", help: "Store garbage collection interval (0: never).", defaultText: "5m",
+            secret: false),
+        .init(key: "maxSide", help: "Longest side of image renditions.", defaultText: "1024", secret: false),
+        .init(key: "maxSources", help: "Media sources considered per payload.", defaultText: "8", secret: false),
+        .init(
+            key: "maxPayloadFetchBytes", help: "Bytes all of a payload's fetches may read.",
+            defaultText: "100000000", secret: false),
+        .init(
+            key: "maxPayloadStoreBytes", help: "Bytes a payload may add to the store.", defaultText: "100000000",
+            secret: false),
+        .init(key: "storeTtl", help: "How long stored attachments live.", defaultText: "7d", secret: false),
+        .init(key: "tokenTtl", help: "How long an attachment URL's token opens it.", defaultText: "7d", secret: false),
+        .init(
+            key: "allowLoopback", help: "Fetch from 127.0.0.0/8 and ::1 (tests and demos).", defaultText: "false",
+            secret: false),
+        .init(
+            key: "allowPrivate", help: "Fetch from private ranges (metadata addresses stay denied).",
+            defaultText: "false", secret: false),
+        .init(
+            key: "logLevel", help: "trace, debug, info, notice, warning, error or critical.", defaultText: "info",
+            secret: false),
+    ]
+
+    /// The setting named `key`.
+    public static func setting(_ key: String) -> Setting { all.first { $0.key == key }! }
+
+    /// What was read, with every problem found.
+    public struct Loaded: Sendable {
+        public var configuration: ServerConfiguration
+        public var logLevel: String
+        public var problems: [String]
+    }
+
+    /// The providers in order: flags (already parsed into `flags`, key → text), the
+    /// environment, then the JSON file at `file` (when given).
+    public static func reader(
+        flags: [String: String], environment: [String: String] = ProcessInfo.processInfo.environment,
+        file: String?
+    ) async throws -> ConfigReader {
+        var providers: [any ConfigProvider] = []
+        var values: [AbsoluteConfigKey: ConfigValue] = [:]
+        for (key, text) in flags {
+            values[AbsoluteConfigKey([key])] = ConfigValue(.string(text), isSecret: setting(key).secret)
+        }
+        providers.append(InMemoryProvider(name: "flags", values: values))
+        let secrets = Set(all.filter(\.secret).map(\.environment))
+        providers.append(
+            EnvironmentVariablesProvider(
+                environmentVariables: environment, secretsSpecifier: .dynamic { key, _ in secrets.contains(key) }
+            ).prefixKeys(with: "attache"))
+        if let file {
+            let location = InMemoryProvider(values: [
+                AbsoluteConfigKey(["filePath"]): ConfigValue(.string(file), isSecret: false)
+            ])
+            providers.append(try await FileProvider<JSONSnapshot>(config: ConfigReader(provider: location)))
+        }
+        return ConfigReader(providers: providers)
+    }
+
+    /// Reads and checks every setting.
+    public static func load(_ reader: ConfigReader, environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> Loaded
+    {
+        var problems: [String] = []
+        func text(_ key: String) -> String? {
+            let secret = setting(key).secret
+            if let value = reader.string(forKey: ConfigKey(key), isSecret: secret) { return value }
+            if let value = reader.int(forKey: ConfigKey(key), isSecret: secret) { return String(value) }
+            if let value = reader.double(forKey: ConfigKey(key), isSecret: secret) { return String(value) }
+            if let value = reader.bool(forKey: ConfigKey(key), isSecret: secret) { return String(value) }
+            if let value = reader.stringArray(forKey: ConfigKey(key), isSecret: secret) {
+                return value.joined(separator: ",")
+            }
+            return nil
+        }
+        func where_(_ key: String) -> String {
+            let s = setting(key)
+            return "\(s.flag) / \(s.environment) / \"\(s.key)\""
+        }
+        func integer<T: FixedWidthInteger>(_ key: String, _ range: ClosedRange<T>, _ fallback: T) -> T {
+            guard let value = text(key) else { return fallback }
+            guard let number = T(value.trimmingCharacters(in: .whitespaces)), range.contains(number) else {
+                problems.append(
+                    "\(where_(key)): '\(value)' is not a whole number from \(range.lowerBound) to \(range.upperBound)")
+                return fallback
+            }
+            return number
+        }
+        func flag(_ key: String) -> Bool {
+            guard let value = text(key) else { return false }
+            switch value.lowercased() {
+            case "true", "1", "yes": return true
+            case "false", "0", "no": return false
+            default:
+                problems.append("\(where_(key)): '\(value)' is not true or false")
+                return false
+            }
+        }
+        func duration(_ key: String, _ range: ClosedRange<Duration>, _ fallback: Duration) -> Duration {
+            guard let value = text(key) else { return fallback }
+            guard let parsed = DurationText.parse(value), range.contains(parsed) else {
+                problems.append(
+                    "\(where_(key)): '\(value)' is not a duration (800ms, 30s, 5m, 2h, 7d) from "
+                        + "\(DurationText.format(range.lowerBound)) to \(DurationText.format(range.upperBound))")
+                return fallback
+            }
+            return parsed
+        }
+
+        let storeRoot: String
+        if let root = text("store"), !root.isEmpty {
+            storeRoot = root
+        } else if let data = environment["XDG_DATA_HOME"], !data.isEmpty {
+            storeRoot = data + "/attache/store"
+        } else {
+            storeRoot = (environment["HOME"] ?? ".") + "/.local/share/attache/store"
+        }
+        let storeDefaults = StoreConfiguration(root: storeRoot)
+        var configuration = ServerConfiguration(
+            store: StoreConfiguration(
+                root: storeRoot,
+                maxBytes: integer("storeMaxBytes", 1...Int64.max / 2, storeDefaults.maxBytes),
+                maxObjects: integer("storeMaxObjects", 1...Int.max / 2, storeDefaults.maxObjects)))
+
+        configuration.host = text("host") ?? configuration.host
+        if configuration.host.isEmpty { problems.append("\(where_("host")): empty") }
+        configuration.port = integer("port", 0...65_535, configuration.port)
+        if let base = text("baseUrl") {
+            if let url = URL(string: base), let scheme = url.scheme, ["http", "https"].contains(scheme),
+                url.host != nil, url.query == nil, url.fragment == nil
+            {
+                configuration.pipeline.baseURL = base.hasSuffix("/") ? String(base.dropLast()) : base
+            } else {
+                problems.append("\(where_("baseUrl")): '\(base)' is not an http(s) URL without query or fragment")
+            }
+        } else {
+            let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+            configuration.pipeline.baseURL = "http://\(host):\(configuration.port)/attachments"
+        }
+
+        var keys = (text("apiKeys") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        for file in (text("apiKeyFiles") ?? "").split(separator: ",") {
+            let path = file.trimmingCharacters(in: .whitespaces)
+            guard let data = FileManager.default.contents(atPath: path), data.count <= 1 << 20 else {
+                problems.append("\(where_("apiKeyFiles")): cannot read '\(path)' (or it is over 1 MiB)")
+                continue
+            }
+            keys += String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        }
+        keys = keys.filter { !$0.isEmpty }
+        for key in keys where key.count < 16 || key.contains(where: { $0 == " " || !$0.isASCII }) {
+            _ = key
+            problems.append("\(where_("apiKeys")): every API key must be at least 16 printable ASCII characters")
+            break
+        }
+        configuration.apiKeys = keys
+        configuration.allowAnonymous = flag("allowAnonymous")
+        if keys.isEmpty && !configuration.allowAnonymous {
+            problems.append(
+                "no API key: give \(setting("apiKeys").environment) or \(where_("apiKeyFiles")), "
+                    + "or allow anonymous callers with --allow-anonymous")
+        }
+
+        configuration.maxRequestBytes = integer("maxRequestBytes", 2...(1 << 20), configuration.maxRequestBytes)
+        configuration.pipeline.deadline = duration(
+            "deadline", .milliseconds(1)...(.seconds(3600)), configuration.pipeline.deadline)
+        configuration.maxDeadline = duration("maxDeadline", .milliseconds(1)...(.seconds(3600)), configuration.maxDeadline)
+        configuration.maxConcurrent = integer("maxConcurrent", 1...4096, configuration.maxConcurrent)
+        configuration.maxQueued = integer("maxQueued", 0...1_000_000, configuration.maxQueued)
+        configuration.retryAfterSeconds = integer("retryAfter", 1...3600, configuration.retryAfterSeconds)
+        configuration.gracePeriod = duration("gracePeriod", .zero...(.seconds(3600)), configuration.gracePeriod)
+        configuration.collectionInterval = duration(
+            "gcInterval", .zero...(.seconds(86_400 * 7)), configuration.collectionInterval)
+        configuration.pipeline.rendition.maxSide = integer("maxSide", 1...32_767, configuration.pipeline.rendition.maxSide)
+        configuration.pipeline.maxSources = integer("maxSources", 1...1000, configuration.pipeline.maxSources)
+        configuration.pipeline.maxPayloadFetchBytes = integer(
+            "maxPayloadFetchBytes", 1...(1 << 40), configuration.pipeline.maxPayloadFetchBytes)
+        configuration.pipeline.maxPayloadStoreBytes = integer(
+            "maxPayloadStoreBytes", 1...(1 << 40), configuration.pipeline.maxPayloadStoreBytes)
+        let maxTTL = Duration.seconds(100 * 365 * 86_400)
+        configuration.pipeline.storeTTL =
+            duration("storeTtl", .seconds(1)...maxTTL, .seconds(configuration.pipeline.storeTTL)).components.seconds
+        configuration.pipeline.tokenTTL =
+            duration("tokenTtl", .seconds(1)...maxTTL, .seconds(configuration.pipeline.tokenTTL)).components.seconds
+        configuration.fetch.allowLoopback = flag("allowLoopback")
+        configuration.fetch.allowPrivate = flag("allowPrivate")
+        let level = (text("logLevel") ?? "info").lowercased()
+        if !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(level) {
+            problems.append("\(where_("logLevel")): '\(level)' is not a log level")
+        }
+        return Loaded(configuration: configuration, logLevel: level, problems: problems)
+    }
+}
+
+/// `800ms`, `30s`, `5m`, `2h`, `7d` or a bare number of seconds.
+enum DurationText {
+    static func parse(_ text: String) -> Duration? {
+        var text = Substring(text.trimmingCharacters(in: .whitespaces))
+        if text.hasSuffix("ms") {
+            guard let value = Int64(text.dropLast(2)), value >= 0 else { return nil }
+            return .milliseconds(value)
+        }
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        var unit: Int64 = 1
+        if let last = text.last, let scale = units[last] {
+            unit = scale
+            text = text.dropLast()
+        }
+        guard let value = Int64(text), value >= 0 else { return nil }
+        let (seconds, overflow) = value.multipliedReportingOverflow(by: unit)
+        return overflow ? nil : .seconds(seconds)
+    }
+
+    static func format(_ duration: Duration) -> String {
+        let ms = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        if ms % 1000 != 0 { return "\(ms)ms" }
+        let s = ms / 1000
+        for (unit, size) in [("d", Int64(86_400)), ("h", 3600), ("m", 60)] where s >= size && s % size == 0 {
+            return "\(s / size)\(unit)"
+        }
+        return "\(s)s"
+    }
+}

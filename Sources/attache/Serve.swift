@@ -1,0 +1,153 @@
+import ArgumentParser
+import AttacheBase
+import AttacheCore
+import AttacheStore
+import AttacheServer
+import Configuration
+import Foundation
+import Logging
+import Metrics
+import Prometheus
+
+/// `attache serve`: the service-extension backend over HTTP.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the HTTP service: POST /v1/notifications, attachment downloads, health and metrics.",
+        discussion: """
+            Every setting comes from (first wins) its flag, its environment variable (ATTACHE_ and the \
+            name in upper snake case, e.g. ATTACHE_MAX_QUEUED) or the JSON file given by --config \
+            (keys in camelCase, e.g. {"maxQueued": 16}). All are checked before the service starts; \
+            each problem is reported on its own line and the exit status is 2. SIGTERM or SIGINT stops \
+            accepting, lets in-flight requests finish within --grace-period, and exits 0. API keys are \
+            never logged.
+            """
+    )
+
+    @Option(help: "JSON file of settings (keys as camelCase setting names). Also ATTACHE_CONFIG.")
+    var config: String?
+
+    @Option(help: Self.help("host")) var host: String?
+    @Option(help: Self.help("port")) var port: String?
+    @Option(help: Self.help("baseUrl")) var baseUrl: String?
+    @Option(help: Self.help("store")) var store: String?
+    @Option(help: Self.help("storeMaxBytes")) var storeMaxBytes: String?
+    @Option(help: Self.help("storeMaxObjects")) var storeMaxObjects: String?
+    @Option(help: Self.help("apiKeys")) var apiKeys: String?
+    @Option(help: Self.help("apiKeyFiles")) var apiKeyFiles: String?
+    @Flag(inversion: .prefixedNo, help: Self.help("allowAnonymous")) var allowAnonymous: Bool?
+    @Option(help: Self.help("maxRequestBytes")) var maxRequestBytes: String?
+    @Option(help: Self.help("deadline")) var deadline: String?
+    @Option(help: Self.help("maxDeadline")) var maxDeadline: String?
+    @Option(help: Self.help("maxConcurrent")) var maxConcurrent: String?
+    @Option(help: Self.help("maxQueued")) var maxQueued: String?
+    @Option(help: Self.help("retryAfter")) var retryAfter: String?
+    @Option(help: Self.help("gracePeriod")) var gracePeriod: String?
+    @Option(help: Self.help("gcInterval")) var gcInterval: String?
+    @Option(help: Self.help("maxSide")) var maxSide: String?
+    @Option(help: Self.help("maxSources")) var maxSources: String?
+    @Option(help: Self.help("maxPayloadFetchBytes")) var maxPayloadFetchBytes: String?
+    @Option(help: Self.help("maxPayloadStoreBytes")) var maxPayloadStoreBytes: String?
+    @Option(help: Self.help("storeTtl")) var storeTtl: String?
+    @Option(help: Self.help("tokenTtl")) var tokenTtl: String?
+    @Flag(inversion: .prefixedNo, help: Self.help("allowLoopback")) var allowLoopback: Bool?
+    @Flag(inversion: .prefixedNo, help: Self.help("allowPrivate")) var allowPrivate: Bool?
+    @Option(help: Self.help("logLevel")) var logLevel: String?
+
+    static func help(_ key: String) -> ArgumentHelp {
+        let setting = ServerSettings.setting(key)
+        return ArgumentHelp("\(setting.help) [\(setting.environment); default \(setting.defaultText)]")
+    }
+
+    func run() async throws {
+        var flags: [String: String] = [:]
+        for (key, value) in [
+            ("host", host),
+            ("port", port),
+            ("baseUrl", baseUrl),
+            ("store", store),
+            ("storeMaxBytes", storeMaxBytes),
+            ("storeMaxObjects", storeMaxObjects),
+            ("apiKeys", apiKeys),
+            ("apiKeyFiles", apiKeyFiles),
+            ("allowAnonymous", allowAnonymous.map(String.init)),
+            ("maxRequestBytes", maxRequestBytes),
+            ("deadline", deadline),
+            ("maxDeadline", maxDeadline),
+            ("maxConcurrent", maxConcurrent),
+            ("maxQueued", maxQueued),
+            ("retryAfter", retryAfter),
+            ("gracePeriod", gracePeriod),
+            ("gcInterval", gcInterval),
+            ("maxSide", maxSide),
+            ("maxSources", maxSources),
+            ("maxPayloadFetchBytes", maxPayloadFetchBytes),
+            ("maxPayloadStoreBytes", maxPayloadStoreBytes),
+            ("storeTtl", storeTtl),
+            ("tokenTtl", tokenTtl),
+            ("allowLoopback", allowLoopback.map(String.init)),
+            ("allowPrivate", allowPrivate.map(String.init)),
+            ("logLevel", logLevel),
+        ] {
+            if let value { flags[key] = value }
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let file = config ?? environment["ATTACHE_CONFIG"]
+        let reader: ConfigReaderBox
+        do {
+            reader = ConfigReaderBox(try await ServerSettings.reader(flags: flags, environment: environment, file: file))
+        } catch {
+            FileHandle.standardError.write(Data("attache serve: cannot read --config \(file ?? ""): \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        let loaded = ServerSettings.load(reader.reader, environment: environment)
+        guard loaded.problems.isEmpty else {
+            for problem in loaded.problems {
+                FileHandle.standardError.write(Data("attache serve: \(problem)\n".utf8))
+            }
+            throw ExitCode(2)
+        }
+
+        let level = Logger.Level(rawValue: loaded.logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = [
+            .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+            .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500),
+            .seconds(5), .seconds(10), .seconds(25),
+        ]
+        MetricsSystem.bootstrap(factory)
+
+        let logger = Logger(label: "attache")
+        let service: AttacheService
+        do {
+            service = try AttacheService(configuration: loaded.configuration) { registry.emitToString() }
+        } catch {
+            FileHandle.standardError.write(Data("attache serve: \(error.code): \(error.message)\n".utf8))
+            throw ExitCode(1)
+        }
+        let configuration = loaded.configuration
+        try await service.run(logger: logger) { port in
+            logger.info(
+                "listening",
+                metadata: [
+                    "address": "http://\(configuration.host):\(port)/",
+                    "attachments": "\(configuration.pipeline.baseURL)",
+                    "store": "\(configuration.store.root)",
+                    "max_concurrent": "\(configuration.maxConcurrent)",
+                    "max_queued": "\(configuration.maxQueued)",
+                ])
+        }
+    }
+}
+
+/// Carries a reader out of the do block.
+struct ConfigReaderBox {
+    let reader: ConfigReader
+    init(_ reader: ConfigReader) { self.reader = reader }
+}
