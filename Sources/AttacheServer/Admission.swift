@@ -28,7 +28,10 @@ final class Admission: Sendable {
     /// Takes a slot, waiting in the queue if there is room there. False: turned away (queue
     /// full) or cancelled while waiting; no slot is held then.
     func enter() async -> Bool {
-        enum Decision { case admitted, refused, wait(UInt64) }
+        enum Decision {
+            case admitted, refused
+            case wait(UInt64)
+        }
         let decision: Decision = state.withLock {
             if $0.running < slots {
                 $0.running += 1

@@ -1,13 +1,13 @@
-public import AttacheCore
 public import AttacheBase
+public import AttacheCore
 public import AttacheFetch
 public import AttacheStore
 import Foundation
 public import Hummingbird
 public import Logging
 import NIOCore
-import UnixSignals
 public import ServiceLifecycle
+import UnixSignals
 
 /// The service-extension backend: `POST /v1/notifications`, the attachment downloads, health,
 /// readiness, metrics and the OpenAPI document, on Hummingbird.
@@ -79,7 +79,8 @@ public struct AttacheService: Sendable {
         router.get("/openapi.yaml") { _, _ in
             var headers: HTTPFields = [.contentType: "application/yaml"]
             headers[.cacheControl] = "no-cache"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: OpenAPIDocument.bytes)))
+            return Response(
+                status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: OpenAPIDocument.bytes)))
         }
         return router
     }

@@ -1,10 +1,10 @@
 import AttacheBase
 import AttacheStore
-import Hummingbird
+import Foundation
 import HTTPTypes
+import Hummingbird
 import Logging
 import NIOCore
-import Foundation
 
 /// `GET` and `HEAD <attachments path>/<token>/<id>.<ext>`: the URLs the pipeline writes.
 ///

@@ -1,8 +1,8 @@
 import AttacheBase
 import AttacheCore
 import Foundation
-import Hummingbird
 import HTTPTypes
+import Hummingbird
 import NIOCore
 
 /// `POST /v1/notifications`: the payload in, the payload to send out.
@@ -51,7 +51,11 @@ struct NotificationRoute: Sendable {
         let pipeline = self.pipeline
         let work = Task { await pipeline.process(bytes, deadline: deadline) }
         context.channel.closeFuture.whenComplete { _ in work.cancel() }
-        let result = await withTaskCancellationHandler { await work.value } onCancel: { work.cancel() }
+        let result = await withTaskCancellationHandler {
+            await work.value
+        } onCancel: {
+            work.cancel()
+        }
 
         metrics.pipeline(result)
         context.notes.outcomes = result.outcomes.map(\.reason)

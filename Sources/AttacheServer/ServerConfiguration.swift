@@ -1,7 +1,7 @@
 public import AttacheCore
-import Foundation
 public import AttacheFetch
 public import AttacheStore
+import Foundation
 
 #if canImport(Glibc)
 import Glibc

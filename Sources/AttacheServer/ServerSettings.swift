@@ -139,7 +139,9 @@ public enum ServerSettings {
     }
 
     /// Reads and checks every setting.
-    public static func load(_ reader: ConfigReader, environment: [String: String] = ProcessInfo.processInfo.environment)
+    public static func load(
+        _ reader: ConfigReader, environment: [String: String] = ProcessInfo.processInfo.environment
+    )
         -> Loaded
     {
         var problems: [String] = []
@@ -247,14 +249,16 @@ public enum ServerSettings {
         configuration.maxRequestBytes = integer("maxRequestBytes", 2...(1 << 20), configuration.maxRequestBytes)
         configuration.pipeline.deadline = duration(
             "deadline", .milliseconds(1)...(.seconds(3600)), configuration.pipeline.deadline)
-        configuration.maxDeadline = duration("maxDeadline", .milliseconds(1)...(.seconds(3600)), configuration.maxDeadline)
+        configuration.maxDeadline = duration(
+            "maxDeadline", .milliseconds(1)...(.seconds(3600)), configuration.maxDeadline)
         configuration.maxConcurrent = integer("maxConcurrent", 1...4096, configuration.maxConcurrent)
         configuration.maxQueued = integer("maxQueued", 0...1_000_000, configuration.maxQueued)
         configuration.retryAfterSeconds = integer("retryAfter", 1...3600, configuration.retryAfterSeconds)
         configuration.gracePeriod = duration("gracePeriod", .zero...(.seconds(3600)), configuration.gracePeriod)
         configuration.collectionInterval = duration(
             "gcInterval", .zero...(.seconds(86_400 * 7)), configuration.collectionInterval)
-        configuration.pipeline.rendition.maxSide = integer("maxSide", 1...32_767, configuration.pipeline.rendition.maxSide)
+        configuration.pipeline.rendition.maxSide = integer(
+            "maxSide", 1...32_767, configuration.pipeline.rendition.maxSide)
         configuration.pipeline.maxSources = integer("maxSources", 1...1000, configuration.pipeline.maxSources)
         configuration.pipeline.maxPayloadFetchBytes = integer(
             "maxPayloadFetchBytes", 1...(1 << 40), configuration.pipeline.maxPayloadFetchBytes)

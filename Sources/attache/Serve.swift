@@ -1,8 +1,8 @@
 import ArgumentParser
 import AttacheBase
 import AttacheCore
-import AttacheStore
 import AttacheServer
+import AttacheStore
 import Configuration
 import Foundation
 import Logging
@@ -95,7 +95,8 @@ struct Serve: AsyncParsableCommand {
         let file = config ?? environment["ATTACHE_CONFIG"]
         let reader: ConfigReaderBox
         do {
-            reader = ConfigReaderBox(try await ServerSettings.reader(flags: flags, environment: environment, file: file))
+            reader = ConfigReaderBox(
+                try await ServerSettings.reader(flags: flags, environment: environment, file: file))
         } catch {
             FileHandle.standardError.write(Data("attache serve: cannot read --config \(file ?? ""): \(error)\n".utf8))
             throw ExitCode(2)
