@@ -155,7 +155,16 @@ let package = Package(
         ),
         .testTarget(
             name: "AttacheServerTests",
-            dependencies: ["AttacheServer", "AttacheCore", "AttacheFetch", "AttacheStore", "AttacheTestSupport"],
+            dependencies: [
+                "AttacheServer", "AttacheCore", "AttacheFetch", "AttacheStore", "AttacheTestSupport",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                "AttacheMedia",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

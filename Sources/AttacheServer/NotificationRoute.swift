@@ -35,6 +35,9 @@ struct NotificationRoute: Sendable {
             body = try await request.body.collect(upTo: cap)
         } catch let error as HTTPError where error.status == .contentTooLarge {
             throw Self.tooLarge(cap)
+        } catch is NIOTooManyBytesError {
+            // A body without Content-Length (chunked) runs over the cap while it is read.
+            throw Self.tooLarge(cap)
         }
 
         guard await admission.enter() else {

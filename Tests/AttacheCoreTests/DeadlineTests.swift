@@ -17,7 +17,7 @@ import Testing
     static let groups = [
         [
             "AttacheFetchTests.FetchTests", "AttacheFetchTests.TLSTests", "AttacheCoreTests.PipelineTests",
-            "AttacheCoreTests.CommandLineTests",
+            "AttacheCoreTests.CommandLineTests", "AttacheServerTests.ServiceTests",
         ],
         ["AttacheCoreTests.DeadlineTests"],
     ]

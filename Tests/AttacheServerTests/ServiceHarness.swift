@@ -1,0 +1,190 @@
+import AttacheCore
+import AttacheServer
+import AttacheStore
+import AttacheTestSupport
+import Crypto
+import Foundation
+import Hummingbird
+import Logging
+import Metrics
+import Prometheus
+import ServiceLifecycle
+import Synchronization
+
+/// One Prometheus registry for the whole test process (swift-metrics is bootstrapped once).
+enum TestMetrics {
+    static let registry: PrometheusCollectorRegistry = {
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        return registry
+    }()
+}
+
+/// The real service on 127.0.0.1, an ephemeral port, in this process.
+final class RunningService: @unchecked Sendable {
+    let service: AttacheService
+    let port: Int
+    let directory: TemporaryDirectory
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
+
+    static let apiKey = "test-key-0123456789abcdef"
+
+    /// Starts it with a fresh store and `change` applied to the configuration.
+    init(clock: TestClock? = nil, _ change: (inout ServerConfiguration) -> Void = { _ in }) async throws {
+        let directory = try TemporaryDirectory()
+        var store = StoreConfiguration(root: directory.path + "/store")
+        if let clock { store.clock = { clock.now } }
+        var configuration = ServerConfiguration(store: store)
+        configuration.port = 0
+        configuration.apiKeys = [Self.apiKey, "second-key-for-rotation-000"]
+        configuration.fetch = loopbackPolicy()
+        configuration.collectionInterval = .zero
+        change(&configuration)
+        let registry = TestMetrics.registry
+        let service = try AttacheService(configuration: configuration) { registry.emitToString() }
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        let app = service.application(logger: logger) { port in continuation.yield(port) }
+        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
+        self.group = group
+        task = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw CancellationError() }
+        self.port = port
+        self.service = service
+        self.directory = directory
+    }
+
+    /// Shuts down gracefully, as on SIGTERM.
+    func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = await task.result
+    }
+
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    /// The base path of attachment URLs (as the pipeline writes them, with this port).
+    static func baseURL(port: Int) -> String { "http://127.0.0.1:\(port)/attachments" }
+}
+
+/// An answer read by `curl`.
+struct HTTPAnswer: Sendable {
+    var status: Int
+    /// Lower-cased names.
+    var headers: [String: String]
+    var body: [UInt8]
+    var text: String { String(decoding: body, as: UTF8.self) }
+    func json() throws -> [String: Any] {
+        try JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed]) as? [String: Any] ?? [:]
+    }
+}
+
+/// `curl`, the client users have: one request, headers and body captured to files. The
+/// process is awaited without holding a thread of the concurrency pool, which the service
+/// in this process needs.
+func curl(
+    _ method: String = "GET", _ url: String, headers: [String: String] = [:], body: [UInt8]? = nil,
+    extra: [String] = []
+) async throws -> HTTPAnswer {
+    let directory = try TemporaryDirectory()
+    let headerFile = directory.path + "/headers"
+    let bodyFile = directory.path + "/body"
+    var arguments = ["-sS", "-D", headerFile, "-o", bodyFile, "--max-time", "120"]
+    arguments += method == "HEAD" ? ["--head"] : ["-X", method]
+    for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
+    if let body {
+        let input = directory.path + "/request"
+        FileManager.default.createFile(atPath: input, contents: Data(body))
+        arguments += ["--data-binary", "@" + input]
+    }
+    arguments += extra + [url]
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+    process.arguments = arguments
+    process.standardError = FileHandle.nullDevice
+    process.standardOutput = FileHandle.nullDevice
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        process.terminationHandler = { _ in done.resume() }
+        do { try process.run() } catch {
+            process.terminationHandler = nil
+            done.resume()
+        }
+    }
+    let head = (try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? ""
+    var status = 0
+    var fields: [String: String] = [:]
+    for line in head.split(separator: "\r\n") {
+        if line.hasPrefix("HTTP/") {
+            status = Int(line.split(separator: " ")[1]) ?? 0
+            fields = [:]
+        } else if let colon = line.firstIndex(of: ":") {
+            fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+    }
+    // With --head, curl writes the head to the output too: the body of a HEAD answer is empty.
+    let bytes = method == "HEAD" ? [] : FileManager.default.contents(atPath: bodyFile).map(Array.init) ?? []
+    return HTTPAnswer(status: status, headers: fields, body: bytes)
+}
+
+/// Waits for `semaphore` on a thread of its own, so the concurrency pool stays free.
+func signalled(_ semaphore: DispatchSemaphore, within limit: Duration = .seconds(60)) async -> Bool {
+    await withCheckedContinuation { done in
+        Thread.detachNewThread {
+            done.resume(returning: semaphore.wait(timeout: .now() + Double(limit.components.seconds)) == .success)
+        }
+    }
+}
+
+/// A payload naming `url` under the `image` convention.
+func payload(image url: String, extra: String = "") -> [UInt8] {
+    Array(#"{"aps":{"alert":{"title":"t","body":"b"},"mutable-content":1},"image":"\#(url)"\#(extra)}"#.utf8)
+}
+
+/// A media route that holds every request until released: `arrived` counts requests that
+/// reached it, `release()` lets them all answer.
+final class HeldRoute: Sendable {
+    private let waiting = DispatchSemaphore(value: 0)
+    private let arrivals = DispatchSemaphore(value: 0)
+    private let released = Atomic<Bool>(false)
+
+    init(on server: TestHTTPServer, path: String, body: [UInt8]) {
+        server.route(path) { [self] _, connection in
+            arrivals.signal()
+            if !released.load(ordering: .acquiring) { waiting.wait() }
+            connection.respond(headers: ["Content-Type": "image/jpeg"], body: body)
+        }
+    }
+
+    /// Waits (for an event, up to a generous limit) until `count` requests have arrived.
+    func waitForArrivals(_ count: Int, limit: Duration = .seconds(60)) async -> Bool {
+        for _ in 0..<count where await !signalled(arrivals, within: limit) { return false }
+        return true
+    }
+
+    func release() {
+        released.store(true, ordering: .releasing)
+        for _ in 0..<64 { waiting.signal() }
+    }
+}
+
+/// Polls `condition` until it holds or `limit` passes (for state only visible by looking).
+func eventually(limit: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
+    let end = ContinuousClock.now + limit
+    while ContinuousClock.now < end {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}
+
+func sha256Hex(_ bytes: [UInt8]) -> String {
+    SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+}
+
+/// The value of one sample line (`name` with its labels, exactly as printed) in Prometheus text.
+func metricValue(_ text: String, _ sample: String) -> Double? {
+    text.split(separator: "\n").first { $0.hasPrefix(sample + " ") }
+        .flatMap { Double($0.split(separator: " ").last!) }
+}

@@ -1,0 +1,412 @@
+import AttacheBase
+import AttacheCore
+import AttacheMedia
+import AttacheStore
+import AttacheTestSupport
+import Foundation
+import Testing
+
+@testable import AttacheServer
+
+/// The service on a real socket, driven by curl: mutate round trips, downloads, every refusal,
+/// back-pressure, cancellation and metrics. No HTTP layer is mocked.
+@Suite(.enabled(if: inIsolatedChild)) struct ServiceTests {
+    static let publicBase = "http://attache.test/attachments"
+
+    static func start(
+        clock: TestClock? = nil, _ change: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws
+        -> RunningService
+    {
+        try await RunningService(clock: clock) { configuration in
+            configuration.pipeline.baseURL = publicBase
+            change(&configuration)
+        }
+    }
+
+    static func local(_ url: String, _ service: RunningService) -> String {
+        url.replacingOccurrences(of: "http://attache.test", with: service.base)
+    }
+
+    static let auth = ["Authorization": "Bearer \(RunningService.apiKey)"]
+
+    /// Posts a payload naming a sample JPEG and returns the answer and the attachment URL.
+    static func mutate(
+        _ service: RunningService, media: TestHTTPServer, query: String = ""
+    ) async throws -> (
+        HTTPAnswer, String
+    ) {
+        let answer = try await curl(
+            "POST", service.base + "/v1/notifications" + query, headers: auth,
+            body: payload(image: media.url("/photo.jpg")))
+        let object = try answer.json()
+        let entries = object["attachments"] as? [[String: Any]] ?? []
+        return (answer, entries.first?["url"] as? String ?? "")
+    }
+
+    static func mediaServer() throws -> TestHTTPServer {
+        let server = try TestHTTPServer()
+        let photo = Array(FileManager.default.contents(atPath: Paths.samples + "/waterfall-rotated.jpg")!)
+        server.route("/photo.jpg") { _, c in c.respond(headers: ["Content-Type": "image/jpeg"], body: photo) }
+        return server
+    }
+
+    @Test func mutateRoundTripThenDownloadByTheReturnedURL() async throws {
+        let media = try Self.mediaServer()
+        let service = try await Self.start()
+        defer { Task { await service.stop() } }
+        let input = payload(image: media.url("/photo.jpg"))
+        let (answer, url) = try await Self.mutate(service, media: media)
+        #expect(answer.status == 200)
+        #expect(answer.headers["content-type"] == "application/json")
+        #expect(answer.headers["attache-outcome"] == "mutated" && answer.headers["attache-attached"] == "1")
+        // Every byte of the payload is kept; the block is added before the closing brace.
+        #expect(Array(answer.body.prefix(input.count - 1)) == Array(input.dropLast()))
+        #expect(url.hasPrefix(Self.publicBase + "/"))
+
+        let download = try await curl("GET", Self.local(url, service))
+        #expect(download.status == 200)
+        #expect(download.headers["content-type"] == "image/jpeg")
+        #expect(download.headers["content-length"] == String(download.body.count))
+        #expect(download.headers["x-content-type-options"] == "nosniff")
+        #expect(download.headers["content-security-policy"] == "sandbox")
+        #expect(download.headers["accept-ranges"] == "bytes")
+        let id = try #require(url.split(separator: "/").last?.split(separator: ".").first.map(String.init))
+        #expect(sha256Hex(download.body) == id, "the object is what its id says")
+        #expect(download.headers["etag"] == "\"\(id)\"")
+        let maxAge = try #require(
+            download.headers["cache-control"]?.split(separator: "=").last.flatMap { Int($0) })
+        #expect(maxAge > 0 && maxAge <= 7 * 86_400)
+        #expect(download.body.starts(with: [0xFF, 0xD8]))
+
+        // The same payload again: the envelope carries the payload, its exact bytes and the report.
+        let (envelopeAnswer, _) = try await Self.mutate(service, media: media, query: "?envelope=true")
+        let envelope = try envelopeAnswer.json()
+        #expect(envelope["outcome"] as? String == "mutated")
+        let exact = try #require(Data(base64Encoded: envelope["payload_base64"] as? String ?? ""))
+        #expect(exact.starts(with: input.dropLast()))
+        let report = try #require(envelope["report"] as? [String: Any])
+        let outcomes = try #require(report["attachments"] as? [[String: Any]])
+        #expect(outcomes.first?["reason"] as? String == "attached" && outcomes.first?["cached"] as? Bool == true)
+        #expect((envelope["payload"] as? [String: Any])?["attachments"] != nil)
+    }
+
+    @Test func rangesConditionalRequestsAndHead() async throws {
+        let media = try Self.mediaServer()
+        let service = try await Self.start()
+        defer { Task { await service.stop() } }
+        let (_, url) = try await Self.mutate(service, media: media)
+        let whole = try await curl("GET", Self.local(url, service))
+        let size = whole.body.count
+        #expect(size > 1000)
+
+        let first = try await curl("GET", Self.local(url, service), headers: ["Range": "bytes=0-99"])
+        #expect(first.status == 206 && first.body == Array(whole.body[0..<100]))
+        #expect(first.headers["content-range"] == "bytes 0-99/\(size)")
+        let middle = try await curl("GET", Self.local(url, service), headers: ["Range": "bytes=500-"])
+        #expect(middle.status == 206 && middle.body == Array(whole.body[500...]))
+        let tail = try await curl("GET", Self.local(url, service), headers: ["Range": "bytes=-10"])
+        #expect(tail.status == 206 && tail.body == Array(whole.body.suffix(10)))
+        let beyond = try await curl("GET", Self.local(url, service), headers: ["Range": "bytes=\(size)-"])
+        #expect(beyond.status == 416 && beyond.headers["content-range"] == "bytes */\(size)")
+        let several = try await curl("GET", Self.local(url, service), headers: ["Range": "bytes=0-1,5-6"])
+        #expect(several.status == 200 && several.body == whole.body, "several ranges are served whole")
+        let stale = try await curl(
+            "GET", Self.local(url, service), headers: ["Range": "bytes=0-9", "If-Range": "\"other\""])
+        #expect(stale.status == 200 && stale.body.count == size)
+
+        let etag = try #require(whole.headers["etag"])
+        let notModified = try await curl("GET", Self.local(url, service), headers: ["If-None-Match": etag])
+        #expect(notModified.status == 304 && notModified.body.isEmpty)
+        let changed = try await curl("GET", Self.local(url, service), headers: ["If-None-Match": "\"other\""])
+        #expect(changed.status == 200)
+
+        let head = try await curl("HEAD", Self.local(url, service))
+        #expect(head.status == 200 && head.headers["content-length"] == String(size) && head.body.isEmpty)
+    }
+
+    @Test func tokensAreCheckedFirstAndRefusalsLookAlike() async throws {
+        let clock = TestClock()
+        let media = try Self.mediaServer()
+        let service = try await Self.start(clock: clock) { $0.pipeline.tokenTTL = 60 }
+        defer { Task { await service.stop() } }
+        let (_, url) = try await Self.mutate(service, media: media)
+        let local = Self.local(url, service)
+        #expect(try await curl("GET", local).status == 200)
+        let parts = local.split(separator: "/", omittingEmptySubsequences: false)
+        let token = String(parts[parts.count - 2])
+        let file = String(parts[parts.count - 1])
+        let base = service.base + "/attachments"
+
+        // Tampered token, token of another attachment, no token, wrong extension.
+        var tampered = Array(token.utf8)
+        tampered[tampered.count - 3] =
+            tampered[tampered.count - 3] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        let refusedTampered = try await curl("GET", "\(base)/\(String(decoding: tampered, as: UTF8.self))/\(file)")
+        let otherID = String(repeating: "ab", count: 32)
+        let refusedOther = try await curl("GET", "\(base)/\(token)/\(otherID).jpg")
+        let refusedName = try await curl("GET", "\(base)/\(token)/not-an-id.jpg")
+        #expect(refusedTampered.status == 403 && refusedOther.status == 403 && refusedName.status == 403)
+        #expect(
+            refusedTampered.body == refusedOther.body && refusedOther.body == refusedName.body,
+            "never says which check failed")
+        #expect(refusedTampered.headers["content-type"] == "application/problem+json")
+        #expect(try refusedTampered.json()["code"] as? String == "access_denied")
+        let missing = try await curl("GET", "\(base)/\(file)")
+        let missingCode = try missing.json()["code"] as? String
+        #expect(missing.status == 401 && missingCode == "unauthorized")
+        let wrongExtension = try await curl("GET", "\(base)/\(token)/\(file.split(separator: ".")[0]).png")
+        #expect(wrongExtension.status == 404)
+
+        // A valid token for an id the store does not hold: 404.
+        let unknown = try #require(AttachmentID(hex: otherID))
+        let valid = service.service.store.keyRing.issue(for: unknown, scope: .read, ttl: 60, now: clock.now).token
+        let notFound = try await curl("GET", "\(base)/\(valid)/\(otherID).jpg")
+        let notFoundCode = try notFound.json()["code"] as? String
+        #expect(notFound.status == 404 && notFoundCode == "not_found")
+
+        // A rotated-out key: its tokens stop opening anything.
+        let keyID = service.service.store.keyRing.currentKeyID
+        _ = try service.service.store.rotateKeys()
+        #expect(try await curl("GET", local).status == 200, "a rotated (not retired) key still verifies")
+        _ = try service.service.store.retireKey(keyID)
+        #expect(try await curl("GET", local).status == 403)
+
+        // Expiry, on the store's clock.
+        let (_, fresh) = try await Self.mutate(service, media: media)
+        #expect(try await curl("GET", Self.local(fresh, service)).status == 200)
+        clock.advance(61)
+        #expect(try await curl("GET", Self.local(fresh, service)).status == 403)
+    }
+
+    @Test func everyClientErrorIsAProblemWithItsCode() async throws {
+        let media = try Self.mediaServer()
+        let service = try await Self.start { $0.maxRequestBytes = 1000 }
+        defer { Task { await service.stop() } }
+        let post = service.base + "/v1/notifications"
+        let body = payload(image: media.url("/photo.jpg"))
+        func code(_ answer: HTTPAnswer) -> String? { try? answer.json()["code"] as? String }
+
+        let anonymous = try await curl("POST", post, body: body)
+        #expect(anonymous.status == 401 && code(anonymous) == "unauthorized")
+        #expect(anonymous.headers["www-authenticate"] == "Bearer")
+        let wrong = try await curl("POST", post, headers: ["Authorization": "Bearer not-the-key-000000000"], body: body)
+        #expect(wrong.status == 401 && code(wrong) == "unauthorized")
+        let rotated = try await curl(
+            "POST", post, headers: ["Authorization": "Bearer second-key-for-rotation-000"], body: body)
+        #expect(rotated.status == 200, "every configured key is accepted")
+
+        let big = Array(repeating: UInt8(ascii: " "), count: 1001)
+        let tooLarge = try await curl("POST", post, headers: Self.auth, body: big)
+        #expect(tooLarge.status == 413 && code(tooLarge) == "request_too_large")
+        #expect((try tooLarge.json()["limit"] as? String) == "max_request_bytes")
+        let chunked = try await curl(
+            "POST", post, headers: Self.auth.merging(["Transfer-Encoding": "chunked"]) { a, _ in a }, body: big)
+        #expect(chunked.status == 413 && code(chunked) == "request_too_large")
+
+        let badDeadline = try await curl("POST", post + "?deadline=soon", headers: Self.auth, body: body)
+        #expect(badDeadline.status == 400 && code(badDeadline) == "invalid_request")
+        let badHeader = try await curl(
+            "POST", post, headers: Self.auth.merging(["Attache-Deadline": "-5"]) { a, _ in a }, body: body)
+        #expect(badHeader.status == 400 && code(badHeader) == "invalid_request")
+        let badEnvelope = try await curl("POST", post + "?envelope=maybe", headers: Self.auth, body: body)
+        #expect(badEnvelope.status == 400 && code(badEnvelope) == "invalid_request")
+        let nowhere = try await curl("GET", service.base + "/nowhere")
+        #expect(nowhere.status == 404 && code(nowhere) == "not_found")
+        #expect(nowhere.headers["content-type"] == "application/problem+json")
+
+        // What cannot be mutated is answered 200 with the payload unchanged.
+        let garbage: [UInt8] = Array("{\"aps\":".utf8) + [0xFF, 0xFE]
+        let unreadable = try await curl("POST", post, headers: Self.auth, body: garbage)
+        #expect(unreadable.status == 200 && unreadable.body == garbage)
+        #expect(unreadable.headers["attache-outcome"] == "unreadable")
+        #expect(unreadable.headers["attache-payload-error"] == "invalid_payload")
+        let plain = Array(#"{"aps":{"alert":"hi"},"image":"http://x/y.jpg"}"#.utf8)
+        let notMutable = try await curl("POST", post, headers: Self.auth, body: plain)
+        #expect(notMutable.status == 200 && notMutable.body == plain)
+        #expect(notMutable.headers["attache-outcome"] == "passed_through")
+        let empty = try await curl("POST", post, headers: Self.auth, body: [])
+        #expect(empty.status == 200 && empty.body.isEmpty)
+        let envelopeOfGarbage = try await curl("POST", post + "?envelope=true", headers: Self.auth, body: garbage)
+        #expect(envelopeOfGarbage.status == 200)
+        #expect(Data(base64Encoded: (try envelopeOfGarbage.json()["payload_base64"] as? String) ?? "") == Data(garbage))
+    }
+
+    @Test func aBurstBeyondTheQueueIsTurnedAwayAtOnce() async throws {
+        let media = try TestHTTPServer()
+        let held = HeldRoute(on: media, path: "/held.jpg", body: sampleJPEG)
+        let service = try await Self.start {
+            $0.maxConcurrent = 1
+            $0.maxQueued = 1
+            $0.retryAfterSeconds = 3
+        }
+        defer { Task { await service.stop() } }
+        let post = service.base + "/v1/notifications"
+        let body = payload(image: media.url("/held.jpg"))
+
+        // One in the pipeline (its fetch is held at the media server), one waiting.
+        let first = Task.detached { try await curl("POST", post, headers: Self.auth, body: body) }
+        #expect(await held.waitForArrivals(1), "the first payload reached its fetch")
+        let second = Task.detached { try await curl("POST", post, headers: Self.auth, body: body) }
+        #expect(await eventually { service.service.admission.counts.waiting == 1 }, "the second payload waits")
+
+        // Everything beyond is answered 503 at once, while the others are still held.
+        for _ in 0..<5 {
+            let refused = try await curl("POST", post, headers: Self.auth, body: body)
+            #expect(refused.status == 503 && refused.headers["retry-after"] == "3")
+            #expect((try refused.json()["code"] as? String) == "overloaded")
+        }
+        let metrics = try await curl("GET", service.base + "/metrics")
+        #expect(metricValue(metrics.text, "attache_pipeline_in_flight") == 1)
+        #expect(metricValue(metrics.text, "attache_pipeline_queued") == 1)
+
+        held.release()
+        let answers = [try await first.value, try await second.value]
+        for answer in answers {
+            #expect(answer.status == 200 && answer.headers["attache-attached"] == "1")
+        }
+        #expect(service.service.admission.counts == (0, 0))
+    }
+
+    @Test func aClientThatHangsUpCancelsItsWork() async throws {
+        let media = try TestHTTPServer()
+        let closed = DispatchSemaphore(value: 0)
+        media.route("/hang.jpg") { _, connection in
+            // The fetch is cancelled when its caller hangs up: the connection closes.
+            if connection.timeUntilClientCloses(limit: .seconds(120)) != nil { closed.signal() }
+            connection.close()
+        }
+        let service = try await Self.start { $0.maxDeadline = .seconds(600) }
+        defer { Task { await service.stop() } }
+        let post = service.base + "/v1/notifications?deadline=600s"
+        let body = payload(image: media.url("/hang.jpg"))
+        let client = Task.detached {
+            try await curl("POST", post, headers: Self.auth, body: body, extra: ["--max-time", "1"])
+        }
+        _ = try await client.value
+        #expect(await signalled(closed), "the fetch for a client that went away was stopped long before its deadline")
+        #expect(await eventually { service.service.admission.counts == (0, 0) })
+    }
+
+    @Test func healthReadinessMetricsAndTheDocument() async throws {
+        let media = try Self.mediaServer()
+        let service = try await Self.start()
+        defer { Task { await service.stop() } }
+        #expect(try await curl("GET", service.base + "/healthz").status == 200)
+        #expect(try await curl("GET", service.base + "/readyz").status == 200)
+        let document = try await curl("GET", service.base + "/openapi.yaml")
+        #expect(document.status == 200 && document.text.hasPrefix("openapi: 3.1"))
+
+        let before = try await curl("GET", service.base + "/metrics").text
+        let (_, url) = try await Self.mutate(service, media: media)
+        _ = try await curl("GET", Self.local(url, service))
+        _ = try await curl("POST", service.base + "/v1/notifications", body: [])
+        let after = try await curl("GET", service.base + "/metrics").text
+        let ok = #"attache_http_requests_total{route="notifications",method="POST",status="200"}"#
+        let denied = #"attache_http_requests_total{route="notifications",method="POST",status="401"}"#
+        #expect((metricValue(after, ok) ?? 0) >= (metricValue(before, ok) ?? 0) + 1)
+        #expect((metricValue(after, denied) ?? 0) >= (metricValue(before, denied) ?? 0) + 1)
+        let served = #"attache_bytes_total{direction="served"}"#
+        #expect((metricValue(after, served) ?? 0) > (metricValue(before, served) ?? 0))
+        #expect(after.contains(#"attache_stage_duration_seconds_bucket{stage="transform""#))
+        #expect(after.contains("attache_store_objects"))
+        #expect(!after.contains(RunningService.apiKey) && !after.contains("eyJ"), "no secrets in metrics")
+    }
+
+    @Test func theStoreCanBreakReadinessButNotHealth() async throws {
+        let service = try await Self.start()
+        defer { Task { await service.stop() } }
+        let tmp = service.directory.path + "/store/tmp"
+        try FileManager.default.removeItem(atPath: tmp)
+        FileManager.default.createFile(atPath: tmp, contents: Data("not a directory".utf8))
+        let ready = try await curl("GET", service.base + "/readyz")
+        #expect(ready.status == 503 && ready.text.contains("store_writable"))
+        #expect(try await curl("GET", service.base + "/healthz").status == 200)
+    }
+}
+
+@Suite struct ServiceUnitTests {
+    @Test func byteRanges() {
+        #expect(ByteRange.parse("bytes=0-9", size: 100) == .range(0...9))
+        #expect(ByteRange.parse("bytes=90-200", size: 100) == .range(90...99))
+        #expect(ByteRange.parse("bytes=-5", size: 100) == .range(95...99))
+        #expect(ByteRange.parse("bytes=-500", size: 100) == .range(0...99))
+        #expect(ByteRange.parse("bytes=100-", size: 100) == .unsatisfiable)
+        #expect(ByteRange.parse("bytes=-0", size: 100) == .unsatisfiable)
+        #expect(ByteRange.parse("bytes=5-2", size: 100) == .whole)
+        #expect(ByteRange.parse("bytes=0-1,4-5", size: 100) == .whole)
+        #expect(ByteRange.parse("items=0-1", size: 100) == .whole)
+        #expect(ByteRange.parse("bytes=a-b", size: 100) == .whole)
+        #expect(ByteRange.parse("bytes=99999999999999999999999-", size: 100) == .unsatisfiable)
+    }
+
+    @Test func apiKeysCompareWhole() {
+        let keys = APIKeys(["alpha-key-0000000000", "beta-key-00000000000"])
+        #expect(keys.accepts("alpha-key-0000000000") && keys.accepts("beta-key-00000000000"))
+        #expect(!keys.accepts("alpha-key-000000000") && !keys.accepts("alpha-key-00000000000") && !keys.accepts(""))
+        #expect(APIKeys.bearer("Bearer abc") == "abc" && APIKeys.bearer("bearer  abc") == "abc")
+        #expect(APIKeys.bearer("Basic abc") == nil && APIKeys.bearer("Bearer") == nil && APIKeys.bearer(nil) == nil)
+        #expect(!APIKeys([]).accepts("anything"))
+    }
+
+    @Test func admissionHandsSlotsOnInOrder() async {
+        let admission = Admission(slots: 1, queue: 1)
+        #expect(await admission.enter())
+        let waiter = Task { await admission.enter() }
+        #expect(await eventually { admission.counts.waiting == 1 })
+        #expect(await admission.enter() == false, "queue full: turned away at once")
+        admission.leave()
+        #expect(await waiter.value)
+        #expect(admission.counts == (1, 0))
+        // A cancelled waiter leaves the queue and holds no slot.
+        let cancelled = Task { await admission.enter() }
+        #expect(await eventually { admission.counts.waiting == 1 })
+        cancelled.cancel()
+        #expect(await cancelled.value == false)
+        #expect(admission.counts == (1, 0))
+        admission.leave()
+        #expect(admission.counts == (0, 0))
+    }
+
+    @Test func settingsComeFromFlagsThenEnvironmentThenFile() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path + "/attache.json"
+        try Data(#"{"port": 9001, "maxQueued": 5, "maxSide": 640, "apiKeys": "file-key-0000000000000"}"#.utf8)
+            .write(to: URL(fileURLWithPath: file))
+        let reader = try await ServerSettings.reader(
+            flags: ["port": "9003"], environment: ["ATTACHE_PORT": "9002", "ATTACHE_MAX_QUEUED": "7"], file: file)
+        let loaded = ServerSettings.load(reader, environment: ["HOME": directory.path])
+        #expect(loaded.problems.isEmpty, "\(loaded.problems)")
+        #expect(loaded.configuration.port == 9003, "a flag beats the environment")
+        #expect(loaded.configuration.maxQueued == 7, "the environment beats the file")
+        #expect(loaded.configuration.pipeline.rendition.maxSide == 640, "the file beats the default")
+        #expect(loaded.configuration.apiKeys == ["file-key-0000000000000"])
+        #expect(loaded.configuration.pipeline.baseURL == "http://127.0.0.1:9003/attachments")
+    }
+
+    @Test func everyBadSettingGetsItsOwnMessage() async throws {
+        let reader = try await ServerSettings.reader(
+            flags: ["port": "http", "deadline": "soon"],
+            environment: ["ATTACHE_MAX_QUEUED": "-1", "ATTACHE_BASE_URL": "ftp://x/y", "ATTACHE_API_KEYS": "short"],
+            file: nil)
+        let loaded = ServerSettings.load(reader, environment: [:])
+        let problems = loaded.problems.joined(separator: "\n")
+        #expect(loaded.problems.count == 5, "\(problems)")
+        for name in ["ATTACHE_PORT", "ATTACHE_DEADLINE", "ATTACHE_MAX_QUEUED", "ATTACHE_BASE_URL", "ATTACHE_API_KEYS"] {
+            #expect(problems.contains(name), "\(name) in \(problems)")
+        }
+        #expect(!problems.contains("short"), "a secret is never echoed")
+        let none = ServerSettings.load(try await ServerSettings.reader(flags: [:], environment: [:], file: nil))
+        #expect(none.problems.contains { $0.contains("no API key") })
+    }
+
+    @Test func attachmentsPathFromTheBaseURL() {
+        var configuration = ServerConfiguration(store: StoreConfiguration(root: "/tmp/x"))
+        for (base, path) in [
+            ("https://cdn.example/a/b/", "/a/b"), ("http://h:1/attachments", "/attachments"), ("https://h", ""),
+        ] {
+            configuration.pipeline.baseURL = base
+            #expect(configuration.attachmentsPath == path)
+        }
+    }
+}
