@@ -40,7 +40,7 @@ public struct AttacheService: Sendable {
     /// The routes, behind the request log.
     public func router() -> Router<AttacheRequestContext> {
         let router = Router(context: AttacheRequestContext.self)
-        router.add(middleware: RequestLogMiddleware(metrics: metrics))
+        router.add(middleware: RequestLogMiddleware(metrics: metrics, attachmentsPath: configuration.attachmentsPath))
         let notifications = NotificationRoute(
             pipeline: pipeline, configuration: configuration, keys: APIKeys(configuration.apiKeys),
             admission: admission, metrics: metrics)

@@ -76,19 +76,23 @@ struct NotificationRoute: Sendable {
     /// `Attache-Deadline` header or `deadline` query (`800ms`, `2s`, or seconds), capped by
     /// the configured maximum; the pipeline's own deadline (capped too) when neither is given.
     private func requestedDeadline(_ request: Request) throws -> Duration {
-        let given = request.uri.queryParameters.get("deadline") ?? request.headers[.attacheDeadline]
-        guard let given else { return min(configuration.pipeline.deadline, configuration.maxDeadline) }
-        guard let duration = DeadlineText.parse(given) else {
+        // Both are checked when both are given; the query wins.
+        let given = [request.uri.queryParameters.get("deadline"), request.headers[.attacheDeadline]].compactMap {
+            $0
+        }
+        guard !given.isEmpty else { return min(configuration.pipeline.deadline, configuration.maxDeadline) }
+        let durations = given.compactMap(DeadlineText.parse)
+        guard durations.count == given.count else {
             throw Problem(
                 .badRequest, .invalidRequest,
                 "the deadline must be a positive number of milliseconds (800ms) or seconds (2s)")
         }
-        return min(duration, configuration.maxDeadline)
+        return min(durations[0], configuration.maxDeadline)
     }
 
     private func wantsEnvelope(_ request: Request) throws -> Bool {
         guard let value = request.uri.queryParameters.get("envelope") else { return false }
-        switch value.lowercased() {
+        switch value {
         case "true", "1", "": return true
         case "false", "0": return false
         default: throw Problem(.badRequest, .invalidRequest, "envelope must be true or false")
@@ -120,7 +124,8 @@ struct NotificationRoute: Sendable {
 
     static func plain(_ result: PipelineResult) -> Response {
         var headers = summaryHeaders(result)
-        headers[.contentType] = "application/json"
+        // Bytes that are not a JSON payload go back unchanged, and are not called JSON.
+        headers[.contentType] = result.payloadError == nil ? "application/json" : "application/octet-stream"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: result.payload)))
     }
 

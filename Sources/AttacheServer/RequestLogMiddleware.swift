@@ -8,6 +8,8 @@ import Logging
 struct RequestLogMiddleware: RouterMiddleware {
     typealias Context = AttacheRequestContext
     let metrics: ServerMetrics
+    /// The attachments' path prefix (`/attachments`), for 405 answers under it.
+    let attachmentsPath: String
 
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
@@ -21,7 +23,13 @@ struct RequestLogMiddleware: RouterMiddleware {
             context.notes.code = problem.code.rawValue
             response = problem.response(head: head)
         } catch let error as HTTPError {
-            let problem = Self.problem(for: error)
+            var problem = Self.problem(for: error)
+            // A path that exists answers 405 with the methods it takes, not 404.
+            if error.status == .notFound, let allowed = allowedMethods(request.uri.path) {
+                problem = Problem(
+                    .methodNotAllowed, .invalidRequest, "\(request.method.rawValue) is not allowed here",
+                    headers: [.allow: allowed])
+            }
             context.notes.code = problem.code.rawValue
             response = problem.response(head: head)
         } catch {
@@ -56,6 +64,18 @@ struct RequestLogMiddleware: RouterMiddleware {
         case "/v1/notifications": "notifications"
         case nil: "unmatched"
         default: "attachment"
+        }
+    }
+
+    /// The methods a known path takes, or nil for a path no route has.
+    func allowedMethods(_ path: String) -> String? {
+        switch path {
+        case "/v1/notifications": return "POST"
+        case "/healthz", "/readyz", "/metrics", "/openapi.yaml": return "GET"
+        default:
+            let prefix = attachmentsPath + "/"
+            guard path.hasPrefix(prefix), path.count > prefix.count else { return nil }
+            return "GET, HEAD"
         }
     }
 

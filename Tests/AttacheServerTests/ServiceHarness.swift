@@ -100,18 +100,7 @@ func curl(
         arguments += ["--data-binary", "@" + input]
     }
     arguments += extra + [url]
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-    process.arguments = arguments
-    process.standardError = FileHandle.nullDevice
-    process.standardOutput = FileHandle.nullDevice
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-        process.terminationHandler = { _ in done.resume() }
-        do { try process.run() } catch {
-            process.terminationHandler = nil
-            done.resume()
-        }
-    }
+    _ = await runProcess("/usr/bin/curl", arguments)
     let head = (try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? ""
     var status = 0
     var fields: [String: String] = [:]
@@ -126,6 +115,36 @@ func curl(
     // With --head, curl writes the head to the output too: the body of a HEAD answer is empty.
     let bytes = method == "HEAD" ? [] : FileManager.default.contents(atPath: bodyFile).map(Array.init) ?? []
     return HTTPAnswer(status: status, headers: fields, body: bytes)
+}
+
+/// Runs a program to its end without holding a thread of the concurrency pool; its exit
+/// status and what it printed (standard output and error together, through a file).
+func runProcess(
+    _ path: String, _ arguments: [String], environment: [String: String]? = nil
+) async -> (
+    status: Int32, output: String
+) {
+    guard let directory = try? TemporaryDirectory() else { return (-1, "no temporary directory") }
+    let outputPath = directory.path + "/output"
+    FileManager.default.createFile(atPath: outputPath, contents: nil)
+    guard let output = FileHandle(forWritingAtPath: outputPath) else { return (-1, "cannot write \(outputPath)") }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    process.standardOutput = output
+    process.standardError = output
+    let started: Bool = await withCheckedContinuation { done in
+        process.terminationHandler = { _ in done.resume(returning: true) }
+        do { try process.run() } catch {
+            process.terminationHandler = nil
+            done.resume(returning: false)
+        }
+    }
+    try? output.close()
+    guard started else { return (-1, "cannot run \(path)") }
+    let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+    return (process.terminationStatus, text)
 }
 
 /// Waits for `semaphore` on a thread of its own, so the concurrency pool stays free.

@@ -220,6 +220,7 @@ import Testing
         let unreadable = try await curl("POST", post, headers: Self.auth, body: garbage)
         #expect(unreadable.status == 200 && unreadable.body == garbage)
         #expect(unreadable.headers["attache-outcome"] == "unreadable")
+        #expect(unreadable.headers["content-type"] == "application/octet-stream")
         #expect(unreadable.headers["attache-payload-error"] == "invalid_payload")
         let plain = Array(#"{"aps":{"alert":"hi"},"image":"http://x/y.jpg"}"#.utf8)
         let notMutable = try await curl("POST", post, headers: Self.auth, body: plain)
@@ -313,6 +314,51 @@ import Testing
         #expect(!after.contains(RunningService.apiKey) && !after.contains("eyJ"), "no secrets in metrics")
     }
 
+    /// schemathesis (examples, coverage and fuzzing phases, every check) against the live
+    /// service and its own document: no 5xx, every status, header, content type and body as
+    /// documented, schema-violating requests refused, undocumented methods 405.
+    @Test func theServiceConformsToItsOpenAPIDocument() async throws {
+        let tools = Paths.package + "/.build/tools/bin/"
+        let onPath = ProcessInfo.processInfo.environment["PATH", default: ""].split(separator: ":")
+            .map { $0 + "/schemathesis" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        let schemathesis = try #require(
+            FileManager.default.isExecutableFile(atPath: tools + "schemathesis") ? tools + "schemathesis" : onPath,
+            "schemathesis is missing: bash scripts/api-tools.sh installs it")
+        let python = URL(fileURLWithPath: schemathesis).deletingLastPathComponent().path + "/python3"
+        let document = Paths.package + "/Sources/AttacheServer/openapi.yaml"
+        let validator = await runProcess(
+            FileManager.default.isExecutableFile(atPath: python) ? python : "/usr/bin/env",
+            (FileManager.default.isExecutableFile(atPath: python) ? [] : ["python3"])
+                + ["-m", "openapi_spec_validator", document])
+        #expect(validator.status == 0, "\(validator.output)")
+
+        let media = try Self.mediaServer()
+        let service = try await Self.start()
+        defer { Task { await service.stop() } }
+        // A real attachment, so that downloads are tried with a token that opens something.
+        let (_, url) = try await Self.mutate(service, media: media)
+        let parts = url.split(separator: "/")
+        let directory = try TemporaryDirectory()
+        let config = directory.path + "/schemathesis.toml"
+        try Data(
+            """
+            [[operations]]
+            include-path = "/attachments/{token}/{file}"
+            parameters = { token = "\(parts[parts.count - 2])", file = "\(parts[parts.count - 1])" }
+            """.utf8
+        ).write(to: URL(fileURLWithPath: config))
+        let run = await runProcess(
+            schemathesis,
+            [
+                "--config-file", config, "run", service.base + "/openapi.yaml",
+                "-H", "Authorization: Bearer \(RunningService.apiKey)", "--checks", "all", "--max-examples", "60",
+                "--seed", "20261122", "--workers", "2", "--no-color", "--report-dir", directory.path + "/report",
+            ],
+            environment: ProcessInfo.processInfo.environment.merging(["SCHEMATHESIS_HOOKS": ""]) { _, new in new })
+        #expect(run.status == 0, "\(run.output.suffix(6000))")
+        #expect(run.output.contains("passed") && !run.output.contains("Failures:"))
+    }
+
     @Test func theStoreCanBreakReadinessButNotHealth() async throws {
         let service = try await Self.start()
         defer { Task { await service.stop() } }
@@ -398,6 +444,20 @@ import Testing
         #expect(!problems.contains("short"), "a secret is never echoed")
         let none = ServerSettings.load(try await ServerSettings.reader(flags: [:], environment: [:], file: nil))
         #expect(none.problems.contains { $0.contains("no API key") })
+    }
+
+    /// The document's enums of error codes and limit names are the catalogue's, in its order.
+    @Test func theDocumentNamesEveryCodeAndLimit() {
+        let text = String(decoding: OpenAPIDocument.bytes, as: UTF8.self)
+        func names(after schema: String) -> [String] {
+            guard let start = text.range(of: "    \(schema):\n") else { return [] }
+            let rest = text[start.upperBound...]
+            guard let open = rest.firstIndex(of: "["), let close = rest.firstIndex(of: "]") else { return [] }
+            return rest[rest.index(after: open)..<close].split(separator: ",")
+                .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        }
+        #expect(names(after: "ErrorCode") == AttacheError.Code.all.map(\.rawValue))
+        #expect(names(after: "LimitName") == AttacheError.Limit.all.map(\.rawValue))
     }
 
     @Test func attachmentsPathFromTheBaseURL() {
