@@ -189,13 +189,13 @@ final class HeldRoute: Sendable {
 }
 
 /// Polls `condition` until it holds or `limit` passes (for state only visible by looking).
-func eventually(limit: Duration = .seconds(60), _ condition: () -> Bool) async -> Bool {
+func eventually(limit: Duration = .seconds(60), _ condition: () async throws -> Bool) async -> Bool {
     let end = ContinuousClock.now + limit
     while ContinuousClock.now < end {
-        if condition() { return true }
+        if (try? await condition()) == true { return true }
         try? await Task.sleep(for: .milliseconds(5))
     }
-    return condition()
+    return (try? await condition()) == true
 }
 
 func sha256Hex(_ bytes: [UInt8]) -> String {

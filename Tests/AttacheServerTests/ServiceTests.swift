@@ -314,6 +314,54 @@ import Testing
         #expect(!after.contains(RunningService.apiKey) && !after.contains("eyJ"), "no secrets in metrics")
     }
 
+    /// `attache serve` as operators run it: SIGTERM while a payload is in the pipeline stops
+    /// new connections, lets that payload finish and be answered, then exits 0.
+    @Test func sigtermDrainsInFlightWorkThenExits() async throws {
+        let media = try TestHTTPServer()
+        let held = HeldRoute(on: media, path: "/held.jpg", body: sampleJPEG)
+        let directory = try TemporaryDirectory()
+        let log = directory.path + "/log"
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
+        process.arguments = [
+            "serve", "--port", "0", "--store", directory.path + "/store", "--api-keys", RunningService.apiKey,
+            "--allow-loopback", "--grace-period", "60s", "--gc-interval", "0s",
+        ]
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        process.standardOutput = FileHandle.nullDevice
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        func logged() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        func port() -> Int? {
+            guard let range = logged().range(of: #"address=http://127\.0\.0\.1:[0-9]+/"#, options: .regularExpression)
+            else { return nil }
+            return Int(logged()[range].split(separator: ":").last!.dropLast())
+        }
+        #expect(await eventually { port() != nil || !process.isRunning }, "it says where it listens")
+        let base = "http://127.0.0.1:\(try #require(port(), "\(logged())"))"
+
+        let answer = Task {
+            try await curl(
+                "POST", base + "/v1/notifications?deadline=60s", headers: Self.auth,
+                body: payload(image: media.url("/held.jpg")))
+        }
+        #expect(await held.waitForArrivals(1), "the payload reached its fetch")
+        kill(process.processIdentifier, SIGTERM)
+        // New connections are refused once shutdown has begun, while the payload is still held.
+        #expect(await eventually { try await curl("GET", base + "/healthz").status == 0 })
+        #expect(process.isRunning, "the process waits for the payload in flight")
+
+        held.release()
+        let drained = try await answer.value
+        #expect(drained.status == 200 && drained.headers["attache-attached"] == "1", "\(drained.text)")
+        #expect(await signalled(exited), "it exits once drained")
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(logged())")
+    }
+
     /// schemathesis (examples, coverage and fuzzing phases, every check) against the live
     /// service and its own document: no 5xx, every status, header, content type and body as
     /// documented, schema-violating requests refused, undocumented methods 405.
