@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the bundled samples: serve Samples/media on 127.0.0.1:8765, run the pipeline
 # on every payload in Samples/payloads (fetch, validate, downscale, store, attach), write the
-# mutated payloads to Samples/out/payloads/ and print a short summary.
+# mutated payloads to Samples/out/payloads/ and print a short summary; then start the HTTP
+# service (attache serve) on 127.0.0.1:8766, post one payload to it with curl, download the
+# attachment by the URL it answered, and stop the service with SIGTERM.
 # Installs missing system packages and builds release first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,3 +39,37 @@ echo
 echo "== attache store stats / verify"
 "$bin" store stats --store "$out/store"
 "$bin" store verify --store "$out/store"
+
+echo
+key=samples-api-key-0000000000
+service_port=8766
+echo "== attache serve --port $service_port --allow-loopback (log in $out/service.log)"
+"$bin" serve --port "$service_port" --store "$out/service-store" --api-keys "$key" --allow-loopback \
+    --base-url "http://127.0.0.1:$service_port/attachments" > "$out/service.log" 2>&1 &
+service=$!
+trap 'kill $server $service 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do
+    grep -q listening "$out/service.log" 2>/dev/null && break
+    kill -0 $service 2>/dev/null || break
+    sleep 0.1
+done
+if ! grep -q listening "$out/service.log"; then
+    cat "$out/service.log" >&2
+    echo "samples: attache serve did not start on 127.0.0.1:$service_port" >&2
+    exit 1
+fi
+echo "-- POST /v1/notifications with Samples/payloads/01-apns-my-attachment.json"
+curl -sS -D "$out/service-headers" -o "$out/service-answer.json" -H "Authorization: Bearer $key" \
+    --data-binary @Samples/payloads/01-apns-my-attachment.json "http://127.0.0.1:$service_port/v1/notifications"
+grep -iE '^(HTTP/|attache-)' "$out/service-headers" | tr -d '\r'
+cat "$out/service-answer.json"
+echo
+url=$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["attachments"]; print(a[0]["url"])' \
+    "$out/service-answer.json")
+echo "-- GET the attachment by that URL"
+curl -sS -o "$out/service-attachment" -w 'status %{http_code}, %{content_type}, %{size_download} bytes\n' "$url"
+echo "sha256 $(sha256sum "$out/service-attachment" | cut -d' ' -f1) (the id in the URL)"
+echo "-- GET /metrics (a few lines)"
+curl -sS "http://127.0.0.1:$service_port/metrics" | grep -E '^attache_(http_requests_total|bytes_total|store_objects)' | head -6
+kill -TERM $service
+wait $service && echo "-- attache serve stopped on SIGTERM (exit 0)"

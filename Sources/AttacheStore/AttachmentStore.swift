@@ -167,6 +167,16 @@ public final class AttachmentStore: Sendable {
     )
         throws(AttacheError) -> Result<AccessToken, TokenRefusal>
     {
+        switch try authorizeRow(token, for: id, scope: scope) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let (claims, _)): return .success(claims)
+        }
+    }
+
+    /// The token check, with the object's row it read (nil: no such object).
+    private func authorizeRow(
+        _ token: String, for id: AttachmentID, scope: TokenScope
+    ) throws(AttacheError) -> Result<(AccessToken, ObjectRow?), TokenRefusal> {
         let now = self.now
         var verdict = keyRing.check(token, opens: id, scope: scope, now: now)
         if case .failure(.unknownKey) = verdict {
@@ -179,10 +189,11 @@ public final class AttachmentStore: Sendable {
         case .failure(let refusal):
             return .failure(refusal)
         case .success(let claims):
-            if let row = try catalog.object(id.hex), claims.issuedAt < row.revokedBefore {
+            let row = try catalog.object(id.hex)
+            if let row, claims.issuedAt < row.revokedBefore {
                 return .failure(.revoked)
             }
-            return .success(claims)
+            return .success((claims, row))
         }
     }
 
@@ -194,16 +205,16 @@ public final class AttachmentStore: Sendable {
         onRefusal: (TokenRefusal) -> Void = { _ in }
     ) throws(AttacheError) -> AttachmentLease {
         let access: AccessToken
-        switch try authorize(token, for: id) {
+        let row: ObjectRow?
+        switch try authorizeRow(token, for: id, scope: .read) {
         case .failure(let refusal):
             onRefusal(refusal)
             throw AttacheError(.accessDenied, "access denied")
-        case .success(let claims):
-            access = claims
+        case .success(let (claims, found)):
+            (access, row) = (claims, found)
         }
-        guard let attachment = try attachment(id) else {
-            throw AttacheError(.notFound, "no attachment \(id)")
-        }
+        guard let row, row.expires > now else { throw AttacheError(.notFound, "no attachment \(id)") }
+        let attachment = try StoredAttachment(row: row)
         let path = path(of: attachment)
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw AttacheError(.notFound, "no attachment \(id)") }

@@ -43,16 +43,17 @@ struct SourceRow: Codable, Hashable, FetchableRecord, PersistableRecord {
 }
 
 /// The store's metadata in SQLite (WAL, through GRDB). Every process that opens the store
-/// shares it; writers wait up to 10 s for each other.
+/// shares it; writers wait up to 10 s for each other. Reads run side by side on a pool of
+/// reader connections (a download looks up its object on every request).
 final class Catalog: Sendable {
-    private let database: DatabaseQueue
+    private let database: DatabasePool
 
     init(path: String) throws(AttacheError) {
         var configuration = Configuration()
         configuration.journalMode = .wal
         configuration.busyMode = .timeout(10)
         configuration.foreignKeysEnabled = true
-        database = try Self.run { try DatabaseQueue(path: path, configuration: configuration) }
+        database = try Self.run { try DatabasePool(path: path, configuration: configuration) }
         try Self.run { try Self.migrator.migrate(database) }
     }
 
@@ -89,7 +90,13 @@ final class Catalog: Sendable {
     }
 
     func object(_ id: String) throws(AttacheError) -> ObjectRow? {
-        try read { try ObjectRow.fetchOne($0, key: id) }
+        // One statement needs no transaction around it; the statement is prepared once per
+        // reader connection.
+        try Self.run {
+            try database.unsafeRead { db in
+                try ObjectRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM object WHERE id = ?"), arguments: [id])
+            }
+        }
     }
 
     /// Inserts the object, or extends the expiry of the one already there.

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# The service under load, on loopback (README "Service under load"): release build of
+# `attache serve`, nginx serving the photos as the media host, and in one run on the same files
+#   1. mutate throughput, 16 clients, payloads each naming a distinct 5-20 MP JPEG, against
+#      `attache resize` on the same files (two processes: both cores busy) and thumbor
+#      (two processes, fit-in/1024x1024, no storage), with PROGRESSIVE_JPEG on and off;
+#   2. overload: 64 clients (a 503 is retried after its Retry-After), 503 latency and the p99
+#      of accepted requests;
+#   3. downloads: a stored ~200 KB attachment by its tokened URL with wrk -c 64, against nginx
+#      serving the same file from disk;
+#   4. memory: RSS of the service after 1,000 and after 10,000 mutate requests.
+#   bash Benchmarks/serve-load.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+bash prepare.sh >/dev/null
+need=()
+for p in nginx-light wrk curl; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+command -v thumbor >/dev/null || pip install -q thumbor
+(cd .. && swift build -c release --product attache >/dev/null)
+bin=$(cd .. && swift build -c release --show-bin-path)/attache
+work=$PWD/work/serve
+rm -rf "$work" && mkdir -p "$work"
+media_port=8901 service_port=8902 thumbor_port=8903
+key=benchmark-key-000000000000
+pids=()
+trap 'kill ${pids[*]} 2>/dev/null || true; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true' EXIT
+
+# The photos of 5-20 MP.
+python3 - > "$work/files" <<'PY'
+import glob
+from PIL import Image
+for f in sorted(glob.glob("work/jpeg/*.jpg")):
+    w, h = Image.open(f).size
+    if 5e6 <= w * h <= 20e6:
+        print(f[len("work/"):])
+PY
+count=$(wc -l < "$work/files")
+requests=$((count * 3))
+echo "files: $count JPEGs of 5-20 MP ($(grep -c . "$work/files") listed), $requests requests per run"
+
+# nginx: the media host, and the download comparison.
+cat > "$work/nginx.conf" <<CONF
+user root;
+worker_processes 2;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    types { image/jpeg jpg; }
+    server { listen 127.0.0.1:$media_port; root $PWD/work; }
+}
+CONF
+nginx -c "$work/nginx.conf"
+media="http://127.0.0.1:$media_port"
+
+wait_for() { for _ in $(seq 1 300); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
+rss_mb() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
+
+start_service() {
+    "$bin" serve --port $service_port --store "$work/store" --api-keys $key --allow-loopback \
+        --max-queued 14 --gc-interval 0s --log-level warning > "$work/service.log" 2>&1 &
+    service=$!
+    pids+=($service)
+    wait_for "http://127.0.0.1:$service_port/healthz"
+}
+
+# 1. attache resize on the same files, both cores.
+split -n l/2 "$work/files" "$work/half-"
+start=$(date +%s.%N)
+for half in "$work"/half-*; do
+    (for _ in 1 2 3; do sed 's#^#work/#' "$half"; done | xargs "$bin" resize --max-side 1024 --out "$work/resized" > /dev/null) &
+done
+wait
+resize_ips=$(python3 -c "import time; print(round($requests / (time.time() - $start), 2))")
+echo "attache resize (2 processes): $resize_ips images/s"
+
+start_service
+echo "attache serve, 16 clients:"
+python3 serve_load.py attache "http://127.0.0.1:$service_port" $key "$media" "$work/files" \
+    --clients 16 --requests $requests --tag a16 | tee "$work/attache16.json"
+echo "attache serve, 64 clients (503 retried after Retry-After):"
+python3 serve_load.py attache "http://127.0.0.1:$service_port" $key "$media" "$work/files" \
+    --clients 64 --requests $requests --tag a64 --retry-after | tee "$work/attache64.json"
+echo "attache serve, 64 clients, 503 not retried (each refused request counts once):"
+python3 serve_load.py attache "http://127.0.0.1:$service_port" $key "$media" "$work/files" \
+    --clients 64 --requests $requests --tag b64 | tee "$work/attache64b.json"
+
+for progressive in True False; do
+    cat > "$work/thumbor.conf" <<CONF
+LOADER = 'thumbor.loaders.http_loader'
+STORAGE = 'thumbor.storages.no_storage'
+RESULT_STORAGE = None
+ALLOW_UNSAFE_URL = True
+PROGRESSIVE_JPEG = $progressive
+HTTP_LOADER_MAX_BODY_SIZE = 100 * 1024 * 1024
+MAX_WIDTH = 0
+MAX_HEIGHT = 0
+CONF
+    thumbor --port $thumbor_port --conf "$work/thumbor.conf" --processes 2 > "$work/thumbor.log" 2>&1 &
+    thumbor_pid=$!
+    pids+=($thumbor_pid)
+    wait_for "http://127.0.0.1:$thumbor_port/healthcheck"
+    echo "thumbor (2 processes, PROGRESSIVE_JPEG = $progressive), 16 clients:"
+    python3 serve_load.py thumbor "http://127.0.0.1:$thumbor_port" - "$media" "$work/files" \
+        --clients 16 --requests $requests --tag t$progressive | tee "$work/thumbor-$progressive.json"
+    pkill -f "thumbor --port $thumbor_port" || true
+    wait $thumbor_pid 2>/dev/null || true
+done
+
+# 3. Downloads: the ~200 KB rendition of one photo, stored, by its tokened URL; nginx the file.
+mkdir -p "$work/dl"
+vips thumbnail work/jpeg/Fossa_by_Jasper_Roks.jpg "$work/dl/photo.jpg[Q=90]" 1200 > /dev/null 2>&1 ||
+    cp "$work/resized/Fossa_by_Jasper_Roks.jpg" "$work/dl/photo.jpg"
+put=$("$bin" store put --store "$work/store" --json --token-ttl 1h "$work/dl/photo.jpg")
+id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$put")
+token=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["token"])' "$put")
+size=$(stat -c %s "$work/dl/photo.jpg")
+cp "$work/dl/photo.jpg" work/serve-download.jpg
+url="http://127.0.0.1:$service_port/attachments/$token/$id.jpg"
+curl -sf -o "$work/dl/got.jpg" "$url" && cmp -s "$work/dl/got.jpg" "$work/dl/photo.jpg"
+echo "download of $size bytes, wrk -t 2 -c 64 -d 10s:"
+attache_rps=$(wrk -t 2 -c 64 -d 10s "$url" | awk '/Requests\/sec/ {print $2}')
+nginx_rps=$(wrk -t 2 -c 64 -d 10s "$media/serve-download.jpg" | awk '/Requests\/sec/ {print $2}')
+echo "{\"attache_rps\": $attache_rps, \"nginx_rps\": $nginx_rps}" | tee "$work/downloads.json"
+rm -f work/serve-download.jpg
+
+# 4. Memory: small distinct payloads (each a new source: fetched, transformed, stored).
+echo "Samples/gray.jpg" > "$work/small"
+ln -sfn ../../Samples/media work/Samples
+python3 serve_load.py attache "http://127.0.0.1:$service_port" $key "$media" "$work/small" \
+    --clients 16 --requests 1000 --tag m1 > "$work/mem1.json"
+rss1=$(rss_mb $service)
+python3 serve_load.py attache "http://127.0.0.1:$service_port" $key "$media" "$work/small" \
+    --clients 16 --requests 9000 --tag m2 > "$work/mem2.json"
+rss2=$(rss_mb $service)
+rm -f work/Samples
+echo "{\"rss_after_1000_mb\": $rss1, \"rss_after_10000_mb\": $rss2}" | tee "$work/memory.json"
+kill -TERM $service && wait $service || true
+
+python3 - "$work" "$resize_ips" <<'PY'
+import json, sys
+work, resize = sys.argv[1], float(sys.argv[2])
+load = lambda n: json.load(open(f"{work}/{n}.json"))
+a16, a64, a64b = load("attache16"), load("attache64"), load("attache64b")
+tp, tn = load("thumbor-True"), load("thumbor-False")
+dl, mem = load("downloads"), load("memory")
+m1, m2 = load("mem1"), load("mem2")
+ms = lambda s: "-" if s is None else f"{s * 1000:.0f}"
+print()
+print("| run (16 clients unless said) | images/s | p50 ms | p99 ms | errors | 503 |")
+print("|---|---|---|---|---|---|")
+print(f"| attache resize, 2 processes (no HTTP) | {resize:.2f} | | | | |")
+for name, r in [("attache serve", a16), ("thumbor, 2 processes, PROGRESSIVE_JPEG = True", tp),
+                ("thumbor, 2 processes, PROGRESSIVE_JPEG = False", tn),
+                ("attache serve, 64 clients, 503 retried after Retry-After", a64),
+                ("attache serve, 64 clients, 503 not retried", a64b)]:
+    print(f"| {name} | {r['images_per_s']:.2f} | {ms(r['p50_s'])} | {ms(r['p99_s'])} | {r['errors']} | {r['refused']} |")
+print()
+print(f"- attache serve / attache resize: {a16['images_per_s'] / resize:.2f}x")
+print(f"- attache serve / thumbor: {a16['images_per_s'] / tp['images_per_s']:.2f}x (PROGRESSIVE_JPEG = True), "
+      f"{a16['images_per_s'] / tn['images_per_s']:.2f}x (False); p99 {ms(a16['p99_s'])} ms vs "
+      f"{ms(tp['p99_s'])} / {ms(tn['p99_s'])} ms")
+for name, r in [("retried", a64), ("not retried", a64b)]:
+    print(f"- 64 clients ({name}): {r['refused']} answered 503, p99 {r['refused_p99_ms']} ms, max {r['refused_max_ms']} ms;"
+          f" accepted p99 {ms(r['p99_s'])} ms = {r['p99_s'] / a16['p99_s']:.2f}x the p99 at 16")
+print(f"- downloads: attache {dl['attache_rps']:.0f} requests/s, nginx {dl['nginx_rps']:.0f}: "
+      f"{dl['attache_rps'] / dl['nginx_rps']:.2f}x")
+print(f"- memory: RSS {mem['rss_after_1000_mb']} MB after 1,000 requests, {mem['rss_after_10000_mb']} MB after 10,000 "
+      f"({(mem['rss_after_10000_mb'] / mem['rss_after_1000_mb'] - 1) * 100:+.1f}%); "
+      f"errors {m1['errors'] + m2['errors']}, {m2['images_per_s']:.0f} requests/s")
+PY
