@@ -102,8 +102,9 @@ public struct AttacheService: Sendable {
     }
 
     /// Runs until SIGTERM or SIGINT: then stops accepting, lets in-flight requests finish for
-    /// up to the grace period, and returns.
+    /// up to the grace period, and returns. The pipeline's workers run at `workerNice`.
     public func run(logger: Logger, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        PipelineWorkers.niceness = configuration.workerNice
         let app = application(logger: logger, onServerRunning: onServerRunning)
         var group = ServiceGroupConfiguration(
             services: [.init(service: app)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

@@ -38,6 +38,10 @@ public struct ServerConfiguration: Sendable {
     public var retryAfterSeconds = 1
     /// Time given to in-flight requests after SIGTERM or SIGINT before the process exits.
     public var gracePeriod: Duration = .seconds(10)
+    /// Linux nice value of the pipeline's worker threads while `run()` serves (0-19): decoding
+    /// yields the cores to request handling, so health checks, 503s and downloads answer at
+    /// once while every core decodes.
+    public var workerNice: Int32 = 5
     /// How often store garbage collection runs (0: never).
     public var collectionInterval: Duration = .seconds(300)
 

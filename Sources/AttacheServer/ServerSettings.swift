@@ -79,6 +79,9 @@ public enum ServerSettings {
             key: "gracePeriod", help: "Time in-flight requests get after SIGTERM/SIGINT.", defaultText: "10s",
             secret: false),
         .init(
+            key: "workerNice", help: "Nice value of the decoding threads (0-19), below request handling.",
+            defaultText: "5", secret: false),
+        .init(
             key: "gcInterval", help: "Store garbage collection interval (0: never).", defaultText: "5m",
             secret: false),
         .init(key: "maxSide", help: "Longest side of image renditions.", defaultText: "1024", secret: false),
@@ -255,6 +258,7 @@ public enum ServerSettings {
         configuration.maxQueued = integer("maxQueued", 0...1_000_000, configuration.maxQueued)
         configuration.retryAfterSeconds = integer("retryAfter", 1...3600, configuration.retryAfterSeconds)
         configuration.gracePeriod = duration("gracePeriod", .zero...(.seconds(3600)), configuration.gracePeriod)
+        configuration.workerNice = Int32(integer("workerNice", 0...19, Int(configuration.workerNice)))
         configuration.collectionInterval = duration(
             "gcInterval", .zero...(.seconds(86_400 * 7)), configuration.collectionInterval)
         configuration.pipeline.rendition.maxSide = integer(

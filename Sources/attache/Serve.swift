@@ -43,6 +43,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: Self.help("maxQueued")) var maxQueued: String?
     @Option(help: Self.help("retryAfter")) var retryAfter: String?
     @Option(help: Self.help("gracePeriod")) var gracePeriod: String?
+    @Option(help: Self.help("workerNice")) var workerNice: String?
     @Option(help: Self.help("gcInterval")) var gcInterval: String?
     @Option(help: Self.help("maxSide")) var maxSide: String?
     @Option(help: Self.help("maxSources")) var maxSources: String?
@@ -78,6 +79,7 @@ struct Serve: AsyncParsableCommand {
             ("maxQueued", maxQueued),
             ("retryAfter", retryAfter),
             ("gracePeriod", gracePeriod),
+            ("workerNice", workerNice),
             ("gcInterval", gcInterval),
             ("maxSide", maxSide),
             ("maxSources", maxSources),

@@ -6,16 +6,20 @@ import Synchronization
 import Glibc
 #endif
 
-/// Runs blocking work (codecs, fsync) on dispatch threads instead of Swift's cooperative pool,
-/// so deadlines, timers and fetch completions never wait behind a decode. At most one job per
-/// core runs at a time; the rest wait their turn off the pool too.
+/// Runs blocking work (codecs, fsync) on threads of its own instead of Swift's cooperative
+/// pool, so deadlines, timers and fetch completions never wait behind a decode: one worker
+/// per core, taking jobs in order. A service can run the workers at a lower scheduling
+/// priority (``PipelineWorkers/niceness``): then, when every core is decoding, the threads
+/// that answer requests (health checks, refusals, downloads) still get a core at once.
 ///
 /// Work handed over here cannot be interrupted from outside: each job is given a
 /// ``AttacheMedia/WorkDeadline`` that the pipeline cancels when its payload is answered, and
 /// the job checks it between bands and frames.
 enum OffPool {
-    static let queue = DispatchQueue(label: "attache.blocking", qos: .userInitiated, attributes: .concurrent)
-    static let slots = DispatchSemaphore(value: max(1, ProcessInfo.processInfo.activeProcessorCount))
+    /// How much lower than the rest of the process the workers are scheduled (Linux nice).
+    static let niceness = Atomic<Int32>(0)
+    static let workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    private static let jobs = JobQueue(workers: workers)
     /// Every job submitted and not yet finished (queued or running).
     private static let work = DispatchGroup()
     private static let pending = Atomic<Int>(0)
@@ -23,7 +27,7 @@ enum OffPool {
 
     /// What one finished job cost.
     struct JobRecord: Sendable {
-        /// When it got its slot and when it finished.
+        /// When it got its worker and when it finished.
         var started: ContinuousClock.Instant
         var finished: ContinuousClock.Instant
         /// CPU time its thread spent on it (does not grow while the thread waits for a core).
@@ -47,13 +51,11 @@ enum OffPool {
         pending.add(1, ordering: .relaxed)
         work.enter()
         return await withCheckedContinuation { continuation in
-            queue.async {
-                slots.wait()
+            jobs.submit {
                 let started = ContinuousClock.now
                 let cpuStart = threadCPUTime()
                 let value = body()
                 let record = JobRecord(started: started, finished: .now, cpu: threadCPUTime() - cpuStart)
-                slots.signal()
                 last.withLock { $0 = record }
                 pending.subtract(1, ordering: .relaxed)
                 work.leave()
@@ -62,9 +64,60 @@ enum OffPool {
         }
     }
 
+    /// A first-in first-out queue served by a fixed set of threads, started on first use.
+    final class JobQueue: Sendable {
+        private let state = Mutex<[@Sendable () -> Void]>([])
+        private let available = DispatchSemaphore(value: 0)
+
+        init(workers: Int) {
+            for index in 0..<workers {
+                let thread = Thread { [self] in
+                    Thread.current.name = "attache-work-\(index)"
+                    var applied: Int32 = 0
+                    while true {
+                        available.wait()
+                        guard let job = state.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { continue }
+                        let wanted = OffPool.niceness.load(ordering: .relaxed)
+                        if wanted != applied {
+                            #if os(Linux)
+                            // On Linux the nice value is per thread, and `who` 0 is the calling
+                            // thread. Lowering it again needs privilege; a refusal leaves it.
+                            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, wanted)
+                            #endif
+                            applied = wanted
+                        }
+                        job()
+                    }
+                }
+                thread.stackSize = 8 << 20
+                thread.start()
+            }
+        }
+
+        func submit(_ job: @escaping @Sendable () -> Void) {
+            state.withLock { $0.append(job) }
+            available.signal()
+        }
+    }
+
     private static func threadCPUTime() -> Duration {
         var now = timespec()
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
         return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
+    }
+}
+
+/// The threads that run the codecs and the store's writes for every pipeline in the process.
+public enum PipelineWorkers {
+    /// How many there are: one per core.
+    public static var count: Int { OffPool.workers }
+
+    /// Their Linux nice value (0, the default: as the rest of the process; up to 19). A
+    /// service raises it so that request handling is never queued behind decoding; a batch
+    /// job leaves it. Applied by each worker before its next job; lowering it once raised
+    /// needs privilege.
+    public static var niceness: Int32 {
+        get { OffPool.niceness.load(ordering: .relaxed) }
+        set { OffPool.niceness.store(min(19, max(0, newValue)), ordering: .relaxed) }
     }
 }
