@@ -20,6 +20,12 @@ void att_tune_allocator_for_batch(void) {
 #endif
 }
 
+void att_release_free_memory(void) {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
 uint64_t att_deadline_load(const uint64_t *cell) { return __atomic_load_n(cell, __ATOMIC_RELAXED); }
 
 void att_deadline_store(uint64_t *cell, uint64_t value) { __atomic_store_n(cell, value, __ATOMIC_RELAXED); }

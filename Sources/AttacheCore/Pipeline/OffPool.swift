@@ -1,3 +1,5 @@
+import AttacheBase
+import AttacheMedia
 import Dispatch
 import Foundation
 import Synchronization
@@ -64,6 +66,37 @@ enum OffPool {
         }
     }
 
+    /// When the last queued job has finished (and not more often than every two seconds),
+    /// the heap's free pages go back to the kernel: decoders free large buffers, and the
+    /// allocator would otherwise keep them in whichever thread's arena they came from.
+    static func releaseMemoryIfIdle() {
+        guard pending.load(ordering: .relaxed) == 0 else { return }
+        let now = ContinuousClock.now
+        // Now if the last release is old enough, else once when it will be (if still idle).
+        let wait = release.withLock { state -> Duration? in
+            if let last = state.last, now - last < .seconds(2) {
+                guard !state.scheduled else { return nil }
+                state.scheduled = true
+                return .seconds(2) - (now - last)
+            }
+            state.last = now
+            return .zero
+        }
+        guard let wait else { return }
+        if wait == .zero {
+            ImageProcessor.releaseFreeMemory()
+            return
+        }
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + wait.milliseconds / 1000) {
+            release.withLock {
+                $0.scheduled = false
+                $0.last = nil
+            }
+            releaseMemoryIfIdle()
+        }
+    }
+    private static let release = Mutex<(last: ContinuousClock.Instant?, scheduled: Bool)>((nil, false))
+
     /// A first-in first-out queue served by a fixed set of threads, started on first use.
     final class JobQueue: Sendable {
         private let state = Mutex<[@Sendable () -> Void]>([])
@@ -87,6 +120,7 @@ enum OffPool {
                             applied = wanted
                         }
                         job()
+                        OffPool.releaseMemoryIfIdle()
                     }
                 }
                 thread.stackSize = 8 << 20

@@ -169,6 +169,13 @@ public enum ImageProcessor {
 }
 
 extension ImageProcessor {
+    /// Gives the heap's free pages back to the kernel. Decoding leaves large freed buffers in
+    /// the allocator's per-thread arenas; a long-running process calls this when it goes idle
+    /// so that its resident size follows its work, not its history.
+    public static func releaseFreeMemory() {
+        att_release_free_memory()
+    }
+
     /// For processes that decode one file after another: keeps freed decoder buffers in the
     /// heap for the next file instead of returning them to the kernel and faulting them in
     /// again. Process-wide; call once at start.

@@ -33,6 +33,8 @@ void att_free(void *pointer);
 /// Keeps freed large buffers in the heap for reuse (batch work decodes one file after another)
 /// instead of unmapping them and faulting fresh pages in for the next file.
 void att_tune_allocator_for_batch(void);
+/// Returns the heap's free pages to the kernel (glibc malloc_trim); a no-op elsewhere.
+void att_release_free_memory(void);
 
 /// Monotonic clock in nanoseconds (the clock deadlines are measured on).
 uint64_t att_monotonic_ns(void);
