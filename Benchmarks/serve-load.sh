@@ -67,7 +67,7 @@ rss_mb() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 
 start_service() {
     "$bin" serve --port $service_port --store "$work/store" --api-keys $key --allow-loopback \
-        --max-queued 14 --gc-interval 0s --log-level warning > "$work/service.log" 2>&1 &
+        --max-queued 14 --gc-interval 0s --log-level info > "$work/service.log" 2>&1 &
     service=$!
     pids+=($service)
     wait_for "http://127.0.0.1:$service_port/healthz"
@@ -172,6 +172,12 @@ print(f"- attache serve / thumbor: {a16['images_per_s'] / tp['images_per_s']:.2f
 for name, r in [("retried", a64), ("not retried", a64b)]:
     print(f"- 64 clients ({name}): {r['refused']} answered 503, p99 {r['refused_p99_ms']} ms, max {r['refused_max_ms']} ms;"
           f" accepted p99 {ms(r['p99_s'])} ms = {r['p99_s'] / a16['p99_s']:.2f}x the p99 at 16")
+# The service's own time for its 503 answers (request log, from the request to its answer).
+refused = sorted(float(line.split(" ms=")[1].split()[0]) for line in open(f"{work}/service.log")
+                 if "status=503" in line and " ms=" in line)
+if refused:
+    print(f"- 503 answers as the service timed them (its request log): {len(refused)}, "
+          f"p99 {refused[int(0.99 * (len(refused) - 1))]:.2f} ms, max {refused[-1]:.2f} ms")
 print(f"- downloads: attache {dl['attache_rps']:.0f} requests/s, nginx {dl['nginx_rps']:.0f}: "
       f"{dl['attache_rps'] / dl['nginx_rps']:.2f}x")
 print(f"- memory: RSS {mem['rss_after_1000_mb']} MB after 1,000 requests, {mem['rss_after_10000_mb']} MB after 10,000 "

@@ -16,6 +16,7 @@ public struct AttacheService: Sendable {
     public let store: AttachmentStore
     public let pipeline: Pipeline
     let metrics = ServerMetrics()
+    let hangUps = HangUps()
     let admission: Admission
     /// Renders the metrics registry as Prometheus text; nil answers `/metrics` with 404.
     let metricsText: (@Sendable () -> String)?
@@ -43,7 +44,7 @@ public struct AttacheService: Sendable {
         router.add(middleware: RequestLogMiddleware(metrics: metrics, attachmentsPath: configuration.attachmentsPath))
         let notifications = NotificationRoute(
             pipeline: pipeline, configuration: configuration, keys: APIKeys(configuration.apiKeys),
-            admission: admission, metrics: metrics)
+            admission: admission, metrics: metrics, hangUps: hangUps)
         router.post("/v1/notifications", use: notifications.handle)
 
         let attachments = AttachmentRoute(store: store, metrics: metrics)

@@ -17,6 +17,7 @@ struct NotificationRoute: Sendable {
     let keys: APIKeys
     let admission: Admission
     let metrics: ServerMetrics
+    let hangUps: HangUps
 
     func handle(_ request: Request, context: AttacheRequestContext) async throws -> Response {
         let arrived = ContinuousClock.now
@@ -53,12 +54,13 @@ struct NotificationRoute: Sendable {
         let bytes = Array(buffer: body)
         let pipeline = self.pipeline
         let work = Task { await pipeline.process(bytes, deadline: deadline) }
-        context.channel.closeFuture.whenComplete { _ in work.cancel() }
+        let watch = hangUps.watch(context.channel) { work.cancel() }
         let result = await withTaskCancellationHandler {
             await work.value
         } onCancel: {
             work.cancel()
         }
+        watch.set(nil)
 
         metrics.pipeline(result)
         context.notes.outcomes = result.outcomes.map(\.reason)

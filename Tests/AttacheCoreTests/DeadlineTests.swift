@@ -127,3 +127,28 @@ struct DeadlineTests {
                 + "\(job.finished - deadline) after the deadline, \(cpuAfterDeadline) CPU past it")
     }
 }
+
+/// What a finished payload leaves behind: nothing that lives until its deadline.
+@Suite struct CollectorLifetimeTests {
+    @Test func aFinishedWaitReleasesItsCollectorBeforeTheDeadline() async {
+        weak var released: Collector?
+        do {
+            let collector = Collector(count: 1)
+            released = collector
+            collector.finish(0, AttachmentOutcome(url: "u", convention: "image"))
+            let outcomes = await collector.wait(until: .now + .seconds(3600))
+            #expect(outcomes.count == 1 && outcomes[0]?.url == "u")
+        }
+        #expect(released == nil, "no timer holds the collector until its deadline")
+
+        do {
+            let collector = Collector(count: 2)
+            released = collector
+            let waiting = Task { await collector.wait(until: .now + .seconds(3600)) }
+            collector.finish(1, AttachmentOutcome(url: "b", convention: "image"))
+            collector.finish(0, AttachmentOutcome(url: "a", convention: "image"))
+            #expect(await waiting.value.compactMap { $0?.url } == ["a", "b"])
+        }
+        #expect(released == nil, "a wait released by the last outcome cancels its timer")
+    }
+}

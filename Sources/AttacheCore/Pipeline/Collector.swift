@@ -3,7 +3,9 @@ import Synchronization
 
 /// Gathers outcomes by index and releases the waiter when all are in or the deadline passes.
 /// The deadline is kept by a dispatch timer, not a task, so it fires on time however busy
-/// Swift's cooperative pool is.
+/// Swift's cooperative pool is; the timer is cancelled as soon as the wait is over, so a
+/// finished payload leaves nothing behind until its deadline (a service answering thousands
+/// of payloads a second under a 25 s deadline would otherwise hold every one of them).
 final class Collector: Sendable {
     private struct State {
         var outcomes: [AttachmentOutcome?]
@@ -12,6 +14,14 @@ final class Collector: Sendable {
         var done = false
         /// Released before anyone waited: the wait returns at once.
         var expired = false
+        /// The deadline's timer while someone waits.
+        var timer: TimerHandle?
+    }
+
+    /// A dispatch timer, cancelled from whichever thread ends the wait (dispatch sources are
+    /// thread-safe).
+    private struct TimerHandle: @unchecked Sendable {
+        let timer: any DispatchSourceTimer
     }
 
     private let state: Mutex<State>
@@ -34,7 +44,7 @@ final class Collector: Sendable {
     }
 
     func wait(until deadline: ContinuousClock.Instant) async -> [AttachmentOutcome?] {
-        await withCheckedContinuation { continuation in
+        let outcomes = await withCheckedContinuation { continuation in
             let ready: [AttachmentOutcome?]? = state.withLock {
                 if $0.remaining == 0 || $0.expired {
                     $0.done = true
@@ -50,8 +60,19 @@ final class Collector: Sendable {
             let remaining = ContinuousClock.now.duration(to: deadline)
             let nanoseconds = max(
                 0, remaining.components.seconds * 1_000_000_000 + remaining.components.attoseconds / 1_000_000_000)
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [self] in expire() }
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            timer.schedule(deadline: .now() + .nanoseconds(Int(nanoseconds)))
+            timer.setEventHandler { [weak self] in self?.expire() }
+            let handle = TimerHandle(timer: timer)
+            state.withLock { $0.timer = handle }
+            timer.resume()
         }
+        // Whoever released the wait, the timer has nothing left to do.
+        state.withLock { state in
+            defer { state.timer = nil }
+            return state.timer
+        }?.timer.cancel()
+        return outcomes
     }
 
     /// Releases the waiter now with what has finished (the deadline, or the caller gone).
