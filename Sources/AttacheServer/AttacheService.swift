@@ -93,8 +93,17 @@ public struct AttacheService: Sendable {
     ) -> some ApplicationProtocol {
         let collection = CollectionService(
             store: store, interval: configuration.collectionInterval, metrics: metrics, logger: logger)
+        let downloads = AttachmentRoute(store: store, metrics: metrics)
+        let attachmentsPath = configuration.attachmentsPath
+        let metrics = self.metrics
         return Application(
             router: router(),
+            server: .http1(
+                configuration: .init(
+                    additionalChannelHandlers: [
+                        DownloadFastPath(
+                            route: downloads, attachmentsPath: attachmentsPath, metrics: metrics, logger: logger)
+                    ])),
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             services: [collection],

@@ -17,10 +17,18 @@ struct AttachmentRoute: Sendable {
     /// Bytes read from the object per write.
     static let chunk = 64 << 10
 
-    func handle(_ request: Request, context: AttacheRequestContext) async throws -> Response {
-        context.notes.route = "attachment"
-        let head = request.method == .head
-        let segments = context.parameters.getCatchAll()
+    /// What a download answers, before any byte of the body.
+    enum Prepared {
+        /// 304, with the validators.
+        case notModified(HTTPFields)
+        /// 200 or 206: `length` bytes from `start` of the leased object.
+        case send(AttachmentLease, HTTPResponse.Status, HTTPFields, start: Int64, length: Int64)
+    }
+
+    /// Checks the token and the request's conditions for `<token>/<id>.<ext>` (`segments`
+    /// after the attachments path) and says what to answer; refusals are thrown as problems.
+    /// A `.send` holds the lease: the caller closes it once the body is written.
+    func prepare(segments: [Substring], headers requestHeaders: HTTPFields, logger: Logger) throws -> Prepared {
         guard segments.count <= 2 else { throw Problem(.notFound, .notFound, "no such attachment") }
         guard segments.count == 2, !segments[0].isEmpty else {
             throw Problem.unauthorized("an access token is required: <base>/<token>/<id>.<ext>")
@@ -31,7 +39,6 @@ struct AttachmentRoute: Sendable {
         // (with an id no token opens) so that it is refused the same way.
         let name = file.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
         let id = AttachmentID(hex: name[0]) ?? AttachmentID(bytes: [UInt8](repeating: 0, count: 32))!
-        let logger = context.logger
         let opened = Result { () throws(AttacheError) -> AttachmentLease in
             try store.open(id, token: token) { refusal in
                 logger.debug("token refused", metadata: ["reason": "\(refusal.rawValue)"])
@@ -63,15 +70,15 @@ struct AttachmentRoute: Sendable {
         headers[.xContentTypeOptions] = "nosniff"
         headers[.contentSecurityPolicy] = "sandbox"
 
-        if let match = request.headers[.ifNoneMatch], Self.matches(match, etag) {
+        if let match = requestHeaders[.ifNoneMatch], Self.matches(match, etag) {
             lease.close()
-            return Response(status: .notModified, headers: headers)
+            return .notModified(headers)
         }
         headers[.contentType] = stored.kind.mimeType
 
         let size = stored.bytes
         var range: ClosedRange<Int64>? = nil
-        if let header = request.headers[.range], Self.rangeApplies(request, etag: etag) {
+        if let header = requestHeaders[.range], Self.rangeApplies(requestHeaders, etag: etag) {
             switch ByteRange.parse(header, size: size) {
             case .whole:
                 break
@@ -89,12 +96,30 @@ struct AttachmentRoute: Sendable {
         let start = range?.lowerBound ?? 0
         let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? size
         headers[.contentLength] = String(length)
-        let status: HTTPResponse.Status = range == nil ? .ok : .partialContent
-        if head {
+        return .send(lease, range == nil ? .ok : .partialContent, headers, start: start, length: length)
+    }
+
+    func handle(_ request: Request, context: AttacheRequestContext) async throws -> Response {
+        context.notes.route = "attachment"
+        let prepared = try prepare(
+            segments: context.parameters.getCatchAll(), headers: request.headers, logger: context.logger)
+        let lease: AttachmentLease
+        let status: HTTPResponse.Status
+        let headers: HTTPFields
+        let start: Int64
+        let length: Int64
+        switch prepared {
+        case .notModified(let fields):
+            return Response(status: .notModified, headers: fields)
+        case .send(let open, let code, let fields, let from, let count):
+            (lease, status, headers, start, length) = (open, code, fields, from, count)
+        }
+        if request.method == .head {
             lease.close()
             return Response(status: status, headers: headers)
         }
         let metrics = self.metrics
+        let stored = lease.attachment
         let body = ResponseBody(contentLength: Int(length)) { writer in
             defer { lease.close() }
             var offset = start
@@ -125,8 +150,8 @@ struct AttachmentRoute: Sendable {
     }
 
     /// A `Range` counts unless `If-Range` names another representation.
-    static func rangeApplies(_ request: Request, etag: String) -> Bool {
-        guard let condition = request.headers[.ifRange] else { return true }
+    static func rangeApplies(_ headers: HTTPFields, etag: String) -> Bool {
+        guard let condition = headers[.ifRange] else { return true }
         return condition.trimmingCharacters(in: .whitespaces) == etag
     }
 }

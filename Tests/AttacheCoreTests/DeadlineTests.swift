@@ -13,12 +13,16 @@ import Testing
 /// pool (the corpus suites decode images on it for seconds at a time).
 @Suite struct IsolatedSuitesRunner {
     /// Run one after the other: first the network and pipeline suites together, then the
-    /// deadline suite alone (its 300 ms budgets leave no room for neighbours).
+    /// service's, then the deadline suite alone (its 300 ms budgets leave no room for
+    /// neighbours).
     static let groups = [
         [
             "AttacheFetchTests.FetchTests", "AttacheFetchTests.TLSTests", "AttacheCoreTests.PipelineTests",
-            "AttacheCoreTests.CommandLineTests", "AttacheServerTests.ServiceTests",
+            "AttacheCoreTests.CommandLineTests",
         ],
+        // The service's tests start servers and schemathesis: apart, so that the fetch suite's
+        // process-wide heap and descriptor counts see only its own work.
+        ["AttacheServerTests.ServiceTests"],
         ["AttacheCoreTests.DeadlineTests"],
     ]
 

@@ -1,3 +1,4 @@
+import AttacheBase
 import AttacheCore
 import AttacheServer
 import AttacheStore
@@ -121,7 +122,8 @@ func curl(
 /// Runs a program to its end without holding a thread of the concurrency pool; its exit
 /// status and what it printed (standard output and error together, through a file).
 func runProcess(
-    _ path: String, _ arguments: [String], environment: [String: String]? = nil
+    _ path: String, _ arguments: [String], environment: [String: String]? = nil,
+    directory workingDirectory: String? = nil
 ) async -> (
     status: Int32, output: String
 ) {
@@ -133,6 +135,7 @@ func runProcess(
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     if let environment { process.environment = environment }
+    if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
     process.standardOutput = output
     process.standardError = output
     let started: Bool = await withCheckedContinuation { done in
@@ -207,4 +210,68 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
 func metricValue(_ text: String, _ sample: String) -> Double? {
     text.split(separator: "\n").first { $0.hasPrefix(sample + " ") }
         .flatMap { Double($0.split(separator: " ").last!) }
+}
+
+/// Answers read off one raw connection, in order: status line and body of each.
+struct RawAnswer: Equatable {
+    var status: String
+    var body: [UInt8]
+}
+
+/// Splits `bytes` into complete answers; `heads[i]` says whether answer i is to a HEAD
+/// (no body whatever its Content-Length).
+func parseAnswers(_ bytes: [UInt8], heads: [Bool]) -> [RawAnswer] {
+    var answers: [RawAnswer] = []
+    var index = 0
+    let separator: [UInt8] = Array("\r\n\r\n".utf8)
+    while answers.count < heads.count {
+        guard let end = (index..<max(index, bytes.count - 3)).first(where: { Array(bytes[$0..<$0 + 4]) == separator })
+        else { break }
+        let head = String(decoding: bytes[index..<end], as: UTF8.self).components(separatedBy: "\r\n")
+        let length =
+            head.first { $0.lowercased().hasPrefix("content-length:") }
+            .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+        let bodyLength = heads[answers.count] ? 0 : length
+        guard bytes.count >= end + 4 + bodyLength else { break }
+        answers.append(RawAnswer(status: head[0], body: Array(bytes[(end + 4)..<(end + 4 + bodyLength)])))
+        index = end + 4 + bodyLength
+    }
+    return answers
+}
+
+/// Writes `requests` at once on one TCP connection to 127.0.0.1:`port` (pipelined) and reads
+/// until every answer is complete or the peer goes quiet, on a thread of its own.
+func pipelined(port: Int, _ requests: [(method: String, path: String, headers: String)]) async throws -> [RawAnswer] {
+    let text = requests.map { "\($0.method) \($0.path) HTTP/1.1\r\nHost: x\r\n\($0.headers)\r\n" }.joined()
+    let heads = requests.map { $0.method == "HEAD" }
+    return try await withCheckedThrowingContinuation { done in
+        Thread.detachNewThread {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var timeout = timeval(tv_sec: 60, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            let bytes = Array(text.utf8)
+            guard connected == 0, write(fd, bytes, bytes.count) == bytes.count else {
+                close(fd)
+                return done.resume(throwing: AttacheError(.ioError, "cannot talk to 127.0.0.1:\(port)"))
+            }
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while parseAnswers(received, heads: heads).count < heads.count {
+                let n = read(fd, &buffer, buffer.count)
+                if n <= 0 { break }
+                received += buffer[0..<n]
+            }
+            close(fd)
+            done.resume(returning: parseAnswers(received, heads: heads))
+        }
+    }
 }

@@ -4,6 +4,7 @@ import AttacheMedia
 import AttacheStore
 import AttacheTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 @testable import AttacheServer
@@ -123,6 +124,36 @@ import Testing
 
         let head = try await curl("HEAD", Self.local(url, service))
         #expect(head.status == 200 && head.headers["content-length"] == String(size) && head.body.isEmpty)
+    }
+
+    /// Downloads go out with sendfile from the event loop; requests sent back to back on one
+    /// connection (pipelined) are answered in order whichever path answers each.
+    @Test func downloadsTakeTheFastPathAndPipelinedAnswersStayInOrder() async throws {
+        let media = try Self.mediaServer()
+        let service = try await Self.start()
+        defer { Task { await service.stop() } }
+        let (_, url) = try await Self.mutate(service, media: media)
+        let local = Self.local(url, service)
+        let before = DownloadFastPath.answered.load(ordering: .relaxed)
+        let whole = try await curl("GET", local)
+        #expect(whole.status == 200 && sha256Hex(whole.body) == url.split(separator: "/").last!.prefix(64).description)
+        #expect(DownloadFastPath.answered.load(ordering: .relaxed) > before, "answered by the fast path")
+
+        // One connection, five requests written at once: the router and the fast path in turn.
+        let path = String(local.dropFirst(service.base.count))
+        let answers = try await pipelined(
+            port: service.port,
+            [
+                ("GET", "/healthz", ""), ("GET", path, "Range: bytes=0-9\r\n"), ("HEAD", path, ""),
+                ("GET", path, ""), ("GET", "/readyz", ""),
+            ])
+        #expect(
+            answers.map(\.status) == [
+                "HTTP/1.1 200 OK", "HTTP/1.1 206 Partial Content", "HTTP/1.1 200 OK", "HTTP/1.1 200 OK",
+                "HTTP/1.1 200 OK",
+            ])
+        #expect(answers.count == 5 && answers[0].body == Array("ok\n".utf8) && answers[4].body == Array("ready\n".utf8))
+        #expect(answers.count == 5 && answers[1].body == Array(whole.body.prefix(10)) && answers[3].body == whole.body)
     }
 
     @Test func tokensAreCheckedFirstAndRefusalsLookAlike() async throws {
@@ -402,7 +433,8 @@ import Testing
                 "-H", "Authorization: Bearer \(RunningService.apiKey)", "--checks", "all", "--max-examples", "60",
                 "--seed", "20261122", "--workers", "2", "--no-color", "--report-dir", directory.path + "/report",
             ],
-            environment: ProcessInfo.processInfo.environment.merging(["SCHEMATHESIS_HOOKS": ""]) { _, new in new })
+            environment: ProcessInfo.processInfo.environment.merging(["SCHEMATHESIS_HOOKS": ""]) { _, new in new },
+            directory: directory.path)
         #expect(run.status == 0, "\(run.output.suffix(6000))")
         #expect(run.output.contains("passed") && !run.output.contains("Failures:"))
     }

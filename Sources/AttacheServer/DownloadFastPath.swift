@@ -1,0 +1,145 @@
+import AttacheBase
+import AttacheStore
+import Foundation
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import Synchronization
+
+/// Attachment downloads answered on the connection's event loop, the body handed to the
+/// kernel with `sendfile` instead of being copied through the process.
+///
+/// It sits in each connection's pipeline after the HTTP/1 codec, in front of the router. A
+/// `GET` under the attachments path that the token opens is answered here: the head, then a
+/// file region of the leased object (written below the HTTP-types codec, where NIO's encoder
+/// takes file regions), the lease released when the last byte is written. Everything else —
+/// `HEAD`, 304, every refusal, `Connection: close`, a request while the router still owes an
+/// answer on this connection — goes on to the router unchanged, which answers it the same way
+/// (`AttachmentRoute`), so the two paths cannot disagree on what is served.
+final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    /// Downloads answered here (for tests and the curious).
+    static let answered = Atomic<Int>(0)
+
+    private let route: AttachmentRoute
+    private let prefix: String
+    private let metrics: ServerMetrics
+    private let logger: Logger
+    /// Where writes bypass the HTTP-types codec (NIO's HTTP/1 parts, file regions allowed).
+    private var codec: ChannelHandlerContext?
+    /// The request being considered, held until its end.
+    private var held: [HTTPRequestPart]?
+    /// Requests passed to the router whose answers have not ended.
+    private var owed = 0
+
+    init(route: AttachmentRoute, attachmentsPath: String, metrics: ServerMetrics, logger: Logger) {
+        self.route = route
+        self.prefix = attachmentsPath + "/"
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        codec = try? context.pipeline.syncOperations.context(handlerType: HTTP1ToHTTPServerCodec.self)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        codec = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = unwrapInboundIn(data)
+        if held != nil {
+            held!.append(part)
+            // A GET has no body to speak of; one that does goes to the router.
+            if case .body = part { pass(context) }
+            if case .end = part { answer(context) }
+            return
+        }
+        if case .head(let request) = part {
+            if owed == 0, codec != nil, Self.candidate(request, prefix: prefix) {
+                held = [part]
+                return
+            }
+            owed += 1
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { owed = max(0, owed - 1) }
+        context.write(data, promise: promise)
+    }
+
+    /// A plain keep-alive `GET` of `<prefix><token>/<file>` (no escapes, no query to decode).
+    static func candidate(_ request: HTTPRequest, prefix: String) -> Bool {
+        guard request.method == .get, let path = request.path, path.hasPrefix(prefix) else { return false }
+        guard !path.contains("%"), request.headerFields[.connection]?.lowercased() != "close" else { return false }
+        return true
+    }
+
+    /// Hands the held request to the router.
+    private func pass(_ context: ChannelHandlerContext) {
+        guard let parts = held else { return }
+        held = nil
+        owed += 1
+        for part in parts { context.fireChannelRead(wrapInboundOut(part)) }
+    }
+
+    private func answer(_ context: ChannelHandlerContext) {
+        guard let parts = held, case .head(let request) = parts.first, let codec else { return pass(context) }
+        let started = ContinuousClock.now
+        var path = Substring(request.path ?? "").dropFirst(prefix.count)
+        if let query = path.firstIndex(of: "?") { path = path[..<query] }
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard
+            case .send(let lease, let status, let fields, let start, let length)? = try? route.prepare(
+                segments: segments, headers: request.headerFields, logger: logger)
+        else {
+            // 304 and refusals: the router answers them (and runs the same checks again).
+            return pass(context)
+        }
+        let descriptor: Int32
+        do {
+            descriptor = try lease.duplicateDescriptor()
+        } catch {
+            lease.close()
+            return pass(context)
+        }
+        held = nil
+        Self.answered.add(1, ordering: .relaxed)
+
+        var headers = HTTPHeaders()
+        for field in fields { headers.add(name: field.name.rawName, value: field.value) }
+        let head = HTTPResponseHead(
+            version: .http1_1, status: HTTPResponseStatus(statusCode: status.code), headers: headers)
+        let file = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: descriptor)
+        let region = FileRegion(fileHandle: file, readerIndex: Int(start), endIndex: Int(start + length))
+        codec.write(NIOAny(HTTPServerResponsePart.head(head)), promise: nil)
+        codec.write(NIOAny(HTTPServerResponsePart.body(.fileRegion(region))), promise: nil)
+        let done = context.eventLoop.makePromise(of: Void.self)
+        codec.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil)), promise: done)
+        let metrics = self.metrics
+        let logger = self.logger
+        done.futureResult.whenComplete { result in
+            try? file.close()
+            lease.close()
+            let seconds = (ContinuousClock.now - started).milliseconds / 1000
+            if case .success = result { metrics.served(bytes: Int(length)) }
+            metrics.request(route: "attachment", method: "GET", status: status.code, seconds: seconds)
+            var metadata: Logger.Metadata = [
+                "method": "GET", "route": "attachment", "status": "\(status.code)",
+                "ms": "\((seconds * 10_000).rounded() / 10)",
+            ]
+            if case .failure = result { metadata["outcome"] = "client_gone" }
+            logger.info("request", metadata: metadata)
+        }
+    }
+}
