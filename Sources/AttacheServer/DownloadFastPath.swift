@@ -81,7 +81,9 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// A plain keep-alive `GET` of `<prefix><token>/<file>` (no escapes, no query to decode).
     static func candidate(_ request: HTTPRequest, prefix: String) -> Bool {
         guard request.method == .get, let path = request.path, path.hasPrefix(prefix) else { return false }
-        guard !path.contains("%"), request.headerFields[.connection]?.lowercased() != "close" else { return false }
+        guard !path.utf8.contains(UInt8(ascii: "%")), request.headerFields[.connection]?.lowercased() != "close" else {
+            return false
+        }
         return true
     }
 
