@@ -41,8 +41,11 @@ import Testing
             "POST", service.base + "/v1/notifications" + query, headers: auth,
             body: payload(image: media.url("/photo.jpg")))
         let object = try answer.json()
-        let entries = object["attachments"] as? [[String: Any]] ?? []
-        return (answer, entries.first?["url"] as? String ?? "")
+        let payload = object["payload"] as? [String: Any] ?? object
+        let entries = payload["attachments"] as? [[String: Any]] ?? []
+        let url = try #require(
+            entries.first?["url"] as? String, "no attachment: \(answer.status) \(answer.headers) \(answer.text)")
+        return (answer, url)
     }
 
     static func mediaServer() throws -> TestHTTPServer {
