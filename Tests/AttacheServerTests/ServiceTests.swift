@@ -21,6 +21,9 @@ import Testing
     {
         try await RunningService(clock: clock) { configuration in
             configuration.pipeline.baseURL = publicBase
+            // Generous: these tests are about answers, not speed, and CI's cores are shared.
+            configuration.pipeline.deadline = .seconds(120)
+            configuration.maxDeadline = .seconds(120)
             change(&configuration)
         }
     }
