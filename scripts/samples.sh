@@ -14,19 +14,23 @@ out=${1:-Samples/out}
 port=8765
 mkdir -p "$out"
 
+# Waits (up to 10 s) for a server's log to say it is ready: wait_for_line LOG WORD PID MESSAGE.
+wait_for_line() {
+    for _ in $(seq 1 100); do
+        grep -q "$2" "$1" 2>/dev/null && return 0
+        kill -0 "$3" 2>/dev/null || break
+        sleep 0.1
+    done
+    grep -q "$2" "$1" && return 0
+    cat "$1" >&2
+    echo "samples: $4" >&2
+    exit 1
+}
+
 "$bin" serve-files --port "$port" Samples/media > "$out/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
-for _ in $(seq 1 50); do
-    grep -q serving "$out/server.log" 2>/dev/null && break
-    kill -0 $server 2>/dev/null || break
-    sleep 0.1
-done
-if ! grep -q serving "$out/server.log"; then
-    cat "$out/server.log" >&2
-    echo "samples: could not serve Samples/media on 127.0.0.1:$port" >&2
-    exit 1
-fi
+wait_for_line "$out/server.log" serving $server "could not serve Samples/media on 127.0.0.1:$port"
 
 echo "== attache process --deadline 2s --allow-loopback --summary Samples/payloads/*.json"
 "$bin" process --deadline 2s --allow-loopback --store "$out/store" \
@@ -48,16 +52,7 @@ echo "== attache serve --port $service_port --allow-loopback (log in $out/servic
     --base-url "http://127.0.0.1:$service_port/attachments" > "$out/service.log" 2>&1 &
 service=$!
 trap 'kill $server $service 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do
-    grep -q listening "$out/service.log" 2>/dev/null && break
-    kill -0 $service 2>/dev/null || break
-    sleep 0.1
-done
-if ! grep -q listening "$out/service.log"; then
-    cat "$out/service.log" >&2
-    echo "samples: attache serve did not start on 127.0.0.1:$service_port" >&2
-    exit 1
-fi
+wait_for_line "$out/service.log" listening $service "attache serve did not start on 127.0.0.1:$service_port"
 echo "-- POST /v1/notifications with Samples/payloads/01-apns-my-attachment.json"
 curl -sS -D "$out/service-headers" -o "$out/service-answer.json" -H "Authorization: Bearer $key" \
     --data-binary @Samples/payloads/01-apns-my-attachment.json "http://127.0.0.1:$service_port/v1/notifications"
