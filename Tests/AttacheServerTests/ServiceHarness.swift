@@ -241,7 +241,9 @@ func parseAnswers(_ bytes: [UInt8], heads: [Bool]) -> [RawAnswer] {
 
 /// Writes `requests` at once on one TCP connection to 127.0.0.1:`port` (pipelined) and reads
 /// until every answer is complete or the peer goes quiet, on a thread of its own.
-func pipelined(port: Int, _ requests: [(method: String, path: String, headers: String)]) async throws -> [RawAnswer] {
+func pipelined(
+    port: Int, _ requests: [(method: String, path: String, headers: String)], readAtMost: Int = .max
+) async throws -> [RawAnswer] {
     let text = requests.map { "\($0.method) \($0.path) HTTP/1.1\r\nHost: x\r\n\($0.headers)\r\n" }.joined()
     let heads = requests.map { $0.method == "HEAD" }
     return try await withCheckedThrowingContinuation { done in
@@ -253,6 +255,11 @@ func pipelined(port: Int, _ requests: [(method: String, path: String, headers: S
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
             var timeout = timeval(tv_sec: 60, tv_usec: 0)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            if readAtMost != .max {
+                // A small window, so that hanging up leaves the server mid-write.
+                var window: Int32 = 4096
+                setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &window, socklen_t(MemoryLayout<Int32>.size))
+            }
             let connected = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                     connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
@@ -265,7 +272,7 @@ func pipelined(port: Int, _ requests: [(method: String, path: String, headers: S
             }
             var received: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 65536)
-            while parseAnswers(received, heads: heads).count < heads.count {
+            while parseAnswers(received, heads: heads).count < heads.count, received.count < readAtMost {
                 let n = read(fd, &buffer, buffer.count)
                 if n <= 0 { break }
                 received += buffer[0..<n]

@@ -162,6 +162,35 @@ import Testing
         #expect(answers.count == 5 && answers[1].body == Array(whole.body.prefix(10)) && answers[3].body == whole.body)
     }
 
+    /// Clients that go away mid-download (a phone losing signal) cost nothing lasting: the file
+    /// and the lease are released, and the next download is served.
+    @Test func aDownloadCutShortReleasesItsFileAndLease() async throws {
+        let media = try Self.mediaServer()
+        let service = try await Self.start()
+        defer { Task { await service.stop() } }
+        let (_, url) = try await Self.mutate(service, media: media)
+        let local = Self.local(url, service)
+        let path = String(local.dropFirst(service.base.count))
+        let descriptorsBefore = openDescriptors()
+        for _ in 0..<20 {
+            // Ask for the object and hang up after the first bytes of the answer.
+            _ = try await pipelined(port: service.port, [("GET", path, "")], readAtMost: 100)
+        }
+        let again = try await curl("GET", local)
+        #expect(again.status == 200 && sha256Hex(again.body) == String(path.suffix(68).prefix(64)))
+        #expect(await eventually { openDescriptors() <= descriptorsBefore + 4 }, "files closed")
+        // A lease (a shared lock on the object's file) still held would keep collection from
+        // removing the object once it expires: an exclusive lock must be free.
+        let id = String(path.suffix(68).prefix(64))
+        let attachmentID = try #require(AttachmentID(hex: id))
+        let stored = try #require(try service.service.store.attachment(attachmentID))
+        let object = service.service.store.path(of: stored)
+        let fd = open(object, O_RDONLY)
+        #expect(fd >= 0)
+        #expect(await eventually { flock(fd, LOCK_EX | LOCK_NB) == 0 }, "no lease left on the object")
+        close(fd)
+    }
+
     @Test func tokensAreCheckedFirstAndRefusalsLookAlike() async throws {
         let clock = TestClock()
         let media = try Self.mediaServer()
