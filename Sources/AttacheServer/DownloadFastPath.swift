@@ -137,6 +137,7 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             if case .success = result { metrics.served(bytes: Int(length)) }
             metrics.request(route: "attachment", method: "GET", status: status.code, seconds: seconds)
             var metadata: Logger.Metadata = [
+                "hb.request.id": "\(String(UInt64.random(in: 0 ... .max), radix: 16))",
                 "method": "GET", "route": "attachment", "status": "\(status.code)",
                 "ms": "\((seconds * 10_000).rounded() / 10)",
             ]
