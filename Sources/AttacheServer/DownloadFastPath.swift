@@ -38,6 +38,11 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private var held: [HTTPRequestPart]?
     /// Requests passed to the router whose answers have not ended.
     private var owed = 0
+    /// Downloads being written here.
+    private var sending = 0
+    /// A graceful shutdown asked the connection to close while a download was being written:
+    /// passed on (to the handler that closes idle connections) once the download is done.
+    private var quiesce: Any?
 
     init(route: AttachmentRoute, attachmentsPath: String, metrics: ServerMetrics, logger: Logger) {
         self.route = route
@@ -64,13 +69,22 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         if case .head(let request) = part {
-            if owed == 0, codec != nil, Self.candidate(request, prefix: prefix) {
+            if owed == 0, quiesce == nil, codec != nil, Self.candidate(request, prefix: prefix) {
                 held = [part]
                 return
             }
             owed += 1
         }
         context.fireChannelRead(data)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The next handler closes a connection it thinks idle; one writing a download is not.
+        if event is ChannelShouldQuiesceEvent, sending > 0 {
+            quiesce = event
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -130,9 +144,13 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         codec.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil)), promise: done)
         let metrics = self.metrics
         let logger = self.logger
+        sending += 1
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let boundContext = NIOLoopBound(context, eventLoop: context.eventLoop)
         done.futureResult.whenComplete { result in
             try? file.close()
             lease.close()
+            handler.value.sent(boundContext.value)
             let seconds = (ContinuousClock.now - started).milliseconds / 1000
             if case .success = result { metrics.served(bytes: Int(length)) }
             metrics.request(route: "attachment", method: "GET", status: status.code, seconds: seconds)
@@ -143,6 +161,15 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             ]
             if case .failure = result { metadata["outcome"] = "client_gone" }
             logger.info("request", metadata: metadata)
+        }
+    }
+
+    /// A download's last byte is written (or the client is gone).
+    private func sent(_ context: ChannelHandlerContext) {
+        sending -= 1
+        if sending == 0, let event = quiesce {
+            quiesce = nil
+            context.fireUserInboundEventTriggered(event)
         }
     }
 }

@@ -282,3 +282,47 @@ func pipelined(
         }
     }
 }
+
+/// A slow download on one connection: `GET path`, a 4 KiB receive window, `firstBytes` read,
+/// then `paused` is signalled and nothing more is read until `resume` is; then the rest is
+/// read to the end of the answer or of the connection. Runs on a thread of its own.
+func slowDownload(
+    port: Int, path: String, firstBytes: Int, paused: DispatchSemaphore, resume: DispatchSemaphore
+) async -> [UInt8] {
+    await withCheckedContinuation { done in
+        Thread.detachNewThread {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var window: Int32 = 4096
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &window, socklen_t(MemoryLayout<Int32>.size))
+            var timeout = timeval(tv_sec: 60, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            let request = Array("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+            _ = write(fd, request, request.count)
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            var resumed = false
+            while true {
+                if !resumed, received.count >= firstBytes {
+                    paused.signal()
+                    resume.wait()
+                    resumed = true
+                }
+                if parseAnswers(received, heads: [false]).count == 1 { break }
+                let n = read(fd, &buffer, resumed ? buffer.count : min(buffer.count, firstBytes - received.count))
+                if n <= 0 { break }
+                received += buffer[0..<n]
+            }
+            close(fd)
+            done.resume(returning: received)
+        }
+    }
+}

@@ -191,6 +191,29 @@ import Testing
         close(fd)
     }
 
+    /// A client still reading a download when a graceful shutdown begins gets all of it.
+    @Test func shutdownLetsADownloadInFlightFinish() async throws {
+        let media = try Self.mediaServer()
+        let service = try await Self.start()
+        let (_, url) = try await Self.mutate(service, media: media)
+        let path = String(Self.local(url, service).dropFirst(service.base.count))
+        let paused = DispatchSemaphore(value: 0)
+        let resume = DispatchSemaphore(value: 0)
+        let download = Task {
+            await slowDownload(port: service.port, path: path, firstBytes: 1000, paused: paused, resume: resume)
+        }
+        #expect(await signalled(paused), "the download started")
+        let stopping = Task { await service.stop() }
+        // Shutdown has begun when new connections are refused; the download is still open.
+        #expect(await eventually { try await curl("GET", service.base + "/healthz").status == 0 })
+        resume.signal()
+        let bytes = await download.value
+        await stopping.value
+        let answers = parseAnswers(bytes, heads: [false])
+        #expect(answers.first?.status == "HTTP/1.1 200 OK")
+        #expect(answers.first.map { sha256Hex($0.body) } == String(path.suffix(68).prefix(64)), "all of it")
+    }
+
     @Test func tokensAreCheckedFirstAndRefusalsLookAlike() async throws {
         let clock = TestClock()
         let media = try Self.mediaServer()
