@@ -23,7 +23,7 @@ fi
 command -v thumbor >/dev/null || pip install -q thumbor
 (cd .. && swift build -c release --product attache >/dev/null)
 bin=$(cd .. && swift build -c release --show-bin-path)/attache
-work=$PWD/work/serve
+work=$(realpath work)/serve
 rm -rf "$work" && mkdir -p "$work"
 media_port=8901 service_port=8902 thumbor_port=8903
 key=benchmark-key-000000000000

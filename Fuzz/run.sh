@@ -2,7 +2,7 @@
 # Runs each libFuzzer target for SECONDS under the address sanitizer (two at a time on a
 # 2-core machine), from seeds made of the project's fixtures, and prints a table: executions,
 # executions per second, corpus size and findings. Findings (crash-*, leak-*, timeout-*,
-# oom-*) are left in Fuzz/work/<target>/; once fixed, copy each into
+# oom-*) are left in Fuzz/runs/<target>/; once fixed, copy each into
 # Tests/Fixtures/fuzz/<target>/, which the test suite replays (FuzzRegressionTests).
 #   bash Fuzz/run.sh [SECONDS=600] [TARGET ...]    targets: json sniffer exif token url gif image
 set -euo pipefail
@@ -14,13 +14,13 @@ targets=("$@")
 bash ../scripts/deps.sh
 swift build -c release --scratch-path .build -Xswiftc -sanitize=fuzzer,address \
     -Xcc -fsanitize=fuzzer-no-link,address -Xswiftc -use-ld=lld 2>&1 | tail -1
-python3 seeds.py work > /dev/null
+python3 seeds.py runs > /dev/null
 jobs=$(nproc)
 run() {
     local t=$1
-    mkdir -p "work/$t/corpus"
+    mkdir -p "runs/$t/corpus"
     ASAN_OPTIONS=detect_leaks=1 ".build/release/fuzz-$t" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
-        -print_final_stats=1 -artifact_prefix="work/$t/" "work/$t/corpus" "work/$t/seeds" > "work/$t/log" 2>&1 || true
+        -print_final_stats=1 -artifact_prefix="runs/$t/" "runs/$t/corpus" "runs/$t/seeds" > "runs/$t/log" 2>&1 || true
 }
 running=0
 for t in "${targets[@]}"; do
@@ -32,9 +32,9 @@ wait
 echo "| target | seconds | executions | exec/s | corpus | findings |"
 echo "|---|---|---|---|---|---|"
 for t in "${targets[@]}"; do
-    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "work/$t/log" | grep -o '[0-9]*$' || echo 0)
-    took=$(grep -o 'Done [0-9]* runs in [0-9]* second' "work/$t/log" | grep -o 'in [0-9]*' | grep -o '[0-9]*' || echo "$seconds")
-    corpus=$(ls "work/$t/corpus" | wc -l)
-    findings=$(ls "work/$t" | grep -cE '^(crash|leak|timeout|oom|slow-unit)-' || true)
+    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "runs/$t/log" | grep -o '[0-9]*$' || echo 0)
+    took=$(grep -o 'Done [0-9]* runs in [0-9]* second' "runs/$t/log" | grep -o 'in [0-9]*' | grep -o '[0-9]*' || echo "$seconds")
+    corpus=$(ls "runs/$t/corpus" | wc -l)
+    findings=$(ls "runs/$t" | grep -cE '^(crash|leak|timeout|oom|slow-unit)-' || true)
     echo "| $t | ${took:-$seconds} | ${runs:-0} | $(( ${runs:-0} / (${took:-$seconds} > 0 ? ${took:-$seconds} : 1) )) | $corpus | $findings |"
 done

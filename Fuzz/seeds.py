@@ -9,7 +9,7 @@ import sys
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
 corpus = os.environ.get("ATTACHE_CORPUS", os.path.join(os.path.dirname(root), "shared", "corpus"))
-work = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "work")
+work = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "runs")
 
 
 def read(path):
