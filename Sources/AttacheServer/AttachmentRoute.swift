@@ -61,7 +61,7 @@ struct AttachmentRoute: Sendable {
             throw Problem(.notFound, .notFound, "no such attachment")
         }
 
-        let now = StoreConfigurationClock.now(store)
+        let now = store.configuration.clock()
         var headers: HTTPFields = [:]
         let etag = "\"\(stored.id.hex)\""
         headers[.eTag] = etag
@@ -187,11 +187,6 @@ enum ByteRange: Equatable {
         guard to >= from else { return .whole }
         return .range(from...to)
     }
-}
-
-/// The store's notion of now (its configured clock), for cache lifetimes.
-enum StoreConfigurationClock {
-    static func now(_ store: AttachmentStore) -> Int64 { store.configuration.clock() }
 }
 
 extension HTTPField.Name {

@@ -151,16 +151,12 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             try? file.close()
             lease.close()
             handler.value.sent(boundContext.value)
-            let seconds = (ContinuousClock.now - started).milliseconds / 1000
             if case .success = result { metrics.served(bytes: Int(length)) }
-            metrics.request(route: "attachment", method: "GET", status: status.code, seconds: seconds)
-            var metadata: Logger.Metadata = [
-                "hb.request.id": "\(String(UInt64.random(in: 0 ... .max), radix: 16))",
-                "method": "GET", "route": "attachment", "status": "\(status.code)",
-                "ms": "\((seconds * 10_000).rounded() / 10)",
-            ]
-            if case .failure = result { metadata["outcome"] = "client_gone" }
-            logger.info("request", metadata: metadata)
+            var extra: Logger.Metadata = ["hb.request.id": "\(String(UInt64.random(in: 0 ... .max), radix: 16))"]
+            if case .failure = result { extra["outcome"] = "client_gone" }
+            RequestLogMiddleware.record(
+                route: "attachment", method: "GET", status: status.code, since: started, extra: extra,
+                metrics: metrics, logger: logger)
         }
     }
 

@@ -39,44 +39,50 @@ struct RequestLogMiddleware: RouterMiddleware {
             response = Problem(.internalServerError, .internalError, "the service failed to answer").response(
                 head: head)
         }
-        let seconds = (ContinuousClock.now - start).milliseconds / 1000
-        let route = context.notes.route ?? Self.routeName(context.endpointPath)
-        metrics.request(route: route, method: request.method.rawValue, status: response.status.code, seconds: seconds)
-        var metadata: Logger.Metadata = [
-            "method": "\(request.method.rawValue)", "route": "\(route)", "status": "\(response.status.code)",
-            "ms": "\((seconds * 10_000).rounded() / 10)",
-        ]
-        let outcomes = context.notes.outcomes
-        if !outcomes.isEmpty { metadata["outcomes"] = "\(outcomes.joined(separator: ","))" }
-        if let code = context.notes.code { metadata["code"] = "\(code)" }
-        context.logger.info("request", metadata: metadata)
+        Self.record(
+            route: context.notes.route ?? Self.routeName(context.endpointPath), method: request.method.rawValue,
+            status: response.status.code, since: start, outcomes: context.notes.outcomes, code: context.notes.code,
+            metrics: metrics, logger: context.logger)
         return response
     }
+
+    /// Counts a request and writes its one log line (the router's requests and the downloads
+    /// answered in front of it).
+    static func record(
+        route: String, method: String, status: Int, since start: ContinuousClock.Instant, outcomes: [String] = [],
+        code: String? = nil, extra: Logger.Metadata = [:], metrics: ServerMetrics, logger: Logger
+    ) {
+        let seconds = (ContinuousClock.now - start).milliseconds / 1000
+        metrics.request(route: route, method: method, status: status, seconds: seconds)
+        var metadata = extra
+        metadata["method"] = "\(method)"
+        metadata["route"] = "\(route)"
+        metadata["status"] = "\(status)"
+        metadata["ms"] = "\((seconds * 10_000).rounded() / 10)"
+        if !outcomes.isEmpty { metadata["outcomes"] = "\(outcomes.joined(separator: ","))" }
+        if let code { metadata["code"] = "\(code)" }
+        logger.info("request", metadata: metadata)
+    }
+
+    /// The routes at fixed paths: their names for metrics and the methods they take.
+    static let fixedRoutes: [String: (name: String, methods: String)] = [
+        "/healthz": ("healthz", "GET"), "/readyz": ("readyz", "GET"), "/metrics": ("metrics", "GET"),
+        "/openapi.yaml": ("openapi", "GET"), "/v1/notifications": ("notifications", "POST"),
+    ]
 
     /// A route's name for metrics: the matched pattern (never the raw path, which may hold a
     /// token), or `unmatched`.
     static func routeName(_ endpoint: String?) -> String {
-        switch endpoint {
-        case "/healthz": "healthz"
-        case "/readyz": "readyz"
-        case "/metrics": "metrics"
-        case "/openapi.yaml": "openapi"
-        case "/v1/notifications": "notifications"
-        case nil: "unmatched"
-        default: "attachment"
-        }
+        guard let endpoint else { return "unmatched" }
+        return fixedRoutes[endpoint]?.name ?? "attachment"
     }
 
     /// The methods a known path takes, or nil for a path no route has.
     func allowedMethods(_ path: String) -> String? {
-        switch path {
-        case "/v1/notifications": return "POST"
-        case "/healthz", "/readyz", "/metrics", "/openapi.yaml": return "GET"
-        default:
-            let prefix = attachmentsPath + "/"
-            guard path.hasPrefix(prefix), path.count > prefix.count else { return nil }
-            return "GET, HEAD"
-        }
+        if let route = Self.fixedRoutes[path] { return route.methods }
+        let prefix = attachmentsPath + "/"
+        guard path.hasPrefix(prefix), path.count > prefix.count else { return nil }
+        return "GET, HEAD"
     }
 
     static func problem(for error: HTTPError) -> Problem {

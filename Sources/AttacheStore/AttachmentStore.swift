@@ -140,7 +140,12 @@ public final class AttachmentStore: Sendable {
 
     /// The live attachment with this id, or `nil`.
     public func attachment(_ id: AttachmentID) throws(AttacheError) -> StoredAttachment? {
-        guard let row = try catalog.object(id.hex), row.expires > now else { return nil }
+        try live(try catalog.object(id.hex))
+    }
+
+    /// The attachment a catalog row describes, unless there is none or it has expired.
+    private func live(_ row: ObjectRow?) throws(AttacheError) -> StoredAttachment? {
+        guard let row, row.expires > now else { return nil }
         return try StoredAttachment(row: row)
     }
 
@@ -213,8 +218,7 @@ public final class AttachmentStore: Sendable {
         case .success(let (claims, found)):
             (access, row) = (claims, found)
         }
-        guard let row, row.expires > now else { throw AttacheError(.notFound, "no attachment \(id)") }
-        let attachment = try StoredAttachment(row: row)
+        guard let attachment = try live(row) else { throw AttacheError(.notFound, "no attachment \(id)") }
         let path = path(of: attachment)
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw AttacheError(.notFound, "no attachment \(id)") }

@@ -95,15 +95,14 @@ struct Serve: AsyncParsableCommand {
         }
         let environment = ProcessInfo.processInfo.environment
         let file = config ?? environment["ATTACHE_CONFIG"]
-        let reader: ConfigReaderBox
+        let reader: ConfigReader
         do {
-            reader = ConfigReaderBox(
-                try await ServerSettings.reader(flags: flags, environment: environment, file: file))
+            reader = try await ServerSettings.reader(flags: flags, environment: environment, file: file)
         } catch {
             FileHandle.standardError.write(Data("attache serve: cannot read --config \(file ?? ""): \(error)\n".utf8))
             throw ExitCode(2)
         }
-        let loaded = ServerSettings.load(reader.reader, environment: environment)
+        let loaded = ServerSettings.load(reader, environment: environment)
         guard loaded.problems.isEmpty else {
             for problem in loaded.problems {
                 FileHandle.standardError.write(Data("attache serve: \(problem)\n".utf8))
@@ -147,10 +146,4 @@ struct Serve: AsyncParsableCommand {
                 ])
         }
     }
-}
-
-/// Carries a reader out of the do block.
-struct ConfigReaderBox {
-    let reader: ConfigReader
-    init(_ reader: ConfigReader) { self.reader = reader }
 }

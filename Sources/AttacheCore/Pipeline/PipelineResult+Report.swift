@@ -7,16 +7,15 @@ extension PipelineResult {
     /// milliseconds per stage. `attache process --report` prints it; the service's envelope
     /// carries it.
     public func report(name: String? = nil) -> String {
-        let result = self
         var line = JSONLine()
         if let name { line.add("payload", name) }
-        line.add("passed_through", result.passedThrough)
-        line.add("best_attempt", result.bestAttempt)
-        line.add("ms", (result.elapsed.milliseconds * 10).rounded() / 10)
-        line.add("bytes", result.payload.count)
-        if let error = result.payloadError { line.add("payload_error", object: JSONLine.error(error)) }
-        line.addRaw("trimmed", "[" + result.trimmed.map(JSONLine.quote).joined(separator: ",") + "]")
-        let outcomes = result.outcomes.map { outcome -> String in
+        line.add("passed_through", passedThrough)
+        line.add("best_attempt", bestAttempt)
+        line.add("ms", (elapsed.milliseconds * 10).rounded() / 10)
+        line.add("bytes", payload.count)
+        if let error = payloadError { line.add("payload_error", object: JSONLine.error(error)) }
+        line.addRaw("trimmed", "[" + trimmed.map(JSONLine.quote).joined(separator: ",") + "]")
+        let items = outcomes.map { outcome -> String in
             var item = JSONLine()
             item.add("url", outcome.url)
             item.add("convention", outcome.convention)
@@ -40,7 +39,7 @@ extension PipelineResult {
             item.add("ms", object: timings)
             return item.text
         }
-        line.addRaw("attachments", "[" + outcomes.joined(separator: ",") + "]")
+        line.addRaw("attachments", "[" + items.joined(separator: ",") + "]")
         return line.text
     }
 }
