@@ -122,13 +122,8 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             // 304 and refusals: the router answers them (and runs the same checks again).
             return pass(context)
         }
-        let descriptor: Int32
-        do {
-            descriptor = try lease.duplicateDescriptor()
-        } catch {
-            lease.close()
-            return pass(context)
-        }
+        let descriptor = lease.sendableDescriptor
+        guard descriptor >= 0 else { return pass(context) }
         held = nil
         Self.answered.add(1, ordering: .relaxed)
 
@@ -148,16 +143,26 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
         let boundContext = NIOLoopBound(context, eventLoop: context.eventLoop)
         done.futureResult.whenComplete { result in
-            try? file.close()
+            // The descriptor is the lease's: the lease closes it.
+            _ = try? file.takeDescriptorOwnership()
             lease.close()
             handler.value.sent(boundContext.value)
             if case .success = result { metrics.served(bytes: Int(length)) }
-            var extra: Logger.Metadata = ["hb.request.id": "\(String(UInt64.random(in: 0 ... .max), radix: 16))"]
+            var extra: Logger.Metadata = ["hb.request.id": "\(Self.requestID())"]
             if case .failure = result { extra["outcome"] = "client_gone" }
             RequestLogMiddleware.record(
                 route: "attachment", method: "GET", status: status.code, since: started, extra: extra,
                 metrics: metrics, logger: logger)
         }
+    }
+
+    /// A request id for the log: a random per-process prefix and a counter (no system call
+    /// for randomness on every download).
+    private static let idPrefix = String(UInt32.random(in: 0 ... .max), radix: 16)
+    private static let idCounter = Atomic<UInt64>(0)
+    static func requestID() -> String {
+        let next = idCounter.add(1, ordering: .relaxed).newValue
+        return idPrefix + "-" + String(next, radix: 16)
     }
 
     /// A download's last byte is written (or the client is gone).

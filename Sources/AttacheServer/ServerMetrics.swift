@@ -1,20 +1,42 @@
 import AttacheBase
 import AttacheCore
 import Metrics
+import Synchronization
 
 /// The service's instruments, through swift-metrics: the executable bootstraps a Prometheus
 /// registry behind them (`GET /metrics`); a library user may bootstrap any backend.
 ///
 /// Names follow Prometheus' conventions (`_total` counters, `_seconds` histograms, `_bytes`).
-struct ServerMetrics: Sendable {
+///
+/// The instruments every request touches are made once and kept: making one looks it up in
+/// the backend's registry under its lock, which the event-loop threads would otherwise take
+/// on every request.
+final class ServerMetrics: Sendable {
+    private struct RequestKey: Hashable {
+        var route: String
+        var method: String
+        var status: Int
+    }
+
+    private let requests = Mutex<[RequestKey: (count: Counter, time: Timer)]>([:])
+    private let servedBytes = Counter(label: "attache_bytes_total", dimensions: [("direction", "served")])
+
     /// Requests answered, by route and status.
     func request(route: String, method: String, status: Int, seconds: Double) {
-        Counter(
-            label: "attache_http_requests_total",
-            dimensions: [("route", route), ("method", method), ("status", String(status))]
-        ).increment()
-        Timer(label: "attache_http_request_duration_seconds", dimensions: [("route", route)])
-            .recordSeconds(seconds)
+        let key = RequestKey(route: route, method: method, status: status)
+        let instruments = requests.withLock { known in
+            if let found = known[key] { return found }
+            let made = (
+                count: Counter(
+                    label: "attache_http_requests_total",
+                    dimensions: [("route", route), ("method", method), ("status", String(status))]),
+                time: Timer(label: "attache_http_request_duration_seconds", dimensions: [("route", route)])
+            )
+            known[key] = made
+            return made
+        }
+        instruments.count.increment()
+        instruments.time.recordSeconds(seconds)
     }
 
     /// Per attachment of a processed payload: stage times, outcomes, refusals and bytes.
@@ -48,7 +70,7 @@ struct ServerMetrics: Sendable {
 
     /// Bytes of attachment bodies sent.
     func served(bytes: Int) {
-        Counter(label: "attache_bytes_total", dimensions: [("direction", "served")]).increment(by: Int64(bytes))
+        servedBytes.increment(by: Int64(bytes))
     }
 
     /// Payloads in the pipeline and waiting for a slot.

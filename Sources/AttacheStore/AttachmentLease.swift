@@ -66,17 +66,10 @@ public final class AttachmentLease: Sendable {
         return try result.get()
     }
 
-    /// A second descriptor of the open object (close-on-exec), for handing its bytes to the
-    /// kernel (`sendfile`). The caller closes it, and keeps the lease open until it has.
-    public func duplicateDescriptor() throws(AttacheError) -> Int32 {
-        let result: Result<Int32, AttacheError> = descriptor.withLock { fd in
-            guard fd >= 0 else { return .failure(AttacheError(.ioError, "lease already closed")) }
-            let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
-            guard copy >= 0 else { return .failure(AtomicFile.failure("dup", path)) }
-            return .success(copy)
-        }
-        return try result.get()
-    }
+    /// The lease's own descriptor, for handing the object's bytes to the kernel (`sendfile`)
+    /// without another system call. It stays valid until ``close()``; the caller never closes
+    /// it and keeps the lease open until the kernel is done with it. -1 once closed.
+    public var sendableDescriptor: Int32 { descriptor.withLock { $0 } }
 
     /// Copies the object to `destination` atomically.
     public func copy(to destination: String) throws(AttacheError) {

@@ -223,10 +223,10 @@ public final class AttachmentStore: Sendable {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw AttacheError(.notFound, "no attachment \(id)") }
         _ = try? AtomicFile.lock(fd, exclusive: false)
-        // Collection may have unlinked the file between open and lock: then it is gone.
+        // Collection may have unlinked the file between open and lock (it unlinks under an
+        // exclusive lock): then it has no name left and is gone.
         var opened = stat()
-        var current = stat()
-        guard fstat(fd, &opened) == 0, stat(path, &current) == 0, opened.st_ino == current.st_ino else {
+        guard fstat(fd, &opened) == 0, opened.st_nlink > 0 else {
             Glibc.close(fd)
             throw AttacheError(.notFound, "no attachment \(id)")
         }

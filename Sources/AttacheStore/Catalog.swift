@@ -43,18 +43,22 @@ struct SourceRow: Codable, Hashable, FetchableRecord, PersistableRecord {
 }
 
 /// The store's metadata in SQLite (WAL, through GRDB). Every process that opens the store
-/// shares it; writers wait up to 10 s for each other. Reads run side by side on a pool of
-/// reader connections (a download looks up its object on every request).
+/// shares it; writers wait up to 10 s for each other. Reads run side by side on GRDB's pool of
+/// reader connections, except the one every download makes (an object by id), which has
+/// connections of its own (`ObjectReaders`).
 final class Catalog: Sendable {
     private let database: DatabasePool
+    private let readers: ObjectReaders
 
     init(path: String) throws(AttacheError) {
         var configuration = Configuration()
         configuration.journalMode = .wal
         configuration.busyMode = .timeout(10)
         configuration.foreignKeysEnabled = true
-        database = try Self.run { try DatabasePool(path: path, configuration: configuration) }
+        let database = try Self.run { try DatabasePool(path: path, configuration: configuration) }
         try Self.run { try Self.migrator.migrate(database) }
+        self.database = database
+        readers = ObjectReaders(path: path)
     }
 
     private static var migrator: DatabaseMigrator {
@@ -90,13 +94,7 @@ final class Catalog: Sendable {
     }
 
     func object(_ id: String) throws(AttacheError) -> ObjectRow? {
-        // One statement needs no transaction around it; the statement is prepared once per
-        // reader connection.
-        try Self.run {
-            try database.unsafeRead { db in
-                try ObjectRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM object WHERE id = ?"), arguments: [id])
-            }
-        }
+        try readers.object(id)
     }
 
     /// Inserts the object, or extends the expiry of the one already there.

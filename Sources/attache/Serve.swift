@@ -112,7 +112,7 @@ struct Serve: AsyncParsableCommand {
 
         let level = Logger.Level(rawValue: loaded.logLevel) ?? .info
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = LineLogHandler(label: label)
             handler.logLevel = level
             return handler
         }

@@ -121,6 +121,8 @@ import Testing
         reasons = []
         #expect(failure { try store.open(a.id, token: after) { reasons.append($0) } }?.code == .accessDenied)
         #expect(reasons == [.revoked])
+        // The other store's catalog connection, used above, sees the revocation at once.
+        #expect(failure { try reopened.open(a.id, token: after) }?.code == .accessDenied)
         clock.advance(1)
         let fresh = try store.issueToken(for: a.id, ttl: 600)
         #expect((try? store.open(a.id, token: fresh)) != nil, "tokens issued after revocation work")
