@@ -13,6 +13,7 @@ let swiftSettings: [SwiftSetting] = [
 //                ←  AttacheStore (swift-crypto, GRDB)
 //                ←  AttacheCore (content, attach, pipeline: uses all of the above)
 //                ←  AttacheServer (HTTP: Hummingbird; the core never sees an HTTP type)  ←  attache (CLI)
+//                ←  AttacheBatch (campaigns: manifest, resume, progress, report)  ←  attache (CLI)
 // No stage target depends on another stage; only AttacheCore composes them.
 let package = Package(
     name: "Attache",
@@ -94,6 +95,12 @@ let package = Package(
             dependencies: ["AttacheBase", "AttacheFetch", "AttacheMedia", "AttacheStore"],
             swiftSettings: swiftSettings
         ),
+        // Campaigns: many payloads or URLs through the pipeline, manifest, resume, report.
+        .target(
+            name: "AttacheBatch",
+            dependencies: ["AttacheBase", "AttacheCore", "AttacheMedia", "AttacheStore"],
+            swiftSettings: swiftSettings
+        ),
         // The service: routes, admission, problems, metrics and logs over the core.
         .target(
             name: "AttacheServer",
@@ -118,7 +125,7 @@ let package = Package(
         .executableTarget(
             name: "attache",
             dependencies: [
-                "AttacheCore", "AttacheServer",
+                "AttacheBatch", "AttacheCore", "AttacheServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -170,6 +177,11 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 "AttacheMedia",
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AttacheBatchTests",
+            dependencies: ["AttacheBatch", "AttacheCore", "AttacheStore", "AttacheTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -18,6 +18,11 @@ public struct AttachmentOutcome: Sendable {
     public var timings = StageTimings()
     /// Body bytes the fetch read (0 when nothing was fetched).
     public var fetchedBytes: Int64 = 0
+    /// The fetched media's kind, when validation told it.
+    public var sourceKind: String?
+    /// The fetched image's width and height, when it was an image that was decoded.
+    public var sourceWidth: Int?
+    public var sourceHeight: Int?
     /// The stage that failed (`fetch`, `validate`, `transform`, `store`), when one did.
     public var failedStage: String?
 
@@ -36,4 +41,8 @@ public struct StageTimings: Hashable, Sendable {
     public var transform: Double = 0
     /// Writing the object and issuing its token.
     public var store: Double = 0
+
+    public init(fetch: Double = 0, validate: Double = 0, transform: Double = 0, store: Double = 0) {
+        (self.fetch, self.validate, self.transform, self.store) = (fetch, validate, transform, store)
+    }
 }

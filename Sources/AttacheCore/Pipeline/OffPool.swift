@@ -20,7 +20,12 @@ import Glibc
 enum OffPool {
     /// How much lower than the rest of the process the workers are scheduled (Linux nice).
     static let niceness = Atomic<Int32>(0)
-    static let workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// Workers asked for before the first job (0: one per core).
+    static let requested = Atomic<Int>(0)
+    static let workers: Int = {
+        let asked = requested.load(ordering: .relaxed)
+        return asked > 0 ? asked : max(1, ProcessInfo.processInfo.activeProcessorCount)
+    }()
     private static let jobs = JobQueue(workers: workers)
     /// Every job submitted and not yet finished (queued or running).
     private static let work = DispatchGroup()
@@ -143,8 +148,14 @@ enum OffPool {
 
 /// The threads that run the codecs and the store's writes for every pipeline in the process.
 public enum PipelineWorkers {
-    /// How many there are: one per core.
+    /// How many there are: one per core unless ``use(_:)`` said otherwise first.
     public static var count: Int { OffPool.workers }
+
+    /// Runs `count` workers instead of one per core. Only before the first job: the threads
+    /// start with it and stay.
+    public static func use(_ count: Int) {
+        OffPool.requested.store(max(1, count), ordering: .relaxed)
+    }
 
     /// Their Linux nice value (0, the default: as the rest of the process; up to 19). A
     /// service raises it so that request handling is never queued behind decoding; a batch

@@ -48,6 +48,7 @@ extension Pipeline {
             // only warn.
             let validated = try MediaValidator.validate(
                 media.bytes, sniffedKind: media.kind, limits: configuration.mediaLimits)
+            outcome.sourceKind = validated.kind.rawValue
             outcome.warnings = MediaValidator.mismatches(
                 kind: validated.kind, contentType: media.contentType, url: media.finalURL)
             next(\.transform)
@@ -65,6 +66,7 @@ extension Pipeline {
             } onCancel: {
                 work.cancel()
             }.get()
+            (outcome.sourceWidth, outcome.sourceHeight) = (transformed.sourceWidth, transformed.sourceHeight)
             next(\.store)
             try Task.checkCancellation(or: .timedOut)
             try budgets.store.take(Int64(transformed.bytes.count))

@@ -28,6 +28,10 @@ extension PipelineResult {
                 item.add("width", attachment.width)
                 item.add("height", attachment.height)
             }
+            item.add("fetched_bytes", Int(outcome.fetchedBytes))
+            if let kind = outcome.sourceKind { item.add("source_type", kind) }
+            if let width = outcome.sourceWidth { item.add("source_width", width) }
+            if let height = outcome.sourceHeight { item.add("source_height", height) }
             if let error = outcome.error { item.add("error", object: JSONLine.error(error)) }
             if let stage = outcome.failedStage { item.add("failed_stage", stage) }
             item.addRaw("warnings", "[" + outcome.warnings.map(JSONLine.quote).joined(separator: ",") + "]")

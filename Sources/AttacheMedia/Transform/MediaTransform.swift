@@ -15,6 +15,9 @@ public struct TransformedMedia: Sendable {
     public var posterTime: Double?
     /// What frame and byte budgets made the GIF encoder do.
     public var actions: [String] = []
+    /// The source image's stored width and height (before orientation), for images.
+    public var sourceWidth: Int? = nil
+    public var sourceHeight: Int? = nil
 }
 
 /// The transform stage: one entry point for every kind. Images are decoded once (the header
@@ -39,7 +42,8 @@ public enum MediaTransform {
             return TransformedMedia(
                 kind: rendition.kind, bytes: MediaBytes(rendition.data), width: rendition.width,
                 height: rendition.height, frames: rendition.frames,
-                posterTime: animated ? rendition.posterTime : nil, actions: rendition.actions)
+                posterTime: animated ? rendition.posterTime : nil, actions: rendition.actions,
+                sourceWidth: rendition.source.width, sourceHeight: rendition.source.height)
         case .audio, .video:
             return TransformedMedia(kind: media.kind, bytes: media.bytes)
         }

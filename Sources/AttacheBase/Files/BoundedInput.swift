@@ -1,13 +1,12 @@
-import AttacheBase
 import Foundation
 
 /// Reads a payload (or a list) from a file or standard input without ever holding more than
 /// it accepts.
-enum BoundedInput {
+package enum BoundedInput {
     /// The bytes of `name` (`-` for standard input), at most `limit` of them.
     /// - Throws: `invalid_payload` (limit `max_input_bytes`) when there are more, `io_error`
     ///   when the file cannot be read. Reading stops at `limit + 1` bytes either way.
-    static func read(_ name: String, limit: Int) throws(AttacheError) -> [UInt8] {
+    package static func read(_ name: String, limit: Int) throws(AttacheError) -> [UInt8] {
         let handle: FileHandle
         if name == "-" {
             handle = FileHandle.standardInput

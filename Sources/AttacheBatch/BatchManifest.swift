@@ -1,0 +1,126 @@
+public import AttacheBase
+public import AttacheCore
+import Glibc
+
+/// The batch's record of what is done: one JSON line per item, appended as items finish.
+///
+/// It is the commit point. An item is done when its line is in the manifest, and only then; a
+/// rerun skips those items and redoes every other one. Opening it reads every line: a torn or
+/// unreadable last line (a kill in the middle of a write) is cut off and its item redone.
+/// ``sync()`` makes what was appended durable (`fdatasync`); the runner calls it after the
+/// output it names is durable, so the manifest never names output that a crash could lose.
+public final class BatchManifest {
+    public let path: String
+    private let fd: Int32
+    /// References of the items recorded.
+    public private(set) var done: Set<String> = []
+    /// Where the JSONL output ended after the last recorded item (nil: no item wrote one).
+    public private(set) var outputEnd: Int64?
+    /// Lines cut off when it was opened (0 or 1).
+    public private(set) var cut = 0
+
+    public init(path: String) throws(AttacheError) {
+        self.path = path
+        fd = Glibc.open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw AtomicFile.failure("open", path) }
+        guard try AtomicFile.lock(fd, exclusive: true, nonBlocking: true) else {
+            Glibc.close(fd)
+            throw AttacheError(.ioError, "\(path) is in use by another batch")
+        }
+        var keep: Int64 = 0
+        var invalid = 0
+        try Self.scan(path) { record, end in
+            guard let record else {
+                invalid += 1
+                return
+            }
+            done.insert(record.reference)
+            if let end = record.outputEnd { outputEnd = end }
+            keep = end
+        }
+        var info = stat()
+        fstat(fd, &info)
+        if Int64(info.st_size) > keep {
+            // Only a tail can be torn; anything else unreadable in the middle is a damaged file.
+            guard invalid <= 1 else {
+                Glibc.close(fd)
+                throw AttacheError(.invalidPayload, "\(path): \(invalid) lines are not manifest records")
+            }
+            cut = 1
+            guard ftruncate(fd, off_t(keep)) == 0 else { throw AtomicFile.failure("truncate", path) }
+            try AtomicFile.sync(fd, path)
+        }
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// Appends lines (each ending in a newline), in one write.
+    public func append(_ lines: [String], references: [String], outputEnd: Int64?) throws(AttacheError) {
+        guard !lines.isEmpty else { return }
+        try AtomicFile.writeAll(fd, Array(lines.joined().utf8), path: path)
+        done.formUnion(references)
+        if let outputEnd { self.outputEnd = outputEnd }
+    }
+
+    /// Makes the appended lines durable.
+    public func sync() throws(AttacheError) {
+        guard fdatasync(fd) == 0 else { throw AtomicFile.failure("fdatasync", path) }
+    }
+
+    /// Reads every complete line: `body(record, endOffset)` with nil for a line that is not a
+    /// record. A last line without its newline is not complete and is not read.
+    public static func scan(
+        _ path: String, _ body: (ManifestRecord?, Int64) throws(AttacheError) -> Void
+    )
+        throws(AttacheError)
+    {
+        guard AtomicFile.exists(path) else { return }
+        let reader = try LineReader(path: path, limit: 16 << 20, wholeLinesOnly: true)
+        var offset: Int64 = 0
+        while let line = reader.next() {
+            offset += Int64(line.bytes.count) + 1
+            try body(line.tooLong ? nil : ManifestRecord(line: line.bytes), offset)
+        }
+    }
+}
+
+/// One manifest line, as read back.
+public struct ManifestRecord: Sendable {
+    public var reference: String
+    public var index: Int
+    /// `attached`, `partial`, `failed`, `unchanged` or `unreadable`.
+    public var outcome: String
+    public var code: String?
+    public var attachments: [String]
+    public var bytesIn: Int64
+    public var bytesOut: Int64
+    public var milliseconds: Double
+    public var stages: StageTimings
+    public var outputEnd: Int64?
+    /// The line as parsed, for the report.
+    public var value: JSONValue
+
+    init?(line: [UInt8]) {
+        guard let value = try? JSONParser.parse(line), let reference = value["ref"]?.stringValue,
+            let outcome = value["outcome"]?.stringValue
+        else { return nil }
+        self.value = value
+        self.reference = reference
+        self.outcome = outcome
+        index = Int(value["index"]?.doubleValue ?? -1)
+        code = value["code"]?.stringValue
+        if case .array(let ids)? = value["attachments"] {
+            attachments = ids.compactMap(\.stringValue)
+        } else {
+            attachments = []
+        }
+        bytesIn = Int64(value["bytes_in"]?.doubleValue ?? 0)
+        bytesOut = Int64(value["bytes_out"]?.doubleValue ?? 0)
+        milliseconds = value["ms"]?.doubleValue ?? 0
+        let stages = value["stage_ms"]
+        self.stages = StageTimings(
+            fetch: stages?["fetch"]?.doubleValue ?? 0, validate: stages?["validate"]?.doubleValue ?? 0,
+            transform: stages?["transform"]?.doubleValue ?? 0, store: stages?["store"]?.doubleValue ?? 0)
+        outputEnd = value["out_end"]?.doubleValue.map { Int64($0) }
+    }
+}

@@ -1,0 +1,190 @@
+public import AttacheBase
+public import AttacheCore
+import Foundation
+
+/// Runs a batch: every item of the input not yet in the manifest goes through the pipeline,
+/// `jobs` at a time (their fetches overlap; the codecs run on the pipeline's workers, one per
+/// core), and each finished item is written — payload to the output, then its manifest line.
+///
+/// Memory is bounded by `jobs`, not by the input: items are read as slots free up, and what
+/// is kept per finished item is its line, written at once. An item that fails, hangs or is
+/// hostile holds one slot until its own deadline and nothing else.
+public final class BatchRunner: Sendable {
+    public struct Progress: Sendable {
+        /// Items in the input, and how many the manifest had before this run.
+        public var total: Int
+        public var skipped: Int
+        /// Items finished in this run, and how many of those failed.
+        public var done: Int
+        public var failed: Int
+        public var started: ContinuousClock.Instant
+        public var finished: Bool = false
+
+        /// Items per second in this run.
+        public var rate: Double {
+            let seconds = (ContinuousClock.now - started).milliseconds / 1000
+            return seconds > 0 ? Double(done) / seconds : 0
+        }
+    }
+
+    let pipeline: Pipeline
+    let jobs: Int
+
+    public init(pipeline: Pipeline, jobs: Int) {
+        self.pipeline = pipeline
+        self.jobs = max(1, jobs)
+    }
+
+    /// Processes `input`'s items that `manifest` does not record; `progress` hears of each
+    /// finished item (and is called once more with `finished` set).
+    public func run(
+        _ input: BatchInput, manifest: BatchManifest, output: BatchOutput?,
+        progress: (Progress) -> Void = { _ in }
+    ) async throws(AttacheError) -> Progress {
+        let total = try input.count()
+        var state = Progress(total: total, skipped: 0, done: 0, failed: 0, started: .now)
+        var items = try input.items()
+        var pendingLines: [String] = []
+        var pendingReferences: [String] = []
+        var lastSync = ContinuousClock.now
+        let pipeline = self.pipeline
+
+        func commit(force: Bool) throws(AttacheError) {
+            guard !pendingLines.isEmpty, force || pendingLines.count >= 64 || .now - lastSync > .milliseconds(200)
+            else { return }
+            // The output first: a manifest line never names output a crash could lose.
+            try output?.sync()
+            try manifest.append(
+                pendingLines, references: pendingReferences,
+                outputEnd: output.map { $0.kind == .lines ? $0.size : nil } ?? nil)
+            try manifest.sync()
+            pendingLines.removeAll(keepingCapacity: true)
+            pendingReferences.removeAll(keepingCapacity: true)
+            lastSync = .now
+        }
+
+        func finish(_ item: BatchItem, _ result: PipelineResult?) throws(AttacheError) {
+            var payloadOut: Int?
+            if let output, item.readError == nil, let result {
+                try output.write(result.payload, name: item.outputName)
+                payloadOut = result.payload.count
+            }
+            let outputEnd = output.flatMap { $0.kind == .lines ? $0.size : nil }
+            let line = BatchRecord.line(item: item, result: result, payloadOut: payloadOut, outputEnd: outputEnd)
+            pendingLines.append(line.text + "\n")
+            pendingReferences.append(item.reference)
+            state.done += 1
+            if line.failed { state.failed += 1 }
+            try commit(force: false)
+            progress(state)
+        }
+
+        let failure: AttacheError? = await withTaskGroup(of: (BatchItem, PipelineResult?).self) { group in
+            var running = 0
+            while true {
+                while running < jobs, let item = items.next() {
+                    if manifest.done.contains(item.reference) {
+                        state.skipped += 1
+                        continue
+                    }
+                    running += 1
+                    group.addTask {
+                        if item.readError != nil { return (item, nil) }
+                        return (item, await pipeline.process(item.payload))
+                    }
+                }
+                guard running > 0, let (item, result) = await group.next() else { return nil }
+                running -= 1
+                do throws(AttacheError) {
+                    try finish(item, result)
+                } catch {
+                    // The output or the manifest cannot be written: stop; what is recorded stays.
+                    group.cancelAll()
+                    return error
+                }
+            }
+        }
+        if let failure { throw failure }
+        try commit(force: true)
+        state.finished = true
+        progress(state)
+        return state
+    }
+}
+
+/// A manifest line for one finished item.
+enum BatchRecord {
+    static func line(
+        item: BatchItem, result: PipelineResult?, payloadOut: Int?, outputEnd: Int64?
+    ) -> (
+        text: String, failed: Bool
+    ) {
+        var line = JSONLine()
+        line.add("ref", item.reference)
+        line.add("index", item.index)
+        if let url = item.url { line.add("url", url) }
+        let outcomes = result?.outcomes ?? []
+        let attached = outcomes.filter { $0.attachment != nil }
+        let outcome: String
+        let code: String?
+        if let error = item.readError ?? result?.payloadError {
+            (outcome, code) = ("unreadable", error.code.rawValue)
+        } else if outcomes.isEmpty {
+            (outcome, code) = ("unchanged", nil)
+        } else {
+            outcome = attached.count == outcomes.count ? "attached" : attached.isEmpty ? "failed" : "partial"
+            code = outcomes.first { $0.error != nil }?.error?.code.rawValue
+        }
+        line.add("outcome", outcome)
+        line.add("code", code)
+        line.addRaw(
+            "attachments",
+            "[" + attached.compactMap { $0.attachment.map { JSONLine.quote($0.id) } }.joined(separator: ",") + "]")
+        line.add("bytes_in", Int(outcomes.reduce(Int64(0)) { $0 + $1.fetchedBytes }))
+        line.add("bytes_out", Int(attached.reduce(Int64(0)) { $0 + ($1.attachment?.bytes ?? 0) }))
+        line.add("payload_in", item.payload.count)
+        line.add("payload_out", payloadOut)
+        line.add("ms", ((result?.elapsed.milliseconds ?? 0) * 10).rounded() / 10)
+        var stages = StageTimings()
+        for outcome in outcomes {
+            stages.fetch += outcome.timings.fetch
+            stages.validate += outcome.timings.validate
+            stages.transform += outcome.timings.transform
+            stages.store += outcome.timings.store
+        }
+        var stageLine = JSONLine()
+        stageLine.add("fetch", (stages.fetch * 10).rounded() / 10)
+        stageLine.add("validate", (stages.validate * 10).rounded() / 10)
+        stageLine.add("transform", (stages.transform * 10).rounded() / 10)
+        stageLine.add("store", (stages.store * 10).rounded() / 10)
+        line.add("stage_ms", object: stageLine)
+        if let result {
+            line.add("best_attempt", result.bestAttempt)
+            line.add("trimmed", result.trimmed.count)
+        }
+        if let error = item.readError ?? result?.payloadError { line.add("error", object: JSONLine.error(error)) }
+        let entries = outcomes.map { outcome -> String in
+            var entry = JSONLine()
+            entry.add("url", outcome.url)
+            entry.add("reason", outcome.reason)
+            entry.add("cached", outcome.cached)
+            entry.add("source_type", outcome.sourceKind)
+            entry.add("bytes_in", Int(outcome.fetchedBytes))
+            entry.add("source_width", outcome.sourceWidth)
+            entry.add("source_height", outcome.sourceHeight)
+            if let attachment = outcome.attachment {
+                entry.add("id", attachment.id)
+                entry.add("type", attachment.type)
+                entry.add("bytes_out", Int(attachment.bytes))
+                entry.add("width", attachment.width)
+                entry.add("height", attachment.height)
+            }
+            if let error = outcome.error { entry.add("error", object: JSONLine.error(error)) }
+            entry.add("failed_stage", outcome.failedStage)
+            return entry.text
+        }
+        line.addRaw("items", "[" + entries.joined(separator: ",") + "]")
+        line.add("out_end", outputEnd.map { Int($0) })
+        return (line.text, outcome == "failed" || outcome == "unreadable" || outcome == "partial")
+    }
+}

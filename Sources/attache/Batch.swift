@@ -1,0 +1,145 @@
+import ArgumentParser
+import AttacheBase
+import AttacheBatch
+import AttacheCore
+import Foundation
+
+struct BatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "batch",
+        abstract: "Prepare a campaign's media ahead of the send, with progress, resume and a report.",
+        discussion: """
+            INPUT is a directory of payload .json files, a .jsonl file of payloads (one per line), \
+            or any other file as a list of media URLs (one per line, # starts a comment; each URL \
+            is processed as {"aps":{"mutable-content":1},"media-url":URL}). Items are read as they \
+            are needed. Each finished item gets one line in the manifest (default: \
+            <out>.manifest.jsonl, else batch.manifest.jsonl); running the same command again \
+            skips the items the manifest records, so a killed batch resumes where it stopped. \
+            --out DIR writes each mutated payload to DIR/<name> (directory input: the file's name; \
+            otherwise <line>.json); --out FILE.jsonl writes them as one file, one payload per line \
+            in the order they finish.
+            """
+    )
+
+    @OptionGroup var options: PipelineOptions
+
+    @Option(help: "Mutated payloads: a directory, or a file ending in .jsonl.")
+    var out: String?
+
+    @Option(help: "The manifest (JSONL, one line per item). Default: <out>.manifest.jsonl.")
+    var manifest: String?
+
+    @Option(help: "Items in flight at once (their fetches overlap). Default: 8 per worker.")
+    var jobs: Int?
+
+    @Option(help: "Threads for decoding and encoding. Default: one per core.")
+    var workers: Int?
+
+    @Option(help: "Seconds between progress lines when standard error is not a terminal.")
+    var progressInterval: Double = 5
+
+    @Flag(help: "List what would be done (items not yet in the manifest), and do nothing.")
+    var dryRun = false
+
+    @Argument(help: "A directory of .json payloads, a .jsonl file of payloads, or a file of URLs.")
+    var input: String
+
+    func validate() throws {
+        if let jobs { try Ranges.check(jobs, 1...4_096, "--jobs") }
+        if let workers { try Ranges.check(workers, 1...256, "--workers") }
+        guard progressInterval > 0, progressInterval <= 3600 else {
+            throw ValidationError("--progress-interval must be between 0 and 3600 seconds")
+        }
+    }
+
+    var manifestPath: String {
+        if let manifest { return manifest }
+        if let out {
+            let base = out.hasSuffix("/") ? String(out.dropLast()) : out
+            return (base.hasSuffix(".jsonl") ? String(base.dropLast(6)) : base) + ".manifest.jsonl"
+        }
+        return "batch.manifest.jsonl"
+    }
+
+    func run() async throws {
+        let input = try BatchInput(path: self.input)
+        if dryRun { return try listPending(input) }
+        if let workers { PipelineWorkers.use(workers) }
+        let jobs = self.jobs ?? 8 * (workers ?? PipelineWorkers.count)
+        let manifest = try BatchManifest(path: manifestPath)
+        if manifest.cut > 0 {
+            FileHandle.standardError.write(Data("batch: the manifest's last line was torn; its item is redone\n".utf8))
+        }
+        let output = try out.map { path throws(AttacheError) in
+            try BatchOutput(path: path, recordedEnd: manifest.outputEnd)
+        }
+        let runner = BatchRunner(pipeline: try options.pipeline(), jobs: jobs)
+        let display = ProgressDisplay(interval: progressInterval)
+        let progress = try await runner.run(input, manifest: manifest, output: output) { display.show($0) }
+        let summary = try BatchSummary(manifest: manifestPath, run: progress)
+        if options.storeOptions.json {
+            print(summary.json)
+        } else {
+            FileHandle.standardError.write(Data(("\n" + summary.table).utf8))
+        }
+    }
+
+    /// Prints the items a run would process, one reference per line, and a count.
+    func listPending(_ input: BatchInput) throws {
+        var done: Set<String> = []
+        try BatchManifest.scan(manifestPath) { record, _ in if let record { done.insert(record.reference) } }
+        var items = try input.items()
+        var pending = 0
+        var skipped = 0
+        while let item = items.next() {
+            if done.contains(item.reference) {
+                skipped += 1
+                continue
+            }
+            pending += 1
+            print(item.url.map { "\(item.reference)\t\($0)" } ?? item.reference)
+        }
+        FileHandle.standardError.write(
+            Data("batch (dry run): \(pending) items to do, \(skipped) already in \(manifestPath)\n".utf8))
+    }
+}
+
+/// Progress on standard error: a bar redrawn in place on a terminal (at most 10 times a
+/// second), a plain line every `interval` seconds otherwise; a last line at the end either way.
+final class ProgressDisplay: @unchecked Sendable {
+    private let terminal = isatty(STDERR_FILENO) == 1
+    private let interval: Duration
+    private var last: ContinuousClock.Instant?
+    private var shown = -1
+
+    init(interval: Double) {
+        self.interval = terminal ? .milliseconds(100) : .milliseconds(Int64(interval * 1000))
+    }
+
+    func show(_ progress: BatchRunner.Progress) {
+        let now = ContinuousClock.now
+        if !progress.finished, let last, now - last < interval { return }
+        if !progress.finished, last == nil, !terminal {
+            // The first log line comes after one interval, not with the first item.
+            last = now
+            return
+        }
+        last = now
+        // The last line is not printed twice.
+        if progress.finished, !terminal, shown == progress.done { return }
+        shown = progress.done
+        let text: String
+        if terminal {
+            text = "\r\u{1B}[2K" + ProgressLine.bar(progress, width: Self.columns) + (progress.finished ? "\n" : "")
+        } else {
+            text = ProgressLine.log(progress) + "\n"
+        }
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    static var columns: Int {
+        var size = winsize()
+        if ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        return 80
+    }
+}
