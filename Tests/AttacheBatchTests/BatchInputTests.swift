@@ -1,10 +1,134 @@
 import AttacheBase
+import AttacheCore
 import AttacheTestSupport
 import Foundation
 import Testing
 
 @testable import AttacheBatch
 
+/// Reading a batch's input and its manifest, without the network.
 struct BatchInputTests {
-    @Test func placeholder() {}
+    func write(_ text: String, to path: String) throws {
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+    }
+
+    func all(_ input: BatchInput) throws -> [BatchItem] {
+        var items = try input.items()
+        var out: [BatchItem] = []
+        while let item = items.next() { out.append(item) }
+        return out
+    }
+
+    @Test func directoryItemsAreTheJSONFilesInNameOrderAndAnOversizedOneIsAnItemThatFails() throws {
+        let directory = try TemporaryDirectory()
+        try write("{\"b\":1}", to: directory.path + "/b.json")
+        try write("{\"a\":1}", to: directory.path + "/a.json")
+        try write("not a payload", to: directory.path + "/notes.txt")
+        try write(String(repeating: " ", count: 200) + "{}", to: directory.path + "/c.json")
+        let input = try BatchInput(path: directory.path, maxItemBytes: 100)
+        #expect(input.kind == .directory)
+        let items = try all(input)
+        #expect(items.map(\.reference) == ["a.json", "b.json", "c.json"])
+        #expect(items.map(\.index) == [0, 1, 2])
+        #expect(items[0].payload == Array("{\"a\":1}".utf8))
+        #expect(items[2].readError?.code == .invalidPayload)
+        #expect(items[2].payload.isEmpty)
+        #expect(try input.count() == 3)
+    }
+
+    @Test func payloadLinesSkipBlankLinesAndATooLongLineFailsAloneWithoutBeingHeld() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/campaign.jsonl"
+        let long = "{\"x\":\"" + String(repeating: "y", count: 300_000) + "\"}"
+        try write("{\"n\":1}\n\n  \n\(long)\n{\"n\":3}\r\n{\"n\":4}", to: path)
+        let input = try BatchInput(path: path, maxItemBytes: 1_000)
+        #expect(input.kind == .payloads)
+        let items = try all(input)
+        #expect(
+            items.map(\.reference) == ["campaign.jsonl:1", "campaign.jsonl:4", "campaign.jsonl:5", "campaign.jsonl:6"])
+        #expect(items[1].readError?.code == .invalidPayload)
+        #expect(items[2].payload == Array("{\"n\":3}\r".utf8), "a CR before the newline is JSON whitespace, kept")
+        #expect(items[3].payload == Array("{\"n\":4}".utf8), "the last line needs no newline")
+        #expect(items.map(\.outputName) == ["1.json", "4.json", "5.json", "6.json"])
+        #expect(try input.count() == 4)
+    }
+
+    @Test func urlListsSkipCommentsAndEachURLBecomesAPayloadThatNamesIt() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/urls.txt"
+        try write("# campaign 7\nhttp://127.0.0.1:1/a.jpg\n\n  http://127.0.0.1:1/b \"q\".png  \n#end\n", to: path)
+        let input = try BatchInput(path: path)
+        #expect(input.kind == .urls)
+        let items = try all(input)
+        #expect(items.map(\.reference) == ["urls.txt:2", "urls.txt:4"])
+        #expect(items.map(\.url) == ["http://127.0.0.1:1/a.jpg", "http://127.0.0.1:1/b \"q\".png"])
+        let content = try NotificationContent(bytes: items[1].payload)
+        #expect(content.isMutable)
+        #expect(content.sources(using: SourceRule.defaults).map(\.url) == ["http://127.0.0.1:1/b \"q\".png"])
+    }
+
+    @Test func aTornLastManifestLineIsCutAndItsItemIsNotDone() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/m.jsonl"
+        let one = "{\"ref\":\"a.json\",\"index\":0,\"outcome\":\"attached\",\"out_end\":10}\n"
+        let two = "{\"ref\":\"b.json\",\"index\":1,\"outcome\":\"failed\",\"code\":\"not_found\",\"out_end\":20}\n"
+        try write(one + two + "{\"ref\":\"c.json\",\"ind", to: path)
+        do {
+            let manifest = try BatchManifest(path: path)
+            #expect(manifest.done == ["a.json", "b.json"])
+            #expect(manifest.outputEnd == 20)
+            #expect(manifest.cut == 1)
+        }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == one + two)
+        // A complete line that is not a record, last: cut too.
+        try write(one + "garbage\n", to: path)
+        do {
+            let manifest = try BatchManifest(path: path)
+            #expect(manifest.done == ["a.json"])
+        }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == one)
+        // Damage in the middle is not a torn write: refused, nothing cut.
+        try write("garbage\n" + one + "more garbage\n", to: path)
+        #expect(failure { try BatchManifest(path: path) }?.code == .invalidPayload)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "garbage\n" + one + "more garbage\n")
+    }
+
+    @Test func aManifestInUseByAnotherBatchIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/m.jsonl"
+        let first = try BatchManifest(path: path)
+        #expect(failure { try BatchManifest(path: path) }?.code == .ioError)
+        _ = first
+    }
+
+    @Test func jsonlOutputIsCutBackToWhatTheManifestRecordsAndKeepsOnePayloadPerLine() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/out.jsonl"
+        do {
+            let output = try BatchOutput(path: path, recordedEnd: nil)
+            try output.write(Array("{\n \"a\": 1\n}".utf8), name: "1.json")
+            #expect(output.size == 12)
+            try output.write(Array("{\"b\":2}".utf8), name: "2.json")
+        }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "{  \"a\": 1 }\n{\"b\":2}\n")
+        let reopened = try BatchOutput(path: path, recordedEnd: 12)
+        #expect(reopened.size == 12)
+        try reopened.write(Array("{\"c\":3}".utf8), name: "3.json")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "{  \"a\": 1 }\n{\"c\":3}\n")
+    }
+
+    @Test func theProgressLineFitsTheTerminalAndCountsWhatIsLeft() {
+        var progress = BatchRunner.Progress(
+            total: 2_000, skipped: 500, done: 750, failed: 3, started: .now - .seconds(10))
+        let bar = ProgressLine.bar(progress, width: 80)
+        #expect(bar.count < 80)
+        #expect(bar.contains("750/1500"))
+        #expect(bar.contains("75.0 items/s"))
+        #expect(bar.contains("ETA 0:10"))
+        #expect(bar.contains("3 failed"))
+        #expect(bar.hasPrefix("[" + String(repeating: "#", count: 10)))
+        #expect(ProgressLine.bar(progress, width: 30).count < 30)
+        progress.finished = true
+        #expect(ProgressLine.log(progress).hasPrefix("batch: 750/1500, 75.0 items/s, ETA -, 3 failed"))
+    }
 }
