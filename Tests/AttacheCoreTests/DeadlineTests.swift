@@ -24,6 +24,7 @@ import Testing
         // process-wide heap and descriptor counts see only its own work.
         ["AttacheServerTests.ServiceTests"],
         ["AttacheCoreTests.DeadlineTests"],
+        ["AttacheBatchTests.BatchRunTests"],
     ]
 
     @Test(.enabled(if: !inIsolatedChild && !inNetworkNamespaceChild))
