@@ -44,23 +44,17 @@ public final class BatchRunner: Sendable {
         let total = try input.count()
         var state = Progress(total: total, skipped: 0, done: 0, failed: 0, started: .now)
         var items = try input.items()
-        var pendingLines: [String] = []
-        var pendingReferences: [String] = []
-        var lastSync = ContinuousClock.now
         let pipeline = self.pipeline
 
-        func commit(force: Bool) throws(AttacheError) {
-            guard !pendingLines.isEmpty, force || pendingLines.count >= 64 || .now - lastSync > .milliseconds(200)
-            else { return }
-            // The output first: a manifest line never names output a crash could lose.
+        // Each finished item is committed before the next is looked at: its output made
+        // durable, then its manifest line appended and made durable (an fdatasync each, about
+        // 0.2 ms here). A kill at any moment leaves every recorded item whole, and at most the
+        // items in flight to redo.
+        func commit(_ line: String, reference: String) throws(AttacheError) {
             try output?.sync()
             try manifest.append(
-                pendingLines, references: pendingReferences,
-                outputEnd: output.map { $0.kind == .lines ? $0.size : nil } ?? nil)
+                [line + "\n"], references: [reference], outputEnd: output.flatMap { $0.kind == .lines ? $0.size : nil })
             try manifest.sync()
-            pendingLines.removeAll(keepingCapacity: true)
-            pendingReferences.removeAll(keepingCapacity: true)
-            lastSync = .now
         }
 
         func finish(_ item: BatchItem, _ result: PipelineResult?) throws(AttacheError) {
@@ -71,11 +65,9 @@ public final class BatchRunner: Sendable {
             }
             let outputEnd = output.flatMap { $0.kind == .lines ? $0.size : nil }
             let line = BatchRecord.line(item: item, result: result, payloadOut: payloadOut, outputEnd: outputEnd)
-            pendingLines.append(line.text + "\n")
-            pendingReferences.append(item.reference)
+            try commit(line.text, reference: item.reference)
             state.done += 1
             if line.failed { state.failed += 1 }
-            try commit(force: false)
             progress(state)
         }
 
@@ -105,7 +97,6 @@ public final class BatchRunner: Sendable {
             }
         }
         if let failure { throw failure }
-        try commit(force: true)
         state.finished = true
         progress(state)
         return state

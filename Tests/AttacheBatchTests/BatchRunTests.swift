@@ -122,3 +122,186 @@ func records(_ path: String) throws -> [ManifestRecord] {
                 == names.count)
     }
 }
+
+/// `attache batch` as a user runs it: killed and rerun, on a terminal and in a log.
+@Suite(.enabled(if: inIsolatedChild)) struct BatchCommandTests {
+    let server: TestHTTPServer
+    let directory: TemporaryDirectory
+    let urls: String
+    let count = 30
+    /// Item N's response waits until N items are released: the test decides how far a run
+    /// can get, and kills it while the rest are in flight.
+    let gate = Gate()
+
+    init() throws {
+        server = try batchMediaServer()
+        directory = try TemporaryDirectory()
+        // Distinct URLs (so each is fetched), a few of them failing.
+        let jpeg = Array(FileManager.default.contents(atPath: Paths.samples + "/gray.jpg")!)
+        let png = Array(FileManager.default.contents(atPath: Paths.samples + "/palette-transparent.png")!)
+        var lines: [String] = []
+        for index in 0..<count {
+            let path = "/item/\(index)" + (index % 3 == 0 ? ".png" : ".jpg")
+            let gate = self.gate
+            if index % 7 == 3 {
+                server.route(path) { _, c in
+                    gate.wait(for: index)
+                    c.respond(status: 404, reason: "Not Found")
+                }
+            } else {
+                let body = index % 3 == 0 ? png : jpeg
+                server.route(path) { _, c in
+                    gate.wait(for: index)
+                    c.respond(body: body)
+                }
+            }
+            lines.append(server.url(path))
+        }
+        urls = directory.path + "/campaign.txt"
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: urls))
+    }
+
+    func batch(_ extra: [String] = []) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
+        process.arguments =
+            [
+                "batch", "--allow-loopback", "--store", directory.path + "/store", "--out",
+                directory.path + "/out.jsonl",
+                "--jobs", "2", "--deadline", "20s",
+            ] + extra + [urls]
+        return process
+    }
+
+    func manifestLines() -> Int {
+        let text = (try? String(contentsOfFile: directory.path + "/out.manifest.jsonl", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").count
+    }
+
+    @Test func killedAtRandomMomentsTheRerunsFinishWithNoItemLostOrDoneTwice() throws {
+        var random = SplitMix(seed: 0xBA7C4)
+        var released = 0
+        for _ in 0..<6 {
+            let recorded = manifestLines()
+            let process = try batch()
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            released = min(count - 1, released + Int.random(in: 2...7, using: &random))
+            gate.release(upTo: released)
+            // Killed once a random number of the released items are recorded: the others may
+            // be anywhere between fetched and half-written.
+            let target = Int.random(in: min(released, recorded + 1)...released, using: &random)
+            let start = ContinuousClock.now
+            while manifestLines() < target, process.isRunning, ContinuousClock.now - start < .seconds(120) {
+                usleep(1_000)
+            }
+            #expect(process.isRunning, "items past \(released) cannot finish yet")
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        gate.release(upTo: count)
+        let process = try batch(["--json"])
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let summaryText = stdout.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+
+        let lines = try records(directory.path + "/out.manifest.jsonl")
+        #expect(lines.count == count, "every item once")
+        #expect(Set(lines.map(\.reference)).count == count, "no item twice")
+        let payloads = try String(contentsOfFile: directory.path + "/out.jsonl", encoding: .utf8)
+            .split(separator: "\n")
+        #expect(payloads.count == count, "one payload per item, none half-written")
+        #expect(Set(payloads).count == count)
+        for payload in payloads { #expect((try? JSONParser.parse(Array(payload.utf8))) != nil) }
+        // The manifest and the store agree, and every object verifies.
+        let store = try AttachmentStore(StoreConfiguration(root: directory.path + "/store"))
+        for id in lines.flatMap(\.attachments) {
+            #expect(try store.attachment(try #require(AttachmentID(hex: id))) != nil)
+        }
+        #expect(try store.verify().isClean)
+        #expect(lines.filter { $0.outcome == "failed" }.count == (0..<count).filter { $0 % 7 == 3 }.count)
+        let summary = try #require(try JSONSerialization.jsonObject(with: summaryText) as? [String: Any])
+        #expect(summary["items"] as? Int == count)
+    }
+
+    @Test func withoutATerminalProgressIsPlainLinesAndTheSummaryATable() throws {
+        gate.release(upTo: count)
+        let process = try batch()
+        let stderr = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = stderr
+        try process.run()
+        let text = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(!text.contains("\r") && !text.contains("\u{1B}"), "\(text)")
+        #expect(text.contains("batch: \(count)/\(count),"), "\(text)")
+        #expect(text.contains("attached "), "\(text)")
+        #expect(text.contains("http_status "), "\(text)")
+        #expect(text.contains("this run: \(count) items"), "\(text)")
+    }
+
+    @Test func onATerminalTheBarRedrawsInPlaceAndEndsWithACleanLine() throws {
+        gate.release(upTo: count)
+        // A pseudo-terminal: /dev/ptmx, unlocked, its number names the other side
+        // (TIOCSPTLCK and TIOCGPTN, whose macros Swift does not import).
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        try #require(master >= 0)
+        defer { close(master) }
+        var unlock: Int32 = 0
+        var number: UInt32 = 0
+        #expect(ioctl(master, 0x4004_5431, &unlock) == 0 && ioctl(master, 0x8004_5430, &number) == 0)
+        let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
+        try #require(slave >= 0)
+        let process = try batch()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
+        try process.run()
+        process.standardError = nil
+        close(slave)
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(master, &buffer, buffer.count)
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { break }  // EIO once the child's side is closed
+            bytes += buffer[0..<n]
+        }
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(text.contains("\r\u{1B}[2K["), "\(text)")
+        let final = try #require(text.components(separatedBy: "\r\u{1B}[2K").last)
+        #expect(final.hasPrefix("[" + String(repeating: "#", count: 10)), "\(final)")
+        #expect(final.contains("\(count)/\(count)"), "\(final)")
+        #expect(final.contains("\n"), "the bar's last state stays on its own line")
+        #expect(!text.contains("batch: "), "no log lines on a terminal")
+    }
+}
+
+/// Holds responses back until the test releases them.
+final class Gate: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var released = 0
+
+    /// Lets items below `count` through.
+    func release(upTo count: Int) {
+        condition.lock()
+        released = max(released, count)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits until item `index` is released (or a minute passes: a killed run's request).
+    func wait(for index: Int) {
+        condition.lock()
+        let limit = Date() + 60
+        while released <= index, condition.wait(until: limit) {}
+        condition.unlock()
+    }
+}
