@@ -98,7 +98,10 @@ let package = Package(
         // Campaigns: many payloads or URLs through the pipeline, manifest, resume, report.
         .target(
             name: "AttacheBatch",
-            dependencies: ["AttacheBase", "AttacheCore", "AttacheMedia", "AttacheStore"],
+            dependencies: [
+                "AttacheBase", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore",
+                .product(name: "ExtrasBase64", package: "swift-extras-base64"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The service: routes, admission, problems, metrics and logs over the core.

@@ -29,6 +29,9 @@ struct BatchCommand: AsyncParsableCommand {
     @Option(help: "The manifest (JSONL, one line per item). Default: <out>.manifest.jsonl.")
     var manifest: String?
 
+    @Option(help: "Write a self-contained HTML report of the whole batch to this file.")
+    var report: String?
+
     @Option(help: "Items in flight at once (their fetches overlap). Default: 8 per worker.")
     var jobs: Int?
 
@@ -76,6 +79,11 @@ struct BatchCommand: AsyncParsableCommand {
         let runner = BatchRunner(pipeline: try options.pipeline(), jobs: jobs)
         let display = ProgressDisplay(interval: progressInterval)
         let progress = try await runner.run(input, manifest: manifest, output: output) { display.show($0) }
+        if let report {
+            let page = try await BatchReport(title: input.path).render(
+                manifest: manifestPath, store: try options.storeOptions.open(), fetcher: options.fetcher())
+            try AtomicFile.write(Array(page.utf8), to: report)
+        }
         let summary = try BatchSummary(manifest: manifestPath, run: progress)
         if options.storeOptions.json {
             print(summary.json)

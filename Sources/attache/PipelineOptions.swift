@@ -63,10 +63,14 @@ struct PipelineOptions: ParsableArguments {
             guard let rule = SourceRule(argument: text) else { throw ValidationError("bad --source '\(text)'") }
             configuration.sources.append(rule)
         }
+        return Pipeline(configuration: configuration, fetcher: fetcher(), store: try storeOptions.open())
+    }
+
+    /// A fetcher with the address policy these options describe.
+    func fetcher() -> Fetcher {
         var policy = FetchPolicy()
         address.apply(to: &policy)
-        return Pipeline(
-            configuration: configuration, fetcher: Fetcher(policy: policy), store: try storeOptions.open())
+        return Fetcher(policy: policy)
 
     }
 }
