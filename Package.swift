@@ -184,7 +184,9 @@ let package = Package(
         ),
         .testTarget(
             name: "AttacheBatchTests",
-            dependencies: ["AttacheBatch", "AttacheCore", "AttacheStore", "AttacheTestSupport"],
+            dependencies: [
+                "AttacheBatch", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

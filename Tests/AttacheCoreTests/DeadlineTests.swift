@@ -24,7 +24,10 @@ import Testing
         // process-wide heap and descriptor counts see only its own work.
         ["AttacheServerTests.ServiceTests"],
         ["AttacheCoreTests.DeadlineTests"],
-        ["AttacheBatchTests.BatchRunTests"],
+        [
+            "AttacheBatchTests.BatchRunTests", "AttacheBatchTests.BatchCommandTests",
+            "AttacheBatchTests.BatchReportTests",
+        ],
     ]
 
     @Test(.enabled(if: !inIsolatedChild && !inNetworkNamespaceChild))
