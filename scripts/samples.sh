@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the bundled samples: serve Samples/media on 127.0.0.1:8765, run the pipeline
 # on every payload in Samples/payloads (fetch, validate, downscale, store, attach), write the
-# mutated payloads to Samples/out/payloads/ and print a short summary; then start the HTTP
+# mutated payloads to Samples/out/payloads/ and print a short summary; run the same payloads as a
+# batch (manifest, JSONL of payloads, summary table, HTML report in Samples/out/); then start the HTTP
 # service (attache serve) on 127.0.0.1:8766, post one payload to it with curl, download the
 # attachment by the URL it answered, and stop the service with SIGTERM.
 # Installs missing system packages and builds release first.
@@ -43,6 +44,15 @@ echo
 echo "== attache store stats / verify"
 "$bin" store stats --store "$out/store"
 "$bin" store verify --store "$out/store"
+
+echo
+echo "== attache batch --deadline 2s --allow-loopback --out $out/batch.jsonl --report $out/report.html Samples/payloads"
+# A fresh campaign each time (run again, the same command would skip every recorded item).
+rm -f "$out/batch.jsonl" "$out/batch.manifest.jsonl"
+"$bin" batch --deadline 2s --allow-loopback --store "$out/store" --base-url https://attachments.example/a \
+    --out "$out/batch.jsonl" --report "$out/report.html" Samples/payloads
+echo "-- manifest $out/batch.manifest.jsonl ($(wc -l < "$out/batch.manifest.jsonl") lines), payloads $out/batch.jsonl,"
+echo "   report $out/report.html ($(wc -c < "$out/report.html") bytes, self-contained: open it in a browser)"
 
 echo
 key=samples-api-key-0000000000
