@@ -228,7 +228,7 @@ public struct BatchReport {
         }
         var before: String?
         if let fetcher, !sample.url.isEmpty,
-            let media = try? await fetcher.fetch(sample.url, deadline: .now + .seconds(10))
+            let media = try? await fetcher.fetch(sample.url, deadline: .now + .seconds(30))
         {
             before = await Self.thumbnail(media.bytes)
         }
@@ -242,7 +242,7 @@ public struct BatchReport {
                 spec.maxSide = 200
                 spec.jpegQuality = 70
                 spec.gifMaxFrames = 24
-                guard let rendition = try? ImageProcessor.render(bytes, spec: spec, timeBudget: .seconds(5))
+                guard let rendition = try? ImageProcessor.render(bytes, spec: spec, timeBudget: .seconds(60))
                 else { return continuation.resume(returning: nil) }
                 let mime =
                     switch rendition.kind {

@@ -93,9 +93,17 @@ public struct BatchSummary: Sendable {
             runLine.add("failed", run.failed)
             runLine.add("seconds", ((ContinuousClock.now - run.started).milliseconds / 100).rounded() / 10)
             runLine.add("items_per_second", (run.rate * 10).rounded() / 10)
+            runLine.add("peak_rss_mb", (Self.peakResidentMegabytes * 10).rounded() / 10)
             line.add("run", object: runLine)
         }
         return line.text
+    }
+
+    /// This process's peak resident set so far.
+    static var peakResidentMegabytes: Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_maxrss) / 1024
     }
 
     static func object(_ counts: [String: Int]) -> String {
