@@ -84,6 +84,8 @@ http {
     server { listen 127.0.0.1:$media_port; root $media; }
 }
 CONF
+# A media host left over from an interrupted run goes first.
+[ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null && sleep 0.5
 nginx -c "$work/nginx.conf"
 "$bin" serve-files --port $hang_port "$media" > "$work/hang.log" 2>&1 &
 pids+=($!)
@@ -95,8 +97,8 @@ import glob, os, random, sys
 media, items, port, hang = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 names = lambda pattern: sorted(os.path.basename(f) for f in glob.glob(os.path.join(media, pattern)))
 kinds = [  # (weight in %, files or a URL maker)
-    (30, names("push-*.jpg")), (12, names("large-*.jpg")), (8, names("photo-*.jpg")),
-    (10, names("png-*.png")), (2, names("big-*.png")), (6, names("anim480-*.gif") + ["animated-chi.gif"]),
+    (35, names("push-*.jpg")), (15, names("large-*.jpg")), (8, names("photo-*.jpg")),
+    (10, names("png-*.png")), (2, names("big-*.png")), (8, names("anim480-*.gif") + ["animated-chi.gif"]),
     (2, names("anim800-*.gif")), (10, names("tone.*") + names("clip*")),
     (3, ["missing-%d.jpg"]), (2, ["page.jpg"]), (2, ["bomb.png"]), (1, ["truncated.jpg"]),
     (1, ["huge.jpg"]), (1, ["hang"]),
@@ -139,15 +141,17 @@ kill_dir=$work/killed
 rm -rf "$kill_dir" && mkdir -p "$kill_dir"
 batch_killed() {
     "$bin" batch --allow-loopback --store "$kill_dir/store" --out "$kill_dir/out.jsonl" --jobs 16 \
-        --progress-interval 60 "$work/campaign.txt" > /dev/null 2>> "$kill_dir/progress.log"
+        --progress-interval 1 "$work/campaign.txt" > /dev/null 2>> "$kill_dir/progress.log"
 }
 for k in $(seq 1 20); do
-    batch_killed &
+    batch_killed 2>/dev/null &
     pid=$!
-    sleep "$(python3 -c "import random; print(round(random.Random($k).uniform(0.3, 3.0), 2))")"
+    pause=$(python3 -c "import random; print(round(random.Random($k).uniform(0.3, 3.0), 2))")
+    sleep "$pause"
     pkill -KILL -f "attache batch --allow-loopback --store $kill_dir/store" || true
     wait $pid 2>/dev/null || true
-    printf '   kill %2d: %4d items recorded\n' "$k" "$(wc -l < "$kill_dir/out.manifest.jsonl")"
+    echo "-- killed after $pause s" >> "$kill_dir/progress.log"
+    printf '   kill %2d after %4.2f s: %4d items recorded\n' "$k" "$pause" "$(wc -l < "$kill_dir/out.manifest.jsonl")"
 done
 batch_killed
 python3 - "$kill_dir" "$items" <<'PY' | tee "$work/killed.json"

@@ -18,9 +18,19 @@ public final class BatchManifest {
     public private(set) var outputEnd: Int64?
     /// Lines cut off when it was opened (0 or 1).
     public private(set) var cut = 0
+    /// Items that were started by an earlier run and never recorded (it was killed with them in
+    /// flight). A run takes them after every item not tried yet, so that items which hold a
+    /// slot for long (a host that never answers) cannot come first after every restart and
+    /// keep a batch that is killed often from moving on.
+    public private(set) var interrupted: Set<String> = []
+    /// `<manifest>.started`: the items started, one reference per line (not synced: it only
+    /// orders work).
+    private let startedPath: String
+    private var startedFD: Int32 = -1
 
     public init(path: String) throws(AttacheError) {
         self.path = path
+        startedPath = path + ".started"
         fd = Glibc.open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw AtomicFile.failure("open", path) }
         guard try AtomicFile.lock(fd, exclusive: true, nonBlocking: true) else {
@@ -50,9 +60,35 @@ public final class BatchManifest {
             guard ftruncate(fd, off_t(keep)) == 0 else { throw AtomicFile.failure("truncate", path) }
             try AtomicFile.sync(fd, path)
         }
+        try loadStarted()
     }
 
-    deinit { Glibc.close(fd) }
+    deinit {
+        Glibc.close(fd)
+        if startedFD >= 0 { Glibc.close(startedFD) }
+    }
+
+    /// Reads which items earlier runs started and did not record, and keeps only those in the
+    /// started file. Called once the manifest is read.
+    private func loadStarted() throws(AttacheError) {
+        if AtomicFile.exists(startedPath) {
+            let reader = try LineReader(path: startedPath, limit: 64 << 10, wholeLinesOnly: true)
+            while let line = reader.next() {
+                if line.tooLong { continue }
+                let reference = String(decoding: line.bytes, as: UTF8.self)
+                if !done.contains(reference) { interrupted.insert(reference) }
+            }
+        }
+        let kept = interrupted.sorted().map { $0 + "\n" }.joined()
+        try AtomicFile.write(Array(kept.utf8), to: startedPath)
+        startedFD = Glibc.open(startedPath, O_WRONLY | O_APPEND | O_CLOEXEC)
+        guard startedFD >= 0 else { throw AtomicFile.failure("open", startedPath) }
+    }
+
+    /// Notes that an item is being started.
+    public func started(_ reference: String) throws(AttacheError) {
+        try AtomicFile.writeAll(startedFD, Array((reference + "\n").utf8), path: startedPath)
+    }
 
     /// Appends lines (each ending in a newline), in one write.
     public func append(_ lines: [String], references: [String], outputEnd: Int64?) throws(AttacheError) {

@@ -43,7 +43,25 @@ public final class BatchRunner: Sendable {
     ) async throws(AttacheError) -> Progress {
         let total = try input.count()
         var state = Progress(total: total, skipped: 0, done: 0, failed: 0, started: .now)
+        // Items never tried first; then the ones an earlier run was killed with in flight.
         var items = try input.items()
+        var retrying = false
+        let interrupted = manifest.interrupted
+        func nextItem() throws(AttacheError) -> BatchItem? {
+            while true {
+                if let item = items.next() {
+                    if manifest.done.contains(item.reference) {
+                        if !retrying { state.skipped += 1 }
+                        continue
+                    }
+                    if interrupted.contains(item.reference) != retrying { continue }
+                    return item
+                }
+                guard !retrying, !interrupted.isEmpty else { return nil }
+                retrying = true
+                items = try input.items()
+            }
+        }
         let pipeline = self.pipeline
 
         // Each finished item is committed before the next is looked at: its output made
@@ -74,10 +92,15 @@ public final class BatchRunner: Sendable {
         let failure: AttacheError? = await withTaskGroup(of: (BatchItem, PipelineResult?).self) { group in
             var running = 0
             while true {
-                while running < jobs, let item = items.next() {
-                    if manifest.done.contains(item.reference) {
-                        state.skipped += 1
-                        continue
+                while running < jobs {
+                    let item: BatchItem
+                    do throws(AttacheError) {
+                        guard let next = try nextItem() else { break }
+                        item = next
+                        try manifest.started(item.reference)
+                    } catch {
+                        group.cancelAll()
+                        return error
                     }
                     running += 1
                     group.addTask {

@@ -20,6 +20,14 @@ void att_tune_allocator_for_batch(void) {
 #endif
 }
 
+void att_bound_allocator(void) {
+#ifdef M_MMAP_THRESHOLD
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    mallopt(M_TRIM_THRESHOLD, 4 << 20);
+    mallopt(M_ARENA_MAX, 4);
+#endif
+}
+
 void att_release_free_memory(void) {
 #ifdef __GLIBC__
     malloc_trim(0);

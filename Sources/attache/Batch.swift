@@ -2,6 +2,7 @@ import ArgumentParser
 import AttacheBase
 import AttacheBatch
 import AttacheCore
+import AttacheMedia
 import Foundation
 
 struct BatchCommand: AsyncParsableCommand {
@@ -68,6 +69,7 @@ struct BatchCommand: AsyncParsableCommand {
         let input = try BatchInput(path: self.input)
         if dryRun { return try listPending(input) }
         if let workers { PipelineWorkers.use(workers) }
+        ImageProcessor.boundAllocator()
         let jobs = self.jobs ?? 8 * (workers ?? PipelineWorkers.count)
         let manifest = try BatchManifest(path: manifestPath)
         if manifest.cut > 0 {

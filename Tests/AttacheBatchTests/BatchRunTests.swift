@@ -124,14 +124,30 @@ func records(_ path: String) throws -> [ManifestRecord] {
     }
 }
 
+extension BatchRunTests {
+    @Test func itemsAnEarlierRunWasKilledWithComeAfterTheItemsNeverTried() async throws {
+        let input = try BatchInput(path: try urlList(["gray.jpg", "missing.jpg", "tone.mp3", "text.jpg"]))
+        let manifestPath = directory.path + "/order.manifest.jsonl"
+        // An earlier run started the first two and was killed before recording them.
+        try Data("urls.txt:2\nurls.txt:3\n".utf8).write(to: URL(fileURLWithPath: manifestPath + ".started"))
+        let store = try AttachmentStore(StoreConfiguration(root: directory.path + "/store"))
+        let pipeline = Pipeline(
+            configuration: PipelineConfiguration(), fetcher: Fetcher(policy: loopbackPolicy()), store: store)
+        let progress = try await BatchRunner(pipeline: pipeline, jobs: 1).run(
+            input, manifest: try BatchManifest(path: manifestPath), output: nil)
+        #expect(progress.done == 4 && progress.skipped == 0)
+        #expect(try records(manifestPath).map(\.reference) == ["urls.txt:4", "urls.txt:5", "urls.txt:2", "urls.txt:3"])
+    }
+}
+
 /// `attache batch` as a user runs it: killed and rerun, on a terminal and in a log.
 @Suite(.enabled(if: inIsolatedChild)) struct BatchCommandTests {
     let server: TestHTTPServer
     let directory: TemporaryDirectory
     let urls: String
     let count = 30
-    /// Item N's response waits until N items are released: the test decides how far a run
-    /// can get, and kills it while the rest are in flight.
+    /// Each response waits for a permit the test hands out: the test decides how far a run can
+    /// get, and kills it while the rest are in flight.
     let gate = Gate()
 
     init() throws {
@@ -146,14 +162,12 @@ func records(_ path: String) throws -> [ManifestRecord] {
             let gate = self.gate
             if index % 7 == 3 {
                 server.route(path) { _, c in
-                    gate.wait(for: index)
-                    c.respond(status: 404, reason: "Not Found")
+                    if gate.take(c) { c.respond(status: 404, reason: "Not Found") }
                 }
             } else {
                 let body = index % 3 == 0 ? png : jpeg
                 server.route(path) { _, c in
-                    gate.wait(for: index)
-                    c.respond(body: body)
+                    if gate.take(c) { c.respond(body: body) }
                 }
             }
             lines.append(server.url(path))
@@ -181,27 +195,25 @@ func records(_ path: String) throws -> [ManifestRecord] {
 
     @Test func killedAtRandomMomentsTheRerunsFinishWithNoItemLostOrDoneTwice() throws {
         var random = SplitMix(seed: 0xBA7C4)
-        var released = 0
         for _ in 0..<6 {
             let recorded = manifestLines()
             let process = try batch()
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            released = min(count - 1, released + Int.random(in: 2...7, using: &random))
-            gate.release(upTo: released)
-            // Killed once a random number of the released items are recorded: the others may
-            // be anywhere between fetched and half-written.
-            let target = Int.random(in: min(released, recorded + 1)...released, using: &random)
+            let permits = gate.add(Int.random(in: 2...7, using: &random))
+            // Killed once a random number of the permitted items are recorded: the others may
+            // be anywhere between asked for and half-written.
+            let target = min(count - 1, recorded + Int.random(in: 1...permits, using: &random))
             let start = ContinuousClock.now
             while manifestLines() < target, process.isRunning, ContinuousClock.now - start < .seconds(120) {
                 usleep(1_000)
             }
-            #expect(process.isRunning, "items past \(released) cannot finish yet")
+            #expect(process.isRunning, "items without a permit cannot finish")
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        gate.release(upTo: count)
+        gate.open()
         let process = try batch(["--json"])
         let stdout = Pipe()
         process.standardOutput = stdout
@@ -231,7 +243,7 @@ func records(_ path: String) throws -> [ManifestRecord] {
     }
 
     @Test func withoutATerminalProgressIsPlainLinesAndTheSummaryATable() throws {
-        gate.release(upTo: count)
+        gate.open()
         let process = try batch()
         let stderr = Pipe()
         process.standardOutput = FileHandle.nullDevice
@@ -248,7 +260,7 @@ func records(_ path: String) throws -> [ManifestRecord] {
     }
 
     @Test func onATerminalTheBarRedrawsInPlaceAndEndsWithACleanLine() throws {
-        gate.release(upTo: count)
+        gate.open()
         // A pseudo-terminal: /dev/ptmx, unlocked, its number names the other side
         // (TIOCSPTLCK and TIOCGPTN, whose macros Swift does not import).
         let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
@@ -285,24 +297,44 @@ func records(_ path: String) throws -> [ManifestRecord] {
     }
 }
 
-/// Holds responses back until the test releases them.
+/// Holds responses back until the test hands out permits for them.
 final class Gate: @unchecked Sendable {
     private let condition = NSCondition()
-    private var released = 0
+    private var permits = 0
+    private var unlimited = false
 
-    /// Lets items below `count` through.
-    func release(upTo count: Int) {
+    /// Lets `count` more responses through; the permits now available.
+    func add(_ count: Int) -> Int {
         condition.lock()
-        released = max(released, count)
+        defer { condition.unlock() }
+        permits += count
+        condition.broadcast()
+        return permits
+    }
+
+    /// Lets every response through from now on.
+    func open() {
+        condition.lock()
+        unlimited = true
         condition.broadcast()
         condition.unlock()
     }
 
-    /// Waits until item `index` is released (or a minute passes: a killed run's request).
-    func wait(for index: Int) {
-        condition.lock()
-        let limit = Date() + 60
-        while released <= index, condition.wait(until: limit) {}
-        condition.unlock()
+    /// Waits for a permit and takes it: true. False when the client went away first (a killed
+    /// run's request takes no permit), or after a minute.
+    func take(_ connection: TestHTTPServer.Connection) -> Bool {
+        let limit = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < limit {
+            condition.lock()
+            if unlimited || permits > 0 {
+                if !unlimited { permits -= 1 }
+                condition.unlock()
+                return true
+            }
+            condition.wait(until: Date() + 0.02)
+            condition.unlock()
+            if connection.timeUntilClientCloses(limit: .milliseconds(1)) != nil { return false }
+        }
+        return false
     }
 }

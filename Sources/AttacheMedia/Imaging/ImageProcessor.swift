@@ -182,4 +182,13 @@ extension ImageProcessor {
     public static func tuneAllocatorForBatch() {
         att_tune_allocator_for_batch()
     }
+
+    /// For processes that run many jobs at once for a long time (a batch of payloads): large
+    /// buffers (1 MiB and up: decoded rows, coefficient planes, fetched bodies) are always
+    /// mapped and unmapped instead of cached in per-thread heaps, and the heaps are few, so
+    /// the resident size follows the buffers alive, not every size once used. Process-wide;
+    /// call once at start.
+    public static func boundAllocator() {
+        att_bound_allocator()
+    }
 }
