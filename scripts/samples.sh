@@ -48,8 +48,8 @@ echo "== attache store stats / verify"
 echo
 echo "== attache batch --deadline 2s --allow-loopback --out $out/batch.jsonl --report $out/report.html Samples/payloads"
 # A fresh campaign each time (run again, the same command would skip every recorded item).
-rm -f "$out/batch.jsonl" "$out/batch.manifest.jsonl"
-"$bin" batch --deadline 2s --allow-loopback --store "$out/store" --base-url https://attachments.example/a \
+rm -rf "$out/batch.jsonl" "$out/batch.manifest.jsonl" "$out/batch.manifest.jsonl.started" "$out/batch-store"
+"$bin" batch --deadline 2s --allow-loopback --store "$out/batch-store" --base-url https://attachments.example/a \
     --out "$out/batch.jsonl" --report "$out/report.html" Samples/payloads
 echo "-- manifest $out/batch.manifest.jsonl ($(wc -l < "$out/batch.manifest.jsonl") lines), payloads $out/batch.jsonl,"
 echo "   report $out/report.html ($(wc -c < "$out/report.html") bytes, self-contained: open it in a browser)"
