@@ -84,16 +84,16 @@ public struct BatchReport {
                 attachments += 1
                 let kind = entry["source_type"]?.stringValue ?? Self.kindName(entry["type"]?.stringValue)
                 var totals = kinds[kind] ?? KindTotals()
-                totals.bytesIn += Int64(entry["bytes_in"]?.doubleValue ?? 0)
-                totals.bytesOut += Int64(entry["bytes_out"]?.doubleValue ?? 0)
+                totals.bytesIn += Int64(entry["fetched_bytes"]?.doubleValue ?? 0)
+                totals.bytesOut += Int64(entry["bytes"]?.doubleValue ?? 0)
                 totals.count += 1
                 kinds[kind] = totals
                 if samples.count < sampleSize, ["jpeg", "png", "gif"].contains(kind) {
                     samples.append(
                         Sample(
                             reference: record.reference, url: url, id: id, type: kind,
-                            bytesIn: Int64(entry["bytes_in"]?.doubleValue ?? 0),
-                            bytesOut: Int64(entry["bytes_out"]?.doubleValue ?? 0),
+                            bytesIn: Int64(entry["fetched_bytes"]?.doubleValue ?? 0),
+                            bytesOut: Int64(entry["bytes"]?.doubleValue ?? 0),
                             sourceSize: Self.size(entry["source_width"], entry["source_height"]),
                             size: Self.size(entry["width"], entry["height"])))
                 }

@@ -160,43 +160,14 @@ enum BatchRecord {
         line.add("payload_out", payloadOut)
         line.add("ms", ((result?.elapsed.milliseconds ?? 0) * 10).rounded() / 10)
         var stages = StageTimings()
-        for outcome in outcomes {
-            stages.fetch += outcome.timings.fetch
-            stages.validate += outcome.timings.validate
-            stages.transform += outcome.timings.transform
-            stages.store += outcome.timings.store
-        }
-        var stageLine = JSONLine()
-        stageLine.add("fetch", (stages.fetch * 10).rounded() / 10)
-        stageLine.add("validate", (stages.validate * 10).rounded() / 10)
-        stageLine.add("transform", (stages.transform * 10).rounded() / 10)
-        stageLine.add("store", (stages.store * 10).rounded() / 10)
-        line.add("stage_ms", object: stageLine)
+        for outcome in outcomes { stages.add(outcome.timings) }
+        line.add("stage_ms", object: stages.json)
         if let result {
             line.add("best_attempt", result.bestAttempt)
             line.add("trimmed", result.trimmed.count)
         }
         if let error = item.readError ?? result?.payloadError { line.add("error", object: JSONLine.error(error)) }
-        let entries = outcomes.map { outcome -> String in
-            var entry = JSONLine()
-            entry.add("url", outcome.url)
-            entry.add("reason", outcome.reason)
-            entry.add("cached", outcome.cached)
-            entry.add("source_type", outcome.sourceKind)
-            entry.add("bytes_in", Int(outcome.fetchedBytes))
-            entry.add("source_width", outcome.sourceWidth)
-            entry.add("source_height", outcome.sourceHeight)
-            if let attachment = outcome.attachment {
-                entry.add("id", attachment.id)
-                entry.add("type", attachment.type)
-                entry.add("bytes_out", Int(attachment.bytes))
-                entry.add("width", attachment.width)
-                entry.add("height", attachment.height)
-            }
-            if let error = outcome.error { entry.add("error", object: JSONLine.error(error)) }
-            entry.add("failed_stage", outcome.failedStage)
-            return entry.text
-        }
+        let entries = outcomes.map(\.json.text)
         line.addRaw("items", "[" + entries.joined(separator: ",") + "]")
         line.add("out_end", outputEnd.map { Int($0) })
         return (line.text, outcome == "failed" || outcome == "unreadable" || outcome == "partial")

@@ -33,10 +33,7 @@ public struct BatchSummary: Sendable {
         if let code = record.code { codes[code, default: 0] += 1 }
         bytesIn += record.bytesIn
         bytesOut += record.bytesOut
-        stages.fetch += record.stages.fetch
-        stages.validate += record.stages.validate
-        stages.transform += record.stages.transform
-        stages.store += record.stages.store
+        stages.add(record.stages)
     }
 
     static let outcomeOrder = ["attached", "partial", "unchanged", "failed", "unreadable"]
@@ -79,12 +76,7 @@ public struct BatchSummary: Sendable {
         line.addRaw("codes", Self.object(codes))
         line.add("bytes_in", Int(bytesIn))
         line.add("bytes_out", Int(bytesOut))
-        var stageLine = JSONLine()
-        stageLine.add("fetch", (stages.fetch * 10).rounded() / 10)
-        stageLine.add("validate", (stages.validate * 10).rounded() / 10)
-        stageLine.add("transform", (stages.transform * 10).rounded() / 10)
-        stageLine.add("store", (stages.store * 10).rounded() / 10)
-        line.add("stage_ms", object: stageLine)
+        line.add("stage_ms", object: stages.json)
         if let run {
             var runLine = JSONLine()
             runLine.add("total", run.total)

@@ -15,35 +15,57 @@ extension PipelineResult {
         line.add("bytes", payload.count)
         if let error = payloadError { line.add("payload_error", object: JSONLine.error(error)) }
         line.addRaw("trimmed", "[" + trimmed.map(JSONLine.quote).joined(separator: ",") + "]")
-        let items = outcomes.map { outcome -> String in
-            var item = JSONLine()
-            item.add("url", outcome.url)
-            item.add("convention", outcome.convention)
-            item.add("reason", outcome.reason)
-            item.add("cached", outcome.cached)
-            if let attachment = outcome.attachment {
-                item.add("id", attachment.id)
-                item.add("type", attachment.type)
-                item.add("bytes", Int(attachment.bytes))
-                item.add("width", attachment.width)
-                item.add("height", attachment.height)
-            }
-            item.add("fetched_bytes", Int(outcome.fetchedBytes))
-            if let kind = outcome.sourceKind { item.add("source_type", kind) }
-            if let width = outcome.sourceWidth { item.add("source_width", width) }
-            if let height = outcome.sourceHeight { item.add("source_height", height) }
-            if let error = outcome.error { item.add("error", object: JSONLine.error(error)) }
-            if let stage = outcome.failedStage { item.add("failed_stage", stage) }
-            item.addRaw("warnings", "[" + outcome.warnings.map(JSONLine.quote).joined(separator: ",") + "]")
-            var timings = JSONLine()
-            timings.add("fetch", (outcome.timings.fetch * 10).rounded() / 10)
-            timings.add("validate", (outcome.timings.validate * 10).rounded() / 10)
-            timings.add("transform", (outcome.timings.transform * 10).rounded() / 10)
-            timings.add("store", (outcome.timings.store * 10).rounded() / 10)
-            item.add("ms", object: timings)
-            return item.text
-        }
+        let items = outcomes.map(\.json.text)
         line.addRaw("attachments", "[" + items.joined(separator: ",") + "]")
         return line.text
+    }
+}
+
+extension AttachmentOutcome {
+    /// One attachment's line in a report: URL, convention, reason, cache use, the entry's id,
+    /// type, bytes and size, the bytes fetched and the source's kind and size, the error, the
+    /// failed stage, warnings and milliseconds per stage.
+    public var json: JSONLine {
+        var item = JSONLine()
+        item.add("url", url)
+        item.add("convention", convention)
+        item.add("reason", reason)
+        item.add("cached", cached)
+        if let attachment {
+            item.add("id", attachment.id)
+            item.add("type", attachment.type)
+            item.add("bytes", Int(attachment.bytes))
+            item.add("width", attachment.width)
+            item.add("height", attachment.height)
+        }
+        item.add("fetched_bytes", Int(fetchedBytes))
+        if let sourceKind { item.add("source_type", sourceKind) }
+        if let sourceWidth { item.add("source_width", sourceWidth) }
+        if let sourceHeight { item.add("source_height", sourceHeight) }
+        if let error { item.add("error", object: JSONLine.error(error)) }
+        if let failedStage { item.add("failed_stage", failedStage) }
+        item.addRaw("warnings", "[" + warnings.map(JSONLine.quote).joined(separator: ",") + "]")
+        item.add("ms", object: timings.json)
+        return item
+    }
+}
+
+extension StageTimings {
+    /// `{"fetch":…,"validate":…,"transform":…,"store":…}`, milliseconds to 0.1.
+    public var json: JSONLine {
+        var line = JSONLine()
+        line.add("fetch", (fetch * 10).rounded() / 10)
+        line.add("validate", (validate * 10).rounded() / 10)
+        line.add("transform", (transform * 10).rounded() / 10)
+        line.add("store", (store * 10).rounded() / 10)
+        return line
+    }
+
+    /// Adds another's times stage by stage.
+    public mutating func add(_ other: StageTimings) {
+        fetch += other.fetch
+        validate += other.validate
+        transform += other.transform
+        store += other.store
     }
 }
