@@ -140,6 +140,63 @@ extension BatchRunTests {
     }
 }
 
+extension BatchRunTests {
+    /// Three payloads: one naming an image, one not mutable, one not JSON.
+    func payloads() -> [(name: String, text: String)] {
+        let image = server.url("/gray.jpg")
+        return [
+            ("a.json", "{\"aps\":{\"alert\":\"hi\",\"mutable-content\":1},\n \"image\":\"\(image)\"}"),
+            ("b.json", "{\"aps\":{\"alert\":\"plain\"}}"),
+            ("c.json", "{\"aps\": nope"),
+        ]
+    }
+
+    func runBatch(_ input: String, out: String) async throws -> [String: ManifestRecord] {
+        let store = try AttachmentStore(StoreConfiguration(root: directory.path + "/store"))
+        let pipeline = Pipeline(
+            configuration: PipelineConfiguration(), fetcher: Fetcher(policy: loopbackPolicy()), store: store)
+        let manifest = try BatchManifest(path: out + ".manifest.jsonl")
+        _ = try await BatchRunner(pipeline: pipeline, jobs: 2).run(
+            try BatchInput(path: input), manifest: manifest, output: try BatchOutput(path: out, recordedEnd: nil))
+        return Dictionary(uniqueKeysWithValues: try records(out + ".manifest.jsonl").map { ($0.reference, $0) })
+    }
+
+    @Test func aDirectoryOfPayloadsGivesADirectoryOfPayloads() async throws {
+        let input = directory.path + "/campaign"
+        try FileManager.default.createDirectory(atPath: input, withIntermediateDirectories: true)
+        for (name, text) in payloads() {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: input + "/" + name))
+        }
+        let lines = try await runBatch(input, out: directory.path + "/out")
+        #expect(lines.mapValues(\.outcome) == ["a.json": "attached", "b.json": "unchanged", "c.json": "unreadable"])
+        #expect(lines["c.json"]?.code == "invalid_payload")
+        let a = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory.path + "/out/a.json"))))
+        guard case .array(let block)? = a["attachments"] else {
+            Issue.record("no attachment block")
+            return
+        }
+        #expect(block.first?["id"]?.stringValue == lines["a.json"]?.attachments.first)
+        // Passed through byte for byte, as `attache process` does.
+        for (name, text) in payloads().dropFirst() {
+            #expect(try Data(contentsOf: URL(fileURLWithPath: directory.path + "/out/" + name)) == Data(text.utf8))
+        }
+    }
+
+    @Test func aJSONLFileOfPayloadsGivesOnePayloadPerLine() async throws {
+        let input = directory.path + "/campaign.jsonl"
+        let text = payloads().map { $0.text.replacingOccurrences(of: "\n", with: "") }.joined(separator: "\n")
+        try Data(text.utf8).write(to: URL(fileURLWithPath: input))
+        let lines = try await runBatch(input, out: directory.path + "/out.jsonl")
+        #expect(
+            lines.mapValues(\.outcome) == [
+                "campaign.jsonl:1": "attached", "campaign.jsonl:2": "unchanged", "campaign.jsonl:3": "unreadable",
+            ])
+        let written = try String(contentsOfFile: directory.path + "/out.jsonl", encoding: .utf8).split(separator: "\n")
+        #expect(written.count == 3)
+        #expect(written.contains { $0.contains("\"attachments\"") })
+    }
+}
+
 /// `attache batch` as a user runs it: killed and rerun, on a terminal and in a log.
 @Suite(.enabled(if: inIsolatedChild)) struct BatchCommandTests {
     let server: TestHTTPServer
@@ -240,6 +297,26 @@ extension BatchRunTests {
         #expect(lines.filter { $0.outcome == "failed" }.count == (0..<count).filter { $0 % 7 == 3 }.count)
         let summary = try #require(try JSONSerialization.jsonObject(with: summaryText) as? [String: Any])
         #expect(summary["items"] as? Int == count)
+    }
+
+    @Test func aDryRunListsWhatWouldBeDoneAndFetchesNothing() throws {
+        gate.open()
+        let process = try batch(["--dry-run"])
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        let listed = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let rows = listed.split(separator: "\n")
+        #expect(rows.count == count)
+        #expect(rows.first == "campaign.txt:1\t\(server.url("/item/0.png"))")
+        #expect(said.contains("\(count) items to do, 0 already in"))
+        #expect(server.accepted == 0, "nothing fetched")
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/out.jsonl"))
     }
 
     @Test func withoutATerminalProgressIsPlainLinesAndTheSummaryATable() throws {
