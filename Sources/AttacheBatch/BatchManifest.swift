@@ -18,13 +18,13 @@ public final class BatchManifest {
     public private(set) var outputEnd: Int64?
     /// Lines cut off when it was opened (0 or 1).
     public private(set) var cut = 0
-    /// Items that were started by an earlier run and never recorded (it was killed with them in
-    /// flight). A run takes them after every item not tried yet, so that items which hold a
-    /// slot for long (a host that never answers) cannot come first after every restart and
-    /// keep a batch that is killed often from moving on.
-    public private(set) var interrupted: Set<String> = []
-    /// `<manifest>.started`: the items started, one reference per line (not synced: it only
-    /// orders work).
+    /// Items that earlier runs started and never recorded (they were killed with them in
+    /// flight), with how many times. A run takes them after every item not tried yet, those
+    /// interrupted once before those interrupted more often: items that hold a slot for long (a
+    /// host that never answers) are the ones in flight at every kill, so they cannot come first
+    /// after each restart and keep a batch that is killed often from moving on.
+    public private(set) var interrupted: [String: Int] = [:]
+    /// `<manifest>.started`: one reference per start (not synced: it only orders work).
     private let startedPath: String
     private var startedFD: Int32 = -1
 
@@ -76,10 +76,12 @@ public final class BatchManifest {
             while let line = reader.next() {
                 if line.tooLong { continue }
                 let reference = String(decoding: line.bytes, as: UTF8.self)
-                if !done.contains(reference) { interrupted.insert(reference) }
+                if !done.contains(reference) { interrupted[reference, default: 0] += 1 }
             }
         }
-        let kept = interrupted.sorted().map { $0 + "\n" }.joined()
+        let kept = interrupted.sorted { $0.key < $1.key }.map {
+            String(repeating: $0.key + "\n", count: $0.value)
+        }.joined()
         try AtomicFile.write(Array(kept.utf8), to: startedPath)
         startedFD = Glibc.open(startedPath, O_WRONLY | O_APPEND | O_CLOEXEC)
         guard startedFD >= 0 else { throw AtomicFile.failure("open", startedPath) }

@@ -43,22 +43,23 @@ public final class BatchRunner: Sendable {
     ) async throws(AttacheError) -> Progress {
         let total = try input.count()
         var state = Progress(total: total, skipped: 0, done: 0, failed: 0, started: .now)
-        // Items never tried first; then the ones an earlier run was killed with in flight.
+        // Passes over the input: items never tried, then those an earlier run was killed with
+        // in flight once, then those interrupted more often.
         var items = try input.items()
-        var retrying = false
+        var pass = 0
         let interrupted = manifest.interrupted
         func nextItem() throws(AttacheError) -> BatchItem? {
             while true {
                 if let item = items.next() {
                     if manifest.done.contains(item.reference) {
-                        if !retrying { state.skipped += 1 }
+                        if pass == 0 { state.skipped += 1 }
                         continue
                     }
-                    if interrupted.contains(item.reference) != retrying { continue }
+                    if min(2, interrupted[item.reference] ?? 0) != pass { continue }
                     return item
                 }
-                guard !retrying, !interrupted.isEmpty else { return nil }
-                retrying = true
+                pass += 1
+                guard pass <= 2, interrupted.values.contains(where: { min(2, $0) >= pass }) else { return nil }
                 items = try input.items()
             }
         }

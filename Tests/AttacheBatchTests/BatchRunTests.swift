@@ -128,15 +128,17 @@ extension BatchRunTests {
     @Test func itemsAnEarlierRunWasKilledWithComeAfterTheItemsNeverTried() async throws {
         let input = try BatchInput(path: try urlList(["gray.jpg", "missing.jpg", "tone.mp3", "text.jpg"]))
         let manifestPath = directory.path + "/order.manifest.jsonl"
-        // An earlier run started the first two and was killed before recording them.
-        try Data("urls.txt:2\nurls.txt:3\n".utf8).write(to: URL(fileURLWithPath: manifestPath + ".started"))
+        // Earlier runs started the first two and were killed before recording them: the first
+        // in two runs, the second in one.
+        try Data("urls.txt:2\nurls.txt:3\nurls.txt:2\n".utf8).write(
+            to: URL(fileURLWithPath: manifestPath + ".started"))
         let store = try AttachmentStore(StoreConfiguration(root: directory.path + "/store"))
         let pipeline = Pipeline(
             configuration: PipelineConfiguration(), fetcher: Fetcher(policy: loopbackPolicy()), store: store)
         let progress = try await BatchRunner(pipeline: pipeline, jobs: 1).run(
             input, manifest: try BatchManifest(path: manifestPath), output: nil)
         #expect(progress.done == 4 && progress.skipped == 0)
-        #expect(try records(manifestPath).map(\.reference) == ["urls.txt:4", "urls.txt:5", "urls.txt:2", "urls.txt:3"])
+        #expect(try records(manifestPath).map(\.reference) == ["urls.txt:4", "urls.txt:5", "urls.txt:3", "urls.txt:2"])
     }
 }
 
