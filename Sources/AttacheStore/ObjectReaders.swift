@@ -80,6 +80,9 @@ private final class Reader {
             throw AttacheError(.storeCorrupt, "catalog: \(message)")
         }
         sqlite3_busy_timeout(db, 10_000)
+        // A lookup by primary key reads a few pages: a small page cache per connection (the
+        // default is 2 MB each, and a store keeps several of these).
+        sqlite3_exec(db, "PRAGMA cache_size = -128", nil, nil, nil)
         var statement: OpaquePointer?
         guard sqlite3_prepare_v3(db, Self.sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK,
             let statement
