@@ -95,6 +95,13 @@ let package = Package(
             dependencies: ["AttacheBase", "AttacheFetch", "AttacheMedia", "AttacheStore"],
             swiftSettings: swiftSettings
         ),
+        // Sealed notifications: the segmented attachment cipher (and, next, the HPKE seal),
+        // Foundation and swift-crypto only, so the device-side kit can share it.
+        .target(
+            name: "AttacheSeal",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
         // Campaigns: many payloads or URLs through the pipeline, manifest, resume, report.
         .target(
             name: "AttacheBatch",
@@ -180,6 +187,11 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 "AttacheMedia",
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AttacheSealTests",
+            dependencies: ["AttacheSeal", "AttacheTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
