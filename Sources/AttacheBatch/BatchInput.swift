@@ -70,40 +70,53 @@ public struct BatchItem: Sendable {
 
 /// The items of a ``BatchInput``, read as they are asked for.
 public struct BatchItems: IteratorProtocol {
-    private var names: [String] = []
-    private var directory = ""
-    private var limit = 0
-    private var lines: LineReader?
-    private var input: BatchInput?
+    private enum Source {
+        /// Payload files in a directory, in name order.
+        case files(directory: String, names: [String])
+        /// Lines of a file: payloads or URLs; `name` is the file's, for references.
+        case lines(LineReader, urls: Bool, name: String)
+    }
+
+    private let source: Source
+    private let limit: Int
     private var index = 0
     private var lineNumber = 0
 
     init(names: [String], directory: String, limit: Int) {
-        self.names = names
-        self.directory = directory
+        source = .files(directory: directory, names: names)
         self.limit = limit
     }
 
     init(lines: LineReader, input: BatchInput) {
-        self.lines = lines
-        self.input = input
-        self.limit = input.maxItemBytes
+        let name = Substring(input.path).split(separator: "/").last.map(String.init) ?? input.path
+        source = .lines(lines, urls: input.kind == .urls, name: name)
+        limit = input.maxItemBytes
     }
 
     public mutating func next() -> BatchItem? {
-        if let lines, let input {
-            let name = Substring(input.path).split(separator: "/").last.map(String.init) ?? input.path
+        switch source {
+        case .files(let directory, let names):
+            guard index < names.count else { return nil }
+            defer { index += 1 }
+            let name = names[index]
+            var item = BatchItem(index: index, reference: name, payload: [], url: nil, readError: nil, outputName: name)
+            do throws(AttacheError) {
+                item.payload = try BoundedInput.read(directory + "/" + name, limit: limit)
+            } catch {
+                item.readError = error
+            }
+            return item
+        case .lines(let lines, let urls, let name):
             while let line = lines.next() {
                 lineNumber += 1
-                let reference = "\(name):\(lineNumber)"
-                let outputName = "\(lineNumber).json"
                 var item = BatchItem(
-                    index: index, reference: reference, payload: [], url: nil, readError: nil, outputName: outputName)
+                    index: index, reference: "\(name):\(lineNumber)", payload: [], url: nil, readError: nil,
+                    outputName: "\(lineNumber).json")
                 if line.tooLong {
                     item.readError = AttacheError(
                         .invalidPayload, "the line is longer than \(limit) bytes; it was not read",
                         limit: .maxInputBytes)
-                } else if input.kind == .urls {
+                } else if urls {
                     let url = String(decoding: line.bytes, as: UTF8.self).trimmingWhitespace
                     if url.isEmpty || url.hasPrefix("#") { continue }
                     item.url = url
@@ -117,22 +130,11 @@ public struct BatchItems: IteratorProtocol {
             }
             return nil
         }
-        guard index < names.count else { return nil }
-        defer { index += 1 }
-        let name = names[index]
-        do throws(AttacheError) {
-            let bytes = try BoundedInput.read(directory + "/" + name, limit: limit)
-            return BatchItem(index: index, reference: name, payload: bytes, url: nil, readError: nil, outputName: name)
-        } catch {
-            return BatchItem(index: index, reference: name, payload: [], url: nil, readError: error, outputName: name)
-        }
     }
 
-    /// Moves past one item without building it; false at the end.
+    /// Moves past one item without reading a payload file; false at the end.
     mutating func skip() -> Bool {
-        if lines != nil {
-            return next() != nil
-        }
+        guard case .files(_, let names) = source else { return next() != nil }
         guard index < names.count else { return false }
         index += 1
         return true
@@ -148,8 +150,11 @@ public struct BatchItems: IteratorProtocol {
 /// and reported, never held.
 final class LineReader {
     struct Line {
+        /// The line without its newline (empty when it was too long).
         var bytes: [UInt8]
         var tooLong: Bool
+        /// Bytes the line took in the file, without its newline.
+        var length: Int
     }
 
     private let fd: Int32
@@ -174,6 +179,7 @@ final class LineReader {
     func next() -> Line? {
         var line: [UInt8] = []
         var tooLong = false
+        var length = 0
         while true {
             if start == end {
                 if finished { break }
@@ -187,6 +193,7 @@ final class LineReader {
             }
             let newline = buffer[start..<end].firstIndex(of: 0x0A)
             let stop = newline ?? end
+            length += stop - start
             if !tooLong {
                 if line.count + (stop - start) > limit {
                     tooLong = true
@@ -196,11 +203,11 @@ final class LineReader {
                 }
             }
             start = newline.map { $0 + 1 } ?? end
-            if newline != nil { return Line(bytes: line, tooLong: tooLong) }
+            if newline != nil { return Line(bytes: line, tooLong: tooLong, length: length) }
         }
         // The last line, without a newline.
         if wholeLinesOnly || (line.isEmpty && !tooLong) { return nil }
-        return Line(bytes: line, tooLong: tooLong)
+        return Line(bytes: line, tooLong: tooLong, length: length)
     }
 }
 

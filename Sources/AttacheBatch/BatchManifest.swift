@@ -14,7 +14,8 @@ public final class BatchManifest {
     private let fd: Int32
     /// References of the items recorded.
     public private(set) var done: Set<String> = []
-    /// Where the JSONL output ended after the last recorded item (nil: no item wrote one).
+    /// Where the JSONL output ended after the last item recorded before this run (nil: none
+    /// wrote one), to cut the output back to.
     public private(set) var outputEnd: Int64?
     /// Lines cut off when it was opened (0 or 1).
     public private(set) var cut = 0
@@ -33,8 +34,9 @@ public final class BatchManifest {
         startedPath = path + ".started"
         fd = Glibc.open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw AtomicFile.failure("open", path) }
+        // Once the descriptor is set every stored property is, so a throw below still runs
+        // deinit, which closes it.
         guard try AtomicFile.lock(fd, exclusive: true, nonBlocking: true) else {
-            Glibc.close(fd)
             throw AttacheError(.ioError, "\(path) is in use by another batch")
         }
         var keep: Int64 = 0
@@ -53,7 +55,6 @@ public final class BatchManifest {
         if Int64(info.st_size) > keep {
             // Only a tail can be torn; anything else unreadable in the middle is a damaged file.
             guard invalid <= 1 else {
-                Glibc.close(fd)
                 throw AttacheError(.invalidPayload, "\(path): \(invalid) lines are not manifest records")
             }
             cut = 1
@@ -92,12 +93,10 @@ public final class BatchManifest {
         try AtomicFile.writeAll(startedFD, Array((reference + "\n").utf8), path: startedPath)
     }
 
-    /// Appends lines (each ending in a newline), in one write.
-    public func append(_ lines: [String], references: [String], outputEnd: Int64?) throws(AttacheError) {
-        guard !lines.isEmpty else { return }
-        try AtomicFile.writeAll(fd, Array(lines.joined().utf8), path: path)
-        done.formUnion(references)
-        if let outputEnd { self.outputEnd = outputEnd }
+    /// Appends one item's line (a newline is added), in one write.
+    public func append(_ line: String, reference: String) throws(AttacheError) {
+        try AtomicFile.writeAll(fd, Array((line + "\n").utf8), path: path)
+        done.insert(reference)
     }
 
     /// Makes the appended lines durable.
@@ -116,7 +115,7 @@ public final class BatchManifest {
         let reader = try LineReader(path: path, limit: 16 << 20, wholeLinesOnly: true)
         var offset: Int64 = 0
         while let line = reader.next() {
-            offset += Int64(line.bytes.count) + 1
+            offset += Int64(line.length) + 1
             try body(line.tooLong ? nil : ManifestRecord(line: line.bytes), offset)
         }
     }

@@ -14,6 +14,10 @@ public final class BatchOutput {
     /// Bytes in the JSONL file.
     public private(set) var size: Int64 = 0
 
+    /// What a manifest line records as the output's end: the JSONL file's size, nil for a
+    /// directory.
+    public var end: Int64? { kind == .lines ? size : nil }
+
     /// Opens the output; for JSONL, cut back to `recordedEnd` (what the manifest records).
     public init(path: String, recordedEnd: Int64?) throws(AttacheError) {
         self.path = path

@@ -44,57 +44,53 @@ public struct BatchReport {
         var size: String
     }
 
-    /// Builds the page from the manifest at `manifest`. `store` gives the stored renditions;
+    /// Builds the page from the manifest at `manifest` (read once). `store` gives the stored renditions;
     /// `fetcher`, when given, fetches the sample's sources again for their "before" pictures.
     public func render(manifest: String, store: AttachmentStore, fetcher: Fetcher?) async throws(AttacheError) -> String
     {
-        let summary = try BatchSummary(manifest: manifest, run: nil)
+        var summary = BatchSummary()
         var kinds: [String: KindTotals] = [:]
         var failures: [String: (count: Int, items: [Failure])] = [:]
         var samples: [Sample] = []
         var attachments = 0
         let perCode = failuresPerCode
         let sampleSize = self.sampleSize
+        func fail(_ code: String, _ reference: String, url: String, error: JSONValue?) {
+            var group = failures[code] ?? (0, [])
+            group.count += 1
+            if group.items.count < perCode {
+                group.items.append(
+                    Failure(reference: reference, url: url, message: error?["message"]?.stringValue ?? ""))
+            }
+            failures[code] = group
+        }
         try BatchManifest.scan(manifest) { record, _ in
             guard let record else { return }
+            summary.add(record)
             if record.outcome == "unreadable", let code = record.code {
-                let message = record.value["error"]?["message"]?.stringValue ?? ""
-                var group = failures[code] ?? (0, [])
-                group.count += 1
-                if group.items.count < perCode {
-                    group.items.append(Failure(reference: record.reference, url: "", message: message))
-                }
-                failures[code] = group
+                fail(code, record.reference, url: "", error: record.value["error"])
             }
             guard case .array(let entries)? = record.value["items"] else { return }
             for entry in entries {
                 let url = entry["url"]?.stringValue ?? ""
                 if let code = entry["error"]?["code"]?.stringValue {
-                    var group = failures[code] ?? (0, [])
-                    group.count += 1
-                    if group.items.count < perCode {
-                        group.items.append(
-                            Failure(
-                                reference: record.reference, url: url,
-                                message: entry["error"]?["message"]?.stringValue ?? ""))
-                    }
-                    failures[code] = group
+                    fail(code, record.reference, url: url, error: entry["error"])
                 }
                 guard let id = entry["id"]?.stringValue else { continue }
                 attachments += 1
                 let kind = entry["source_type"]?.stringValue ?? Self.kindName(entry["type"]?.stringValue)
+                let bytesIn = Int64(entry["fetched_bytes"]?.doubleValue ?? 0)
+                let bytesOut = Int64(entry["bytes"]?.doubleValue ?? 0)
                 var totals = kinds[kind] ?? KindTotals()
-                totals.bytesIn += Int64(entry["fetched_bytes"]?.doubleValue ?? 0)
-                totals.bytesOut += Int64(entry["bytes"]?.doubleValue ?? 0)
+                totals.bytesIn += bytesIn
+                totals.bytesOut += bytesOut
                 totals.count += 1
                 kinds[kind] = totals
                 if samples.count < sampleSize, ["jpeg", "png", "gif"].contains(kind) {
                     samples.append(
                         Sample(
-                            reference: record.reference, url: url, id: id, type: kind,
-                            bytesIn: Int64(entry["fetched_bytes"]?.doubleValue ?? 0),
-                            bytesOut: Int64(entry["bytes"]?.doubleValue ?? 0),
-                            sourceSize: Self.size(entry["source_width"], entry["source_height"]),
+                            reference: record.reference, url: url, id: id, type: kind, bytesIn: bytesIn,
+                            bytesOut: bytesOut, sourceSize: Self.size(entry["source_width"], entry["source_height"]),
                             size: Self.size(entry["width"], entry["height"])))
                 }
             }

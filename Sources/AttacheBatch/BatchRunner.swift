@@ -69,22 +69,16 @@ public final class BatchRunner: Sendable {
         // durable, then its manifest line appended and made durable (an fdatasync each, about
         // 0.2 ms here). A kill at any moment leaves every recorded item whole, and at most the
         // items in flight to redo.
-        func commit(_ line: String, reference: String) throws(AttacheError) {
-            try output?.sync()
-            try manifest.append(
-                [line + "\n"], references: [reference], outputEnd: output.flatMap { $0.kind == .lines ? $0.size : nil })
-            try manifest.sync()
-        }
-
         func finish(_ item: BatchItem, _ result: PipelineResult?) throws(AttacheError) {
             var payloadOut: Int?
             if let output, item.readError == nil, let result {
                 try output.write(result.payload, name: item.outputName)
+                try output.sync()
                 payloadOut = result.payload.count
             }
-            let outputEnd = output.flatMap { $0.kind == .lines ? $0.size : nil }
-            let line = BatchRecord.line(item: item, result: result, payloadOut: payloadOut, outputEnd: outputEnd)
-            try commit(line.text, reference: item.reference)
+            let line = BatchRecord.line(item: item, result: result, payloadOut: payloadOut, outputEnd: output?.end)
+            try manifest.append(line.text, reference: item.reference)
+            try manifest.sync()
             state.done += 1
             if line.failed { state.failed += 1 }
             progress(state)
@@ -142,8 +136,9 @@ enum BatchRecord {
         let attached = outcomes.filter { $0.attachment != nil }
         let outcome: String
         let code: String?
-        if let error = item.readError ?? result?.payloadError {
-            (outcome, code) = ("unreadable", error.code.rawValue)
+        let unreadable = item.readError ?? result?.payloadError
+        if let unreadable {
+            (outcome, code) = ("unreadable", unreadable.code.rawValue)
         } else if outcomes.isEmpty {
             (outcome, code) = ("unchanged", nil)
         } else {
@@ -167,7 +162,7 @@ enum BatchRecord {
             line.add("best_attempt", result.bestAttempt)
             line.add("trimmed", result.trimmed.count)
         }
-        if let error = item.readError ?? result?.payloadError { line.add("error", object: JSONLine.error(error)) }
+        if let unreadable { line.add("error", object: JSONLine.error(unreadable)) }
         let entries = outcomes.map(\.json.text)
         line.addRaw("items", "[" + entries.joined(separator: ",") + "]")
         line.add("out_end", outputEnd.map { Int($0) })

@@ -78,12 +78,13 @@ struct BatchCommand: AsyncParsableCommand {
         let output = try out.map { path throws(AttacheError) in
             try BatchOutput(path: path, recordedEnd: manifest.outputEnd)
         }
-        let runner = BatchRunner(pipeline: try options.pipeline(), jobs: jobs)
+        let store = try options.storeOptions.open()
+        let runner = BatchRunner(pipeline: try options.pipeline(store: store), jobs: jobs)
         let display = ProgressDisplay(interval: progressInterval)
         let progress = try await runner.run(input, manifest: manifest, output: output) { display.show($0) }
         if let report {
             let page = try await BatchReport(title: input.path).render(
-                manifest: manifestPath, store: try options.storeOptions.open(), fetcher: options.fetcher())
+                manifest: manifestPath, store: store, fetcher: options.fetcher())
             try AtomicFile.write(Array(page.utf8), to: report)
         }
         let summary = try BatchSummary(manifest: manifestPath, run: progress)

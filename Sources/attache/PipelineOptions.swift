@@ -48,8 +48,8 @@ struct PipelineOptions: ParsableArguments {
         try Ranges.check(maxPayloadStoreBytes, 1...(1 << 40), "--max-payload-store-bytes")
     }
 
-    /// The pipeline these options describe, over the store they name.
-    func pipeline() throws -> Pipeline {
+    /// The pipeline these options describe, over `store` (default: the store they name).
+    func pipeline(store: AttachmentStore? = nil) throws -> Pipeline {
         var configuration = PipelineConfiguration()
         configuration.deadline = .milliseconds(deadline.value)
         configuration.baseURL = baseURL
@@ -63,7 +63,7 @@ struct PipelineOptions: ParsableArguments {
             guard let rule = SourceRule(argument: text) else { throw ValidationError("bad --source '\(text)'") }
             configuration.sources.append(rule)
         }
-        return Pipeline(configuration: configuration, fetcher: fetcher(), store: try storeOptions.open())
+        return Pipeline(configuration: configuration, fetcher: fetcher(), store: try store ?? storeOptions.open())
     }
 
     /// A fetcher with the address policy these options describe.
