@@ -11,6 +11,7 @@ let swiftSettings: [SwiftSetting] = [
 //   AttacheBase  ←  AttacheFetch (CAttacheFetch: libcurl)
 //                ←  AttacheMedia (CAttacheCodecs: libjpeg-turbo, libpng, giflib)
 //                ←  AttacheStore (swift-crypto, GRDB)
+//   AttacheSeal (seal formats, categories; Foundation + swift-crypto)  ←  AttacheClient (device kit)
 //                ←  AttacheCore (content, attach, pipeline: uses all of the above)
 //                ←  AttacheServer (HTTP: Hummingbird; the core never sees an HTTP type)  ←  attache (CLI)
 //                ←  AttacheBatch (campaigns: manifest, resume, progress, report)  ←  attache (CLI)
@@ -25,6 +26,8 @@ let package = Package(
         .library(name: "AttacheMedia", targets: ["AttacheMedia"]),
         .library(name: "AttacheStore", targets: ["AttacheStore"]),
         .library(name: "AttacheServer", targets: ["AttacheServer"]),
+        .library(name: "AttacheSeal", targets: ["AttacheSeal"]),
+        .library(name: "AttacheClient", targets: ["AttacheClient"]),
         .executable(name: "attache", targets: ["attache"]),
         // For the fuzz package (Fuzz/): the checks its targets run live with the test helpers.
         .library(name: "AttacheTestSupport", targets: ["AttacheTestSupport"]),
@@ -92,14 +95,24 @@ let package = Package(
         // Stage 5 and the pipeline: payload content, the attachment block, deadline and budgets.
         .target(
             name: "AttacheCore",
-            dependencies: ["AttacheBase", "AttacheFetch", "AttacheMedia", "AttacheStore"],
+            dependencies: [
+                "AttacheBase", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSeal",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
-        // Sealed notifications: the segmented attachment cipher (and, next, the HPKE seal),
-        // Foundation and swift-crypto only, so the device-side kit can share it.
+        // What the server and the device share: the HPKE payload seal, the segmented attachment
+        // cipher, the category set. Foundation and swift-crypto only, so the kit can use it.
         .target(
             name: "AttacheSeal",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        // The device-side kit: opens seals, downloads and decrypts attachments, the fallback
+        // ladder. Foundation and swift-crypto only (it builds for Apple platforms too).
+        .target(
+            name: "AttacheClient",
+            dependencies: ["AttacheSeal", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         // Campaigns: many payloads or URLs through the pipeline, manifest, resume, report.
@@ -191,7 +204,10 @@ let package = Package(
         ),
         .testTarget(
             name: "AttacheSealTests",
-            dependencies: ["AttacheSeal", "AttacheTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "AttacheSeal", "AttacheClient", "AttacheCore", "AttacheFetch", "AttacheStore", "AttacheTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

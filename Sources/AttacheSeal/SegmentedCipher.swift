@@ -74,6 +74,8 @@ public enum SealError: Error, Equatable, Sendable {
     case sealRejected
     /// A sealed payload that is not the documented shape.
     case malformed(String)
+    /// A recipient key or key id that cannot be used.
+    case badKey(String)
 }
 
 /// Seals a plaintext stream as it is written: `append` returns the ciphertext ready so far

@@ -4,8 +4,8 @@ public import AttacheBase
 public struct StoredAttachment: Hashable, Sendable {
     /// SHA-256 of the bytes.
     public var id: AttachmentID
-    /// The kind decided from the bytes.
-    public var kind: MediaKind
+    /// The kind decided from the bytes, or `sealed` for an encrypted object.
+    public var kind: StoredKind
     /// Size in bytes.
     public var bytes: Int64
     /// Pixel width, for images.
@@ -24,7 +24,7 @@ public struct StoredAttachment: Hashable, Sendable {
     public var posterTime: Double?
 
     init(row: ObjectRow) throws(AttacheError) {
-        guard let id = AttachmentID(hex: row.id), let kind = MediaKind(rawValue: row.kind) else {
+        guard let id = AttachmentID(hex: row.id), let kind = StoredKind(rawValue: row.kind) else {
             throw AttacheError(.storeCorrupt, "catalog row \(row.id) has a bad id or kind \(row.kind)")
         }
         self.id = id
@@ -40,10 +40,57 @@ public struct StoredAttachment: Hashable, Sendable {
     }
 }
 
+/// What a stored object is: media of a kind decided from its bytes, or a sealed object (the
+/// segmented ciphertext of a sealed payload's attachment, `ATS1…`), whose kind the store does
+/// not know: it is served as `application/octet-stream` under the extension `ats`.
+public enum StoredKind: Hashable, Sendable {
+    case media(MediaKind)
+    case sealed
+
+    /// The catalog's spelling: the media kind's name, or `sealed`.
+    public var rawValue: String {
+        switch self {
+        case .media(let kind): kind.rawValue
+        case .sealed: "sealed"
+        }
+    }
+
+    public init?(rawValue: String) {
+        if rawValue == "sealed" {
+            self = .sealed
+        } else if let kind = MediaKind(rawValue: rawValue) {
+            self = .media(kind)
+        } else {
+            return nil
+        }
+    }
+
+    /// The file extension of the object and its URL.
+    public var fileExtension: String {
+        switch self {
+        case .media(let kind): kind.fileExtension
+        case .sealed: "ats"
+        }
+    }
+
+    /// The MIME type it is served with.
+    public var mimeType: String {
+        switch self {
+        case .media(let kind): kind.mimeType
+        case .sealed: "application/octet-stream"
+        }
+    }
+
+    /// The media kind, unless sealed.
+    public var media: MediaKind? {
+        if case .media(let kind) = self { kind } else { nil }
+    }
+}
+
 /// Facts about the bytes given to ``AttachmentStore/put(_:metadata:source:ttl:)``.
 public struct ObjectMetadata: Hashable, Sendable {
-    /// The kind decided from the bytes.
-    public var kind: MediaKind
+    /// The kind decided from the bytes (or sealed).
+    public var kind: StoredKind
     /// Pixel width, for images.
     public var width: Int?
     /// Pixel height, for images.
@@ -55,12 +102,21 @@ public struct ObjectMetadata: Hashable, Sendable {
 
     /// Creates metadata.
     public init(kind: MediaKind, width: Int? = nil, height: Int? = nil, frames: Int? = nil, posterTime: Double? = nil) {
-        self.kind = kind
+        self.kind = .media(kind)
         self.width = width
         self.height = height
         self.frames = frames
         self.posterTime = posterTime
     }
+}
+
+extension ObjectMetadata {
+    /// A sealed object: no kind, no dimensions (they stay inside the seal).
+    public static let sealed = {
+        var metadata = ObjectMetadata(kind: .jpeg)
+        metadata.kind = .sealed
+        return metadata
+    }()
 }
 
 /// Where stored bytes came from, so a repeated request can skip fetch and resize.

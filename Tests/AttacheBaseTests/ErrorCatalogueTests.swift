@@ -20,7 +20,7 @@ import Testing
         (.fetchFailed, "fetch_failed"), (.storeFull, "store_full"), (.notFound, "not_found"),
         (.accessDenied, "access_denied"), (.invalidInput, "invalid_input"), (.storeCorrupt, "store_corrupt"),
         (.invalidPayload, "invalid_payload"), (.payloadTooLarge, "payload_too_large"),
-        (.tooManySources, "too_many_sources"), (.budgetExceeded, "budget_exceeded"),
+        (.tooManySources, "too_many_sources"), (.budgetExceeded, "budget_exceeded"), (.sealFailed, "seal_failed"),
         (.unauthorized, "unauthorized"), (.requestTooLarge, "request_too_large"),
         (.invalidRequest, "invalid_request"), (.overloaded, "overloaded"),
     ]

@@ -44,7 +44,7 @@ import Testing
                     type: "public.jpeg", bytes: Int64(random.below(1_000_000)),
                     width: random.below(2) == 0 ? nil : 1024,
                     height: 683, frames: 1,
-                    thumbnail: ThumbnailOptions(time: random.below(3) == 0 ? 1.5 : nil))
+                    thumbnail: ThumbnailOptions(time: random.below(3) == 0 ? 1.5 : nil), kind: .jpeg)
             } else {
                 outcome.error = AttacheError(.httpStatus, "404")
             }
@@ -64,7 +64,9 @@ import Testing
             var expected = original
             let (want, wantTrimmed) = Self.reference(&expected, content: content, maxBytes: maxBytes)
             var got = original
-            let (have, haveTrimmed) = AttachmentBlock.write(&got, into: content, key: "attachments", maxBytes: maxBytes)
+            let written = AttachmentBlock.write(
+                &got, into: content, shape: OutputShape(key: "attachments"), moved: [], maxBytes: maxBytes)
+            let (have, haveTrimmed) = (written.payload, written.trimmed)
             #expect(have == want, "round \(round)")
             #expect(haveTrimmed == wantTrimmed, "round \(round)")
             #expect(got.map(\.attachment) == expected.map(\.attachment), "round \(round)")
@@ -81,7 +83,9 @@ import Testing
             bytes: Array(#"{"aps":{"mutable-content":1},"pad":"\#(String(repeating: "p", count: 5000))"}"#.utf8))
         var outcomes = Self.outcomes(&random, count: 5000)
         let attached = outcomes.filter { $0.attachment != nil }.count
-        let (payload, trimmed) = AttachmentBlock.write(&outcomes, into: content, key: "attachments", maxBytes: 4096)
+        let written = AttachmentBlock.write(
+            &outcomes, into: content, shape: OutputShape(key: "attachments"), moved: [], maxBytes: 4096)
+        let (payload, trimmed) = (written.payload, written.trimmed)
         #expect(payload == nil)
         #expect(trimmed.count == attached + 1)
         #expect(outcomes.filter { $0.error?.code == .payloadTooLarge }.count == attached)

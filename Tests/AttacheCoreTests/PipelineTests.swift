@@ -156,16 +156,20 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
         let pipeline = try makePipeline(directory) { $0.maxSources = names.count }
         let result = await pipeline.process(payload(["att": atts]))
         #expect(result.payload.count <= 4096)
-        #expect(result.trimmed.first == "optional fields (bytes, width, height, frames, options)")
+        // The small renditions go first, then the optional fields, then attachments from the end.
+        #expect(
+            result.trimmed.prefix(2) == ["small renditions", "optional fields (bytes, width, height, frames, options)"])
         let dropped = result.outcomes.filter { $0.error?.code == .payloadTooLarge }
         let attached = result.outcomes.filter { $0.attachment != nil }
         #expect(!dropped.isEmpty && !attached.isEmpty && dropped.count + attached.count == names.count)
-        #expect(result.trimmed.count == dropped.count + 1)
+        #expect(result.trimmed.count == dropped.count + 2)
         // Later attachments go first: the kept ones are the first in payload order.
         #expect(attached.map(\.url) == Array(result.outcomes.map(\.url).prefix(attached.count)))
         let block = try #require(try JSONParser.parse(result.payload)["attachments"])
         guard case .array(let items) = block else { throw AttacheError(.internalError, "no block") }
-        #expect(items.count == attached.count && items.allSatisfy { $0["options"] == nil && $0["url"] != nil })
+        #expect(
+            items.count == attached.count
+                && items.allSatisfy { $0["options"] == nil && $0["small"] == nil && $0["url"] != nil })
 
         // With room to spare nothing is trimmed.
         let small = await pipeline.process(payload(["image": JSONValue.quote(server.url("/gray.jpg"))]))

@@ -27,7 +27,7 @@ import Testing
         #expect(stored.id.hex == sha256Hex(bytes))
         #expect(stored.relativePath == "objects/\(stored.id.hex.prefix(2))/\(stored.id.hex.dropFirst(2)).png")
         #expect(try Array(Data(contentsOf: URL(fileURLWithPath: store.path(of: stored)))) == bytes)
-        #expect(stored.kind == .png && stored.bytes == 10_000 && stored.width == 3 && stored.frames == 1)
+        #expect(stored.kind == .media(.png) && stored.bytes == 10_000 && stored.width == 3 && stored.frames == 1)
         #expect(stored.expires == clock.now + 3600)
         #expect(try store.stats().objects == 1)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path + "/store/tmp").isEmpty)

@@ -93,6 +93,9 @@ extension AttacheError.Code {
     public static let tooManySources = Self(rawValue: "too_many_sources")
     /// The payload's fetched-bytes or stored-bytes budget is spent (the `limit` says which).
     public static let budgetExceeded = Self(rawValue: "budget_exceeded")
+    /// A seal was asked for and cannot be made (a bad key or key id): the payload goes out with
+    /// its placeholder alert and without what the seal would have held.
+    public static let sealFailed = Self(rawValue: "seal_failed")
 
     // MARK: - Service (attache serve)
 
@@ -112,7 +115,8 @@ extension AttacheError.Code {
         .encodeFailed, .ioError, .internalError, .dnsFailed, .connectFailed, .blockedAddress, .hostNotAllowed,
         .invalidURL, .schemeNotAllowed, .tooManyRedirects, .tooSlow, .httpStatus, .tlsFailed, .badResponse,
         .cancelled, .fetchFailed, .storeFull, .notFound, .accessDenied, .invalidInput, .storeCorrupt,
-        .invalidPayload, .payloadTooLarge, .tooManySources, .budgetExceeded, .unauthorized, .requestTooLarge,
+        .invalidPayload, .payloadTooLarge, .tooManySources, .budgetExceeded, .sealFailed, .unauthorized,
+        .requestTooLarge,
         .invalidRequest, .overloaded,
     ]
 }

@@ -1,51 +1,132 @@
 internal import AttacheBase
+internal import AttacheSeal
 
 /// The attach stage: the attachment block written into a copy of the payload that keeps every
-/// other byte, trimmed to the push size limit.
+/// other member's bytes (or into its seal), with the category for what was attached, trimmed
+/// to the push size limit.
 enum AttachmentBlock {
-    /// The payload with the block of every attached outcome, or nil when none is attached.
+    /// What the attach stage wrote.
+    struct Written {
+        /// The payload to send, or nil when it stays as it came (nothing attached, no seal,
+        /// no fallback category).
+        var payload: [UInt8]?
+        /// What was left out to fit, in the order dropped.
+        var trimmed: [String] = []
+        /// Why the seal could not be made, when it could not (the payload is then the
+        /// placeholder without the sealed members).
+        var sealError: AttacheError?
+    }
+
+    /// The payload with the block of every attached outcome.
     ///
-    /// When the result would pass `maxBytes`, first the optional fields of every entry (sizes,
-    /// options) go, then entries from the last one back; each dropped attachment's outcome
-    /// becomes `payload_too_large`. Returns what was left out, in the order dropped.
+    /// When the result would pass `maxBytes`, first the small renditions go, then the
+    /// category's actions, then the optional fields of every entry (sizes, options), then
+    /// entries from the last one back; each dropped attachment's outcome becomes
+    /// `payload_too_large`. The category follows the first attachment kept.
     ///
     /// Linear in the number of entries: each entry is written once in each form, and the size
-    /// of the payload with any prefix of them follows from the size with an empty block, so
-    /// the payload is assembled once (or not at all, when even an empty block does not fit).
+    /// of the payload with any prefix of them follows from the frame's size function, so the
+    /// payload is assembled (and sealed) once.
     static func write(
-        _ outcomes: inout [AttachmentOutcome], into content: NotificationContent, key: String, maxBytes: Int
-    ) -> (payload: [UInt8]?, trimmed: [String]) {
+        _ outcomes: inout [AttachmentOutcome], into content: NotificationContent, shape: OutputShape,
+        moved: [String], maxBytes: Int
+    ) -> Written {
         let attached = outcomes.indices.filter { outcomes[$0].attachment != nil }
-        guard !attached.isEmpty else { return (nil, []) }
-        // `"key":[e1,e2,…]` is `"key":[]` plus the entries and a comma between each two.
-        let emptySize = content.setting(key, to: .array([])).count
-        func size(_ entries: ArraySlice<Int>) -> Int { emptySize + entries.reduce(0, +) + max(0, entries.count - 1) }
-        var trimmed: [String] = []
+        var written = Written()
+        var actions = true
+        guard let first = attached.first else {
+            return nothingAttached(content, shape: shape, moved: moved, actions: true, maxBytes: maxBytes, written)
+        }
+        let kind = outcomes[first].attachment!.kind.category.rawValue
+        var frame = PayloadFrame(content: content, shape: shape, kind: kind, actions: actions, moved: moved)
         var full = true
-        var texts = attached.map { outcomes[$0].attachment!.json(full: true).text }
-        var sizes = texts.map(\.utf8.count)
-        if size(sizes[...]) > maxBytes {
+        var small = attached.contains { outcomes[$0].attachment!.small != nil }
+        func sizes() -> [Int] {
+            attached.map { outcomes[$0].attachment!.json(full: full, small: small).text.utf8.count }
+        }
+        var entrySizes = sizes()
+        func extra() -> Int { entrySizes.reduce(0, +) + max(0, entrySizes.count - 1) }
+        if frame.size(extra()) > maxBytes, small {
+            small = false
+            written.trimmed.append("small renditions")
+            entrySizes = sizes()
+        }
+        if frame.size(extra()) > maxBytes, frame.hasActions {
+            actions = false
+            written.trimmed.append("actions")
+            frame = PayloadFrame(content: content, shape: shape, kind: kind, actions: false, moved: moved)
+        }
+        if frame.size(extra()) > maxBytes {
             full = false
-            trimmed.append("optional fields (bytes, width, height, frames, options)")
-            texts = attached.map { outcomes[$0].attachment!.json(full: false).text }
-            sizes = texts.map(\.utf8.count)
+            written.trimmed.append("optional fields (bytes, width, height, frames, options)")
+            entrySizes = sizes()
         }
         var kept = attached.count
-        var total = size(sizes[...])
-        while kept > 0, total > maxBytes {
+        var total = extra()
+        while kept > 0, frame.size(total) > maxBytes {
             kept -= 1
-            total -= sizes[kept] + (kept > 0 ? 1 : 0)
+            total -= entrySizes[kept] + (kept > 0 ? 1 : 0)
             let dropped = attached[kept]
-            trimmed.append("attachment \(outcomes[dropped].url)")
+            written.trimmed.append("attachment \(outcomes[dropped].url)")
             outcomes[dropped].attachment = nil
             outcomes[dropped].error = AttacheError(
                 .payloadTooLarge, "the payload would pass \(maxBytes) bytes with this attachment",
                 limit: .maxPayloadBytes)
         }
-        guard kept > 0 else { return (nil, trimmed) }
-        let entries = attached.prefix(kept).map { outcomes[$0].attachment!.json(full: full) }
-        let payload = content.setting(key, to: .array(entries))
-        assert(payload.count == total, "block size \(payload.count), computed \(total)")
-        return (payload, trimmed)
+        guard kept > 0 else {
+            return nothingAttached(content, shape: shape, moved: moved, actions: actions, maxBytes: maxBytes, written)
+        }
+        let entries = attached.prefix(kept).map { outcomes[$0].attachment!.json(full: full, small: small) }
+        do throws(SealError) {
+            written.payload = try frame.assemble(entries)
+            assert(written.payload!.count == frame.size(total), "size \(written.payload!.count), computed")
+        } catch {
+            return sealFailed(content, shape: shape, moved: moved, error, written)
+        }
+        return written
+    }
+
+    /// The payload when no attachment is written: sealed (alert and moved members), or with
+    /// the fallback category, or nil when neither applies.
+    private static func nothingAttached(
+        _ content: NotificationContent, shape: OutputShape, moved: [String], actions: Bool, maxBytes: Int,
+        _ written: Written
+    ) -> Written {
+        var written = written
+        guard shape.seal != nil || shape.categories?.none != nil else { return written }
+        var frame = PayloadFrame(content: content, shape: shape, kind: nil, actions: actions, moved: moved)
+        do throws(SealError) {
+            var payload = try frame.assemble(nil)
+            if payload.count > maxBytes, frame.hasActions {
+                written.trimmed.append("actions")
+                frame = PayloadFrame(content: content, shape: shape, kind: nil, actions: false, moved: moved)
+                payload = try frame.assemble(nil)
+            }
+            guard payload.count > maxBytes else {
+                written.payload = payload
+                return written
+            }
+            guard let seal = shape.seal else { return written }
+            written.trimmed.append(OutputShape.sealMember)
+            written.payload = PayloadFrame.withheld(
+                content, key: shape.key, placeholder: seal.placeholder, members: moved + seal.members)
+            written.sealError = AttacheError(
+                .payloadTooLarge, "the sealed content would pass \(maxBytes) bytes; the placeholder is sent alone",
+                limit: .maxPayloadBytes)
+            return written
+        } catch {
+            return sealFailed(content, shape: shape, moved: moved, error, written)
+        }
+    }
+
+    private static func sealFailed(
+        _ content: NotificationContent, shape: OutputShape, moved: [String], _ error: SealError, _ written: Written
+    ) -> Written {
+        var written = written
+        let seal = shape.seal!
+        written.payload = PayloadFrame.withheld(
+            content, key: shape.key, placeholder: seal.placeholder, members: moved + seal.members)
+        written.sealError = AttacheError(.sealFailed, "the payload could not be sealed (\(error))")
+        return written
     }
 }

@@ -1,4 +1,5 @@
-internal import AttacheBase
+public import AttacheBase
+internal import AttacheSeal
 internal import AttacheStore
 
 /// One entry of the attachment block added to the payload.
@@ -18,16 +19,52 @@ public struct AttachmentDescriptor: Hashable, Sendable {
     public var frames: Int?
     /// `UNNotificationAttachment` options.
     public var thumbnail: ThumbnailOptions
+    /// The media's kind (decides the category).
+    public var kind: MediaKind
+    /// For a sealed payload: how to open the stored object (its key, the plaintext's hash).
+    public var seal: SealedObject?
+    /// The small rendition of an image (the device's fallback), when one was made.
+    public var small: SmallRendition?
 
-    /// The block entry; `full` false leaves out the optional fields (sizes and options).
-    public func json(full: Bool) -> JSONValue {
+    /// How a device opens a sealed attachment; travels only inside `encrypted-content`.
+    public struct SealedObject: Hashable, Sendable {
+        /// The object's 256-bit key.
+        public var key: [UInt8]
+        /// SHA-256 of the plaintext (lowercase hex).
+        public var sha256: String
+    }
+
+    /// A small rendition (longest side ≤ ``PipelineConfiguration/smallSide``), same kind.
+    public struct SmallRendition: Hashable, Sendable {
+        public var url: String
+        public var bytes: Int64
+        public var width: Int?
+        public var height: Int?
+        public var seal: SealedObject?
+
+        var json: JSONValue {
+            var members: [JSONValue.Member] = [
+                .init(key: "url", value: .string(url)), .init(key: "bytes", value: .number(String(bytes))),
+            ]
+            if let width { members.append(.init(key: "width", value: .number(String(width)))) }
+            if let height { members.append(.init(key: "height", value: .number(String(height)))) }
+            if let seal { members += seal.members }
+            return .object(members)
+        }
+    }
+
+    /// The block entry; `full` false leaves out the optional fields (sizes and options),
+    /// `small` false the small rendition. A sealed entry always has its key, hash and size.
+    public func json(full: Bool, small withSmall: Bool = true) -> JSONValue {
         var members: [JSONValue.Member] = [
             .init(key: "id", value: .string(id)),
             .init(key: "url", value: .string(url)),
             .init(key: "type", value: .string(type)),
         ]
+        if let seal { members += [.init(key: "bytes", value: .number(String(bytes)))] + seal.members }
+        if withSmall, let small { members.append(.init(key: "small", value: small.json)) }
         guard full else { return .object(members) }
-        members.append(.init(key: "bytes", value: .number(String(bytes))))
+        if seal == nil { members.append(.init(key: "bytes", value: .number(String(bytes)))) }
         if let width { members.append(.init(key: "width", value: .number(String(width)))) }
         if let height { members.append(.init(key: "height", value: .number(String(height)))) }
         if let frames { members.append(.init(key: "frames", value: .number(String(frames)))) }
@@ -49,23 +86,34 @@ public struct AttachmentDescriptor: Hashable, Sendable {
     }
 }
 
+extension AttachmentDescriptor.SealedObject {
+    var members: [JSONValue.Member] {
+        [.init(key: "key", value: .string(Base64.encode(key))), .init(key: "sha256", value: .string(sha256))]
+    }
+}
+
 extension AttachmentDescriptor {
     /// The entry for a stored attachment, served at `<baseURL>/<token>/<id>.<ext>`.
-    init(_ stored: StoredAttachment, token: String, baseURL: String, thumbnail: ThumbnailOptions) {
-        let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+    init(_ stored: StoredAttachment, kind: MediaKind, token: String, baseURL: String, thumbnail: ThumbnailOptions) {
         var thumbnail = thumbnail
         if thumbnail.time == nil { thumbnail.time = stored.posterTime }
         self.init(
-            id: stored.id.hex, url: "\(base)/\(token)/\(stored.id.hex).\(stored.kind.fileExtension)",
-            type: stored.kind.uti, bytes: stored.bytes, width: stored.width, height: stored.height,
-            frames: stored.frames, thumbnail: thumbnail)
+            id: stored.id.hex, url: Self.url(stored, token: token, baseURL: baseURL),
+            type: kind.uti, bytes: stored.bytes, width: stored.width, height: stored.height,
+            frames: stored.frames, thumbnail: thumbnail, kind: kind)
+    }
+
+    /// `<baseURL>/<token>/<id>.<ext>`.
+    static func url(_ stored: StoredAttachment, token: String, baseURL: String) -> String {
+        let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        return "\(base)/\(token)/\(stored.id.hex).\(stored.kind.fileExtension)"
     }
 }
 
 extension AttachmentDescriptor {
     /// The size of the smallest entry an attachment served from `baseURL` can have: optional
     /// fields left out, a 64-digit id, a token, and the shortest extension and type of any kind.
-    static func smallestEntrySize(baseURL: String) -> Int {
+    static func smallestEntrySize(baseURL: String, sealed: Bool = false) -> Int {
         let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         let id = String(repeating: "0", count: 64)
         let token = String(repeating: "A", count: AccessToken.encodedLength)
@@ -73,7 +121,8 @@ extension AttachmentDescriptor {
         let type = MediaKind.allCases.map(\.uti).min { $0.utf8.count < $1.utf8.count }!
         let entry = AttachmentDescriptor(
             id: id, url: "\(base)/\(token)/\(id).\(ext)", type: type, bytes: 0, width: nil, height: nil, frames: nil,
-            thumbnail: ThumbnailOptions())
-        return entry.json(full: false).text.utf8.count
+            thumbnail: ThumbnailOptions(), kind: .jpeg,
+            seal: sealed ? SealedObject(key: Array(repeating: 0, count: 32), sha256: id) : nil)
+        return entry.json(full: false, small: false).text.utf8.count
     }
 }

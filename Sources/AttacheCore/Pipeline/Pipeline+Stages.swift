@@ -1,7 +1,9 @@
 internal import AttacheBase
 internal import AttacheFetch
 internal import AttacheMedia
+internal import AttacheSeal
 internal import AttacheStore
+internal import Crypto
 
 /// One attachment through the stages, in order: fetch → validate → transform → store, then
 /// its entry for the attach stage. Each stage has its home in its own target; this file only
@@ -14,13 +16,38 @@ struct PayloadBudgets: Sendable {
     let store: ByteBudget
 }
 
+/// One stored piece of an attachment (its rendition, or its small rendition): the bytes to
+/// store — the plaintext, or for a sealed payload the segmented ciphertext — and how to open them.
+struct Piece: Sendable {
+    var plain: MediaBytes
+    var width: Int?
+    var height: Int?
+    var sealed: [UInt8]? = nil
+    var seal: AttachmentDescriptor.SealedObject? = nil
+
+    /// Seals the piece under a fresh random key.
+    mutating func encrypt() throws(AttacheError) {
+        let key = SymmetricKey(size: .bits256)
+        do throws(any Error) {
+            sealed = try SegmentEncryptor.seal(plain.buffer, key: key)
+        } catch {
+            throw AttacheError(.internalError, "the attachment could not be sealed: \(error)")
+        }
+        let hash = AttachmentID(bytes: Array(SHA256.hash(data: UnsafeRawBufferPointer(plain.buffer))))!.hex
+        seal = .init(key: key.withUnsafeBytes { Array($0) }, sha256: hash)
+    }
+
+    var storedCount: Int { sealed?.count ?? plain.count }
+}
+
 extension Pipeline {
     func run(
-        _ source: AttachmentSource, deadline: ContinuousClock.Instant, budgets: PayloadBudgets
+        _ source: AttachmentSource, deadline: ContinuousClock.Instant, budgets: PayloadBudgets, sealed: Bool
     ) async -> AttachmentOutcome {
         var outcome = AttachmentOutcome(url: source.url, convention: source.convention)
         let configuration = self.configuration
         let spec = configuration.effectiveRendition
+        let smallSpec = configuration.smallRendition
         let cacheKey = spec.cacheKey
         // The time of the stage under way goes to its field, whether it ends well or not.
         var stage: WritableKeyPath<StageTimings, Double> = \.fetch
@@ -32,10 +59,17 @@ extension Pipeline {
             started = now
         }
         do throws(AttacheError) {
-            // A rendition already stored for this URL and spec skips every stage.
-            if let (stored, _) = try store.lookup(url: source.url, spec: cacheKey) {
+            // A rendition already stored for this URL and spec skips every stage (not for a
+            // sealed payload: its objects are sealed under keys of their own).
+            if !sealed, let (stored, _) = try store.lookup(url: source.url, spec: cacheKey),
+                case .media(let kind) = stored.kind
+            {
                 outcome.cached = true
-                outcome.attachment = try describe(stored, source: source)
+                var entry = try describe(stored, kind: kind, source: source)
+                if let smallSpec, let (small, _) = try store.lookup(url: source.url, spec: smallSpec.cacheKey) {
+                    entry.small = try describeSmall(small, seal: nil)
+                }
+                outcome.attachment = entry
                 return outcome
             }
 
@@ -54,13 +88,31 @@ extension Pipeline {
             next(\.transform)
 
             // Work on the blocking pool cannot be interrupted from here: it checks this
-            // deadline, which the payload's end (cancellation) moves to now.
+            // deadline, which the payload's end (cancellation) moves to now. The small
+            // rendition is made from the rendition, and a sealed payload's pieces are sealed
+            // there too.
             let work = WorkDeadline(deadline)
-            let transformed = try await withTaskCancellationHandler {
-                await OffPool.run { () -> Result<TransformedMedia, AttacheError> in
+            let limits = configuration.imageLimits
+            let (transformed, main, small) = try await withTaskCancellationHandler {
+                await OffPool.run { () -> Result<(TransformedMedia, Piece, Piece?), AttacheError> in
                     Result { () throws(AttacheError) in
-                        try MediaTransform.apply(
-                            validated, spec: spec, limits: configuration.imageLimits, deadline: work)
+                        let transformed = try MediaTransform.apply(
+                            validated, spec: spec, limits: limits, deadline: work)
+                        var main = Piece(plain: transformed.bytes, width: transformed.width, height: transformed.height)
+                        var small: Piece?
+                        if let smallSpec, transformed.kind.category == .image,
+                            max(transformed.width ?? 0, transformed.height ?? 0) > smallSpec.maxSide
+                        {
+                            let input = try MediaValidator.validate(transformed.bytes, sniffedKind: transformed.kind)
+                            let rendition = try MediaTransform.apply(
+                                input, spec: smallSpec, limits: limits, deadline: work)
+                            small = Piece(plain: rendition.bytes, width: rendition.width, height: rendition.height)
+                        }
+                        if sealed {
+                            try main.encrypt()
+                            try small?.encrypt()
+                        }
+                        return (transformed, main, small)
                     }
                 }
             } onCancel: {
@@ -69,7 +121,7 @@ extension Pipeline {
             (outcome.sourceWidth, outcome.sourceHeight) = (transformed.sourceWidth, transformed.sourceHeight)
             next(\.store)
             try Task.checkCancellation(or: .timedOut)
-            try budgets.store.take(Int64(transformed.bytes.count))
+            try budgets.store.take(Int64(main.storedCount + (small?.storedCount ?? 0)))
 
             let store = self.store
             let reference = SourceReference(
@@ -77,14 +129,47 @@ extension Pipeline {
             let metadata = ObjectMetadata(
                 kind: transformed.kind, width: transformed.width, height: transformed.height,
                 frames: transformed.frames, posterTime: transformed.posterTime)
-            let stored = try await OffPool.run { () -> Result<StoredAttachment, AttacheError> in
+            let smallReference = smallSpec.map {
+                SourceReference(url: source.url, spec: $0.cacheKey, etag: media.etag, lastModified: media.lastModified)
+            }
+            let ttl = configuration.storeTTL
+            let (stored, storedSmall) = try await OffPool.run {
+                () -> Result<(StoredAttachment, StoredAttachment?), AttacheError> in
                 Result { () throws(AttacheError) in
-                    try store.put(
-                        UnsafeRawBufferPointer(transformed.bytes.buffer), metadata: metadata, source: reference,
-                        ttl: configuration.storeTTL)
+                    func put(
+                        _ piece: Piece, _ metadata: ObjectMetadata, _ reference: SourceReference?
+                    ) throws(AttacheError)
+                        -> StoredAttachment
+                    {
+                        if let sealed = piece.sealed { return try store.put(sealed, metadata: .sealed, ttl: ttl) }
+                        return try store.put(
+                            UnsafeRawBufferPointer(piece.plain.buffer), metadata: metadata, source: reference, ttl: ttl)
+                    }
+                    let stored = try put(main, metadata, reference)
+                    var smallMetadata = metadata
+                    (smallMetadata.width, smallMetadata.height, smallMetadata.frames) = (small?.width, small?.height, 1)
+                    smallMetadata.posterTime = nil
+                    return (
+                        stored,
+                        try small.map { piece throws(AttacheError) in try put(piece, smallMetadata, smallReference) }
+                    )
                 }
             }.get()
-            outcome.attachment = try describe(stored, source: source)
+            var entry = try describe(stored, kind: transformed.kind, source: source)
+            if let seal = main.seal {
+                entry.seal = seal
+                (entry.bytes, entry.width, entry.height) = (Int64(main.plain.count), main.width, main.height)
+                entry.frames = transformed.frames
+                if entry.thumbnail.time == nil { entry.thumbnail.time = transformed.posterTime }
+            }
+            if let storedSmall, let small {
+                entry.small = try describeSmall(storedSmall, seal: small.seal)
+                if small.seal != nil {
+                    (entry.small!.bytes, entry.small!.width, entry.small!.height) =
+                        (Int64(small.plain.count), small.width, small.height)
+                }
+            }
+            outcome.attachment = entry
             next(\.store)
         } catch {
             outcome.failedStage =
@@ -101,9 +186,22 @@ extension Pipeline {
     }
 
     /// The block entry for a stored attachment, with a token that opens only it.
-    func describe(_ stored: StoredAttachment, source: AttachmentSource) throws(AttacheError) -> AttachmentDescriptor {
+    func describe(
+        _ stored: StoredAttachment, kind: MediaKind, source: AttachmentSource
+    ) throws(AttacheError) -> AttachmentDescriptor {
         let token = try store.issueToken(for: stored.id, ttl: configuration.tokenTTL)
-        return AttachmentDescriptor(stored, token: token, baseURL: configuration.baseURL, thumbnail: source.options)
+        return AttachmentDescriptor(
+            stored, kind: kind, token: token, baseURL: configuration.baseURL, thumbnail: source.options)
+    }
+
+    /// The entry's `small` member for a stored small rendition, with a token of its own.
+    func describeSmall(
+        _ stored: StoredAttachment, seal: AttachmentDescriptor.SealedObject?
+    ) throws(AttacheError) -> AttachmentDescriptor.SmallRendition {
+        let token = try store.issueToken(for: stored.id, ttl: configuration.tokenTTL)
+        return .init(
+            url: AttachmentDescriptor.url(stored, token: token, baseURL: configuration.baseURL), bytes: stored.bytes,
+            width: stored.width, height: stored.height, seal: seal)
     }
 }
 

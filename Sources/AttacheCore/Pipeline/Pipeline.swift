@@ -1,5 +1,6 @@
 public import AttacheBase
 public import AttacheFetch
+public import AttacheSeal
 public import AttacheStore
 
 /// The result of processing one payload.
@@ -41,7 +42,15 @@ public final class Pipeline: Sendable {
     }
 
     /// Processes one payload before `deadline` (default: now + the configured deadline).
-    public func process(_ payload: [UInt8], deadline: ContinuousClock.Instant? = nil) async -> PipelineResult {
+    ///
+    /// With `sealTo` (or an `attache-seal` member in the payload naming a key), the payload is
+    /// sealed to that device: its alert, the members its media were named in, the members
+    /// ``PipelineConfiguration/sealMembers`` names and the attachment block go into
+    /// `encrypted-content`, every attachment is stored encrypted under a key of its own, and
+    /// the placeholder alert is what shows until the device opens the seal.
+    public func process(
+        _ payload: [UInt8], deadline: ContinuousClock.Instant? = nil, sealTo recipient: SealRecipient? = nil
+    ) async -> PipelineResult {
         let start = ContinuousClock.now
         let deadline = deadline ?? start + configuration.deadline
         func unchanged(_ error: AttacheError? = nil, outcomes: [AttachmentOutcome] = []) -> PipelineResult {
@@ -55,17 +64,51 @@ public final class Pipeline: Sendable {
         } catch {
             return unchanged(error)
         }
-        guard content.isMutable else { return unchanged() }
-        let found = content.sources(using: configuration.sources)
-        guard !found.isEmpty else { return unchanged() }
+        let key = configuration.attachmentsKey
+        let found = content.isMutable ? content.sources(using: configuration.sources) : []
+        // The members the media were named in go into a seal with the alert.
+        let moved = found.compactMap { source in
+            configuration.sources.first { $0.name == source.convention }?.path.first
+        }
+        var shape = OutputShape(key: key, categories: configuration.categories)
+        do throws(AttacheError) {
+            var recipient = recipient
+            if recipient == nil { recipient = try content.sealRequest() }
+            if let recipient {
+                shape.seal = .init(
+                    recipient: recipient, placeholder: configuration.sealPlaceholder, members: configuration.sealMembers
+                )
+            }
+        } catch {
+            // A seal asked for and impossible: the placeholder goes out, nothing it would hide.
+            let withheld = PayloadFrame.withheld(
+                content, key: key, placeholder: configuration.sealPlaceholder,
+                members: moved + configuration.sealMembers)
+            return PipelineResult(
+                payload: withheld, outcomes: [], bestAttempt: false, passedThrough: false, payloadError: error,
+                trimmed: [], elapsed: .now - start)
+        }
+        func written(_ outcomes: [AttachmentOutcome], unfinished: Bool = false) -> PipelineResult {
+            var outcomes = outcomes
+            let written = AttachmentBlock.write(
+                &outcomes, into: content, shape: shape, moved: moved, maxBytes: configuration.maxPayloadBytes)
+            return PipelineResult(
+                payload: written.payload ?? payload, outcomes: outcomes, bestAttempt: unfinished,
+                passedThrough: written.payload == nil, payloadError: written.sealError, trimmed: written.trimmed,
+                elapsed: .now - start)
+        }
+        guard content.isMutable || shape.seal != nil else { return unchanged() }
+        guard !found.isEmpty else { return written([]) }
         // A payload that leaves no room for even the smallest entry gets none: nothing is
         // fetched for it (say, a payload already over 4096 bytes).
-        let emptyBlock = content.setting(configuration.attachmentsKey, to: .array([])).count
-        if emptyBlock + AttachmentDescriptor.smallestEntrySize(baseURL: configuration.baseURL)
-            > configuration.maxPayloadBytes
-        {
-            return unchanged(
-                outcomes: found.map { source in
+        let smallest = AttachmentDescriptor.smallestEntrySize(baseURL: configuration.baseURL, sealed: shape.seal != nil)
+        let roomless = ["image", "audio", "video"].allSatisfy { kind in
+            PayloadFrame(content: content, shape: shape, kind: kind, actions: false, moved: moved).size(smallest)
+                > configuration.maxPayloadBytes
+        }
+        if roomless {
+            return written(
+                found.map { source in
                     var outcome = AttachmentOutcome(url: source.url, convention: source.convention)
                     outcome.error = AttacheError(
                         .payloadTooLarge,
@@ -90,11 +133,12 @@ public final class Pipeline: Sendable {
 
         // Each source runs in its own task; the collector hands back what finished by the deadline.
         let collector = Collector(count: sources.count)
+        let sealed = shape.seal != nil
         var tasks: [Task<Void, Never>] = []
         for (index, source) in sources.enumerated() {
             tasks.append(
                 Task { [self] in
-                    let outcome = await run(source, deadline: deadline, budgets: budgets)
+                    let outcome = await run(source, deadline: deadline, budgets: budgets, sealed: sealed)
                     collector.finish(index, outcome)
                 })
         }
@@ -122,11 +166,22 @@ public final class Pipeline: Sendable {
                 outcomes.append(outcome)
             }
         }
-        outcomes += skipped
-        let (mutated, trimmed) = AttachmentBlock.write(
-            &outcomes, into: content, key: configuration.attachmentsKey, maxBytes: configuration.maxPayloadBytes)
-        return PipelineResult(
-            payload: mutated ?? payload, outcomes: outcomes, bestAttempt: unfinished, passedThrough: mutated == nil,
-            payloadError: nil, trimmed: trimmed, elapsed: .now - start)
+        return written(outcomes + skipped, unfinished: unfinished)
+    }
+}
+
+extension NotificationContent {
+    /// The key a payload asks to be sealed to: `"attache-seal": {"key": "<base64 or PEM>",
+    /// "kid": "<key id>"}`; nil when it asks for none.
+    func sealRequest() throws(AttacheError) -> SealRecipient? {
+        guard let request = root[OutputShape.sealRequestMember] else { return nil }
+        guard let key = request["key"]?.stringValue, let keyID = request["kid"]?.stringValue else {
+            throw AttacheError(.sealFailed, "attache-seal needs a key and a kid")
+        }
+        do throws(SealError) {
+            return try SealRecipient(encoded: Array(key.utf8), keyID: keyID)
+        } catch {
+            throw AttacheError(.sealFailed, "attache-seal: \(error)")
+        }
     }
 }

@@ -1,5 +1,6 @@
 public import AttacheBase
 public import AttacheMedia
+public import AttacheSeal
 
 /// How `attache process` and ``Pipeline`` treat a payload.
 public struct PipelineConfiguration: Sendable {
@@ -36,8 +37,30 @@ public struct PipelineConfiguration: Sendable {
     /// How long an attachment's token opens it (default 7 days, as long as the object lives).
     public var tokenTTL: Int64 = 7 * 86_400
 
+    /// Longest side of the small rendition stored beside an image's rendition and named in its
+    /// entry (`small`), the device's fallback when memory or time is short (default 320; 0
+    /// makes none). Images already this small get none.
+    public var smallSide = 320
+    /// Categories by kind: `aps.category` from what was attached, and actions (nil: none).
+    public var categories: CategorySet? = nil
+    /// The alert a sealed payload shows until the device opens its seal.
+    public var sealPlaceholder = "New message"
+    /// Top-level members a seal takes besides `aps.alert`, the attachment block and the
+    /// members the media URLs were found in.
+    public var sealMembers: [String] = []
+
     /// The defaults.
     public init() {}
+
+    /// The spec of the small rendition (nil when none is made).
+    var smallRendition: RenditionSpec? {
+        guard smallSide > 0 else { return nil }
+        var spec = effectiveRendition
+        spec.maxSide = min(smallSide, spec.maxSide)
+        // An animated image's small rendition is its first frame.
+        spec.gifMaxFrames = 1
+        return spec
+    }
 
     /// The spec the transform runs with: ``rendition`` with GIF output held under the image
     /// byte cap. Its cache key names the stored renditions.
