@@ -168,7 +168,10 @@ public struct AttacheClient: Sendable {
         let started = ContinuousClock.now
 
         // Every attachment at once; at the deadline what is ready is taken and the rest cancelled.
-        let outcomes = await withTaskGroup(of: (Int, Result<PreparedAttachment, AttacheClientError>)?.self) { group in
+        let outcomes: [Int: Result<PreparedAttachment, AttacheClientError>] = await withTaskGroup(
+            of: (Int, Result<PreparedAttachment, AttacheClientError>)?.self
+        ) { group in
+            guard !entries.isEmpty else { return [:] }
             for (index, entry) in entries.enumerated() {
                 switch entry {
                 case .success(let entry): group.addTask { (index, await self.deliver(entry, deadline: deadline)) }

@@ -196,8 +196,7 @@ final class Download: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         if let error {
             // A dropped connection resumes from the first byte not yet written, while time is left.
             let code = (error as? URLError)?.code
-            let dropped: Set<URLError.Code> = [.networkConnectionLost, .timedOut, .cannotParseResponse]
-            if let code, dropped.contains(code), resumes < 5, ContinuousClock.now < deadline {
+            if code != .cancelled, received > 0, resumes < 5, ContinuousClock.now < deadline {
                 resumes += 1
                 return resume()
             }

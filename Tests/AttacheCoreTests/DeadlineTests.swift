@@ -24,6 +24,7 @@ import Testing
         // process-wide heap and descriptor counts see only its own work.
         ["AttacheServerTests.ServiceTests"],
         ["AttacheCoreTests.DeadlineTests"],
+        ["AttacheSealTests.SealedDeliveryTests"],
         [
             "AttacheBatchTests.BatchRunTests", "AttacheBatchTests.BatchCommandTests",
             "AttacheBatchTests.BatchReportTests",
