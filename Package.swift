@@ -128,7 +128,7 @@ let package = Package(
         .target(
             name: "AttacheServer",
             dependencies: [
-                "AttacheBase", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore",
+                "AttacheBase", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSeal",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -148,7 +148,7 @@ let package = Package(
         .executableTarget(
             name: "attache",
             dependencies: [
-                "AttacheBatch", "AttacheCore", "AttacheServer",
+                "AttacheBatch", "AttacheCore", "AttacheServer", "AttacheSeal", "AttacheClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -219,7 +219,10 @@ let package = Package(
         ),
         .testTarget(
             name: "AttacheCoreTests",
-            dependencies: ["AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheTestSupport"],
+            dependencies: [
+                "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSeal", "AttacheTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

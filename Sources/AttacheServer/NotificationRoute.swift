@@ -1,5 +1,6 @@
 import AttacheBase
 import AttacheCore
+import AttacheSeal
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -24,6 +25,7 @@ struct NotificationRoute: Sendable {
         context.notes.route = "notifications"
         try authenticate(request)
         let deadline = arrived + (try requestedDeadline(request))
+        let seal = try requestedSeal(request)
         let envelope = try wantsEnvelope(request)
 
         // The cap is checked from Content-Length before a byte is read, and again while reading.
@@ -53,7 +55,7 @@ struct NotificationRoute: Sendable {
         // The work stops when the client hangs up (its connection closes) or the deadline passes.
         let bytes = Array(buffer: body)
         let pipeline = self.pipeline
-        let work = Task { await pipeline.process(bytes, deadline: deadline) }
+        let work = Task { await pipeline.process(bytes, deadline: deadline, sealTo: seal) }
         let watch = hangUps.watch(context.channel) { work.cancel() }
         let result = await withTaskCancellationHandler {
             await work.value
@@ -65,6 +67,22 @@ struct NotificationRoute: Sendable {
         metrics.pipeline(result)
         context.notes.outcomes = result.outcomes.map(\.reason)
         return envelope ? Self.envelope(result) : Self.plain(result)
+    }
+
+    /// `Attache-Seal-Key` (the device's public key, base64) with `Attache-Seal-Kid`: seal this
+    /// payload to that device.
+    private func requestedSeal(_ request: Request) throws -> SealRecipient? {
+        let key = request.headers[.attacheSealKey]
+        let kid = request.headers[.attacheSealKid]
+        guard key != nil || kid != nil else { return nil }
+        guard let key, let kid else {
+            throw Problem(.badRequest, .invalidRequest, "Attache-Seal-Key and Attache-Seal-Kid go together")
+        }
+        do {
+            return try SealRecipient(encoded: Array(key.utf8), keyID: kid)
+        } catch {
+            throw Problem(.badRequest, .invalidRequest, "Attache-Seal-Key / Attache-Seal-Kid: \(error)")
+        }
     }
 
     private func authenticate(_ request: Request) throws {
@@ -164,4 +182,6 @@ extension HTTPField.Name {
     static let attacheFailed = Self("Attache-Failed")!
     static let attacheTrimmed = Self("Attache-Trimmed")!
     static let attachePayloadError = Self("Attache-Payload-Error")!
+    static let attacheSealKey = Self("Attache-Seal-Key")!
+    static let attacheSealKid = Self("Attache-Seal-Kid")!
 }

@@ -2,6 +2,7 @@ import AttacheBase
 import AttacheCore
 import AttacheFetch
 import AttacheMedia
+import AttacheSeal
 import AttacheStore
 public import Configuration
 public import Foundation
@@ -86,6 +87,15 @@ public enum ServerSettings {
             secret: false),
         .init(key: "maxSide", help: "Longest side of image renditions.", defaultText: "1024", secret: false),
         .init(key: "maxSources", help: "Media sources considered per payload.", defaultText: "8", secret: false),
+        .init(
+            key: "smallSide", help: "Longest side of the small rendition beside each image (0: none).",
+            defaultText: "320", secret: false),
+        .init(
+            key: "sealPlaceholder", help: "The alert a sealed payload shows until the device opens it.",
+            defaultText: "New message", secret: false),
+        .init(
+            key: "categories", help: "Categories by kind: a JSON file of rules and actions.", defaultText: "none",
+            secret: false),
         .init(
             key: "maxPayloadFetchBytes", help: "Bytes all of a payload's fetches may read.",
             defaultText: "100000000", secret: false),
@@ -264,6 +274,21 @@ public enum ServerSettings {
         configuration.pipeline.rendition.maxSide = integer(
             "maxSide", 1...32_767, configuration.pipeline.rendition.maxSide)
         configuration.pipeline.maxSources = integer("maxSources", 1...1000, configuration.pipeline.maxSources)
+        configuration.pipeline.smallSide = integer("smallSide", 0...32_767, configuration.pipeline.smallSide)
+        if let placeholder = text("sealPlaceholder") { configuration.pipeline.sealPlaceholder = placeholder }
+        if let path = text("categories") {
+            if let data = FileManager.default.contents(atPath: path), data.count <= 1 << 20,
+                let set = try? JSONDecoder().decode(CategorySet.self, from: data)
+            {
+                if let problem = set.problem {
+                    problems.append("\(where_("categories")): \(problem)")
+                } else {
+                    configuration.pipeline.categories = set
+                }
+            } else {
+                problems.append("\(where_("categories")): cannot read a category set from '\(path)'")
+            }
+        }
         configuration.pipeline.maxPayloadFetchBytes = integer(
             "maxPayloadFetchBytes", 1...(1 << 40), configuration.pipeline.maxPayloadFetchBytes)
         configuration.pipeline.maxPayloadStoreBytes = integer(

@@ -3,7 +3,9 @@ import AttacheBase
 import AttacheCore
 import AttacheFetch
 import AttacheMedia
+import AttacheSeal
 import AttacheStore
+import Foundation
 
 /// How payloads go through the pipeline: `attache process` and `attache batch`.
 struct PipelineOptions: ParsableArguments {
@@ -38,7 +40,30 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .customLong("source"), help: "Extra source rule name=key/key/... (repeatable; * = every member).")
     var extraSources: [String] = []
 
+    @Option(help: "Longest side of the small rendition stored beside each image (the device's fallback; 0: none).")
+    var smallSide = PipelineConfiguration().smallSide
+
+    @Option(
+        help:
+            "Seal every payload to this device public key (PEM, DER, X9.63 or raw P-256; raw or DER X25519; or their base64)."
+    )
+    var sealKey: String?
+
+    @Option(help: "The key id written beside the seal (with --seal-key).")
+    var sealKid: String?
+
+    @Option(help: "The alert a sealed payload shows until the device opens it.")
+    var sealPlaceholder = PipelineConfiguration().sealPlaceholder
+
+    @Option(name: .customLong("seal-member"), help: "A top-level member a seal also takes (repeatable).")
+    var sealMembers: [String] = []
+
+    @Option(help: "Categories by kind: a JSON file of rules and actions (see the README).")
+    var categories: String?
+
     func validate() throws {
+        try Ranges.check(smallSide, 0...32_767, "--small-side")
+        if (sealKey == nil) != (sealKid == nil) { throw ValidationError("--seal-key and --seal-kid go together") }
         try Ranges.check(deadline.value, 1...Ranges.maxDeadlineMilliseconds, "--deadline (milliseconds)")
         try Ranges.check(maxSide, 1...32_767, "--max-side")
         if let decodedMemoryBudget { try Ranges.check(decodedMemoryBudget, 4...(1 << 40), "--decoded-memory-budget") }
@@ -59,11 +84,36 @@ struct PipelineOptions: ParsableArguments {
         configuration.maxSources = maxSources
         configuration.maxPayloadFetchBytes = maxPayloadFetchBytes
         configuration.maxPayloadStoreBytes = maxPayloadStoreBytes
+        configuration.smallSide = smallSide
+        configuration.sealPlaceholder = sealPlaceholder
+        configuration.sealMembers = sealMembers
+        if let sealKey, let sealKid {
+            let bytes = try BoundedInput.read(sealKey, limit: 64 * 1024)
+            do {
+                configuration.sealTo = try SealRecipient(encoded: bytes, keyID: sealKid)
+            } catch {
+                throw ValidationError("--seal-key \(sealKey): \(error)")
+            }
+        }
+        if let categories { configuration.categories = try Self.categorySet(categories) }
         for text in extraSources {
             guard let rule = SourceRule(argument: text) else { throw ValidationError("bad --source '\(text)'") }
             configuration.sources.append(rule)
         }
         return Pipeline(configuration: configuration, fetcher: fetcher(), store: try store ?? storeOptions.open())
+    }
+
+    /// Reads and checks a categories file.
+    static func categorySet(_ path: String) throws -> CategorySet {
+        let bytes = try BoundedInput.read(path, limit: 1 << 20)
+        let set: CategorySet
+        do {
+            set = try JSONDecoder().decode(CategorySet.self, from: Data(bytes))
+        } catch {
+            throw ValidationError("--categories \(path): not a category set (\(error))")
+        }
+        if let problem = set.problem { throw ValidationError("--categories \(path): \(problem)") }
+        return set
     }
 
     /// A fetcher with the address policy these options describe.

@@ -47,6 +47,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: Self.help("gcInterval")) var gcInterval: String?
     @Option(help: Self.help("maxSide")) var maxSide: String?
     @Option(help: Self.help("maxSources")) var maxSources: String?
+    @Option(help: Self.help("smallSide")) var smallSide: String?
+    @Option(help: Self.help("sealPlaceholder")) var sealPlaceholder: String?
+    @Option(help: Self.help("categories")) var categories: String?
     @Option(help: Self.help("maxPayloadFetchBytes")) var maxPayloadFetchBytes: String?
     @Option(help: Self.help("maxPayloadStoreBytes")) var maxPayloadStoreBytes: String?
     @Option(help: Self.help("storeTtl")) var storeTtl: String?
@@ -83,6 +86,9 @@ struct Serve: AsyncParsableCommand {
             ("gcInterval", gcInterval),
             ("maxSide", maxSide),
             ("maxSources", maxSources),
+            ("smallSide", smallSide),
+            ("sealPlaceholder", sealPlaceholder),
+            ("categories", categories),
             ("maxPayloadFetchBytes", maxPayloadFetchBytes),
             ("maxPayloadStoreBytes", maxPayloadStoreBytes),
             ("storeTtl", storeTtl),

@@ -1,5 +1,8 @@
 import AttacheBase
+import AttacheSeal
 import AttacheTestSupport
+import Crypto
+import Foundation
 import Testing
 
 @testable import AttacheCore
@@ -89,5 +92,116 @@ import Testing
         #expect(payload == nil)
         #expect(trimmed.count == attached + 1)
         #expect(outcomes.filter { $0.error?.code == .payloadTooLarge }.count == attached)
+    }
+}
+
+/// Categories by kind, and the trimming order with small renditions, actions and a seal.
+@Suite struct CategoryAndSealBlockTests {
+    static let rules = CategorySet(
+        image: "attache.image", video: "attache.video", audio: "attache.audio", none: "attache.text",
+        actions: ["attache.image": [.init(id: "open", title: "Open", options: ["foreground"])]])
+
+    static func outcome(_ kind: MediaKind?, small: Bool = false) -> AttachmentOutcome {
+        var outcome = AttachmentOutcome(url: "https://m.test/\(kind?.rawValue ?? "x")", convention: "image")
+        guard let kind else {
+            outcome.error = AttacheError(.httpStatus, "404")
+            return outcome
+        }
+        outcome.attachment = AttachmentDescriptor(
+            id: String(repeating: "cd", count: 32), url: "https://cdn.test/t/x.\(kind.fileExtension)", type: kind.uti,
+            bytes: 1000, width: 10, height: 10, frames: 1, thumbnail: ThumbnailOptions(), kind: kind,
+            small: small ? .init(url: "https://cdn.test/t/s.jpg", bytes: 100, width: 5, height: 5) : nil)
+        return outcome
+    }
+
+    static func write(
+        _ outcomes: [AttachmentOutcome], payload: String, rules: CategorySet? = rules, seal: OutputShape.Seal? = nil,
+        maxBytes: Int = 4096
+    ) throws -> (JSONValue?, AttachmentBlock.Written, [AttachmentOutcome]) {
+        var outcomes = outcomes
+        let content = try NotificationContent(bytes: Array(payload.utf8))
+        let written = AttachmentBlock.write(
+            &outcomes, into: content, shape: OutputShape(key: "attachments", seal: seal, categories: rules),
+            moved: ["image"], maxBytes: maxBytes)
+        return (try written.payload.map { try JSONParser.parse($0) }, written, outcomes)
+    }
+
+    @Test func theCategoryFollowsTheFirstAttachmentsKind() throws {
+        let plain = #"{"aps":{"mutable-content":1},"image":"u"}"#
+        for (kind, expected) in [(MediaKind.jpeg, "attache.image"), (.mp4, "attache.video"), (.wav, "attache.audio")] {
+            let (payload, _, _) = try Self.write([Self.outcome(kind), Self.outcome(.gif)], payload: plain)
+            #expect(payload?["aps"]?["category"] == .string(expected))
+            #expect((payload?["attache-actions"] != nil) == (expected == "attache.image"))
+        }
+        // Nothing attached: the fallback category, no block.
+        let (failed, _, _) = try Self.write([Self.outcome(nil)], payload: plain)
+        #expect(failed?["aps"]?["category"] == .string("attache.text") && failed?["attachments"] == nil)
+        // No rules: nothing attached leaves the payload as it came.
+        let (untouched, _, _) = try Self.write([Self.outcome(nil)], payload: plain, rules: nil)
+        #expect(untouched == nil)
+        // The sender's category stays unless told to override.
+        let sender = #"{"aps":{"mutable-content":1,"category":"mine"},"image":"u"}"#
+        #expect(try Self.write([Self.outcome(.jpeg)], payload: sender).0?["aps"]?["category"] == .string("mine"))
+        var override = Self.rules
+        override.override = true
+        let replaced = try Self.write([Self.outcome(.jpeg)], payload: sender, rules: override).0
+        #expect(replaced?["aps"]?["category"] == .string("attache.image"))
+    }
+
+    /// Small renditions go first, then the actions, then the optional fields, then entries.
+    @Test func trimmingOrderAndTheEdge() throws {
+        let pad = String(repeating: "p", count: 3000)
+        let payload = #"{"aps":{"mutable-content":1},"image":"u","pad":"\#(pad)"}"#
+        let outcomes = (0..<4).map { _ in Self.outcome(.jpeg, small: true) }
+        var sizes: [Int] = []
+        var orders: Set<[String]> = []
+        for maxBytes in stride(from: 3200, through: 4400, by: 7) {
+            let (parsed, written, after) = try Self.write(outcomes, payload: payload, maxBytes: maxBytes)
+            let bytes = try #require(parsed).text.utf8.count
+            #expect(bytes <= maxBytes, "\(maxBytes)")
+            sizes.append(bytes)
+            let steps = written.trimmed.filter { !$0.hasPrefix("attachment ") }
+            orders.insert(steps)
+            let expectedOrder = [
+                "small renditions", "actions", "optional fields (bytes, width, height, frames, options)",
+            ]
+            #expect(Array(expectedOrder.prefix(steps.count)) == steps, "\(maxBytes): \(steps)")
+            let kept = after.filter { $0.attachment != nil }.count
+            if kept == 0 { #expect(parsed?["aps"]?["category"] == .string("attache.text")) }
+        }
+        #expect(orders.count >= 4, "the sweep crosses every step: \(orders)")
+    }
+
+    /// A sealed payload at the edge: the size computed before sealing is the size sealed, it
+    /// never passes the limit, and the seal holds exactly the entries kept.
+    @Test func sealedPayloadsFitAtTheEdge() throws {
+        let key = P256.KeyAgreement.PrivateKey()
+        let seal = OutputShape.Seal(
+            recipient: try SealRecipient(p256: key.publicKey, keyID: "k1"), placeholder: "New message", members: [])
+        let pad = String(repeating: "q", count: 1500)
+        let payload = #"{"aps":{"alert":{"title":"secret","body":"\#(pad)"},"mutable-content":1},"image":"u"}"#
+        let outcomes = (0..<5).map { _ in Self.outcome(.jpeg, small: true) }
+        var keptCounts: Set<Int> = []
+        for maxBytes in stride(from: 2400, through: 5200, by: 11) {
+            let (parsed, written, after) = try Self.write(outcomes, payload: payload, seal: seal, maxBytes: maxBytes)
+            let visible = try #require(parsed)
+            #expect(visible.text.utf8.count <= maxBytes)
+            guard written.sealError == nil, case .object(let members) = visible["encrypted-content"] ?? .null else {
+                #expect(
+                    visible["encrypted-content"] == nil && visible["aps"]?["alert"]?["body"] == .string("New message"))
+                continue
+            }
+            #expect(members.count == 5 && visible["image"] == nil && !visible.text.contains("secret"))
+            let envelope = try SealedEnvelope(
+                member: try JSONSerialization.jsonObject(with: Data(visible["encrypted-content"]!.text.utf8)))
+            let plain = try JSONParser.parse(try PayloadSeal.open(envelope, p256: key))
+            let kept = after.filter { $0.attachment != nil }.count
+            keptCounts.insert(kept)
+            if case .array(let entries) = plain["attachments"] ?? .array([]) {
+                #expect(entries.count == kept)
+            }
+            #expect(plain["aps"]?["alert"]?["title"] == .string("secret") && plain["image"] == .string("u"))
+        }
+        #expect(keptCounts.count >= 4, "the sweep keeps 0…5 entries: \(keptCounts)")
     }
 }

@@ -74,6 +74,7 @@ public final class Pipeline: Sendable {
         do throws(AttacheError) {
             var recipient = recipient
             if recipient == nil { recipient = try content.sealRequest() }
+            if recipient == nil { recipient = configuration.sealTo }
             if let recipient {
                 shape.seal = .init(
                     recipient: recipient, placeholder: configuration.sealPlaceholder, members: configuration.sealMembers

@@ -43,6 +43,9 @@ public struct PipelineConfiguration: Sendable {
     public var smallSide = 320
     /// Categories by kind: `aps.category` from what was attached, and actions (nil: none).
     public var categories: CategorySet? = nil
+    /// Seal every payload to this device key (a payload's own `attache-seal`, or the caller's
+    /// key, takes precedence); nil: only payloads that ask are sealed.
+    public var sealTo: SealRecipient? = nil
     /// The alert a sealed payload shows until the device opens its seal.
     public var sealPlaceholder = "New message"
     /// Top-level members a seal takes besides `aps.alert`, the attachment block and the
