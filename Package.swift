@@ -191,7 +191,8 @@ let package = Package(
         .testTarget(
             name: "AttacheServerTests",
             dependencies: [
-                "AttacheServer", "AttacheCore", "AttacheFetch", "AttacheStore", "AttacheTestSupport",
+                "AttacheServer", "AttacheCore", "AttacheFetch", "AttacheStore", "AttacheTestSupport", "AttacheSeal",
+                "AttacheClient",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),

@@ -108,7 +108,8 @@ public struct SealRecipient: Sendable {
         }
     }
 
-    static func check(_ keyID: String) throws(SealError) {
+    /// Throws unless `keyID` is 1–64 of `A–Z a–z 0–9 . _ : -`.
+    public static func check(_ keyID: String) throws(SealError) {
         let allowed = keyID.utf8.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),

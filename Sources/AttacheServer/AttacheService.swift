@@ -41,7 +41,9 @@ public struct AttacheService: Sendable {
     /// The routes, behind the request log.
     public func router() -> Router<AttacheRequestContext> {
         let router = Router(context: AttacheRequestContext.self)
-        router.add(middleware: RequestLogMiddleware(metrics: metrics, attachmentsPath: configuration.attachmentsPath))
+        router.add(
+            middleware: RequestLogMiddleware(
+                metrics: metrics, attachmentsPath: configuration.attachmentsPath, receipts: configuration.receipts))
         let notifications = NotificationRoute(
             pipeline: pipeline, configuration: configuration, keys: APIKeys(configuration.apiKeys),
             admission: admission, metrics: metrics, hangUps: hangUps)
@@ -52,6 +54,7 @@ public struct AttacheService: Sendable {
         // One catch-all route: `<token>/<id>.<ext>`, and a URL missing its token is a 401.
         router.get("\(base)/**", use: attachments.handle)
         router.head("\(base)/**", use: attachments.handle)
+        if configuration.receipts { router.post("\(base)/**", use: attachments.receipt) }
 
         router.get("/healthz") { _, _ in Self.text("ok\n") }
         let store = self.store

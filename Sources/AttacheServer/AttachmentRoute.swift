@@ -1,4 +1,5 @@
 import AttacheBase
+import AttacheCore
 import AttacheStore
 import Foundation
 import HTTPTypes
@@ -97,6 +98,48 @@ struct AttachmentRoute: Sendable {
         let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? size
         headers[.contentLength] = String(length)
         return .send(lease, range == nil ? .ok : .partialContent, headers, start: start, length: length)
+    }
+
+    /// `POST <attachments path>/<token>/<id>.<ext>` (when receipts are on): what the device
+    /// made of this attachment, `{"result": "full"|"small"|"failed", "code": "…", "ms": n}`,
+    /// opened by the attachment's own token and counted in the metrics. Answers 204. A body
+    /// up to 64 KiB is read and judged by its shape (400); a longer one is 413.
+    func receipt(_ request: Request, context: AttacheRequestContext) async throws -> Response {
+        context.notes.route = "receipt"
+        var conditions = HTTPFields()
+        conditions[.range] = nil
+        switch try prepare(segments: context.parameters.getCatchAll(), headers: conditions, logger: context.logger) {
+        case .send(let lease, _, _, _, _): lease.close()
+        case .notModified: break
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: 64 << 10)
+        } catch {
+            throw Problem(.contentTooLarge, .requestTooLarge, "a receipt is far shorter than 64 KiB")
+        }
+        // The strict parser: `false` is no number; `0.0` is an integer, as JSON Schema reads it.
+        let object = try? JSONParser.parse(Array(body.readableBytesView))
+        let result = object?["result"]?.stringValue
+        let code = object?["code"]?.stringValue
+        var milliseconds: Int?
+        if case .number(let text)? = object?["ms"], let value = Double(text), value == value.rounded(),
+            abs(value) < 1e12
+        {
+            milliseconds = Int(value)
+        }
+        let typed = (object?["code"] == nil || code != nil) && (object?["ms"] == nil || milliseconds != nil)
+        guard typed, let result, ["full", "small", "failed"].contains(result),
+            code.map({ (1...64).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0 == "_") } })
+                ?? true,
+            milliseconds.map({ (0...3_600_000).contains($0) }) ?? true
+        else {
+            throw Problem(
+                .badRequest, .invalidRequest,
+                #"a receipt is {"result": "full"|"small"|"failed", "code": "<letters and _>", "ms": 0…3600000}"#)
+        }
+        metrics.receipt(result: result, code: code, milliseconds: milliseconds)
+        return Response(status: .noContent)
     }
 
     func handle(_ request: Request, context: AttacheRequestContext) async throws -> Response {

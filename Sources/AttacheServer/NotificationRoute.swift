@@ -55,7 +55,7 @@ struct NotificationRoute: Sendable {
         // The work stops when the client hangs up (its connection closes) or the deadline passes.
         let bytes = Array(buffer: body)
         let pipeline = self.pipeline
-        let work = Task { await pipeline.process(bytes, deadline: deadline, sealTo: seal) }
+        let work = Task { await pipeline.process(bytes, deadline: deadline, seal: seal) }
         let watch = hangUps.watch(context.channel) { work.cancel() }
         let result = await withTaskCancellationHandler {
             await work.value
@@ -70,18 +70,37 @@ struct NotificationRoute: Sendable {
     }
 
     /// `Attache-Seal-Key` (the device's public key, base64) with `Attache-Seal-Kid`: seal this
-    /// payload to that device.
-    private func requestedSeal(_ request: Request) throws -> SealRecipient? {
+    /// payload to that device. Headers that break the document's patterns are refused (400); a
+    /// seal asked for that cannot be made goes to the pipeline as such (the placeholder alone).
+    private func requestedSeal(_ request: Request) throws -> Result<SealRecipient, AttacheError>? {
         let key = request.headers[.attacheSealKey]
         let kid = request.headers[.attacheSealKid]
         guard key != nil || kid != nil else { return nil }
+        if let key, key.isEmpty || key.utf8.count > 512 || !key.utf8.allSatisfy(Self.base64Byte) {
+            throw Problem(.badRequest, .invalidRequest, "Attache-Seal-Key is the base64 of a public key")
+        }
+        if let kid, (try? SealRecipient.check(kid)) == nil {
+            throw Problem(.badRequest, .invalidRequest, "Attache-Seal-Kid is 1–64 of A-Z a-z 0-9 . _ : -")
+        }
         guard let key, let kid else {
-            throw Problem(.badRequest, .invalidRequest, "Attache-Seal-Key and Attache-Seal-Kid go together")
+            return .failure(AttacheError(.sealFailed, "Attache-Seal-Key and Attache-Seal-Kid go together"))
         }
         do {
-            return try SealRecipient(encoded: Array(key.utf8), keyID: kid)
+            return .success(try SealRecipient(encoded: Array(key.utf8), keyID: kid))
+        } catch SealError.badKey(let why) where why.hasPrefix("a key id") {
+            throw Problem(.badRequest, .invalidRequest, "Attache-Seal-Kid: \(why)")
         } catch {
-            throw Problem(.badRequest, .invalidRequest, "Attache-Seal-Key / Attache-Seal-Kid: \(error)")
+            return .failure(AttacheError(.sealFailed, "Attache-Seal-Key: \(error)"))
+        }
+    }
+
+    private static func base64Byte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="),
+            UInt8(ascii: "_"), UInt8(ascii: "-"):
+            true
+        default: false
         }
     }
 
@@ -124,8 +143,10 @@ struct NotificationRoute: Sendable {
             .contentTooLarge, .requestTooLarge, "the request body is over \(cap) bytes", limit: .maxRequestBytes)
     }
 
-    /// What happened, in one word: `mutated`, `best_attempt`, `passed_through` or `unreadable`.
+    /// What happened, in one word: `mutated`, `best_attempt`, `passed_through`, `unreadable`, or
+    /// `withheld` (a seal asked for and impossible: the placeholder went out alone).
     static func outcome(_ result: PipelineResult) -> String {
+        if result.payloadError?.code == .sealFailed { return "withheld" }
         if result.payloadError != nil { return "unreadable" }
         if result.passedThrough { return "passed_through" }
         return result.bestAttempt ? "best_attempt" : "mutated"
@@ -145,7 +166,7 @@ struct NotificationRoute: Sendable {
     static func plain(_ result: PipelineResult) -> Response {
         var headers = summaryHeaders(result)
         // Bytes that are not a JSON payload go back unchanged, and are not called JSON.
-        headers[.contentType] = result.payloadError == nil ? "application/json" : "application/octet-stream"
+        headers[.contentType] = result.unreadable ? "application/octet-stream" : "application/json"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: result.payload)))
     }
 
@@ -155,7 +176,7 @@ struct NotificationRoute: Sendable {
         var line = JSONLine()
         line.add("outcome", outcome(result))
         // The payload as JSON when it is JSON (it was parsed, or it could not be and is null).
-        line.addRaw("payload", result.payloadError == nil ? String(decoding: result.payload, as: UTF8.self) : "null")
+        line.addRaw("payload", result.unreadable ? "null" : String(decoding: result.payload, as: UTF8.self))
         line.add("payload_base64", Data(result.payload).base64EncodedString())
         line.addRaw("report", result.report())
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: line.text)))
@@ -184,4 +205,9 @@ extension HTTPField.Name {
     static let attachePayloadError = Self("Attache-Payload-Error")!
     static let attacheSealKey = Self("Attache-Seal-Key")!
     static let attacheSealKid = Self("Attache-Seal-Kid")!
+}
+
+extension PipelineResult {
+    /// The payload could not be read (it went out as it came, maybe not JSON at all).
+    var unreadable: Bool { payloadError != nil && payloadError?.code != .sealFailed }
 }

@@ -10,6 +10,8 @@ struct RequestLogMiddleware: RouterMiddleware {
     let metrics: ServerMetrics
     /// The attachments' path prefix (`/attachments`), for 405 answers under it.
     let attachmentsPath: String
+    /// Whether attachment URLs take receipts (`POST`).
+    var receipts = false
 
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
@@ -82,7 +84,7 @@ struct RequestLogMiddleware: RouterMiddleware {
         if let route = Self.fixedRoutes[path] { return route.methods }
         let prefix = attachmentsPath + "/"
         guard path.hasPrefix(prefix), path.count > prefix.count else { return nil }
-        return "GET, HEAD"
+        return receipts ? "GET, HEAD, POST" : "GET, HEAD"
     }
 
     static func problem(for error: HTTPError) -> Problem {

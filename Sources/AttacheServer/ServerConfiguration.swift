@@ -26,6 +26,9 @@ public struct ServerConfiguration: Sendable {
     public var apiKeys: [String] = []
     /// Run `POST /v1/notifications` without caller authentication (tests, demos on loopback).
     public var allowAnonymous = false
+    /// Take delivery receipts: `POST <attachment URL>` with `{"result", "code", "ms"}` from the
+    /// device kit, counted in the metrics (default off: the route is not there).
+    public var receipts = false
     /// Largest request body read (default 64 KiB); a larger one is answered 413.
     public var maxRequestBytes = 64 << 10
     /// Longest deadline a request may ask for; a request without one gets the pipeline's.

@@ -80,6 +80,16 @@ final class ServerMetrics: Sendable {
     }
 
     /// Requests turned away for lack of room.
+    /// A device's delivery receipt.
+    func receipt(result: String, code: String?, milliseconds: Int?) {
+        Counter(label: "attache_device_receipts_total", dimensions: [("result", result), ("code", code ?? "none")])
+            .increment()
+        if let milliseconds {
+            Timer(label: "attache_device_receipt_seconds", dimensions: [("result", result)])
+                .recordMilliseconds(milliseconds)
+        }
+    }
+
     func overloaded() {
         Counter(label: "attache_overloaded_total").increment()
     }

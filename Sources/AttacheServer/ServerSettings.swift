@@ -105,6 +105,9 @@ public enum ServerSettings {
         .init(key: "storeTtl", help: "How long stored attachments live.", defaultText: "7d", secret: false),
         .init(key: "tokenTtl", help: "How long an attachment URL's token opens it.", defaultText: "7d", secret: false),
         .init(
+            key: "receipts", help: "Take delivery receipts: POST to an attachment's own URL (the device kit's report).",
+            defaultText: "false", secret: false),
+        .init(
             key: "allowLoopback", help: "Fetch from 127.0.0.0/8 and ::1 (tests and demos).", defaultText: "false",
             secret: false),
         .init(
@@ -299,6 +302,7 @@ public enum ServerSettings {
         configuration.pipeline.tokenTTL =
             duration("tokenTtl", .seconds(1)...maxTTL, .seconds(configuration.pipeline.tokenTTL)).components.seconds
         configuration.fetch.allowLoopback = flag("allowLoopback")
+        configuration.receipts = flag("receipts")
         configuration.fetch.allowPrivate = flag("allowPrivate")
         let level = (text("logLevel") ?? "info").lowercased()
         if !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(level) {

@@ -55,6 +55,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: Self.help("storeTtl")) var storeTtl: String?
     @Option(help: Self.help("tokenTtl")) var tokenTtl: String?
     @Flag(inversion: .prefixedNo, help: Self.help("allowLoopback")) var allowLoopback: Bool?
+    @Flag(inversion: .prefixedNo, help: Self.help("receipts")) var receipts: Bool?
     @Flag(inversion: .prefixedNo, help: Self.help("allowPrivate")) var allowPrivate: Bool?
     @Option(help: Self.help("logLevel")) var logLevel: String?
 
@@ -94,6 +95,7 @@ struct Serve: AsyncParsableCommand {
             ("storeTtl", storeTtl),
             ("tokenTtl", tokenTtl),
             ("allowLoopback", allowLoopback.map(String.init)),
+            ("receipts", receipts.map(String.init)),
             ("allowPrivate", allowPrivate.map(String.init)),
             ("logLevel", logLevel),
         ] {

@@ -470,7 +470,7 @@ import Testing
         #expect(validator.status == 0, "\(validator.output)")
 
         let media = try Self.mediaServer()
-        let service = try await Self.start()
+        let service = try await Self.start { $0.receipts = true }
         defer { Task { await service.stop() } }
         // A real attachment, so that downloads are tried with a token that opens something.
         let (_, url) = try await Self.mutate(service, media: media)

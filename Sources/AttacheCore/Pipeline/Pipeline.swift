@@ -51,6 +51,14 @@ public final class Pipeline: Sendable {
     public func process(
         _ payload: [UInt8], deadline: ContinuousClock.Instant? = nil, sealTo recipient: SealRecipient? = nil
     ) async -> PipelineResult {
+        await process(payload, deadline: deadline, seal: recipient.map { .success($0) })
+    }
+
+    /// ``process(_:deadline:sealTo:)`` with a seal the caller asked for and could not name a
+    /// key for (`failure`): the placeholder goes out alone, as for a bad `attache-seal`.
+    public func process(
+        _ payload: [UInt8], deadline: ContinuousClock.Instant? = nil, seal: Result<SealRecipient, AttacheError>?
+    ) async -> PipelineResult {
         let start = ContinuousClock.now
         let deadline = deadline ?? start + configuration.deadline
         func unchanged(_ error: AttacheError? = nil, outcomes: [AttachmentOutcome] = []) -> PipelineResult {
@@ -72,7 +80,7 @@ public final class Pipeline: Sendable {
         }
         var shape = OutputShape(key: key, categories: configuration.categories)
         do throws(AttacheError) {
-            var recipient = recipient
+            var recipient = try seal?.get()
             if recipient == nil { recipient = try content.sealRequest() }
             if recipient == nil { recipient = configuration.sealTo }
             if let recipient {
