@@ -13,8 +13,8 @@ public enum SealKey: Sendable {
     /// An X25519 key.
     case x25519(Curve25519.KeyAgreement.PrivateKey)
     /// A closure that opens the envelope (say, with a Secure Enclave key through CryptoKit's
-    /// `HPKE.Recipient`, info ``PayloadSeal/info``, additional data
-    /// ``SealedEnvelope/additionalData``) and returns the plaintext.
+    /// `HPKE.Recipient`, info ``SealedEnvelope/info``, no additional data) and returns the
+    /// plaintext.
     case custom(@Sendable (SealedEnvelope) throws -> [UInt8])
 
     func open(_ envelope: SealedEnvelope) throws(AttacheClientError) -> [UInt8] {

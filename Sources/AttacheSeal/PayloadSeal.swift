@@ -129,8 +129,8 @@ public struct SealRecipient: Sendable {
 /// `{"v":1,"suite":"0010-0001-0002","kid":"…","enc":"<base64>","ct":"<base64>"}`.
 ///
 /// `ct` is HPKE base mode (RFC 9180) sealed to the device's key with info
-/// ``PayloadSeal/info`` and additional data `suite|kid` (so neither can be swapped), over a
-/// JSON object whose members the device merges over the visible payload (see
+/// `attache seal v1|<suite>|<kid>` (so neither can be swapped) and empty additional data, over
+/// a JSON object whose members the device merges over the visible payload (see
 /// docs/sealed-attachments.md).
 public struct SealedEnvelope: Hashable, Sendable {
     public var suite: SealSuite
@@ -147,8 +147,8 @@ public struct SealedEnvelope: Hashable, Sendable {
         self.ciphertext = ciphertext
     }
 
-    /// The additional data the seal is bound to.
-    public var additionalData: [UInt8] { Array("\(suite.rawValue)|\(keyID)".utf8) }
+    /// The HPKE `info` the seal is bound to: `attache seal v1|<suite>|<kid>`.
+    public var info: Data { PayloadSeal.info(suite: suite, keyID: keyID) }
 
     /// The member's value as JSON text (key ids need no escaping).
     public var jsonText: String {
@@ -184,12 +184,14 @@ public struct SealedEnvelope: Hashable, Sendable {
 
 /// Sealing and opening a payload's confidential members with HPKE.
 public enum PayloadSeal {
-    /// The HPKE `info` of every seal.
-    public static let info = Data("attache seal v1".utf8)
+    /// The HPKE `info` of a seal: `attache seal v1|<suite>|<kid>`.
+    public static func info(suite: SealSuite, keyID: String) -> Data {
+        Data("attache seal v1|\(suite.rawValue)|\(keyID)".utf8)
+    }
 
     /// Seals `plaintext` (the JSON object of confidential members) to `recipient`.
     public static func seal(_ plaintext: [UInt8], to recipient: SealRecipient) throws(SealError) -> SealedEnvelope {
-        let aad = Array("\(recipient.suite.rawValue)|\(recipient.keyID)".utf8)
+        let info = Self.info(suite: recipient.suite, keyID: recipient.keyID)
         do {
             var sender: HPKE.Sender
             switch recipient.key {
@@ -198,7 +200,7 @@ public enum PayloadSeal {
             case .x25519(let key):
                 sender = try HPKE.Sender(recipientKey: key, ciphersuite: recipient.suite.ciphersuite, info: info)
             }
-            let ciphertext = try sender.seal(plaintext, authenticating: aad)
+            let ciphertext = try sender.seal(plaintext)
             return SealedEnvelope(
                 suite: recipient.suite, keyID: recipient.keyID, encapsulatedKey: Array(sender.encapsulatedKey),
                 ciphertext: Array(ciphertext))
@@ -214,9 +216,9 @@ public enum PayloadSeal {
         guard envelope.suite == .p256 else { throw SealError.sealRejected }
         do {
             var recipient = try HPKE.Recipient(
-                privateKey: key, ciphersuite: envelope.suite.ciphersuite, info: info,
+                privateKey: key, ciphersuite: envelope.suite.ciphersuite, info: envelope.info,
                 encapsulatedKey: Data(envelope.encapsulatedKey))
-            return Array(try recipient.open(envelope.ciphertext, authenticating: envelope.additionalData))
+            return Array(try recipient.open(envelope.ciphertext))
         } catch {
             throw SealError.sealRejected
         }
@@ -229,9 +231,9 @@ public enum PayloadSeal {
         guard envelope.suite == .x25519 else { throw SealError.sealRejected }
         do {
             var recipient = try HPKE.Recipient(
-                privateKey: key, ciphersuite: envelope.suite.ciphersuite, info: info,
+                privateKey: key, ciphersuite: envelope.suite.ciphersuite, info: envelope.info,
                 encapsulatedKey: Data(envelope.encapsulatedKey))
-            return Array(try recipient.open(envelope.ciphertext, authenticating: envelope.additionalData))
+            return Array(try recipient.open(envelope.ciphertext))
         } catch {
             throw SealError.sealRejected
         }

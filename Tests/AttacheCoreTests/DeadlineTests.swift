@@ -25,6 +25,7 @@ import Testing
         ["AttacheServerTests.ServiceTests", "AttacheServerTests.SealedServiceTests"],
         ["AttacheCoreTests.DeadlineTests"],
         ["AttacheSealTests.SealedDeliveryTests"],
+        ["AttacheSealTests.KitMemoryTests"],
         [
             "AttacheBatchTests.BatchRunTests", "AttacheBatchTests.BatchCommandTests",
             "AttacheBatchTests.BatchReportTests",
