@@ -32,5 +32,17 @@ let package = Package(
             path: "Benchmarks/Tokens",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        .executableTarget(
+            name: "Seal",
+            dependencies: [
+                .product(name: "AttacheCore", package: root),
+                .product(name: "AttacheFetch", package: root),
+                .product(name: "AttacheSeal", package: root),
+                .product(name: "AttacheStore", package: root),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/Seal",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )

@@ -167,6 +167,25 @@ public struct SegmentDecryptor {
 
     /// Takes more ciphertext; returns the plaintext of the segments it completed.
     public mutating func append(_ bytes: some Collection<UInt8>) throws(SealError) -> [UInt8] {
+        var out: [UInt8] = []
+        let done: Result<Void, SealError>? = bytes.withContiguousStorageIfAvailable { buffer in
+            Result { () throws(SealError) in try append(UnsafeRawBufferPointer(buffer), into: &out) }
+        }
+        if let done {
+            try done.get()
+        } else {
+            let copy = Array(bytes)
+            let result = copy.withUnsafeBytes { buffer in
+                Result { () throws(SealError) in try append(buffer, into: &out) }
+            }
+            try result.get()
+        }
+        return out
+    }
+
+    /// ``append(_:)`` from contiguous bytes: a whole segment that arrives in one piece (and is
+    /// known not to be the last) is opened where it lies, without a copy into `pending`.
+    private mutating func append(_ bytes: UnsafeRawBufferPointer, into out: inout [UInt8]) throws(SealError) {
         guard !finished else { throw .trailingData }
         var rest = bytes[...]
         if header.count < SegmentedCipher.headerSize {
@@ -175,18 +194,19 @@ public struct SegmentDecryptor {
             rest = rest.dropFirst(take)
             if header.count == SegmentedCipher.headerSize { try readHeader() }
         }
-        var out: [UInt8] = []
         let sealed = segmentSize + SegmentedCipher.tagSize
         while !rest.isEmpty {
             // A full segment opens as not-last only once a byte beyond it arrives.
-            if pending.count == sealed {
-                out += try open(last: false)
+            if pending.count == sealed { try openPending(last: false, into: &out) }
+            if pending.isEmpty, rest.count > sealed {
+                try open(UnsafeRawBufferPointer(rebasing: rest.prefix(sealed)), last: false, into: &out)
+                rest = rest.dropFirst(sealed)
+                continue
             }
             let take = min(sealed - pending.count, rest.count)
             pending += rest.prefix(take)
             rest = rest.dropFirst(take)
         }
-        return out
     }
 
     /// The end of the stream: opens the last segment.
@@ -194,7 +214,8 @@ public struct SegmentDecryptor {
         guard header.count == SegmentedCipher.headerSize, pending.count >= SegmentedCipher.tagSize else {
             throw .truncated
         }
-        let out = try open(last: true)
+        var out: [UInt8] = []
+        try openPending(last: true, into: &out)
         finished = true
         return out
     }
@@ -208,18 +229,34 @@ public struct SegmentDecryptor {
         pending.reserveCapacity(size + SegmentedCipher.tagSize)
     }
 
-    private mutating func open(last: Bool) throws(SealError) -> [UInt8] {
+    /// Opens the segment held in `pending` and empties it (keeping its capacity).
+    private mutating func openPending(last: Bool, into out: inout [UInt8]) throws(SealError) {
+        var held: [UInt8] = []
+        swap(&held, &pending)
+        defer {
+            held.removeAll(keepingCapacity: true)
+            swap(&held, &pending)
+        }
+        let result = held.withUnsafeBytes { segment in
+            Result { () throws(SealError) in try open(segment, last: last, into: &out) }
+        }
+        try result.get()
+    }
+
+    /// Opens one sealed segment (ciphertext and tag) and appends its plaintext to `out`.
+    private mutating func open(_ segment: UnsafeRawBufferPointer, last: Bool, into out: inout [UInt8]) throws(SealError)
+    {
         guard index <= Int64(UInt32.max) else { throw .segmentRejected(index: index) }
         do {
             let nonce = try AES.GCM.Nonce(
                 data: SegmentedCipher.nonce(prefix: prefix[...], index: UInt32(index), last: last))
-            let split = pending.count - SegmentedCipher.tagSize
+            let split = segment.count - SegmentedCipher.tagSize
             let box = try AES.GCM.SealedBox(
-                nonce: nonce, ciphertext: pending[..<split], tag: pending[split...])
+                nonce: nonce, ciphertext: UnsafeRawBufferPointer(rebasing: segment[..<split]),
+                tag: UnsafeRawBufferPointer(rebasing: segment[split...]))
             let plain = try AES.GCM.open(box, using: key, authenticating: header)
-            pending.removeAll(keepingCapacity: true)
+            out.append(contentsOf: plain)
             index += 1
-            return Array(plain)
         } catch {
             throw .segmentRejected(index: index)
         }
@@ -228,6 +265,23 @@ public struct SegmentDecryptor {
     /// Opens `ciphertext` whole.
     public static func open(_ ciphertext: some Collection<UInt8>, key: SymmetricKey) throws(SealError) -> [UInt8] {
         var decryptor = SegmentDecryptor(key: key)
-        return try decryptor.append(ciphertext) + decryptor.finish()
+        // The plaintext is shorter than the ciphertext: one allocation holds it.
+        var out: [UInt8] = []
+        out.reserveCapacity(ciphertext.count)
+        let copy = ciphertext.withContiguousStorageIfAvailable { _ in false } ?? true
+        let bytes = copy ? Array(ciphertext) : nil
+        let result: Result<Void, SealError>? =
+            if let bytes {
+                bytes.withUnsafeBytes { buffer in
+                    Result { () throws(SealError) in try decryptor.append(buffer, into: &out) }
+                }
+            } else {
+                ciphertext.withContiguousStorageIfAvailable { buffer in
+                    Result { () throws(SealError) in try decryptor.append(UnsafeRawBufferPointer(buffer), into: &out) }
+                }
+            }
+        try result?.get()
+        out += try decryptor.finish()
+        return out
     }
 }
