@@ -1,6 +1,7 @@
 import AttacheBase
 import AttacheFetch
 import AttacheTestSupport
+import Crypto
 import Foundation
 import Testing
 
@@ -116,6 +117,37 @@ import Testing
     static func type(of path: String) -> mode_t {
         var info = stat()
         return lstat(path, &info) == 0 ? info.st_mode & S_IFMT : 0
+    }
+
+    /// `process --seal-key`: the alert's text appears nowhere — not in the payload printed,
+    /// not in the report or the log on standard error, not under the store — and a key that is
+    /// no key is refused before anything runs.
+    @Test func aSealedPayloadLeavesNoPlaintextInOutputLogsOrStore() throws {
+        let marker = "MARKER-c0ffee-alert"
+        let server = try sampleMediaServer()
+        let directory = try TemporaryDirectory()
+        let keyFile = directory.path + "/device.pem"
+        let key = P256.KeyAgreement.PrivateKey()
+        try key.publicKey.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        let payload = Array(
+            #"{"aps":{"alert":{"title":"\#(marker)","body":"\#(marker)"},"mutable-content":1},"image":"\#(server.url("/gray.jpg"))"}"#
+                .utf8)
+        let store = directory.path + "/store"
+        let (status, out, err) = try Self.run(
+            [
+                "process", "--store", store, "--allow-loopback", "--seal-key", keyFile, "--seal-kid", "dev-1",
+                "--report", "--summary", "-",
+            ], input: payload)
+        #expect(status == 0, "\(err)")
+        #expect(out.contains("encrypted-content") && out.contains("New message"))
+        #expect(!out.contains(marker) && !err.contains(marker), "\(err)")
+        for file in FileManager.default.enumerator(atPath: store)!.compactMap({ $0 as? String }) {
+            let content = FileManager.default.contents(atPath: store + "/" + file) ?? Data()
+            #expect(content.range(of: Data(marker.utf8)) == nil, "\(file)")
+        }
+        let bad = try Self.run(
+            ["process", "--store", store, "--seal-key", "/etc/hostname", "--seal-kid", "dev-1", "-"], input: payload)
+        #expect(bad.status != 0 && bad.out.isEmpty && bad.err.contains("--seal-key"))
     }
 
     @Test func serveFilesServesRegularFilesOnly() async throws {
