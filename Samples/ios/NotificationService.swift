@@ -9,6 +9,7 @@
 // `serviceExtensionTimeWillExpire` delivers what is ready.
 
 import AttacheClient
+import AttacheSeal
 import CryptoKit
 import Foundation
 import UserNotifications
@@ -77,6 +78,28 @@ final class NotificationService: UNNotificationServiceExtension {
             return !done
         }
         if first { contentHandler?(content) }
+    }
+}
+
+/// At the app's launch: register every category the server may set (from the same JSON file
+/// as `attache serve --categories`), or an extension's category shows no actions.
+enum Categories {
+    static func register(file: URL) throws {
+        let set = try AttacheClient.categorySet(json: try Data(contentsOf: file))
+        let categories = set.categories.map { category in
+            UNNotificationCategory(
+                identifier: category.id,
+                actions: category.actions.map { action in
+                    var options: UNNotificationActionOptions = []
+                    if action.options?.contains("foreground") == true { options.insert(.foreground) }
+                    if action.options?.contains("destructive") == true { options.insert(.destructive) }
+                    if action.options?.contains("authenticationRequired") == true {
+                        options.insert(.authenticationRequired)
+                    }
+                    return UNNotificationAction(identifier: action.id, title: action.title, options: options)
+                }, intentIdentifiers: [])
+        }
+        UNUserNotificationCenter.current().setNotificationCategories(Set(categories))
     }
 }
 

@@ -67,7 +67,7 @@ public struct BatchReport {
         try BatchManifest.scan(manifest) { record, _ in
             guard let record else { return }
             summary.add(record)
-            if record.outcome == "unreadable", let code = record.code {
+            if record.outcome == "unreadable" || record.outcome == "withheld", let code = record.code {
                 fail(code, record.reference, url: "", error: record.value["error"])
             }
             guard case .array(let entries)? = record.value["items"] else { return }
@@ -120,7 +120,11 @@ public struct BatchReport {
         var cards: [(String, String, String)] = [
             ("items", "\(summary.items)", ""), ("attached", "\(summary.outcomes["attached"] ?? 0)", "ok"),
             ("partly", "\(summary.outcomes["partial"] ?? 0)", "warn"),
-            ("failed", "\((summary.outcomes["failed"] ?? 0) + (summary.outcomes["unreadable"] ?? 0))", "bad"),
+            (
+                "failed",
+                "\((summary.outcomes["failed"] ?? 0) + (summary.outcomes["unreadable"] ?? 0) + (summary.outcomes["withheld"] ?? 0))",
+                "bad"
+            ),
             ("unchanged", "\(summary.outcomes["unchanged"] ?? 0)", ""),
             ("fetched", BatchSummary.bytes(summary.bytesIn), ""), ("stored", BatchSummary.bytes(summary.bytesOut), ""),
             ("saved", saved, "ok"),

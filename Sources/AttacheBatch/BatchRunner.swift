@@ -137,7 +137,10 @@ enum BatchRecord {
         let outcome: String
         let code: String?
         let unreadable = item.readError ?? result?.payloadError
-        if let unreadable {
+        if let unreadable, unreadable.code == .sealFailed {
+            // A seal that could not be made: the placeholder was written, nothing it would hide.
+            (outcome, code) = ("withheld", unreadable.code.rawValue)
+        } else if let unreadable {
             (outcome, code) = ("unreadable", unreadable.code.rawValue)
         } else if outcomes.isEmpty {
             (outcome, code) = ("unchanged", nil)
@@ -166,6 +169,8 @@ enum BatchRecord {
         let entries = outcomes.map(\.json.text)
         line.addRaw("items", "[" + entries.joined(separator: ",") + "]")
         line.add("out_end", outputEnd.map { Int($0) })
-        return (line.text, outcome == "failed" || outcome == "unreadable" || outcome == "partial")
+        return (
+            line.text, outcome == "failed" || outcome == "unreadable" || outcome == "partial" || outcome == "withheld"
+        )
     }
 }

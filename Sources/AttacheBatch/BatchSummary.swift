@@ -36,7 +36,7 @@ public struct BatchSummary: Sendable {
         stages.add(record.stages)
     }
 
-    static let outcomeOrder = ["attached", "partial", "unchanged", "failed", "unreadable"]
+    static let outcomeOrder = ["attached", "partial", "unchanged", "failed", "unreadable", "withheld"]
 
     /// The summary table printed at the end.
     public var table: String {

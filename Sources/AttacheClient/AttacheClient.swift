@@ -368,3 +368,12 @@ public struct AttacheClient: Sendable {
         return sent
     }
 }
+
+extension AttacheClient {
+    /// The category set from the file the server is configured with (bundled with the app),
+    /// for the app to register at launch: `UNNotificationCategory` per `categories` entry, each
+    /// action a `UNNotificationAction(identifier: id, title: title, options: …)`.
+    public static func categorySet(json: Data) throws -> CategorySet {
+        try JSONDecoder().decode(CategorySet.self, from: json)
+    }
+}

@@ -68,7 +68,11 @@ struct ProcessCommand: AsyncParsableCommand {
     static func summary(name: String, _ result: PipelineResult) -> String {
         let ms = String(format: "%.0f ms", result.elapsed.milliseconds)
         let state =
-            result.payloadError.map { "unreadable (\($0.code)), passed through" }
+            result.payloadError.map {
+                $0.code == .sealFailed
+                    ? "seal failed (\($0.message)), the placeholder sent alone"
+                    : "unreadable (\($0.code)), passed through"
+            }
             ?? (result.outcomes.isEmpty
                 ? "passed through unchanged" : result.bestAttempt ? "best attempt at the deadline" : "done")
         var text = "\((name as NSString).lastPathComponent): \(state), \(result.payload.count) bytes, \(ms)\n"
