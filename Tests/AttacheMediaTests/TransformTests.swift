@@ -25,6 +25,28 @@ import Testing
         }
     }
 
+    /// The small rendition: same kind, longest side as asked, upright like the rendition (the
+    /// rotated sample's shape is kept), decodable; none for an image already that small.
+    @Test func aSmallRenditionComesFromTheSamePixels() throws {
+        let cases = [
+            ("waterfall-rotated.jpg", MediaKind.jpeg), ("rgba-interlaced.png", .png), ("animated-chi.gif", .gif),
+        ]
+        for (name, kind) in cases {
+            let path = Paths.samples + "/" + name
+            let validated = try MediaValidator.validate(try MediaBytes(contentsOfFile: path))
+            let out = try MediaTransform.apply(
+                validated, spec: RenditionSpec(maxSide: 400), limits: .default, deadline: .none, smallSide: 16)
+            let small = try #require(out.small, "\(path)")
+            #expect(max(small.width, small.height) == 16, "\(path)")
+            #expect((small.width >= small.height) == ((out.width ?? 0) >= (out.height ?? 0)), "\(path)")
+            let info = try ImageProcessor.inspect(small.bytes)
+            #expect(info.kind == kind && info.width == small.width && info.height == small.height && info.frames == 1)
+            let none = try MediaTransform.apply(
+                validated, spec: RenditionSpec(maxSide: 12), limits: .default, deadline: .none, smallSide: 16)
+            #expect(none.small == nil)
+        }
+    }
+
     @Test func theKindFromTheFetchIsTrustedAndTheCapChecked() throws {
         let bytes = try MediaBytes(contentsOfFile: Paths.samples + "/gray.jpg")
         #expect(try MediaValidator.validate(bytes, sniffedKind: .jpeg).kind == .jpeg)

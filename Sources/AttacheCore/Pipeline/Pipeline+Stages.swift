@@ -47,8 +47,10 @@ extension Pipeline {
         var outcome = AttachmentOutcome(url: source.url, convention: source.convention)
         let configuration = self.configuration
         let spec = configuration.effectiveRendition
-        let smallSpec = configuration.smallRendition
+        let smallSide = configuration.smallSide > 0 ? configuration.smallSide : nil
         let cacheKey = spec.cacheKey
+        // The small rendition is stored under its own key: the rendition's, and its side.
+        let smallKey = smallSide.map { cacheKey + ",small=\($0)" }
         // The time of the stage under way goes to its field, whether it ends well or not.
         var stage: WritableKeyPath<StageTimings, Double> = \.fetch
         var started = ContinuousClock.now
@@ -66,7 +68,7 @@ extension Pipeline {
             {
                 outcome.cached = true
                 var entry = try describe(stored, kind: kind, source: source)
-                if let smallSpec, let (small, _) = try store.lookup(url: source.url, spec: smallSpec.cacheKey) {
+                if let smallKey, let (small, _) = try store.lookup(url: source.url, spec: smallKey) {
                     entry.small = try describeSmall(small, seal: nil)
                 }
                 outcome.attachment = entry
@@ -97,17 +99,9 @@ extension Pipeline {
                 await OffPool.run { () -> Result<(TransformedMedia, Piece, Piece?), AttacheError> in
                     Result { () throws(AttacheError) in
                         let transformed = try MediaTransform.apply(
-                            validated, spec: spec, limits: limits, deadline: work)
+                            validated, spec: spec, limits: limits, deadline: work, smallSide: smallSide)
                         var main = Piece(plain: transformed.bytes, width: transformed.width, height: transformed.height)
-                        var small: Piece?
-                        if let smallSpec, transformed.kind.category == .image,
-                            max(transformed.width ?? 0, transformed.height ?? 0) > smallSpec.maxSide
-                        {
-                            let input = try MediaValidator.validate(transformed.bytes, sniffedKind: transformed.kind)
-                            let rendition = try MediaTransform.apply(
-                                input, spec: smallSpec, limits: limits, deadline: work)
-                            small = Piece(plain: rendition.bytes, width: rendition.width, height: rendition.height)
-                        }
+                        var small = transformed.small.map { Piece(plain: $0.bytes, width: $0.width, height: $0.height) }
                         if sealed {
                             try main.encrypt()
                             try small?.encrypt()
@@ -129,8 +123,8 @@ extension Pipeline {
             let metadata = ObjectMetadata(
                 kind: transformed.kind, width: transformed.width, height: transformed.height,
                 frames: transformed.frames, posterTime: transformed.posterTime)
-            let smallReference = smallSpec.map {
-                SourceReference(url: source.url, spec: $0.cacheKey, etag: media.etag, lastModified: media.lastModified)
+            let smallReference = smallKey.map {
+                SourceReference(url: source.url, spec: $0, etag: media.etag, lastModified: media.lastModified)
             }
             let ttl = configuration.storeTTL
             let (stored, storedSmall) = try await OffPool.run {

@@ -55,16 +55,6 @@ public struct PipelineConfiguration: Sendable {
     /// The defaults.
     public init() {}
 
-    /// The spec of the small rendition (nil when none is made).
-    var smallRendition: RenditionSpec? {
-        guard smallSide > 0 else { return nil }
-        var spec = effectiveRendition
-        spec.maxSide = min(smallSide, spec.maxSide)
-        // An animated image's small rendition is its first frame.
-        spec.gifMaxFrames = 1
-        return spec
-    }
-
     /// The spec the transform runs with: ``rendition`` with GIF output held under the image
     /// byte cap. Its cache key names the stored renditions.
     public var effectiveRendition: RenditionSpec {

@@ -53,4 +53,13 @@ public struct Rendition: Sendable {
     public var posterTime: Double? = nil
     /// What frame and byte budgets made the encoder do.
     public var actions: [String] = []
+    /// A smaller rendition of the same pixels, when one was asked for.
+    public var small: SmallRendition? = nil
+}
+
+/// A small rendition made beside a rendition: same kind, fewer pixels.
+public struct SmallRendition: Sendable {
+    public var width: Int
+    public var height: Int
+    public var data: [UInt8]
 }

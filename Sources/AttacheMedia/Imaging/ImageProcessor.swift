@@ -112,8 +112,12 @@ public enum ImageProcessor {
     }
 
     /// ``render(_:spec:limits:timeBudget:)`` for bytes whose kind is already known.
+    ///
+    /// With `smallSide`, a JPEG or PNG also gets a small rendition (longest side `smallSide`)
+    /// resampled from the decoded pixels (``Rendition/small``).
     static func render(
-        _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline
+        _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline,
+        smallSide: Int? = nil
     ) throws(AttacheError) -> Rendition {
         if kind == .gif {
             let gif = try renderGIF(bytes, spec: spec, limits: limits, deadline: deadline)
@@ -122,14 +126,22 @@ public enum ImageProcessor {
                 frames: gif.frames, posterFrame: gif.posterFrame, posterTime: gif.posterTime, actions: gif.actions)
         }
         let (image, info) = try decode(bytes, kind: kind, spec: spec, limits: limits, deadline: deadline)
-        let data: [UInt8]
-        switch info.kind {
-        case .jpeg:
-            data = try Encoders.jpeg(image, quality: spec.jpegQuality)
-        default:
-            data = try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel)
+        func encode(_ image: PixelImage) throws(AttacheError) -> [UInt8] {
+            switch info.kind {
+            case .jpeg: try Encoders.jpeg(image, quality: spec.jpegQuality)
+            default: try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel)
+            }
         }
-        return Rendition(kind: info.kind, width: image.width, height: image.height, data: data, source: info)
+        var rendition = Rendition(
+            kind: info.kind, width: image.width, height: image.height, data: try encode(image), source: info)
+        // The small rendition comes from the pixels already decoded, upright and downscaled.
+        if let smallSide, max(image.width, image.height) > smallSide {
+            try deadline.check()
+            let target = RenditionSpec.fit(width: image.width, height: image.height, into: smallSide)
+            let small = try resample(image, target: target)
+            rendition.small = SmallRendition(width: small.width, height: small.height, data: try encode(small))
+        }
+        return rendition
     }
 
     /// The smallest libjpeg scale `n`/8 (n = 1, 2, 4 or 8) whose output still covers `target` × `headroom`.
@@ -190,5 +202,18 @@ extension ImageProcessor {
     /// call once at start.
     public static func boundAllocator() {
         att_bound_allocator()
+    }
+}
+
+/// A decoded image read back row by row (for a second, smaller rendition).
+extension PixelImage: RowSource {
+    var rowWidth: Int { width }
+    var rowCount: Int { height }
+
+    func decodeRows(into sink: inout some RowSink) throws(AttacheError) {
+        let stride = width * channels
+        pixels.withUnsafeBufferPointer { buffer in
+            for row in 0..<height { sink.push(buffer.baseAddress! + row * stride) }
+        }
     }
 }

@@ -18,6 +18,8 @@ public struct TransformedMedia: Sendable {
     /// The source image's stored width and height (before orientation), for images.
     public var sourceWidth: Int? = nil
     public var sourceHeight: Int? = nil
+    /// The small rendition, when one was asked for and the image is larger.
+    public var small: (bytes: MediaBytes, width: Int, height: Int)? = nil
 }
 
 /// The transform stage: one entry point for every kind. Images are decoded once (the header
@@ -30,20 +32,34 @@ public enum MediaTransform {
     ///   - limits: the decoding limits, checked from the header before pixels are allocated.
     ///   - deadline: checked between row bands and frames; once it passes (or is cancelled)
     ///     the transform stops within one band or frame and throws `timed_out`.
+    ///   - smallSide: also make a small rendition of an image larger than this (JPEG and PNG
+    ///     from the decoded pixels; an animated GIF's first frame), for ``TransformedMedia/small``.
     public static func apply(
-        _ media: ValidatedMedia, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline
+        _ media: ValidatedMedia, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline,
+        smallSide: Int? = nil
     ) throws(AttacheError) -> TransformedMedia {
         try deadline.check()
         switch media.kind.category {
         case .image:
             let rendition = try ImageProcessor.render(
-                media.bytes, kind: media.kind, spec: spec, limits: limits, deadline: deadline)
+                media.bytes, kind: media.kind, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide)
             let animated = rendition.frames > 1
-            return TransformedMedia(
+            var transformed = TransformedMedia(
                 kind: rendition.kind, bytes: MediaBytes(rendition.data), width: rendition.width,
                 height: rendition.height, frames: rendition.frames,
                 posterTime: animated ? rendition.posterTime : nil, actions: rendition.actions,
                 sourceWidth: rendition.source.width, sourceHeight: rendition.source.height)
+            if let small = rendition.small {
+                transformed.small = (MediaBytes(small.data), small.width, small.height)
+            } else if let smallSide, rendition.kind == .gif, max(rendition.width, rendition.height) > smallSide {
+                // A GIF's small rendition: its first frame, from the rendition just made.
+                var still = spec
+                (still.maxSide, still.gifMaxFrames) = (smallSide, 1)
+                let gif = try ImageProcessor.render(
+                    transformed.bytes, kind: .gif, spec: still, limits: limits, deadline: deadline)
+                transformed.small = (MediaBytes(gif.data), gif.width, gif.height)
+            }
+            return transformed
         case .audio, .video:
             return TransformedMedia(kind: media.kind, bytes: media.bytes)
         }
