@@ -26,7 +26,11 @@ enum OffPool {
         let asked = requested.load(ordering: .relaxed)
         return asked > 0 ? asked : max(1, ProcessInfo.processInfo.activeProcessorCount)
     }()
-    private static let jobs = JobQueue(workers: workers)
+    private static let jobs = JobQueue(workers: workers, name: "attache-work")
+    /// The store's writes (hash, write, fsync, rename, catalog commit) on threads of their
+    /// own: a worker waiting for the disk would otherwise leave its core idle while decodes
+    /// queue behind it.
+    private static let writes = JobQueue(workers: 4, name: "attache-store")
     /// Every job submitted and not yet finished (queued or running).
     private static let work = DispatchGroup()
     private static let pending = Atomic<Int>(0)
@@ -54,11 +58,21 @@ enum OffPool {
         return work.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success
     }
 
+    /// Runs `body` (CPU work: codecs) on a worker.
     static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await run(on: jobs, body)
+    }
+
+    /// Runs `body` (a store write, mostly waiting for the disk) on a store thread.
+    static func write<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await run(on: writes, body)
+    }
+
+    private static func run<T: Sendable>(on queue: JobQueue, _ body: @escaping @Sendable () -> T) async -> T {
         pending.add(1, ordering: .relaxed)
         work.enter()
         return await withCheckedContinuation { continuation in
-            jobs.submit {
+            queue.submit {
                 let started = ContinuousClock.now
                 let cpuStart = threadCPUTime()
                 let value = body()
@@ -107,10 +121,10 @@ enum OffPool {
         private let state = Mutex<[@Sendable () -> Void]>([])
         private let available = DispatchSemaphore(value: 0)
 
-        init(workers: Int) {
+        init(workers: Int, name: String) {
             for index in 0..<workers {
                 let thread = Thread { [self] in
-                    Thread.current.name = "attache-work-\(index)"
+                    Thread.current.name = "\(name)-\(index)"
                     var applied: Int32 = 0
                     while true {
                         available.wait()

@@ -127,7 +127,7 @@ extension Pipeline {
                 SourceReference(url: source.url, spec: $0, etag: media.etag, lastModified: media.lastModified)
             }
             let ttl = configuration.storeTTL
-            let (stored, storedSmall) = try await OffPool.run {
+            let (stored, storedSmall) = try await OffPool.write {
                 () -> Result<(StoredAttachment, StoredAttachment?), AttacheError> in
                 Result { () throws(AttacheError) in
                     func put(
