@@ -7,6 +7,7 @@
 #   2. the same batch killed with SIGKILL at 20 random moments, each followed by a rerun, then
 #      run to the end: manifest lines, items recorded twice, `attache store verify`.
 #   bash Benchmarks/batch.sh [ITEMS=2000]
+# BATCH_FLAGS adds options to every batch run (e.g. BATCH_FLAGS="--small-side 0").
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
@@ -127,7 +128,7 @@ run() {  # run NAME [batch options...] -> prints the summary JSON's run object
     shift
     rm -rf "$work/$name" && mkdir -p "$work/$name"
     "$bin" batch --allow-loopback --store "$work/$name/store" --out "$work/$name/out.jsonl" --json \
-        --progress-interval 10 "$@" "$work/campaign.txt" > "$work/$name/summary.json" 2> "$work/$name/progress.log"
+        --progress-interval 10 ${BATCH_FLAGS:-} "$@" "$work/campaign.txt" > "$work/$name/summary.json" 2> "$work/$name/progress.log"
     python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); r=s["run"]; print(json.dumps({"items": s["items"], "seconds": r["seconds"], "items_per_second": r["items_per_second"], "peak_rss_mb": r["peak_rss_mb"], "outcomes": s["outcomes"], "codes": s["codes"]}))' "$work/$name/summary.json"
 }
 

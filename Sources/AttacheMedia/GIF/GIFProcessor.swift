@@ -308,6 +308,24 @@ extension ImageProcessor {
 }
 
 extension ImageProcessor {
+    /// One RGBA image as a one-frame GIF: a median-cut palette (with a transparent slot when
+    /// the image has transparency).
+    static func stillGIF(_ image: PixelImage) throws(AttacheError) -> [UInt8] {
+        guard image.channels == 4 else { throw AttacheError(.internalError, "a still GIF is made from RGBA pixels") }
+        let rgba = image
+        let pixels = rgba.width * rgba.height
+        let palette = rgba.pixels.withUnsafeBufferPointer { GIFPalette.medianCut($0.baseAddress!, count: pixels) }
+        var indices = [UInt8](repeating: 0, count: pixels)
+        rgba.pixels.withUnsafeBufferPointer { source in
+            indices.withUnsafeMutableBufferPointer {
+                _ = palette.map(source.baseAddress!, count: pixels, into: $0.baseAddress!, exact: false)
+            }
+        }
+        let writer = try GIFFrameWriter(width: rgba.width, height: rgba.height, loopCount: nil, globalPalette: nil)
+        try writer.add(indices: indices, source: rgba.pixels, palette: palette, delay: 0)
+        return try writer.finish()
+    }
+
     /// A GIF's poster frame (or any image) as a still: PNG when it has transparency, else JPEG.
     public static func renderStill(
         _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: ImageLimits = .default

@@ -121,9 +121,19 @@ public enum ImageProcessor {
     ) throws(AttacheError) -> Rendition {
         if kind == .gif {
             let gif = try renderGIF(bytes, spec: spec, limits: limits, deadline: deadline)
-            return Rendition(
+            var rendition = Rendition(
                 kind: .gif, width: gif.width, height: gif.height, data: gif.data, source: ImageInfo(gif.source),
                 frames: gif.frames, posterFrame: gif.posterFrame, posterTime: gif.posterTime, actions: gif.actions)
+            // An animation's small rendition is its poster frame, a still GIF, from the pixels
+            // the render already composed.
+            if let smallSide, max(gif.width, gif.height) > smallSide {
+                try deadline.check()
+                let target = RenditionSpec.fit(width: gif.width, height: gif.height, into: smallSide)
+                let small = try resample(gif.poster, target: target, lanczosReserve: 1)
+                rendition.small = SmallRendition(
+                    width: small.width, height: small.height, data: try stillGIF(small))
+            }
+            return rendition
         }
         let (image, info) = try decode(bytes, kind: kind, spec: spec, limits: limits, deadline: deadline)
         func encode(_ image: PixelImage) throws(AttacheError) -> [UInt8] {
@@ -138,7 +148,8 @@ public enum ImageProcessor {
         if let smallSide, max(image.width, image.height) > smallSide {
             try deadline.check()
             let target = RenditionSpec.fit(width: image.width, height: image.height, into: smallSide)
-            let small = try resample(image, target: target)
+            // A thumbnail-sized fallback: box pre-shrink as far as it goes, then one short Lanczos step.
+            let small = try resample(image, target: target, lanczosReserve: 1)
             rendition.small = SmallRendition(width: small.width, height: small.height, data: try encode(small))
         }
         return rendition

@@ -32,8 +32,9 @@ public enum MediaTransform {
     ///   - limits: the decoding limits, checked from the header before pixels are allocated.
     ///   - deadline: checked between row bands and frames; once it passes (or is cancelled)
     ///     the transform stops within one band or frame and throws `timed_out`.
-    ///   - smallSide: also make a small rendition of an image larger than this (JPEG and PNG
-    ///     from the decoded pixels; an animated GIF's first frame), for ``TransformedMedia/small``.
+    ///   - smallSide: also make a small rendition of an image larger than this, from the pixels
+    ///     already decoded (an animated GIF's: its poster frame, a still GIF), for
+    ///     ``TransformedMedia/small``.
     public static func apply(
         _ media: ValidatedMedia, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline,
         smallSide: Int? = nil
@@ -49,16 +50,7 @@ public enum MediaTransform {
                 height: rendition.height, frames: rendition.frames,
                 posterTime: animated ? rendition.posterTime : nil, actions: rendition.actions,
                 sourceWidth: rendition.source.width, sourceHeight: rendition.source.height)
-            if let small = rendition.small {
-                transformed.small = (MediaBytes(small.data), small.width, small.height)
-            } else if let smallSide, rendition.kind == .gif, max(rendition.width, rendition.height) > smallSide {
-                // A GIF's small rendition: its first frame, from the rendition just made.
-                var still = spec
-                (still.maxSide, still.gifMaxFrames) = (smallSide, 1)
-                let gif = try ImageProcessor.render(
-                    transformed.bytes, kind: .gif, spec: still, limits: limits, deadline: deadline)
-                transformed.small = (MediaBytes(gif.data), gif.width, gif.height)
-            }
+            if let small = rendition.small { transformed.small = (MediaBytes(small.data), small.width, small.height) }
             return transformed
         case .audio, .video:
             return TransformedMedia(kind: media.kind, bytes: media.bytes)
