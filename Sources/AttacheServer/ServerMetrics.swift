@@ -61,7 +61,7 @@ final class ServerMetrics: Sendable {
             }
             if let attachment = outcome.attachment, !outcome.cached {
                 Counter(label: "attache_bytes_total", dimensions: [("direction", "stored")])
-                    .increment(by: attachment.bytes)
+                    .increment(by: attachment.bytes + (attachment.small?.bytes ?? 0))
             }
         }
         if result.bestAttempt { Counter(label: "attache_best_attempts_total").increment() }
