@@ -18,7 +18,8 @@ let swiftSettings: [SwiftSetting] = [
 // No stage target depends on another stage; only AttacheCore composes them.
 let package = Package(
     name: "Attache",
-    platforms: [.macOS(.v15)],
+    // iOS for the device-side kit (AttacheClient, AttacheSeal): HPKE needs iOS 17.
+    platforms: [.macOS(.v15), .iOS(.v17)],
     products: [
         .library(name: "AttacheCore", targets: ["AttacheCore"]),
         .library(name: "AttacheBase", targets: ["AttacheBase"]),
