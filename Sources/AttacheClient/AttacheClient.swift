@@ -106,6 +106,9 @@ public struct AttacheClient: Sendable {
     public var attachmentsKey = "attachments"
     /// Send delivery receipts even when the payload does not ask (`"attache-receipts": 1`).
     public var receipts = false
+    /// Bytes asked for per request (`Range`, whole segments): the most that can wait in
+    /// memory when decrypting falls behind the network (default 4 MiB).
+    public var window: Int64 = 4 << 20
 
     public init(
         directory: URL, key: SealKey? = nil,
@@ -333,7 +336,7 @@ public struct AttacheClient: Sendable {
         let key = (entry["key"] as? String).flatMap(Base64.decode).flatMap { $0.count == 32 ? $0 : nil }
         return DownloadRequest(
             url: url, bytes: (entry["bytes"] as? NSNumber)?.int64Value, sha256: hash, key: key, type: type,
-            cap: AttachmentTypes.cap(type: type), destination: destination)
+            cap: AttachmentTypes.cap(type: type), window: max(64 << 10, window), destination: destination)
     }
 
     private static func fetch(

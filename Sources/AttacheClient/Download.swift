@@ -19,6 +19,8 @@ struct DownloadRequest: Sendable {
     var type: String
     /// Largest plaintext accepted when the entry gives no size.
     var cap: Int64
+    /// Bytes asked for per request.
+    var window: Int64 = 4 << 20
     /// The file to write (renamed into place only once every check passed).
     var destination: URL
 }
@@ -28,6 +30,12 @@ struct DownloadRequest: Sendable {
 /// only when every check passed. A dropped connection is resumed with `Range` from the first
 /// segment (or byte) not yet written, while time is left. Anything else ends the download with
 /// a typed error and removes the temporary file.
+///
+/// The body is asked for in windows (`Range`, ``DownloadRequest/window`` bytes each, whole
+/// segments), one after the other on the same connection: URLSession hands data to its
+/// delegate without waiting for it (on Linux there is no way to pause a transfer), so a
+/// window is the most that can pile up when decrypting falls behind the network. A server
+/// that ignores `Range` sends the whole body in one answer, which is taken as it comes.
 final class Download: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     private let request: DownloadRequest
     private let deadline: ContinuousClock.Instant
@@ -44,8 +52,12 @@ final class Download: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     private var header: [UInt8] = []
     private var hasher = SHA256()
     private var written: Int64 = 0
-    /// Bytes of this response's body seen (to skip what a resumed range repeats).
+    /// Position in the body of the next byte to arrive.
     private var received: Int64 = 0
+    /// Where the current request's range ends (exclusive); nil when it asked for the rest.
+    private var windowEnd: Int64?
+    /// The body's length, once a `Content-Range` or the entry told it.
+    private var total: Int64?
     private var firstBytes: [UInt8] = []
     private var resumes = 0
 
@@ -82,7 +94,7 @@ final class Download: NSObject, URLSessionDataDelegate, @unchecked Sendable {
                     lock.lock()
                     self.continuation = continuation
                     lock.unlock()
-                    start(range: nil)
+                    start(from: 0)
                 }
             } onCancel: {
                 self.fail(.timedOut)
@@ -104,18 +116,37 @@ final class Download: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         }
     }
 
-    private func start(range: Int64?) {
+    /// Asks for the body from `offset`: one window of whole segments.
+    private func start(from offset: Int64) {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.timeoutInterval = max(
             0.05, Double(ContinuousClock.now.duration(to: deadline).components.seconds) + 1)
-        if let range { urlRequest.setValue("bytes=\(range)-", forHTTPHeaderField: "Range") }
-        received = range ?? 0
+        let window = request.key == nil ? request.window : Self.sealedWindow(request.window)
+        var end = offset + window
+        if let total { end = min(end, total) }
+        urlRequest.setValue("bytes=\(offset)-\(end - 1)", forHTTPHeaderField: "Range")
+        received = offset
+        windowEnd = end
         let task = session.dataTask(with: urlRequest)
         lock.lock()
         self.task = task
         let failed = failure != nil
         lock.unlock()
         if !failed { task.resume() }
+    }
+
+    /// `window` rounded down to whole sealed segments (one at least), the header counted in the first.
+    private static func sealedWindow(_ window: Int64) -> Int64 {
+        let segment = Int64(SegmentedCipher.defaultSegmentSize + SegmentedCipher.tagSize)
+        return max(1, window / segment) * segment
+    }
+
+    /// `bytes a-b/total` → total.
+    private static func contentRangeTotal(_ response: HTTPURLResponse) -> Int64? {
+        guard let value = response.value(forHTTPHeaderField: "Content-Range"),
+            let slash = value.lastIndex(of: "/")
+        else { return nil }
+        return Int64(value[value.index(after: slash)...])
     }
 
     /// Ends the download with `error` (the first one wins).
@@ -148,16 +179,32 @@ final class Download: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
     ) {
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        let resumed = received > 0
-        guard status == (resumed ? 206 : 200) else {
+        let http = response as? HTTPURLResponse
+        let status = http?.statusCode ?? 0
+        switch status {
+        case 206:
+            if let length = http.flatMap(Self.contentRangeTotal) {
+                if let known = sealedSize, known != length {
+                    completionHandler(.cancel)
+                    return fail(known < length ? .tooLarge : .truncated)
+                }
+                total = length
+            }
+        case 200 where received == 0:
+            // The server ignores ranges: the whole body comes in this answer.
+            windowEnd = nil
+        case 416 where received > 0 && (sealedSize ?? total) == nil:
+            // Past the end of a body whose length nobody said: it ended with the last window.
+            total = received
             completionHandler(.cancel)
-            fail(.httpStatus(status))
             return
+        default:
+            completionHandler(.cancel)
+            return fail(.httpStatus(status))
         }
         // A body announced larger than the entry says is refused before it is read.
         let announced = response.expectedContentLength
-        if announced >= 0, let total = sealedSize, announced + received > total {
+        if announced >= 0, let total = sealedSize ?? total, announced + received > total {
             completionHandler(.cancel)
             fail(.tooLarge)
             return
@@ -193,7 +240,9 @@ final class Download: NSObject, URLSessionDataDelegate, @unchecked Sendable {
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         guard failure == nil else { return }
-        if let error {
+        // Ended by a 416 at the end of a body of unknown length: complete.
+        let endedAtRange = total == received && windowEnd != nil && (error as? URLError)?.code == .cancelled
+        if let error, !endedAtRange {
             // A dropped connection resumes from the first byte not yet written, while time is left.
             let code = (error as? URLError)?.code
             if code != .cancelled, received > 0, resumes < 5, ContinuousClock.now < deadline {
@@ -202,7 +251,12 @@ final class Download: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             }
             return fail(code == .cancelled ? .timedOut : .network(error.localizedDescription))
         }
-        if let total = sealedSize, received < total {
+        // The window is done: the next one follows, until the body's end.
+        let length = sealedSize ?? total
+        if let windowEnd, received == windowEnd, length.map({ received < $0 }) ?? true {
+            return start(from: received)
+        }
+        if let length, received < length {
             if resumes < 5, ContinuousClock.now < deadline {
                 resumes += 1
                 return resume()
@@ -233,15 +287,15 @@ final class Download: NSObject, URLSessionDataDelegate, @unchecked Sendable {
                 // Not even the header arrived: start over.
                 header = []
                 decryptor = SegmentDecryptor(key: SymmetricKey(data: key))
-                return start(range: nil)
+                return start(from: 0)
             }
             let segment = written / Int64(segmentSize)
             var fresh = SegmentDecryptor(key: SymmetricKey(data: key), firstSegment: segment)
             _ = try? fresh.append(header)
             decryptor = fresh
-            start(range: Int64(SegmentedCipher.headerSize) + segment * Int64(segmentSize + SegmentedCipher.tagSize))
+            start(from: Int64(SegmentedCipher.headerSize) + segment * Int64(segmentSize + SegmentedCipher.tagSize))
         } else {
-            start(range: written)
+            start(from: written)
         }
     }
 

@@ -37,6 +37,28 @@ public final class TestHTTPServer: @unchecked Sendable {
         @discardableResult
         public func write(_ text: String) -> Bool { write(Array(text.utf8)) }
 
+        /// Writes bytes where they lie (a slice of a large body, without a copy).
+        @discardableResult
+        public func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            var offset = 0
+            while offset < bytes.count {
+                let n = send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                if n <= 0 { return false }
+                offset += n
+            }
+            return true
+        }
+
+        /// The `Range: bytes=a-b` (or `a-`) of a request as offsets into a body of `count` bytes
+        /// (end exclusive), nil when there is none.
+        public static func range(_ request: Request, count: Int) -> Range<Int>? {
+            guard let value = request.headers["range"], value.hasPrefix("bytes=") else { return nil }
+            let parts = value.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+            guard parts.count == 2, let start = Int(parts[0]) else { return nil }
+            let end = Int(parts[1]).map { min($0 + 1, count) } ?? count
+            return start..<max(start, end)
+        }
+
         /// A complete response with a correct length.
         public func respond(
             status: Int = 200, reason: String = "OK", headers: [String: String] = [:], body: [UInt8] = []
