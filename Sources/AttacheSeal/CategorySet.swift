@@ -99,18 +99,27 @@ public struct CategorySet: Codable, Hashable, Sendable {
     }
 }
 
-/// A JSON string literal.
-func quote(_ string: String) -> String {
-    var out = "\""
-    for scalar in string.unicodeScalars {
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case _ where scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029:
-            let hex = String(scalar.value, radix: 16)
-            out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-        default: out.unicodeScalars.append(scalar)
+/// JSON string literals, as the payload writes them.
+public enum JSONString {
+    /// `string` as a JSON string literal: `"` and `\` escaped, control characters and the
+    /// two line separators as escapes, everything else as it is.
+    public static func quote(_ string: String) -> String {
+        var out = "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
         }
+        return out + "\""
     }
-    return out + "\""
 }
+
+func quote(_ string: String) -> String { JSONString.quote(string) }

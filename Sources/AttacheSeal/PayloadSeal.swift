@@ -213,25 +213,23 @@ public enum PayloadSeal {
     public static func open(
         _ envelope: SealedEnvelope, p256 key: P256.KeyAgreement.PrivateKey
     ) throws(SealError) -> [UInt8] {
-        guard envelope.suite == .p256 else { throw SealError.sealRejected }
-        do {
-            var recipient = try HPKE.Recipient(
-                privateKey: key, ciphersuite: envelope.suite.ciphersuite, info: envelope.info,
-                encapsulatedKey: Data(envelope.encapsulatedKey))
-            return Array(try recipient.open(envelope.ciphertext))
-        } catch {
-            throw SealError.sealRejected
-        }
+        try open(envelope, key: key, suite: .p256)
     }
 
     /// Opens an envelope with an X25519 key.
     public static func open(
         _ envelope: SealedEnvelope, x25519 key: Curve25519.KeyAgreement.PrivateKey
     ) throws(SealError) -> [UInt8] {
-        guard envelope.suite == .x25519 else { throw SealError.sealRejected }
+        try open(envelope, key: key, suite: .x25519)
+    }
+
+    private static func open(
+        _ envelope: SealedEnvelope, key: some HPKEDiffieHellmanPrivateKey, suite: SealSuite
+    ) throws(SealError) -> [UInt8] {
+        guard envelope.suite == suite else { throw SealError.sealRejected }
         do {
             var recipient = try HPKE.Recipient(
-                privateKey: key, ciphersuite: envelope.suite.ciphersuite, info: envelope.info,
+                privateKey: key, ciphersuite: suite.ciphersuite, info: envelope.info,
                 encapsulatedKey: Data(envelope.encapsulatedKey))
             return Array(try recipient.open(envelope.ciphertext))
         } catch {

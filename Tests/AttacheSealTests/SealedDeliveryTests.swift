@@ -73,6 +73,19 @@ import Testing
         }
     }
 
+    /// Serves `body` at the path of `url` slowly: `bytes` every `every` microseconds (the
+    /// server's own thread sleeps; the client's deadline is what the test is about).
+    func drip(_ url: String, body: [UInt8], bytes: Int, every: UInt32) {
+        host.route(URL(string: url)!.path) { _, c in
+            c.write("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\n\r\n")
+            for chunk in stride(from: 0, to: body.count, by: bytes) {
+                guard c.write(Array(body[chunk..<min(chunk + bytes, body.count)])) else { break }
+                usleep(every)
+            }
+            c.close()
+        }
+    }
+
     static func payload(_ urls: [String: String], alert: String = marker) -> [UInt8] {
         let members = urls.sorted { $0.key < $1.key }.map { "\(JSONValue.quote($0.key)):\(JSONValue.quote($0.value))" }
         return Array(
@@ -188,15 +201,20 @@ import Testing
         #expect(unopened.sealError == .noKey && unopened.body == "New message")
     }
 
-    /// A flipped byte in one segment, a truncated body, two segments swapped, trailing bytes:
-    /// each is a typed error and the download directory keeps nothing.
-    @Test func tamperedDownloadsAreRefusedAndNothingIsKept() async throws {
+    /// The rotated photo sealed (no small rendition): the payload, the key, its entry and URL.
+    func sealedPhoto() async throws -> (PipelineResult, P256.KeyAgreement.PrivateKey, [String: Any], String) {
         let (recipient, key) = try Self.recipientP256()
         let result = await pipeline { $0.smallSide = 0 }.process(
             Self.payload(["image": media.url("/waterfall-rotated.jpg")]), sealTo: recipient)
         let opened = try Self.open(result.payload, key)
         let entry = try #require((opened["attachments"] as? [[String: Any]])?.first)
-        let url = try #require(entry["url"] as? String)
+        return (result, key, entry, try #require(entry["url"] as? String))
+    }
+
+    /// A flipped byte in one segment, a truncated body, two segments swapped, trailing bytes:
+    /// each is a typed error and the download directory keeps nothing.
+    @Test func tamperedDownloadsAreRefusedAndNothingIsKept() async throws {
+        let (result, key, entry, url) = try await sealedPhoto()
         let sealed = try object(url)
         let segment = SegmentedCipher.defaultSegmentSize + SegmentedCipher.tagSize
         try #require(sealed.count > 16 + 2 * segment, "needs at least three segments")
@@ -228,12 +246,7 @@ import Testing
     /// A connection cut mid-body is resumed with `Range` from the first segment not yet
     /// decrypted; the file is whole and checks.
     @Test func aCutDownloadResumesWithRange() async throws {
-        let (recipient, key) = try Self.recipientP256()
-        let result = await pipeline { $0.smallSide = 0 }.process(
-            Self.payload(["image": media.url("/waterfall-rotated.jpg")]), sealTo: recipient)
-        let opened = try Self.open(result.payload, key)
-        let entry = try #require((opened["attachments"] as? [[String: Any]])?.first)
-        let url = try #require(entry["url"] as? String)
+        let (result, key, entry, url) = try await sealedPhoto()
         let ranges = Seen()
         let segment = SegmentedCipher.defaultSegmentSize + SegmentedCipher.tagSize
         serve(url, body: try object(url), cutFirstAt: 16 + segment + 5000, ranges: ranges)
@@ -274,15 +287,7 @@ import Testing
 
         // A host that drips the full rendition: under a 24 MB budget and a 2 s deadline the
         // small one is shown, in time.
-        let fullBody = try object(fullURL)
-        host.route(URL(string: fullURL)!.path) { _, c in
-            c.write("HTTP/1.1 200 OK\r\nContent-Length: \(fullBody.count)\r\n\r\n")
-            for chunk in stride(from: 0, to: fullBody.count, by: 1000) {
-                guard c.write(Array(fullBody[chunk..<min(chunk + 1000, fullBody.count)])) else { break }
-                usleep(100_000)
-            }
-            c.close()
-        }
+        drip(fullURL, body: try object(fullURL), bytes: 1000, every: 100_000)
         let (budget, downloads) = try client(.p256(key), memory: 24_000_000)
         let start = ContinuousClock.now
         let slow = await budget.prepare(json: Data(result.payload), deadline: start + .seconds(2))
@@ -295,15 +300,7 @@ import Testing
         #expect(files.count == 1 && files[0].contains("-small"), "\(files)")
 
         // Both dripping: the text alone, in time.
-        let smallBody = try object(smallURL)
-        host.route(URL(string: smallURL)!.path) { _, c in
-            c.write("HTTP/1.1 200 OK\r\nContent-Length: \(smallBody.count)\r\n\r\n")
-            for chunk in stride(from: 0, to: smallBody.count, by: 100) {
-                guard c.write(Array(smallBody[chunk..<min(chunk + 100, smallBody.count)])) else { break }
-                usleep(200_000)
-            }
-            c.close()
-        }
+        drip(smallURL, body: try object(smallURL), bytes: 100, every: 200_000)
         let (last, lastDownloads) = try client(.p256(key), memory: 24_000_000)
         let textStart = ContinuousClock.now
         let text = await last.prepare(json: Data(result.payload), deadline: textStart + .seconds(2))

@@ -1,3 +1,5 @@
+internal import AttacheSeal
+
 /// A JSON value that keeps what a round trip must not lose: member order, duplicate keys and
 /// the exact spelling of numbers. Parsed values also remember where they were in the source,
 /// so untouched parts of a payload can be written back byte for byte.
@@ -80,21 +82,5 @@ public indirect enum JSONValue: Hashable, Sendable {
     }
 
     /// A JSON string literal.
-    public static func quote(_ string: String) -> String {
-        var out = "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    public static func quote(_ string: String) -> String { JSONString.quote(string) }
 }
