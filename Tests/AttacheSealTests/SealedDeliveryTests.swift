@@ -214,7 +214,7 @@ import Testing
     /// A flipped byte in one segment, a truncated body, two segments swapped, trailing bytes:
     /// each is a typed error and the download directory keeps nothing.
     @Test func tamperedDownloadsAreRefusedAndNothingIsKept() async throws {
-        let (result, key, entry, url) = try await sealedPhoto()
+        let (result, key, _, url) = try await sealedPhoto()
         let sealed = try object(url)
         let segment = SegmentedCipher.defaultSegmentSize + SegmentedCipher.tagSize
         try #require(sealed.count > 16 + 2 * segment, "needs at least three segments")
