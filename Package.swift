@@ -164,7 +164,7 @@ let package = Package(
             name: "AttacheTestSupport",
             dependencies: [
                 "AttacheBase", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheCore", "CAttacheCodecs",
-                "CAttacheTestSupport",
+                "CAttacheTestSupport", "AttacheSeal", .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Tests/AttacheTestSupport"
         ),

@@ -29,5 +29,6 @@ let package = Package(
         fuzzer("fuzz-url", "URL"),
         fuzzer("fuzz-gif", "GIF"),
         fuzzer("fuzz-image", "Image"),
+        fuzzer("fuzz-seal", "Seal"),
     ]
 )

@@ -2,6 +2,7 @@
 """Seed corpora for the fuzz targets, from the project's own fixtures and the shared corpus:
 python3 seeds.py WORK writes WORK/<target>/seeds/."""
 import glob
+import re
 import os
 import struct
 import sys
@@ -76,5 +77,16 @@ for i, url in enumerate([b"https://example.com/a.jpg", b"http://[::1]:8080/x?y=1
                          bytes([0xfe, 0x80] + [0] * 13 + [1]), bytes([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1])]):
     write("url", "url-%d" % i, url)
 
-for target in ["json", "sniffer", "exif", "token", "url", "gif", "image"]:
+# Seal: the published segment vectors (under the target's key, bytes 0..31), the payload-seal
+# vectors, and keys as devices export them.
+doc = read(os.path.join(root, "docs", "sealed-attachments.md")).decode()
+for i, hexed in enumerate(re.findall(r"`(41545331[0-9a-f]+)`", doc)):
+    write("seal", "stream-%d" % i, bytes.fromhex(hexed))
+for i, line in enumerate(re.findall(r'^(\{"v":1,.*\})$', doc, re.M)):
+    write("seal", "envelope-%d" % i, line.encode())
+for i, key in enumerate([b"\x04" + bytes(range(64)), bytes(range(32)), b"-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VuAyEA\n-----END PUBLIC KEY-----\n",
+                         b"BAIX5hfwtkQ5KCePlpmeaaI6TywVK99tbN9m5bgCgtTtGUp968uXcS0t2jyoWqh2Wlb0X8dYWZZS8ol8ZTBuV5Q="]):
+    write("seal", "key-%d" % i, key)
+
+for target in ["json", "sniffer", "exif", "token", "url", "gif", "image", "seal"]:
     print("%s: %d seeds" % (target, len(os.listdir(os.path.join(work, target, "seeds")))))

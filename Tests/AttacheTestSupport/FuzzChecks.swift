@@ -3,6 +3,9 @@ import AttacheCore
 import AttacheFetch
 import AttacheMedia
 import AttacheStore
+import AttacheSeal
+import Crypto
+import Foundation
 
 /// The properties the fuzz targets (`Fuzz/`) check on every input, kept here so the test
 /// suite replays every saved finding (`Tests/Fixtures/fuzz/<target>/`) through the same code.
@@ -17,7 +20,49 @@ public enum FuzzChecks {
     /// The targets, by name (`Fuzz/Targets/<Name>`, `Tests/Fixtures/fuzz/<name>`).
     public static let targets: [String: @Sendable ([UInt8]) throws(FuzzFinding) -> Void] = [
         "json": json, "sniffer": sniffer, "exif": exif, "token": token, "url": url, "gif": gif, "image": image,
+        "seal": seal,
     ]
+
+    /// The key the seal target's streams are sealed under: bytes 0…31, the key of the
+    /// published vectors (docs/sealed-attachments.md), so they are valid seeds.
+    static let sealKey = SymmetricKey(data: (0..<32).map { UInt8($0) })
+
+    /// What a device reads: any bytes as a recipient key (read or refused, typed); as a sealed
+    /// stream under a fixed key, opened only if it is a real seal — it re-seals to the same
+    /// bytes — with the same answer whole and in pieces (the split from the first byte); as an
+    /// `encrypted-content` member, refused unless it opens with the vectors' P-256 key.
+    public static func seal(_ bytes: [UInt8]) throws(FuzzFinding) {
+        _ = try? SealRecipient(encoded: bytes, keyID: "fuzz")
+        let whole = Result { () throws(SealError) in try SegmentDecryptor.open(bytes, key: sealKey) }
+        let step = 1 + Int(bytes.first ?? 0) * 7
+        let split = Result { () throws(SealError) -> [UInt8] in
+            var pieces = SegmentDecryptor(key: sealKey)
+            var out: [UInt8] = []
+            var offset = 0
+            while offset < bytes.count {
+                out += try pieces.append(bytes[offset..<min(bytes.count, offset + step)])
+                offset += step
+            }
+            return out + (try pieces.finish())
+        }
+        switch (whole, split) {
+        case (.success(let a), .success(let b)):
+            guard a == b else { throw FuzzFinding("a stream opened whole and in pieces gives different plaintext") }
+            let size = bytes[4..<8].reduce(0) { $0 << 8 | Int($1) }
+            guard
+                let again = try? SegmentEncryptor.seal(
+                    a, key: sealKey, segmentSize: size, noncePrefix: Array(bytes[8..<15])), again == bytes
+            else { throw FuzzFinding("an opened stream does not re-seal to its own bytes") }
+        case (.failure, .failure): break
+        default: throw FuzzFinding("a stream opens whole but not in pieces, or the other way")
+        }
+        if let member = try? JSONSerialization.jsonObject(with: Data(bytes)),
+            let envelope = try? SealedEnvelope(member: member),
+            let p256 = try? P256.KeyAgreement.PrivateKey(rawRepresentation: [UInt8](repeating: 0x11, count: 32))
+        {
+            _ = try? PayloadSeal.open(envelope, p256: p256)
+        }
+    }
 
     /// The payload parser and the mutation that writes the attachment block: an accepted
     /// document's compact text parses back to it; setting a member keeps every byte outside
