@@ -2,8 +2,8 @@ import AttacheBase
 import AttacheCore
 import AttacheFetch
 import AttacheMedia
-import AttacheStore
 import AttacheSeal
+import AttacheStore
 import Crypto
 import Foundation
 
