@@ -377,6 +377,6 @@ extension AttacheClient {
     /// for the app to register at launch: `UNNotificationCategory` per `categories` entry, each
     /// action a `UNNotificationAction(identifier: id, title: title, options: …)`.
     public static func categorySet(json: Data) throws -> CategorySet {
-        try JSONDecoder().decode(CategorySet.self, from: json)
+        try CategorySet(json: json)
     }
 }

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Categories by kind: which `aps.category` a payload gets from what was attached, and the
 /// actions of each category. One file (JSON) configures the server and is bundled with the app,
 /// which registers ``categories`` at launch (a category set from an extension shows its actions
@@ -79,6 +81,22 @@ public struct CategorySet: Codable, Hashable, Sendable {
             all.append((id, actions?[id] ?? []))
         }
         return all
+    }
+
+    /// Why a file is not a usable category set.
+    public struct Invalid: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Reads a category set from its JSON file and checks it: the one reader for the CLI, the
+    /// service and the app.
+    public init(json: Data) throws(Invalid) {
+        do {
+            self = try JSONDecoder().decode(CategorySet.self, from: json)
+        } catch {
+            throw Invalid(description: "not a category set (\(error))")
+        }
+        if let problem { throw Invalid(description: problem) }
     }
 
     /// Why the set cannot be used, or nil.

@@ -280,16 +280,14 @@ public enum ServerSettings {
         configuration.pipeline.smallSide = integer("smallSide", 0...32_767, configuration.pipeline.smallSide)
         if let placeholder = text("sealPlaceholder") { configuration.pipeline.sealPlaceholder = placeholder }
         if let path = text("categories") {
-            if let data = FileManager.default.contents(atPath: path), data.count <= 1 << 20,
-                let set = try? JSONDecoder().decode(CategorySet.self, from: data)
-            {
-                if let problem = set.problem {
-                    problems.append("\(where_("categories")): \(problem)")
-                } else {
-                    configuration.pipeline.categories = set
+            if let data = FileManager.default.contents(atPath: path), data.count <= 1 << 20 {
+                do {
+                    configuration.pipeline.categories = try CategorySet(json: data)
+                } catch {
+                    problems.append("\(where_("categories")): '\(path)': \(error)")
                 }
             } else {
-                problems.append("\(where_("categories")): cannot read a category set from '\(path)'")
+                problems.append("\(where_("categories")): cannot read '\(path)' (or it is over 1 MiB)")
             }
         }
         configuration.pipeline.maxPayloadFetchBytes = integer(

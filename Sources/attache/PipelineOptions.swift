@@ -106,14 +106,11 @@ struct PipelineOptions: ParsableArguments {
     /// Reads and checks a categories file.
     static func categorySet(_ path: String) throws -> CategorySet {
         let bytes = try BoundedInput.read(path, limit: 1 << 20)
-        let set: CategorySet
         do {
-            set = try JSONDecoder().decode(CategorySet.self, from: Data(bytes))
+            return try CategorySet(json: Data(bytes))
         } catch {
-            throw ValidationError("--categories \(path): not a category set (\(error))")
+            throw ValidationError("--categories \(path): \(error)")
         }
-        if let problem = set.problem { throw ValidationError("--categories \(path): \(problem)") }
-        return set
     }
 
     /// A fetcher with the address policy these options describe.

@@ -41,31 +41,33 @@ enum AttachmentBlock {
         var frame = PayloadFrame(content: content, shape: shape, kind: kind, actions: actions, moved: moved)
         var full = true
         var small = attached.contains { outcomes[$0].attachment!.small != nil }
-        func sizes() -> [Int] {
-            attached.map { outcomes[$0].attachment!.json(full: full, small: small).text.utf8.count }
+        // Each entry is written once per form; its text is both measured and assembled.
+        var texts: [String] = []
+        var extra = 0
+        func measure() {
+            texts = attached.map { outcomes[$0].attachment!.json(full: full, small: small).text }
+            extra = texts.reduce(0) { $0 + $1.utf8.count } + max(0, texts.count - 1)
         }
-        var entrySizes = sizes()
-        func extra() -> Int { entrySizes.reduce(0, +) + max(0, entrySizes.count - 1) }
-        if frame.size(extra()) > maxBytes, small {
+        measure()
+        if frame.size(extra) > maxBytes, small {
             small = false
             written.trimmed.append("small renditions")
-            entrySizes = sizes()
+            measure()
         }
-        if frame.size(extra()) > maxBytes, frame.hasActions {
+        if frame.size(extra) > maxBytes, frame.hasActions {
             actions = false
             written.trimmed.append("actions")
             frame = PayloadFrame(content: content, shape: shape, kind: kind, actions: false, moved: moved)
         }
-        if frame.size(extra()) > maxBytes {
+        if frame.size(extra) > maxBytes {
             full = false
             written.trimmed.append("optional fields (bytes, width, height, frames, options)")
-            entrySizes = sizes()
+            measure()
         }
         var kept = attached.count
-        var total = extra()
-        while kept > 0, frame.size(total) > maxBytes {
+        while kept > 0, frame.size(extra) > maxBytes {
             kept -= 1
-            total -= entrySizes[kept] + (kept > 0 ? 1 : 0)
+            extra -= texts[kept].utf8.count + (kept > 0 ? 1 : 0)
             let dropped = attached[kept]
             written.trimmed.append("attachment \(outcomes[dropped].url)")
             outcomes[dropped].attachment = nil
@@ -76,10 +78,10 @@ enum AttachmentBlock {
         guard kept > 0 else {
             return nothingAttached(content, shape: shape, moved: moved, actions: actions, maxBytes: maxBytes, written)
         }
-        let entries = attached.prefix(kept).map { outcomes[$0].attachment!.json(full: full, small: small) }
+        let entries = texts.prefix(kept).map(JSONValue.raw)
         do throws(SealError) {
             written.payload = try frame.assemble(entries)
-            assert(written.payload!.count == frame.size(total), "size \(written.payload!.count), computed")
+            assert(written.payload!.count == frame.size(extra), "size \(written.payload!.count), computed")
         } catch {
             return sealFailed(content, shape: shape, moved: moved, error, written)
         }

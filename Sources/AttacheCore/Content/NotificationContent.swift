@@ -27,17 +27,53 @@ public struct NotificationContent: Sendable {
     /// kept as it was. An existing member named `key` is replaced in place; otherwise the new
     /// member goes last.
     public func setting(_ key: String, to value: JSONValue) -> [UInt8] {
+        editing([(key, value)])
+    }
+
+    /// The payload with top-level members replaced (a value) or removed (nil), and members not
+    /// present added last; a later change of the same member wins. Every byte outside the
+    /// members changed is kept: each member kept is written after the separator that preceded
+    /// it in the source, so a removed member takes its comma with it.
+    public func editing(_ changes: [(String, JSONValue?)]) -> [UInt8] {
         guard case .object(let members) = root else { return bytes }
-        let member = Array((JSONValue.quote(key) + ":" + value.text).utf8)
-        if let existing = members.first(where: { $0.key == key }), let range = existing.sourceRange {
-            return Array(bytes[..<range.lowerBound]) + member + Array(bytes[range.upperBound...])
+        var order: [String] = []
+        var latest: [String: JSONValue?] = [:]
+        for (key, value) in changes {
+            if !latest.keys.contains(key) { order.append(key) }
+            latest[key] = .some(value)
         }
-        if let last = members.last?.sourceRange {
-            return Array(bytes[..<last.upperBound]) + Array(",".utf8) + member + Array(bytes[last.upperBound...])
+        func text(_ key: String, _ value: JSONValue) -> [UInt8] {
+            Array((JSONValue.quote(key) + ":" + value.text).utf8)
         }
-        // An empty object: the closing brace is the last non-space byte.
-        var close = bytes.count - 1
-        while close > 0, bytes[close] != UInt8(ascii: "}") { close -= 1 }
-        return Array(bytes[..<close]) + member + Array(bytes[close...])
+        let present = Set(members.map(\.key))
+        let added = order.compactMap { key in present.contains(key) ? nil : latest[key]!.map { text(key, $0) } }
+        let ranges = members.compactMap(\.sourceRange)
+        guard let first = ranges.first, let last = ranges.last, ranges.count == members.count else {
+            // An empty object: the new members go before the closing brace.
+            var close = bytes.count - 1
+            while close > 0, bytes[close] != UInt8(ascii: "}") { close -= 1 }
+            guard !added.isEmpty else { return bytes }
+            return Array(bytes[..<close]) + Array(added.joined(separator: [UInt8(ascii: ",")])) + Array(bytes[close...])
+        }
+        var out = Array(bytes[..<first.lowerBound])
+        var emitted = false
+        for (index, member) in members.enumerated() {
+            let piece: [UInt8]
+            if let change = latest[member.key] {
+                guard let value = change else { continue }
+                piece = text(member.key, value)
+            } else {
+                piece = Array(bytes[ranges[index]])
+            }
+            if emitted { out += bytes[ranges[index - 1].upperBound..<ranges[index].lowerBound] }
+            out += piece
+            emitted = true
+        }
+        for member in added {
+            if emitted { out.append(UInt8(ascii: ",")) }
+            out += member
+            emitted = true
+        }
+        return out + Array(bytes[last.upperBound...])
     }
 }

@@ -111,7 +111,11 @@ public final class Pipeline: Sendable {
         // A payload that leaves no room for even the smallest entry gets none: nothing is
         // fetched for it (say, a payload already over 4096 bytes).
         let smallest = AttachmentDescriptor.smallestEntrySize(baseURL: configuration.baseURL, sealed: shape.seal != nil)
-        let roomless = ["image", "audio", "video"].allSatisfy { kind in
+        // A kind changes the frame only through its category: one frame per category there is.
+        let kinds = Dictionary(
+            ["image", "audio", "video"].map { (shape.categories?.category(for: $0), $0) },
+            uniquingKeysWith: { a, _ in a })
+        let roomless = kinds.values.allSatisfy { kind in
             PayloadFrame(content: content, shape: shape, kind: kind, actions: false, moved: moved).size(smallest)
                 > configuration.maxPayloadBytes
         }
