@@ -54,6 +54,17 @@ let package = Package(
             name: "CAttacheFetch",
             linkerSettings: [.linkedLibrary("curl")]
         ),
+        // The shared store's object bytes: S3 requests through libcurl (SigV4 signing by libcurl).
+        .target(
+            name: "CAttacheObjects",
+            linkerSettings: [.linkedLibrary("curl")]
+        ),
+        // The shared store's catalog: libpq, PostgreSQL's own client library.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         .target(
             name: "CAttacheCodecs",
             linkerSettings: [
@@ -81,11 +92,12 @@ let package = Package(
             dependencies: ["AttacheBase", "CAttacheCodecs"],
             swiftSettings: swiftSettings
         ),
-        // Stage 4: content-addressed objects, catalog, key ring and scoped tokens.
+        // Stage 4: content-addressed objects, catalog, key ring and scoped tokens; one backend on a
+        // local directory (SQLite), one shared (PostgreSQL catalog, S3 object bytes).
         .target(
             name: "AttacheStore",
             dependencies: [
-                "AttacheBase",
+                "AttacheBase", "CAttacheObjects", "CLibPQ",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),

@@ -222,7 +222,7 @@ public struct BatchReport {
     func thumbnails(_ sample: Sample, store: AttachmentStore, fetcher: Fetcher?) async -> (String?, String?) {
         var after: String?
         if let id = AttachmentID(hex: sample.id), let stored = try? store.attachment(id),
-            let bytes = FileManager.default.contents(atPath: store.path(of: stored))
+            let bytes = try? store.contents(of: stored)
         {
             after = await Self.thumbnail(MediaBytes(Array(bytes)))
         }

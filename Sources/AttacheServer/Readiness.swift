@@ -3,16 +3,15 @@ import AttacheMedia
 import AttacheStore
 import Foundation
 
-/// What `GET /readyz` checks: the store takes a write, the key ring has a current key, and a
+/// What `GET /readyz` checks: the store takes a write (a temp file; the shared store: the
+/// catalog and the bucket answer), the key ring has a current key, and a
 /// tiny built-in JPEG goes through validate and transform (decode, resize, encode).
 enum Readiness {
     /// The failed checks, by name (empty: ready).
     static func failures(store: AttachmentStore) -> [String] {
         var failed: [String] = []
-        let probe = store.configuration.root + "/tmp/ready-\(getpid())-\(UInt64.random(in: 0 ... .max)).part"
         do {
-            try AtomicFile.write([1, 2, 3], to: probe)
-            try? FileManager.default.removeItem(atPath: probe)
+            try store.checkWritable()
         } catch {
             failed.append("store_writable")
         }

@@ -3,53 +3,56 @@ import Crypto
 import Glibc
 import Synchronization
 
-/// The managed attachment directory: content-addressed objects written atomically, metadata in
-/// SQLite, read only through scoped access tokens.
+/// The managed attachment store: content-addressed objects published atomically, with their
+/// metadata in a catalog, read only through scoped access tokens.
 ///
-/// Layout under the root: `objects/ab/cdef….jpg` (named by SHA-256, extension from the sniffed
-/// kind), `tmp/` (writes in progress), `catalog.sqlite` (metadata), `keys.json` (token keys,
-/// mode 0600) and `store.lock` (serialises publishing and collection across processes).
+/// The backend is a local directory with a SQLite catalog (``DirectoryBackend``, the default)
+/// or, with ``StoreConfiguration/shared``, PostgreSQL for the catalog and an S3 bucket for the
+/// bytes (``SharedBackend``), so several processes on several machines share one store.
 public final class AttachmentStore: Sendable {
     /// The configuration the store was opened with.
     public let configuration: StoreConfiguration
-    let catalog: Catalog
-    private let keys: Mutex<LoadedKeyRing>
+    let backend: any StoreBackend
 
-    /// Opens (creating when missing) the store at `configuration.root`.
-    ///
-    /// Several processes may open a new store at once: the catalog's schema and the key ring
-    /// are created under the store lock, so they all get the same ones.
+    /// Opens (creating when missing) the store `configuration` describes.
     public init(_ configuration: StoreConfiguration) throws(AttacheError) {
         self.configuration = configuration
-        let root = configuration.root
-        try AtomicFile.makeDirectory(root, mode: 0o700)
-        try AtomicFile.makeDirectory(root + "/objects")
-        try AtomicFile.makeDirectory(root + "/tmp")
-        let keyFile = configuration.keyFile ?? root + "/keys.json"
-        let (catalog, ring) = try Self.withStoreLock(root: root) { () throws(AttacheError) in
-            (try Catalog(path: root + "/catalog.sqlite"), try KeyRing.loadOrCreate(at: keyFile))
+        if let shared = configuration.shared {
+            backend = try SharedBackend(configuration, shared: shared)
+        } else {
+            backend = try DirectoryBackend(configuration)
         }
-        self.catalog = catalog
-        keys = Mutex(LoadedKeyRing(path: keyFile, ring: ring))
     }
 
-    /// The key ring in use: the key file as another process (a `key rotate`, a replica) last
-    /// left it, looked at again at most once a second.
-    public var keyRing: KeyRing { keys.withLock { $0.current(within: .seconds(1)) } }
+    /// Whether the store is shared (PostgreSQL + S3) rather than a local directory.
+    public var isShared: Bool { configuration.shared != nil }
+
+    /// The key ring in use: as another process (a `key rotate`, a replica) last left it,
+    /// looked at again at most once a second.
+    public var keyRing: KeyRing { backend.keyRing(within: .seconds(1)) }
 
     var now: Int64 { configuration.clock() }
 
-    /// Absolute path of an object.
+    /// Where an object lives: its absolute path in a directory store, its `s3://` URL in a
+    /// shared one.
     public func path(of attachment: StoredAttachment) -> String {
-        configuration.root + "/" + attachment.relativePath
+        backend.location(id: attachment.id.hex, fileExtension: attachment.kind.fileExtension)
+    }
+
+    /// A description of the backend for logs (no credentials).
+    public var backendDescription: String {
+        if let shared = configuration.shared {
+            return "shared: \(shared.postgresDescription) + \(shared.blobs.description)"
+        }
+        return "directory: \(configuration.root)"
     }
 
     // MARK: Writing
 
-    /// Stores `bytes` once: hashed, written to `tmp/`, fsynced, renamed into `objects/` and
-    /// recorded. Storing bytes already present extends their expiry and adds the source.
-    /// When the write would pass a quota, expired objects are collected first; if it still
-    /// would, the write fails with ``AttacheError/Code/storeFull`` and nothing is left behind.
+    /// Stores `bytes` once: hashed, published atomically and recorded. Storing bytes already
+    /// present extends their expiry and adds the source. When the write would pass a quota,
+    /// expired objects are collected first; if it still would, the write fails with
+    /// ``AttacheError/Code/storeFull`` and nothing is left behind.
     public func put(
         _ bytes: UnsafeRawBufferPointer,
         metadata: ObjectMetadata,
@@ -72,38 +75,7 @@ public final class AttachmentStore: Sendable {
                 url: $0.url, spec: $0.spec, objectID: id.hex, etag: $0.etag,
                 lastModified: $0.lastModified, fetched: now)
         }
-        let relative = ObjectLayout.relativePath(id: id.hex, fileExtension: metadata.kind.fileExtension)
-        let final = configuration.root + "/" + relative
-
-        // Write outside the store lock; the temp file stays locked while it is being written so
-        // collection never takes it.
-        let temp = configuration.root + "/tmp/\(UInt64.random(in: 0...UInt64.max)).part"
-        let fd = try AtomicFile.open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC)
-        var published = false
-        defer {
-            if !published { unlink(temp) }
-            Glibc.close(fd)
-        }
-        _ = try AtomicFile.lock(fd, exclusive: true)
-        try AtomicFile.writeAll(fd, bytes, path: temp)
-        try AtomicFile.sync(fd, temp)
-
-        let stored = try withStoreLock { () throws(AttacheError) -> ObjectRow in
-            if try catalog.object(id.hex) != nil, AtomicFile.exists(final) {
-                return try catalog.record(row, source: sourceRow)
-            }
-            try reserve(bytes: Int64(bytes.count), now: now)
-            let directory = AtomicFile.directory(of: final)
-            if !AtomicFile.exists(directory) {
-                try AtomicFile.makeDirectory(directory)
-                try AtomicFile.syncDirectory(configuration.root + "/objects")
-            }
-            try AtomicFile.rename(temp, final)
-            published = true
-            try AtomicFile.syncDirectory(directory)
-            return try catalog.record(row, source: sourceRow)
-        }
-        return try StoredAttachment(row: stored)
+        return try StoredAttachment(row: try backend.publish(bytes, row: row, source: sourceRow))
     }
 
     /// ``put(_:metadata:source:ttl:)`` for an array.
@@ -116,31 +88,11 @@ public final class AttachmentStore: Sendable {
         return try result.get()
     }
 
-    /// Fails with `storeFull` unless one more object of `bytes` fits, collecting first if needed.
-    private func reserve(bytes: Int64, now: Int64) throws(AttacheError) {
-        /// The quota the write would pass, or nil when it fits.
-        func passed() throws(AttacheError) -> AttacheError.Limit? {
-            let totals = try catalog.totals(at: now)
-            if totals.bytes + bytes > configuration.maxBytes { return .maxStoreBytes }
-            if totals.objects + 1 > configuration.maxObjects { return .maxStoreObjects }
-            return nil
-        }
-        guard try passed() != nil else { return }
-        _ = try collectLocked(dryRun: false, now: now)
-        if let quota = try passed() {
-            throw AttacheError(
-                .storeFull,
-                "storing \(bytes) bytes would pass the store quota of \(configuration.maxBytes) bytes"
-                    + " / \(configuration.maxObjects) objects",
-                limit: quota)
-        }
-    }
-
     // MARK: Reading
 
     /// The live attachment with this id, or `nil`.
     public func attachment(_ id: AttachmentID) throws(AttacheError) -> StoredAttachment? {
-        try live(try catalog.object(id.hex))
+        try live(try backend.object(id.hex))
     }
 
     /// The attachment a catalog row describes, unless there is none or it has expired.
@@ -152,12 +104,27 @@ public final class AttachmentStore: Sendable {
     /// The live attachment made from `url` with `spec`, with its stored validators, so a
     /// repeated request can skip fetch and resize (or re-fetch conditionally).
     public func lookup(url: String, spec: String) throws(AttacheError) -> (StoredAttachment, SourceReference)? {
-        guard let (source, row) = try catalog.source(url: url, spec: spec), row.expires > now else {
+        guard let (source, row) = try backend.source(url: url, spec: spec), row.expires > now else {
             return nil
         }
         let reference = SourceReference(
             url: source.url, spec: source.spec, etag: source.etag, lastModified: source.lastModified)
         return (try StoredAttachment(row: row), reference)
+    }
+
+    /// The whole object (for reports and tools; downloads read through a lease).
+    public func contents(of attachment: StoredAttachment) throws(AttacheError) -> [UInt8] {
+        guard let (row, handle) = try backend.open(attachment.id.hex) else {
+            throw AttacheError(.notFound, "no attachment \(attachment.id)")
+        }
+        defer { handle.close() }
+        var out = [UInt8](repeating: 0, count: Int(row.bytes))
+        let result: Result<Int, AttacheError> = out.withUnsafeMutableBytes { buffer in
+            Result { () throws(AttacheError) in try handle.read(into: buffer, at: 0) }
+        }
+        let read = try result.get()
+        guard read == out.count else { throw AttacheError(.ioError, "attachment \(attachment.id) ended early") }
+        return out
     }
 
     /// Issues a token that opens only `id`, until `ttl` seconds from now.
@@ -172,34 +139,26 @@ public final class AttachmentStore: Sendable {
     )
         throws(AttacheError) -> Result<AccessToken, TokenRefusal>
     {
-        switch try authorizeRow(token, for: id, scope: scope) {
-        case .failure(let refusal): return .failure(refusal)
-        case .success(let (claims, _)): return .success(claims)
-        }
-    }
-
-    /// The token check, with the object's row it read (nil: no such object).
-    private func authorizeRow(
-        _ token: String, for id: AttachmentID, scope: TokenScope
-    ) throws(AttacheError) -> Result<(AccessToken, ObjectRow?), TokenRefusal> {
-        let now = self.now
-        var verdict = keyRing.check(token, opens: id, scope: scope, now: now)
-        if case .failure(.unknownKey) = verdict {
-            // Perhaps signed with a key another process has just added: look at the file again
-            // (at most every 100 ms, so unknown keys cannot make every request read it).
-            verdict = keys.withLock { $0.current(within: .milliseconds(100)) }.check(
-                token, opens: id, scope: scope, now: now)
-        }
-        switch verdict {
+        switch check(token, for: id, scope: scope, now: now) {
         case .failure(let refusal):
             return .failure(refusal)
         case .success(let claims):
-            let row = try catalog.object(id.hex)
-            if let row, claims.issuedAt < row.revokedBefore {
+            if let row = try backend.object(id.hex), claims.issuedAt < row.revokedBefore {
                 return .failure(.revoked)
             }
-            return .success((claims, row))
+            return .success(claims)
         }
+    }
+
+    /// The signature and claims check (no catalog read).
+    private func check(
+        _ token: String, for id: AttachmentID, scope: TokenScope, now: Int64
+    ) -> Result<AccessToken, TokenRefusal> {
+        let verdict = keyRing.check(token, opens: id, scope: scope, now: now)
+        guard case .failure(.unknownKey) = verdict else { return verdict }
+        // Perhaps signed with a key another process has just added: look again (at most
+        // every 100 ms, so unknown keys cannot make every request read the key ring).
+        return backend.keyRing(within: .milliseconds(100)).check(token, opens: id, scope: scope, now: now)
     }
 
     /// Opens `id` with `token` and starts a lease. Every refusal is
@@ -209,78 +168,62 @@ public final class AttachmentStore: Sendable {
         token: String,
         onRefusal: (TokenRefusal) -> Void = { _ in }
     ) throws(AttacheError) -> AttachmentLease {
+        let now = self.now
         let access: AccessToken
-        let row: ObjectRow?
-        switch try authorizeRow(token, for: id, scope: .read) {
+        switch check(token, for: id, scope: .read, now: now) {
         case .failure(let refusal):
             onRefusal(refusal)
             throw AttacheError(.accessDenied, "access denied")
-        case .success(let (claims, found)):
-            (access, row) = (claims, found)
+        case .success(let claims):
+            access = claims
         }
-        guard let attachment = try live(row) else { throw AttacheError(.notFound, "no attachment \(id)") }
-        let path = path(of: attachment)
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw AttacheError(.notFound, "no attachment \(id)") }
-        _ = try? AtomicFile.lock(fd, exclusive: false)
-        // Collection may have unlinked the file between open and lock (it unlinks under an
-        // exclusive lock): then it has no name left and is gone.
-        var opened = stat()
-        guard fstat(fd, &opened) == 0, opened.st_nlink > 0 else {
-            Glibc.close(fd)
+        guard let (row, handle) = try backend.open(id.hex) else {
             throw AttacheError(.notFound, "no attachment \(id)")
         }
-        return AttachmentLease(attachment: attachment, path: path, access: access, descriptor: fd)
+        if access.issuedAt < row.revokedBefore {
+            handle.close()
+            onRefusal(.revoked)
+            throw AttacheError(.accessDenied, "access denied")
+        }
+        guard row.expires > now else {
+            handle.close()
+            throw AttacheError(.notFound, "no attachment \(id)")
+        }
+        let attachment = try StoredAttachment(row: row)
+        return AttachmentLease(
+            attachment: attachment, path: backend.location(id: row.id, fileExtension: row.ext), access: access,
+            handle: handle)
     }
 
     /// Refuses every token for `id` issued up to now (and within this second).
     public func revokeTokens(for id: AttachmentID) throws(AttacheError) {
-        guard try catalog.revoke(id.hex, before: now + 1) else {
+        guard try backend.revoke(id.hex, before: now + 1) else {
             throw AttacheError(.notFound, "no attachment \(id)")
         }
+    }
+
+    /// Checks that the store takes writes now (a temp file in a directory store; the catalog
+    /// and the bucket in a shared one).
+    public func checkWritable() throws(AttacheError) {
+        try backend.checkWritable()
     }
 
     // MARK: Keys
 
     /// Adds a new signing key and makes it current; older keys keep verifying.
     public func rotateKeys() throws(AttacheError) -> KeyRing {
-        try updateKeys { $0.rotated() }
+        try backend.updateKeys { $0.rotated() }
     }
 
     /// Retires a key: tokens it signed are refused from now on.
     public func retireKey(_ id: UInt32) throws(AttacheError) -> KeyRing {
-        try updateKeys { ring throws(AttacheError) in try ring.retiring(id) }
-    }
-
-    private func updateKeys(_ change: (KeyRing) throws(AttacheError) -> KeyRing) throws(AttacheError) -> KeyRing {
-        try withStoreLock { () throws(AttacheError) -> KeyRing in
-            let path = configuration.keyFile ?? configuration.root + "/keys.json"
-            let updated = try change(try KeyRing.loadOrCreate(at: path))
-            try updated.save(to: path)
-            keys.withLock { $0 = LoadedKeyRing(path: path, ring: updated) }
-            return updated
-        }
+        try backend.updateKeys { ring throws(AttacheError) in try ring.retiring(id) }
     }
 
     /// `now + seconds`, saturating (a huge lifetime means "never expires", not a trap).
     static func adding(_ seconds: Int64, to now: Int64) -> Int64 {
         let (sum, overflow) = now.addingReportingOverflow(max(0, seconds))
         return overflow ? .max : sum
-    }
-
-    // MARK: Locking
-
-    /// Runs `body` holding the store-wide lock (an flock on `store.lock`), which orders
-    /// publishing, collection and key changes across threads and processes.
-    func withStoreLock<T>(_ body: () throws(AttacheError) -> T) throws(AttacheError) -> T {
-        try Self.withStoreLock(root: configuration.root, body)
-    }
-
-    static func withStoreLock<T>(root: String, _ body: () throws(AttacheError) -> T) throws(AttacheError) -> T {
-        let fd = try AtomicFile.open(root + "/store.lock", O_RDWR | O_CREAT | O_CLOEXEC, mode: 0o600)
-        defer { Glibc.close(fd) }
-        _ = try AtomicFile.lock(fd, exclusive: true)
-        return try body()
     }
 }
 

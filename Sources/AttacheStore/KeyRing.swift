@@ -198,13 +198,18 @@ extension KeyRing {
             if AtomicFile.exists(path) { throw AttacheError(.storeCorrupt, "cannot read key file \(path)") }
             return nil
         }
+        return try decode(Array(data), from: "key file \(path)")
+    }
+
+    /// A ring from its JSON form (`what` names where it came from, for errors).
+    static func decode(_ bytes: [UInt8], from what: String) throws(AttacheError) -> KeyRing {
         do {
-            let file = try JSONDecoder().decode(File.self, from: data)
+            let file = try JSONDecoder().decode(File.self, from: Data(bytes))
             return try KeyRing(current: file.current, entries: file.keys)
         } catch let error as AttacheError {
             throw error
         } catch {
-            throw AttacheError(.storeCorrupt, "cannot read key file \(path): \(error)")
+            throw AttacheError(.storeCorrupt, "cannot read \(what): \(error)")
         }
     }
 
@@ -213,7 +218,8 @@ extension KeyRing {
         try AtomicFile.write(try encoded(), to: path, mode: 0o600)
     }
 
-    private func encoded() throws(AttacheError) -> [UInt8] {
+    /// The ring's JSON form (what the key file holds).
+    func encoded() throws(AttacheError) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         guard let data = try? encoder.encode(File(current: currentKeyID, keys: entries)) else {

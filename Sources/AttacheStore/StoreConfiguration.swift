@@ -15,6 +15,9 @@ public struct StoreConfiguration: Sendable {
     public var defaultTTL: Int64
     /// Current time in Unix seconds (tests move it).
     public var clock: @Sendable () -> Int64
+    /// When set, the store is shared: its catalog in PostgreSQL and its bytes in an S3 bucket
+    /// (`root` and `keyFile` are then unused).
+    public var shared: SharedStoreConfiguration?
 
     /// Creates a configuration with the documented defaults.
     public init(

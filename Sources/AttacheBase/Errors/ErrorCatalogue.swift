@@ -82,6 +82,9 @@ extension AttacheError.Code {
     public static let invalidInput = Self(rawValue: "invalid_input")
     /// The store's files or catalog are not in a state Attache can work with.
     public static let storeCorrupt = Self(rawValue: "store_corrupt")
+    /// The shared store's catalog (PostgreSQL) or object store (S3) did not answer, or refused
+    /// (the message says which and why).
+    public static let storeUnavailable = Self(rawValue: "store_unavailable")
 
     // MARK: - Payload
 
@@ -115,7 +118,8 @@ extension AttacheError.Code {
         .encodeFailed, .ioError, .internalError, .dnsFailed, .connectFailed, .blockedAddress, .hostNotAllowed,
         .invalidURL, .schemeNotAllowed, .tooManyRedirects, .tooSlow, .httpStatus, .tlsFailed, .badResponse,
         .cancelled, .fetchFailed, .storeFull, .notFound, .accessDenied, .invalidInput, .storeCorrupt,
-        .invalidPayload, .payloadTooLarge, .tooManySources, .budgetExceeded, .sealFailed, .unauthorized,
+        .storeUnavailable, .invalidPayload, .payloadTooLarge, .tooManySources, .budgetExceeded, .sealFailed,
+        .unauthorized,
         .requestTooLarge,
         .invalidRequest, .overloaded,
     ]

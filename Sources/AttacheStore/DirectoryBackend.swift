@@ -1,0 +1,308 @@
+internal import AttacheBase
+import Crypto
+import Glibc
+import Synchronization
+
+/// The embedded backend: one directory with the objects as files and the catalog in SQLite.
+///
+/// Layout under the root: `objects/ab/cdef….jpg` (named by SHA-256, extension from the sniffed
+/// kind), `tmp/` (writes in progress), `catalog.sqlite` (metadata), `keys.json` (token keys,
+/// mode 0600) and `store.lock` (serialises publishing and collection across processes).
+/// Leases are shared `flock`s on the object files; collection takes an exclusive one.
+final class DirectoryBackend: StoreBackend {
+    let configuration: StoreConfiguration
+    let catalog: Catalog
+    private let keys: Mutex<LoadedKeyRing>
+    private let keyFile: String
+
+    /// Several processes may open a new store at once: the catalog's schema and the key ring
+    /// are created under the store lock, so they all get the same ones.
+    init(_ configuration: StoreConfiguration) throws(AttacheError) {
+        self.configuration = configuration
+        let root = configuration.root
+        try AtomicFile.makeDirectory(root, mode: 0o700)
+        try AtomicFile.makeDirectory(root + "/objects")
+        try AtomicFile.makeDirectory(root + "/tmp")
+        let keyFile = configuration.keyFile ?? root + "/keys.json"
+        let (catalog, ring) = try Self.withStoreLock(root: root) { () throws(AttacheError) in
+            (try Catalog(path: root + "/catalog.sqlite"), try KeyRing.loadOrCreate(at: keyFile))
+        }
+        self.catalog = catalog
+        self.keyFile = keyFile
+        keys = Mutex(LoadedKeyRing(path: keyFile, ring: ring))
+    }
+
+    func location(id: String, fileExtension: String) -> String {
+        configuration.root + "/" + ObjectLayout.relativePath(id: id, fileExtension: fileExtension)
+    }
+
+    func object(_ id: String) throws(AttacheError) -> ObjectRow? { try catalog.object(id) }
+
+    func source(url: String, spec: String) throws(AttacheError) -> (SourceRow, ObjectRow)? {
+        try catalog.source(url: url, spec: spec)
+    }
+
+    func sourceCount() throws(AttacheError) -> Int { try catalog.sourceCount() }
+
+    func totals(at now: Int64) throws(AttacheError) -> (objects: Int, bytes: Int64, expired: Int) {
+        try catalog.totals(at: now)
+    }
+
+    func revoke(_ id: String, before time: Int64) throws(AttacheError) -> Bool {
+        try catalog.revoke(id, before: time)
+    }
+
+    // MARK: Writing
+
+    /// Hashed by the caller; written to `tmp/`, fsynced, renamed into `objects/` and recorded.
+    func publish(_ bytes: UnsafeRawBufferPointer, row: ObjectRow, source: SourceRow?) throws(AttacheError) -> ObjectRow
+    {
+        let final = location(id: row.id, fileExtension: row.ext)
+        // Write outside the store lock; the temp file stays locked while it is being written so
+        // collection never takes it.
+        let temp = configuration.root + "/tmp/\(UInt64.random(in: 0...UInt64.max)).part"
+        let fd = try AtomicFile.open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC)
+        var published = false
+        defer {
+            if !published { unlink(temp) }
+            Glibc.close(fd)
+        }
+        _ = try AtomicFile.lock(fd, exclusive: true)
+        try AtomicFile.writeAll(fd, bytes, path: temp)
+        try AtomicFile.sync(fd, temp)
+
+        return try withStoreLock { () throws(AttacheError) -> ObjectRow in
+            if try catalog.object(row.id) != nil, AtomicFile.exists(final) {
+                return try catalog.record(row, source: source)
+            }
+            try reserve(bytes: row.bytes, now: row.created)
+            let directory = AtomicFile.directory(of: final)
+            if !AtomicFile.exists(directory) {
+                try AtomicFile.makeDirectory(directory)
+                try AtomicFile.syncDirectory(configuration.root + "/objects")
+            }
+            try AtomicFile.rename(temp, final)
+            published = true
+            try AtomicFile.syncDirectory(directory)
+            return try catalog.record(row, source: source)
+        }
+    }
+
+    /// Fails with `storeFull` unless one more object of `bytes` fits, collecting first if needed.
+    private func reserve(bytes: Int64, now: Int64) throws(AttacheError) {
+        let quota = Quota(configuration)
+        guard quota.passed(try catalog.totals(at: now), adding: bytes) != nil else { return }
+        _ = try collectLocked(dryRun: false, now: now)
+        if let limit = quota.passed(try catalog.totals(at: now), adding: bytes) {
+            throw quota.full(bytes: bytes, limit: limit)
+        }
+    }
+
+    // MARK: Reading
+
+    func open(_ id: String) throws(AttacheError) -> (ObjectRow, any ObjectHandle)? {
+        guard let row = try catalog.object(id) else { return nil }
+        let path = location(id: id, fileExtension: row.ext)
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        _ = try? AtomicFile.lock(fd, exclusive: false)
+        // Collection may have unlinked the file between open and lock (it unlinks under an
+        // exclusive lock): then it has no name left and is gone.
+        var opened = stat()
+        guard fstat(fd, &opened) == 0, opened.st_nlink > 0 else {
+            Glibc.close(fd)
+            return nil
+        }
+        return (row, FileObject(path: path, descriptor: fd))
+    }
+
+    func checkWritable() throws(AttacheError) {
+        let probe = configuration.root + "/tmp/ready-\(getpid())-\(UInt64.random(in: 0 ... .max)).part"
+        try AtomicFile.write([1, 2, 3], to: probe)
+        unlink(probe)
+    }
+
+    // MARK: Keys
+
+    func keyRing(within interval: Duration) -> KeyRing {
+        keys.withLock { $0.current(within: interval) }
+    }
+
+    func updateKeys(_ change: (KeyRing) throws(AttacheError) -> KeyRing) throws(AttacheError) -> KeyRing {
+        try withStoreLock { () throws(AttacheError) -> KeyRing in
+            let updated = try change(try KeyRing.loadOrCreate(at: keyFile))
+            try updated.save(to: keyFile)
+            keys.withLock { $0 = LoadedKeyRing(path: keyFile, ring: updated) }
+            return updated
+        }
+    }
+
+    // MARK: Maintenance
+
+    func collect(dryRun: Bool, now: Int64) throws(AttacheError) -> CollectionReport {
+        try withStoreLock { () throws(AttacheError) in try collectLocked(dryRun: dryRun, now: now) }
+    }
+
+    /// Collection with the store lock already held.
+    private func collectLocked(dryRun: Bool, now: Int64) throws(AttacheError) -> CollectionReport {
+        var report = CollectionReport(dryRun: dryRun)
+        for row in try catalog.expired(at: now) {
+            guard let id = AttachmentID(hex: row.id) else { continue }
+            let path = location(id: row.id, fileExtension: row.ext)
+            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            if fd >= 0 {
+                defer { Glibc.close(fd) }
+                guard try AtomicFile.lock(fd, exclusive: true, nonBlocking: true) else {
+                    report.leased.append(id)
+                    continue
+                }
+                if !dryRun { unlink(path) }
+            }
+            if !dryRun { try catalog.delete(row.id) }
+            report.removed.append(id)
+            report.removedBytes += row.bytes
+        }
+        let known = Set(try catalog.allObjects().map(\.id))
+        for (path, id) in objectFiles() where !known.contains(id) {
+            report.orphans += 1
+            if !dryRun { unlink(path) }
+        }
+        let tmp = configuration.root + "/tmp"
+        for name in AtomicFile.list(tmp) {
+            let path = tmp + "/" + name
+            var info = stat()
+            guard stat(path, &info) == 0, Int64(info.st_mtim.tv_sec) < now - 60 else { continue }
+            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            defer { Glibc.close(fd) }
+            guard try AtomicFile.lock(fd, exclusive: true, nonBlocking: true) else { continue }
+            report.temps += 1
+            if !dryRun { unlink(path) }
+        }
+        return report
+    }
+
+    func verify() throws(AttacheError) -> VerifyReport {
+        var report = VerifyReport()
+        let rows = Dictionary(uniqueKeysWithValues: try catalog.allObjects().map { ($0.id, $0) })
+        var seen = Set<String>()
+        for (path, id) in objectFiles() {
+            guard let row = rows[id] else {
+                report.orphans.append(path)
+                if !Self.hashMatches(path: path, id: id) { report.corrupt.append(path) }
+                continue
+            }
+            seen.insert(id)
+            if path != location(id: id, fileExtension: row.ext)
+                || !Self.hashMatches(path: path, id: id, bytes: row.bytes)
+            {
+                report.corrupt.append(path)
+            } else {
+                report.objects += 1
+            }
+        }
+        report.missing = rows.keys.filter { !seen.contains($0) }.sorted()
+        report.temps = AtomicFile.list(configuration.root + "/tmp").count
+        return report
+    }
+
+    /// Every file under `objects/xx/` with the id its name spells (`xx` + stem).
+    private func objectFiles() -> [(path: String, id: String)] {
+        let objects = configuration.root + "/objects"
+        var files: [(String, String)] = []
+        for prefix in AtomicFile.list(objects) {
+            for name in AtomicFile.list(objects + "/" + prefix) {
+                let stem = name.split(separator: ".", maxSplits: 1).first.map(String.init) ?? name
+                files.append((objects + "/" + prefix + "/" + name, prefix + stem))
+            }
+        }
+        return files
+    }
+
+    private static func hashMatches(path: String, id: String, bytes: Int64? = nil) -> Bool {
+        guard let data = try? MediaBytes(contentsOfFile: path) else { return false }
+        if let bytes, Int64(data.count) != bytes { return false }
+        return AttachmentID(bytes: Array(SHA256.hash(data: UnsafeRawBufferPointer(data.buffer))))?.hex == id
+    }
+
+    // MARK: Locking
+
+    /// Runs `body` holding the store-wide lock (an flock on `store.lock`), which orders
+    /// publishing, collection and key changes across threads and processes.
+    private func withStoreLock<T>(_ body: () throws(AttacheError) -> T) throws(AttacheError) -> T {
+        try Self.withStoreLock(root: configuration.root, body)
+    }
+
+    private static func withStoreLock<T>(root: String, _ body: () throws(AttacheError) -> T) throws(AttacheError) -> T {
+        let fd = try AtomicFile.open(root + "/store.lock", O_RDWR | O_CREAT | O_CLOEXEC, mode: 0o600)
+        defer { Glibc.close(fd) }
+        _ = try AtomicFile.lock(fd, exclusive: true)
+        return try body()
+    }
+}
+
+/// The byte and object quotas, checked the same way by every backend.
+struct Quota {
+    let maxBytes: Int64
+    let maxObjects: Int
+
+    init(_ configuration: StoreConfiguration) {
+        maxBytes = configuration.maxBytes
+        maxObjects = configuration.maxObjects
+    }
+
+    /// The quota one more object of `bytes` would pass, or nil when it fits.
+    func passed(_ totals: (objects: Int, bytes: Int64, expired: Int), adding bytes: Int64) -> AttacheError.Limit? {
+        if totals.bytes + bytes > maxBytes { return .maxStoreBytes }
+        if totals.objects + 1 > maxObjects { return .maxStoreObjects }
+        return nil
+    }
+
+    func full(bytes: Int64, limit: AttacheError.Limit) -> AttacheError {
+        AttacheError(
+            .storeFull,
+            "storing \(bytes) bytes would pass the store quota of \(maxBytes) bytes / \(maxObjects) objects",
+            limit: limit)
+    }
+}
+
+/// A local object file held open under a shared `flock` (collection needs an exclusive one).
+final class FileObject: ObjectHandle {
+    let path: String
+    private let fd: Mutex<Int32>
+
+    init(path: String, descriptor: Int32) {
+        self.path = path
+        fd = Mutex(descriptor)
+    }
+
+    deinit { close() }
+
+    var descriptor: Int32 { fd.withLock { $0 } }
+    var isOpen: Bool { fd.withLock { $0 >= 0 } }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(AttacheError) -> Int {
+        let result: Result<Int, AttacheError> = fd.withLock { fd in
+            guard fd >= 0 else { return .failure(AttacheError(.ioError, "lease already closed")) }
+            var done = 0
+            while done < buffer.count {
+                let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+                if n < 0 && errno == EINTR { continue }
+                guard n >= 0 else { return .failure(AtomicFile.failure("read", path)) }
+                if n == 0 { break }
+                done += n
+            }
+            return .success(done)
+        }
+        return try result.get()
+    }
+
+    func close() {
+        fd.withLock { fd in
+            guard fd >= 0 else { return }
+            flock(fd, LOCK_UN)
+            Glibc.close(fd)
+            fd = -1
+        }
+    }
+}

@@ -1,0 +1,278 @@
+internal import AttacheBase
+import CLibPQ
+import Glibc
+import Synchronization
+
+/// One libpq connection, used by one thread at a time (``PostgresPool`` hands it out).
+///
+/// Queries go out with text parameters (`$1`, `$2`…, never spliced into the SQL) and come
+/// back as text. A connection that broke is reset once before a query fails.
+final class PostgresConnection: @unchecked Sendable {
+    private let connection: OpaquePointer
+    private let url: String
+
+    init(url: String) throws(AttacheError) {
+        self.url = url
+        guard let connection = PQconnectdb(url) else {
+            throw AttacheError(.storeUnavailable, "catalog: libpq could not allocate a connection")
+        }
+        self.connection = connection
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Self.message(connection)
+            PQfinish(connection)
+            throw AttacheError(.storeUnavailable, "catalog: cannot connect to PostgreSQL: \(message)")
+        }
+        // Quiet notices ("relation already exists, skipping") stay out of stderr.
+        _ = try? query("SET client_min_messages = warning")
+    }
+
+    deinit { PQfinish(connection) }
+
+    /// Runs one statement. A broken connection is reset and the statement tried once more,
+    /// unless it was inside a transaction (then the transaction is lost and the caller is told).
+    @discardableResult
+    func query(_ sql: String, _ parameters: [String?] = []) throws(AttacheError) -> PostgresRows {
+        if PQstatus(connection) != CONNECTION_OK { PQreset(connection) }
+        do {
+            return try run(sql, parameters)
+        } catch {
+            if PQstatus(connection) != CONNECTION_OK {
+                PQreset(connection)
+                if PQstatus(connection) == CONNECTION_OK, !sql.hasPrefix("COMMIT"), (try? run("SELECT 1", [])) != nil {
+                    if let rows = try? run(sql, parameters) { return rows }
+                }
+                throw AttacheError(.storeUnavailable, "catalog: PostgreSQL connection lost: \(error.message)")
+            }
+            throw error.attacheError
+        }
+    }
+
+    /// Runs `body` in a transaction (READ COMMITTED), retrying it when PostgreSQL reports a
+    /// serialization failure or deadlock.
+    func transaction<T>(_ body: (PostgresConnection) throws(AttacheError) -> T) throws(AttacheError) -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            try query("BEGIN")
+            do {
+                let value = try body(self)
+                try query("COMMIT")
+                return value
+            } catch {
+                _ = try? run("ROLLBACK", [])
+                if attempt < 5, error.detail == "40001" || error.detail == "40P01" { continue }
+                throw error
+            }
+        }
+    }
+
+    /// Sends several statements in one round trip (no parameters: the caller puts only values
+    /// it has checked into `sql`) and returns each one's rows. Each statement sees what the
+    /// ones before it did (READ COMMITTED takes a snapshot per statement).
+    func batch(_ sql: String) throws(AttacheError) -> [PostgresRows] {
+        if PQstatus(connection) != CONNECTION_OK { PQreset(connection) }
+        guard PQsendQuery(connection, sql) == 1 else {
+            throw AttacheError(.storeUnavailable, "catalog: \(Self.message(connection))")
+        }
+        var results: [PostgresRows] = []
+        var failure: PostgresFailure? = nil
+        while let result = PQgetResult(connection) {
+            defer { PQclear(result) }
+            do {
+                results.append(try Self.rows(result))
+            } catch {
+                failure = failure ?? error
+            }
+        }
+        if let failure { throw failure.attacheError }
+        return results
+    }
+
+    private func run(_ sql: String, _ parameters: [String?]) throws(PostgresFailure) -> PostgresRows {
+        let count = Int32(parameters.count)
+        let result: OpaquePointer? = withCStrings(parameters) { pointers in
+            PQexecParams(connection, sql, count, nil, pointers, nil, nil, 0)
+        }
+        guard let result else { throw PostgresFailure(state: nil, message: Self.message(connection)) }
+        defer { PQclear(result) }
+        return try Self.rows(result)
+    }
+
+    private static func rows(_ result: OpaquePointer) throws(PostgresFailure) -> PostgresRows {
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+            var rows: [[String?]] = []
+            let (height, width) = (PQntuples(result), PQnfields(result))
+            rows.reserveCapacity(Int(height))
+            for row in 0..<height {
+                var values: [String?] = []
+                values.reserveCapacity(Int(width))
+                for column in 0..<width {
+                    if PQgetisnull(result, row, column) != 0 {
+                        values.append(nil)
+                    } else {
+                        values.append(String(cString: PQgetvalue(result, row, column)))
+                    }
+                }
+                rows.append(values)
+            }
+            let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
+            return PostgresRows(rows: rows, affected: affected)
+        default:
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let message = PQresultErrorMessage(result).map { String(cString: $0) } ?? "unknown error"
+            throw PostgresFailure(state: state, message: message.trimmingTrailingNewlines())
+        }
+    }
+
+    private static func message(_ connection: OpaquePointer) -> String {
+        String(cString: PQerrorMessage(connection)).trimmingTrailingNewlines()
+    }
+}
+
+/// What a statement returned: rows of text values (nil for NULL) and the affected row count.
+struct PostgresRows {
+    var rows: [[String?]]
+    var affected: Int
+
+    var first: [String?]? { rows.first }
+}
+
+/// A statement PostgreSQL refused, with its SQLSTATE.
+struct PostgresFailure: Error {
+    var state: String?
+    var message: String
+
+    /// Unique violations, serialization failures and deadlocks keep their SQLSTATE in the
+    /// error's `detail`, so callers can retry or tell a race from a fault.
+    var attacheError: AttacheError {
+        AttacheError(.storeUnavailable, "catalog: \(message)", detail: state)
+    }
+}
+
+/// A fixed number of connections, opened when first needed, each used by one caller at a time.
+/// Callers that find every connection busy wait for one.
+final class PostgresPool: Sendable {
+    private let url: String
+    private let state: Mutex<State>
+    private let available: PoolSignal
+
+    private struct State {
+        var idle: [PostgresConnection] = []
+        var opened = 0
+    }
+
+    let size: Int
+
+    init(url: String, size: Int) {
+        self.url = url
+        self.size = max(1, size)
+        state = Mutex(State())
+        available = PoolSignal()
+    }
+
+    /// Runs `body` with a connection of its own.
+    func with<T>(_ body: (PostgresConnection) throws(AttacheError) -> T) throws(AttacheError) -> T {
+        let connection = try checkOut()
+        defer { checkIn(connection) }
+        return try body(connection)
+    }
+
+    /// `query` on any free connection.
+    @discardableResult
+    func query(_ sql: String, _ parameters: [String?] = []) throws(AttacheError) -> PostgresRows {
+        try with { connection throws(AttacheError) in try connection.query(sql, parameters) }
+    }
+
+    /// `transaction` on any free connection.
+    func transaction<T>(_ body: (PostgresConnection) throws(AttacheError) -> T) throws(AttacheError) -> T {
+        try with { connection throws(AttacheError) in try connection.transaction(body) }
+    }
+
+    func checkOut() throws(AttacheError) -> PostgresConnection {
+        while true {
+            enum Next {
+                case use(PostgresConnection)
+                case open
+                case wait
+            }
+            let next: Next = state.withLock { state in
+                if let connection = state.idle.popLast() { return .use(connection) }
+                if state.opened < size {
+                    state.opened += 1
+                    return .open
+                }
+                return .wait
+            }
+            switch next {
+            case .use(let connection):
+                return connection
+            case .open:
+                do {
+                    return try PostgresConnection(url: url)
+                } catch {
+                    state.withLock { $0.opened -= 1 }
+                    available.signal()
+                    throw error
+                }
+            case .wait:
+                available.wait()
+            }
+        }
+    }
+
+    func checkIn(_ connection: PostgresConnection) {
+        state.withLock { $0.idle.append(connection) }
+        available.signal()
+    }
+}
+
+/// A counting signal for threads waiting on the pool (a pthread condition variable).
+final class PoolSignal: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var pending = 0
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    func signal() {
+        pthread_mutex_lock(mutex)
+        pending += 1
+        pthread_cond_signal(condition)
+        pthread_mutex_unlock(mutex)
+    }
+
+    func wait() {
+        pthread_mutex_lock(mutex)
+        while pending == 0 { pthread_cond_wait(condition, mutex) }
+        pending -= 1
+        pthread_mutex_unlock(mutex)
+    }
+}
+
+/// Calls `body` with C strings for `strings` (NULL for nil), valid during the call.
+private func withCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    var copies: [UnsafeMutablePointer<CChar>?] = strings.map { $0.map { strdup($0)! } }
+    defer { for copy in copies { free(copy) } }
+    return copies.withUnsafeMutableBufferPointer { buffer in
+        body(buffer.map { $0.map { UnsafePointer($0) } })
+    }
+}
+
+extension String {
+    fileprivate func trimmingTrailingNewlines() -> String {
+        var text = Substring(self)
+        while text.last == "\n" || text.last == " " { text = text.dropLast() }
+        return String(text)
+    }
+}

@@ -1,0 +1,377 @@
+public import AttacheBase
+import CAttacheObjects
+import Crypto
+import Foundation
+import Glibc
+import Synchronization
+
+/// Where the shared store keeps object bytes: a bucket (and key prefix) on an S3-compatible
+/// server, with the credentials that sign every request (SigV4, path-style URLs).
+public struct S3Location: Sendable, Hashable {
+    /// `http(s)://host[:port]` of the S3 API.
+    public var endpoint: String
+    /// The bucket.
+    public var bucket: String
+    /// A key prefix inside the bucket ("" or ending in "/").
+    public var prefix: String
+    /// The signing region.
+    public var region: String
+    /// The access key id.
+    public var accessKey: String
+    /// The secret key.
+    public var secretKey: String
+
+    /// Creates a location.
+    public init(
+        endpoint: String, bucket: String, prefix: String = "", region: String, accessKey: String, secretKey: String
+    ) {
+        self.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
+        self.bucket = bucket
+        self.prefix = prefix.isEmpty || prefix.hasSuffix("/") ? prefix : prefix + "/"
+        self.region = region
+        self.accessKey = accessKey
+        self.secretKey = secretKey
+    }
+
+    /// Reads `s3://bucket[/prefix]` and the rest from the environment: `ATTACHE_S3_ENDPOINT`
+    /// (or `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`), `AWS_REGION` (or `AWS_DEFAULT_REGION`,
+    /// default `us-east-1`), `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`. Every missing or
+    /// malformed part is named in one error.
+    public static func parse(_ url: String, environment: [String: String]) throws(AttacheError) -> S3Location {
+        var problems: [String] = []
+        var bucket = ""
+        var prefix = ""
+        if url.hasPrefix("s3://") {
+            let rest = url.dropFirst(5)
+            let parts = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+            bucket = String(parts[0])
+            prefix = parts.count > 1 ? String(parts[1]) : ""
+            if !Self.isBucketName(bucket) {
+                problems.append("'\(bucket)' is not a bucket name (3-63 of a-z 0-9 . -)")
+            }
+        } else {
+            problems.append("--blobs must be s3://bucket[/prefix], not '\(url)'")
+        }
+        let endpoint =
+            environment["ATTACHE_S3_ENDPOINT"] ?? environment["AWS_ENDPOINT_URL_S3"] ?? environment["AWS_ENDPOINT_URL"]
+        if let endpoint {
+            if !(endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://")) {
+                problems.append("the S3 endpoint must be an http(s) URL, not '\(endpoint)'")
+            }
+        } else {
+            problems.append("ATTACHE_S3_ENDPOINT (the S3 API's http(s)://host:port) is not set")
+        }
+        let access = environment["AWS_ACCESS_KEY_ID"] ?? ""
+        let secret = environment["AWS_SECRET_ACCESS_KEY"] ?? ""
+        if access.isEmpty { problems.append("AWS_ACCESS_KEY_ID is not set") }
+        if secret.isEmpty { problems.append("AWS_SECRET_ACCESS_KEY is not set") }
+        if access.contains(":") { problems.append("AWS_ACCESS_KEY_ID must not hold ':'") }
+        guard problems.isEmpty, let endpoint else {
+            throw AttacheError(.invalidInput, "blob store: " + problems.joined(separator: "; "))
+        }
+        let region = environment["AWS_REGION"] ?? environment["AWS_DEFAULT_REGION"] ?? "us-east-1"
+        return S3Location(
+            endpoint: endpoint, bucket: bucket, prefix: prefix, region: region, accessKey: access, secretKey: secret)
+    }
+
+    static func isBucketName(_ name: String) -> Bool {
+        (3...63).contains(name.utf8.count)
+            && name.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 46 || $0 == 45 }
+    }
+
+    /// How the location is written in logs and reports (no credentials).
+    public var description: String { "s3://\(bucket)/\(prefix) at \(endpoint)" }
+}
+
+/// S3 requests through libcurl: PUT, ranged GET, HEAD, DELETE and listing, signed by libcurl
+/// (SigV4). Handles are reused, so connections are kept alive between requests.
+final class S3Client: Sendable {
+    let location: S3Location
+    private let handles = Mutex<[S3Handle]>([])
+
+    init(_ location: S3Location) {
+        self.location = location
+    }
+
+    /// The URL of `key` (object keys are percent-encoded, `/` kept) with a query whose
+    /// parameters are sorted and encoded, as SigV4's canonical request needs.
+    func url(key: String, query: [(String, String)] = []) -> String {
+        var url = location.endpoint + "/" + location.bucket
+        if !key.isEmpty { url += "/" + Self.encode(key, keepSlash: true) }
+        if !query.isEmpty {
+            var pairs: [(name: String, value: String)] = query.map { pair in
+                (Self.encode(pair.0, keepSlash: false), Self.encode(pair.1, keepSlash: false))
+            }
+            pairs.sort { a, b in a.name != b.name ? a.name < b.name : a.value < b.value }
+            url += "?" + pairs.map { $0.name + "=" + $0.value }.joined(separator: "&")
+        }
+        return url
+    }
+
+    /// RFC 3986 unreserved characters stay; everything else is %XX.
+    static func encode(_ text: String, keepSlash: Bool) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            if isUnreserved(byte) || (keepSlash && byte == UInt8(ascii: "/")) {
+                out.unicodeScalars.append(UnicodeScalar(byte))
+            } else {
+                out +=
+                    "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 15, radix: 16, uppercase: true)
+            }
+        }
+        return out
+    }
+
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            true
+        default:
+            false
+        }
+    }
+
+    // MARK: Requests
+
+    /// Stores `bytes` under `key` (the server checks them against their SHA-256).
+    func put(key: String, bytes: UnsafeRawBufferPointer) throws(AttacheError) {
+        let hash = SHA256.hash(data: bytes).map { String(format2: $0) }.joined()
+        let answer = try perform("PUT", url(key: location.prefix + key), payloadHash: hash, body: bytes)
+        try answer.expect(200...299, "put \(key)")
+    }
+
+    /// Streams the bytes of `key` (or of `range`) to `sink`, which returns false to stop.
+    /// Returns the bytes delivered; a missing object is ``AttacheError/Code/notFound``.
+    @discardableResult
+    func get(
+        key: String, range: ClosedRange<Int64>? = nil, into sink: (UnsafeRawBufferPointer) -> Bool
+    ) throws(AttacheError) -> Int64 {
+        var delivered: Int64 = 0
+        let target = url(key: location.prefix + key)
+        let window = range.map { "\($0.lowerBound)-\($0.upperBound)" }
+        let answer = try withoutActuallyEscaping(sink) { (sink) throws(AttacheError) -> Answer in
+            try perform("GET", target, range: window) { chunk in
+                delivered += Int64(chunk.count)
+                return sink(chunk)
+            }
+        }
+        try answer.expect(200...299, "get \(key)")
+        return delivered
+    }
+
+    /// Reads `buffer.count` bytes of `key` at `offset` (fewer only at the end of the object).
+    func read(key: String, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(AttacheError) -> Int {
+        guard !buffer.isEmpty else { return 0 }
+        var filled = 0
+        try get(key: key, range: offset...(offset + Int64(buffer.count) - 1)) { chunk in
+            let take = min(chunk.count, buffer.count - filled)
+            if take > 0 {
+                buffer.baseAddress!.advanced(by: filled).copyMemory(from: chunk.baseAddress!, byteCount: take)
+            }
+            filled += take
+            return take == chunk.count
+        }
+        return filled
+    }
+
+    /// Whether `key` exists.
+    func exists(key: String) throws(AttacheError) -> Bool {
+        let answer = try perform("HEAD", url(key: location.prefix + key))
+        if answer.status == 404 { return false }
+        try answer.expect(200...299, "head \(key)")
+        return true
+    }
+
+    /// Deletes `key` (deleting a missing key succeeds, as in S3).
+    func delete(key: String) throws(AttacheError) {
+        let answer = try perform("DELETE", url(key: location.prefix + key))
+        if answer.status == 404 { return }
+        try answer.expect(200...299, "delete \(key)")
+    }
+
+    /// Every key under `prefix` (relative to the location's prefix) with its size.
+    func list(prefix: String) throws(AttacheError) -> [(key: String, size: Int64)] {
+        var keys: [(String, Int64)] = []
+        var continuation: String? = nil
+        repeat {
+            var query = [("list-type", "2"), ("prefix", location.prefix + prefix)]
+            if let continuation { query.append(("continuation-token", continuation)) }
+            let answer = try perform("GET", url(key: "", query: query))
+            try answer.expect(200...299, "list \(prefix)")
+            let page = ListPage(xml: answer.body)
+            for (key, size) in page.contents where key.hasPrefix(location.prefix) {
+                keys.append((String(key.dropFirst(location.prefix.count)), size))
+            }
+            continuation = page.truncated ? page.next : nil
+        } while continuation != nil
+        return keys
+    }
+
+    /// Creates the bucket unless it is there already.
+    func createBucket() throws(AttacheError) {
+        let answer = try perform("PUT", url(key: ""), body: UnsafeRawBufferPointer(start: nil, count: 0))
+        if answer.status == 409,
+            answer.body.contains("BucketAlreadyOwnedByYou") || answer.body.contains("BucketAlreadyExists")
+        {
+            return
+        }
+        try answer.expect(200...299, "create bucket \(location.bucket)")
+    }
+
+    /// Checks that the bucket answers (HEAD bucket).
+    func checkBucket() throws(AttacheError) {
+        let answer = try perform("HEAD", url(key: ""))
+        if answer.status == 404 {
+            throw AttacheError(.storeUnavailable, "object store: no bucket \(location.bucket) at \(location.endpoint)")
+        }
+        try answer.expect(200...299, "head bucket \(location.bucket)")
+    }
+
+    // MARK: Plumbing
+
+    struct Answer {
+        var status: Int
+        var body: String
+
+        func expect(_ ok: ClosedRange<Int>, _ what: String) throws(AttacheError) {
+            guard !ok.contains(status) else { return }
+            if status == 404 { throw AttacheError(.notFound, "object store: \(what): not found") }
+            let code = Self.element("Code", in: body) ?? "HTTP \(status)"
+            throw AttacheError(.storeUnavailable, "object store: \(what): \(code)", detail: String(status))
+        }
+
+        static func element(_ name: String, in xml: String) -> String? {
+            guard let open = xml.range(of: "<\(name)>"),
+                let close = xml.range(of: "</\(name)>", range: open.upperBound..<xml.endIndex)
+            else { return nil }
+            return String(xml[open.upperBound..<close.lowerBound])
+        }
+    }
+
+    private static let emptyHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+    private final class SinkBox {
+        let sink: (UnsafeRawBufferPointer) -> Bool
+        init(_ sink: @escaping (UnsafeRawBufferPointer) -> Bool) { self.sink = sink }
+    }
+
+    private func perform(
+        _ method: String, _ url: String, payloadHash: String? = nil, body: UnsafeRawBufferPointer? = nil,
+        range: String? = nil, sink: ((UnsafeRawBufferPointer) -> Bool)? = nil
+    ) throws(AttacheError) -> Answer {
+        let handle = try checkOut()
+        var keep = true
+        defer { if keep { checkIn(handle) } }
+        let headers = ["x-amz-content-sha256: " + (payloadHash ?? Self.emptyHash)]
+        var status: Int64 = 0
+        var error = [CChar](repeating: 0, count: 256)
+        let code: Int32 = withoutActuallyEscaping(sink ?? { _ in true }) { escapable in
+            let box = SinkBox(escapable)
+            let context = sink == nil ? nil : Unmanaged.passUnretained(box).toOpaque()
+            let callback: att_s3_sink? =
+                sink == nil
+                ? nil
+                : { context, data, count in
+                    let box = Unmanaged<SinkBox>.fromOpaque(context!).takeUnretainedValue()
+                    return box.sink(UnsafeRawBufferPointer(start: data, count: count)) ? 0 : 1
+                }
+            return withExtendedLifetime(box) {
+                headers.withCStrings { lines in
+                    att_s3_perform(
+                        handle.pointer, method, url, lines, lines.count,
+                        body?.baseAddress?.assumingMemoryBound(to: UInt8.self), Int64(body?.count ?? 0),
+                        range, callback, context, &status, &error)
+                }
+            }
+        }
+        // CURLE_WRITE_ERROR (23): the sink asked to stop; what it took is what it wanted.
+        if code == 23, sink != nil { return Answer(status: Int(status), body: "") }
+        guard code == 0 else {
+            keep = false
+            att_s3_free(handle.pointer)
+            var message = String(cString: error)
+            if message.isEmpty { message = "curl error \(code)" }
+            throw AttacheError(.storeUnavailable, "object store: \(method) \(location.endpoint): \(message)")
+        }
+        var count = 0
+        let text = att_s3_small_body(handle.pointer, &count)
+        return Answer(status: Int(status), body: text.map { String(cString: $0) } ?? "")
+    }
+
+    private func checkOut() throws(AttacheError) -> S3Handle {
+        if let handle = handles.withLock({ $0.popLast() }) { return handle }
+        guard
+            let pointer = att_s3_new(
+                "aws:amz:\(location.region):s3", "\(location.accessKey):\(location.secretKey)", 5_000, 120_000)
+        else { throw AttacheError(.storeUnavailable, "object store: libcurl could not make a handle") }
+        return S3Handle(pointer: pointer)
+    }
+
+    private func checkIn(_ handle: S3Handle) {
+        let extra: S3Handle? = handles.withLock { handles in
+            if handles.count >= 64 { return handle }
+            handles.append(handle)
+            return nil
+        }
+        if let extra { att_s3_free(extra.pointer) }
+    }
+
+    deinit {
+        for handle in handles.withLock({ $0 }) { att_s3_free(handle.pointer) }
+    }
+}
+
+/// An idle libcurl handle (owned by the pool, or by the one request using it).
+private struct S3Handle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// One page of a ListObjectsV2 answer.
+struct ListPage {
+    var contents: [(String, Int64)] = []
+    var truncated = false
+    var next: String?
+
+    init(xml: String) {
+        truncated = S3Client.Answer.element("IsTruncated", in: xml) == "true"
+        next = S3Client.Answer.element("NextContinuationToken", in: xml).map(Self.unescape)
+        var rest = xml[...]
+        while let open = rest.range(of: "<Contents>"),
+            let close = rest.range(of: "</Contents>", range: open.upperBound..<rest.endIndex)
+        {
+            let entry = String(rest[open.upperBound..<close.lowerBound])
+            if let key = S3Client.Answer.element("Key", in: entry) {
+                let size = S3Client.Answer.element("Size", in: entry).flatMap { Int64($0) } ?? 0
+                contents.append((Self.unescape(key), size))
+            }
+            rest = rest[close.upperBound...]
+        }
+    }
+
+    static func unescape(_ text: String) -> String {
+        guard text.contains("&") else { return text }
+        return text.replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
+            .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&apos;", with: "'")
+            .replacingOccurrences(of: "&amp;", with: "&")
+    }
+}
+
+extension String {
+    fileprivate init(format2 byte: UInt8) {
+        let digits = Array("0123456789abcdef")
+        self = String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
+    }
+
+}
+
+extension Array where Element == String {
+    /// Calls `body` with C strings for the elements, valid during the call.
+    fileprivate func withCStrings<R>(_ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+        let copies = map { strdup($0) }
+        defer { for copy in copies { free(copy) } }
+        return body(copies.map { UnsafePointer($0) })
+    }
+}

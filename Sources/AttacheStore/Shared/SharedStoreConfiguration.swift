@@ -1,0 +1,90 @@
+public import AttacheBase
+import Crypto
+import ExtrasBase64
+import Foundation
+
+/// A store shared by several processes and machines: the catalog (objects, sources, expiry,
+/// revocations, the key ring, batch jobs) in PostgreSQL, the object bytes in an S3 bucket.
+public struct SharedStoreConfiguration: Sendable {
+    /// A libpq connection URI: `postgres://user[:password]@host[:port]/database[?…]`.
+    public var postgres: String
+    /// The bucket and the credentials for the object bytes.
+    public var blobs: S3Location
+    /// The 32-byte key that encrypts the token key ring at rest in the catalog (AES-GCM).
+    public var keyRingKey: [UInt8]
+    /// Catalog connections for reads and writes (per process).
+    public var connections: Int
+    /// Catalog connections that hold the advisory locks of open downloads (per process).
+    public var leaseConnections: Int
+
+    /// Creates a configuration.
+    public init(
+        postgres: String, blobs: S3Location, keyRingKey: [UInt8], connections: Int = 16, leaseConnections: Int = 4
+    ) {
+        self.postgres = postgres
+        self.blobs = blobs
+        self.keyRingKey = keyRingKey
+        self.connections = connections
+        self.leaseConnections = leaseConnections
+    }
+
+    /// Reads `--store postgres://…` and `--blobs s3://bucket[/prefix]` with the rest from the
+    /// environment (see ``S3Location/parse(_:environment:)``) and the key ring key from
+    /// `ATTACHE_KEYRING_KEY` (base64 of 32 bytes) or the file `ATTACHE_KEYRING_KEY_FILE` names.
+    /// Every problem found is named in one ``AttacheError/Code/invalidInput`` error.
+    public static func parse(
+        store: String, blobs: String?, environment: [String: String]
+    ) throws(AttacheError) -> SharedStoreConfiguration {
+        var problems: [String] = []
+        if !(store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")) {
+            problems.append("--store must be a directory or a postgres:// URI")
+        }
+        var location: S3Location? = nil
+        if let blobs {
+            do {
+                location = try S3Location.parse(blobs, environment: environment)
+            } catch {
+                problems.append(error.message)
+            }
+        } else {
+            problems.append("a postgres:// store keeps its object bytes in S3: --blobs s3://bucket is required")
+        }
+        var key: [UInt8]? = nil
+        if let text = environment["ATTACHE_KEYRING_KEY"] {
+            key = decodeKey(text)
+            if key == nil { problems.append("ATTACHE_KEYRING_KEY must be base64 of 32 bytes") }
+        } else if let path = environment["ATTACHE_KEYRING_KEY_FILE"] {
+            if let text = try? String(contentsOfFile: path, encoding: .utf8) {
+                key = decodeKey(text.trimmingCharacters(in: .whitespacesAndNewlines))
+                if key == nil { problems.append("\(path) (ATTACHE_KEYRING_KEY_FILE) must hold base64 of 32 bytes") }
+            } else {
+                problems.append("cannot read \(path) (ATTACHE_KEYRING_KEY_FILE)")
+            }
+        } else {
+            problems.append(
+                "the shared key ring is encrypted with ATTACHE_KEYRING_KEY (base64 of 32 bytes; `openssl rand"
+                    + " -base64 32`) or the file ATTACHE_KEYRING_KEY_FILE names; neither is set")
+        }
+        guard problems.isEmpty, let location, let key else {
+            throw AttacheError(.invalidInput, "shared store: " + problems.joined(separator: "; "))
+        }
+        return SharedStoreConfiguration(postgres: store, blobs: location, keyRingKey: key)
+    }
+
+    private static func decodeKey(_ text: String) -> [UInt8]? {
+        let options: [Base64.DecodingOptions] = [
+            [], [.base64UrlAlphabet], [.base64UrlAlphabet, .omitPaddingCharacter],
+        ]
+        for option in options {
+            if let bytes = try? Base64.decode(string: text, options: option), bytes.count == 32 { return bytes }
+        }
+        return nil
+    }
+
+    /// The catalog's address for logs, without a password.
+    public var postgresDescription: String {
+        guard let at = postgres.lastIndex(of: "@"), let scheme = postgres.range(of: "://") else { return postgres }
+        let user = postgres[scheme.upperBound..<at].split(separator: ":", maxSplits: 1).first ?? ""
+        return String(postgres[..<scheme.upperBound]) + user + String(postgres[at...])
+    }
+}

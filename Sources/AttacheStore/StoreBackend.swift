@@ -1,0 +1,46 @@
+internal import AttacheBase
+
+/// Where a store keeps its catalog and its object bytes. ``AttachmentStore`` owns the rules
+/// every backend shares (ids, expiry arithmetic, tokens, revocation checks); a backend owns
+/// publishing, reading under a lease, collection and the key ring, with the same guarantees:
+/// content addressing, atomic publication (readers never see an object before its row), one
+/// object per content, quotas, and collection that never takes an object being written or read.
+protocol StoreBackend: Sendable {
+    /// The object's row, or nil.
+    func object(_ id: String) throws(AttacheError) -> ObjectRow?
+    /// The row made from `url` with `spec`, with the object's row.
+    func source(url: String, spec: String) throws(AttacheError) -> (SourceRow, ObjectRow)?
+    /// Publishes `bytes` under `row.id` (extending the expiry of an object already there) and
+    /// records `source`; collects expired objects first when a quota would be passed.
+    func publish(_ bytes: UnsafeRawBufferPointer, row: ObjectRow, source: SourceRow?) throws(AttacheError) -> ObjectRow
+    /// Opens `id` for reading and holds it against collection; nil when there is no such object.
+    func open(_ id: String) throws(AttacheError) -> (ObjectRow, any ObjectHandle)?
+    /// Raises the object's revocation time; false when there is no such object.
+    func revoke(_ id: String, before time: Int64) throws(AttacheError) -> Bool
+    /// One collection pass.
+    func collect(dryRun: Bool, now: Int64) throws(AttacheError) -> CollectionReport
+    /// Rehashes every object and matches them against the catalog.
+    func verify() throws(AttacheError) -> VerifyReport
+    /// Object count, bytes and expired count.
+    func totals(at now: Int64) throws(AttacheError) -> (objects: Int, bytes: Int64, expired: Int)
+    /// Source rows.
+    func sourceCount() throws(AttacheError) -> Int
+    /// The key ring as last seen, looked at again when older than `interval`.
+    func keyRing(within interval: Duration) -> KeyRing
+    /// Applies `change` to the key ring, serialised with every other change.
+    func updateKeys(_ change: (KeyRing) throws(AttacheError) -> KeyRing) throws(AttacheError) -> KeyRing
+    /// Checks that the store takes writes now (the service's readiness).
+    func checkWritable() throws(AttacheError)
+    /// Where an object lives: a file path, or the object's `s3://` URL.
+    func location(id: String, fileExtension: String) -> String
+}
+
+/// An open object: reads at offsets, and (for a local file) the descriptor the kernel can send
+/// from. ``close()`` ends the hold against collection; it is safe to call more than once.
+protocol ObjectHandle: Sendable {
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(AttacheError) -> Int
+    /// The file descriptor, or -1 when the object is not a local file (or the handle is closed).
+    var descriptor: Int32 { get }
+    var isOpen: Bool { get }
+    func close()
+}

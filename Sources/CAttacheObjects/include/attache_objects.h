@@ -1,0 +1,32 @@
+// libcurl for an S3-compatible object store: one reusable handle per connection, SigV4 signing
+// by libcurl (CURLOPT_AWS_SIGV4), bodies from memory, responses to a callback. The caller
+// builds the URL (sorted, percent-encoded query) and the x-amz-content-sha256 header.
+#ifndef ATTACHE_OBJECTS_H
+#define ATTACHE_OBJECTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct att_s3 att_s3;
+
+/// Receives response body bytes; returns 0 to go on, non-zero to stop the transfer.
+typedef int32_t (*att_s3_sink)(void *context, const uint8_t *data, size_t count);
+
+/// A handle signing with `sigv4` ("aws:amz:REGION:s3") as `user` ("ACCESS:SECRET").
+/// Timeouts in milliseconds (0: none). NULL when libcurl cannot make a handle.
+att_s3 *att_s3_new(const char *sigv4, const char *user, int64_t connect_timeout_ms, int64_t timeout_ms);
+void att_s3_free(att_s3 *handle);
+
+/// One request. `method` is GET, HEAD, PUT or DELETE; `headers` are full "Name: value" lines;
+/// a PUT sends `body_count` bytes from `body`; `range` ("first-last") or NULL. Body bytes of
+/// the answer go to `sink` (NULL: collected up to 64 KiB, see att_s3_small_body). Returns the
+/// CURLcode; `status` gets the HTTP status; `error` (CURL_ERROR_SIZE bytes) the reason.
+int32_t att_s3_perform(
+    att_s3 *handle, const char *method, const char *url, const char *const *headers, size_t header_count,
+    const uint8_t *body, int64_t body_count, const char *range, att_s3_sink sink, void *context,
+    int64_t *status, char *error);
+
+/// The answer collected by the last att_s3_perform without a sink (NUL-terminated).
+const char *att_s3_small_body(att_s3 *handle, size_t *count);
+
+#endif

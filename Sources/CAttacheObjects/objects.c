@@ -1,0 +1,146 @@
+// See attache_objects.h.
+#include "attache_objects.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SMALL_BODY_MAX = 64 << 10 };
+
+struct att_s3 {
+    CURL *easy;
+    char *sigv4;
+    char *user;
+    int64_t connect_timeout_ms;
+    int64_t timeout_ms;
+    // The request body being sent.
+    const uint8_t *body;
+    int64_t body_count;
+    int64_t body_sent;
+    // Where the answer goes.
+    att_s3_sink sink;
+    void *context;
+    char small[SMALL_BODY_MAX + 1];
+    size_t small_count;
+};
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static void global_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+att_s3 *att_s3_new(const char *sigv4, const char *user, int64_t connect_timeout_ms, int64_t timeout_ms) {
+    pthread_once(&once, global_init);
+    att_s3 *handle = calloc(1, sizeof *handle);
+    if (handle == NULL) return NULL;
+    handle->easy = curl_easy_init();
+    handle->sigv4 = strdup(sigv4);
+    handle->user = strdup(user);
+    if (handle->easy == NULL || handle->sigv4 == NULL || handle->user == NULL) {
+        att_s3_free(handle);
+        return NULL;
+    }
+    handle->connect_timeout_ms = connect_timeout_ms;
+    handle->timeout_ms = timeout_ms;
+    return handle;
+}
+
+void att_s3_free(att_s3 *handle) {
+    if (handle == NULL) return;
+    if (handle->easy) curl_easy_cleanup(handle->easy);
+    free(handle->sigv4);
+    free(handle->user);
+    free(handle);
+}
+
+static size_t on_read(char *buffer, size_t size, size_t count, void *user) {
+    att_s3 *h = user;
+    int64_t left = h->body_count - h->body_sent;
+    size_t n = size * count;
+    if ((int64_t)n > left) n = (size_t)left;
+    if (n > 0) memcpy(buffer, h->body + h->body_sent, n);
+    h->body_sent += (int64_t)n;
+    return n;
+}
+
+static size_t on_write(char *data, size_t size, size_t count, void *user) {
+    att_s3 *h = user;
+    size_t n = size * count;
+    long status = 0;
+    curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &status);
+    // Error answers (an XML document) are kept for the message; only a success streams.
+    if (h->sink != NULL && status >= 200 && status < 300) {
+        return h->sink(h->context, (const uint8_t *)data, n) == 0 ? n : 0;
+    }
+    size_t room = SMALL_BODY_MAX - h->small_count;
+    size_t take = n < room ? n : room;
+    memcpy(h->small + h->small_count, data, take);
+    h->small_count += take;
+    h->small[h->small_count] = 0;
+    return n;
+}
+
+int32_t att_s3_perform(
+    att_s3 *h, const char *method, const char *url, const char *const *headers, size_t header_count,
+    const uint8_t *body, int64_t body_count, const char *range, att_s3_sink sink, void *context,
+    int64_t *status, char *error) {
+    CURL *easy = h->easy;
+    curl_easy_reset(easy);
+    h->body = body;
+    h->body_count = body_count;
+    h->body_sent = 0;
+    h->sink = sink;
+    h->context = context;
+    h->small_count = 0;
+    h->small[0] = 0;
+    error[0] = 0;
+
+    struct curl_slist *list = NULL;
+    for (size_t i = 0; i < header_count; i++) {
+        struct curl_slist *next = curl_slist_append(list, headers[i]);
+        if (next == NULL) {
+            curl_slist_free_all(list);
+            return CURLE_OUT_OF_MEMORY;
+        }
+        list = next;
+    }
+    // No "Expect: 100-continue" round trip before a body.
+    struct curl_slist *next = curl_slist_append(list, "Expect:");
+    if (next != NULL) list = next;
+
+    curl_easy_setopt(easy, CURLOPT_URL, url);
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, error);
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(easy, CURLOPT_AWS_SIGV4, h->sigv4);
+    curl_easy_setopt(easy, CURLOPT_USERPWD, h->user);
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, list);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, h);
+    curl_easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
+    if (h->connect_timeout_ms > 0) curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, (long)h->connect_timeout_ms);
+    if (h->timeout_ms > 0) curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)h->timeout_ms);
+    if (range != NULL) curl_easy_setopt(easy, CURLOPT_RANGE, range);
+    if (strcmp(method, "PUT") == 0) {
+        curl_easy_setopt(easy, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(easy, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(easy, CURLOPT_READDATA, h);
+        curl_easy_setopt(easy, CURLOPT_INFILESIZE_LARGE, (curl_off_t)body_count);
+    } else if (strcmp(method, "HEAD") == 0) {
+        curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
+    } else if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method);
+    }
+    CURLcode code = curl_easy_perform(easy);
+    long answer = 0;
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &answer);
+    *status = answer;
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, NULL);
+    curl_slist_free_all(list);
+    return (int32_t)code;
+}
+
+const char *att_s3_small_body(att_s3 *handle, size_t *count) {
+    *count = handle->small_count;
+    return handle->small;
+}
