@@ -39,6 +39,7 @@ start() {
     local dir=$1
     local pg_port=${PG_PORT:-55432} s3_port=${S3_PORT:-57480} mon_port=${MON_PORT:-56789}
     mkdir -p "$dir/pg" "$dir/ceph/mon" "$dir/ceph/osd" "$dir/ceph/run"
+    chmod 755 "$dir"
     [ "$(id -u)" -eq 0 ] && chown postgres "$dir/pg"
     chmod 700 "$dir/pg"
 
@@ -74,6 +75,7 @@ paxos propose interval = 0.05
 run dir = $dir/ceph/run
 log file = $dir/ceph/\$name.log
 admin socket = $dir/ceph/run/\$name.asok
+pid file = $dir/ceph/run/\$name.pid
 keyring = /dev/null
 rgw dns name = 127.0.0.1
 [mon.a]

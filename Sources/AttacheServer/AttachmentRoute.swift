@@ -6,6 +6,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import NIOPosix
 
 /// `GET` and `HEAD <attachments path>/<token>/<id>.<ext>`: the URLs the pipeline writes.
 ///
@@ -15,8 +16,23 @@ import NIOCore
 struct AttachmentRoute: Sendable {
     let store: AttachmentStore
     let metrics: ServerMetrics
-    /// Bytes read from the object per write.
+    /// Bytes read from the object per write (a local file).
     static let chunk = 64 << 10
+    /// Bytes per ranged GET when the object is in a shared store's bucket.
+    static let remoteChunk = 1 << 20
+    /// Threads for a shared store's blocking calls (catalog queries, GETs), so they never hold
+    /// an event loop or a task executor thread.
+    static let blocking: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: 32)
+        pool.start()
+        return pool
+    }()
+
+    /// Runs `body` on the blocking pool for a shared store, inline for a local one.
+    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        guard store.isShared else { return try body() }
+        return try await Self.blocking.runIfActive(body)
+    }
 
     /// What a download answers, before any byte of the body.
     enum Prepared {
@@ -144,8 +160,9 @@ struct AttachmentRoute: Sendable {
 
     func handle(_ request: Request, context: AttacheRequestContext) async throws -> Response {
         context.notes.route = "attachment"
-        let prepared = try prepare(
-            segments: context.parameters.getCatchAll(), headers: request.headers, logger: context.logger)
+        let segments = context.parameters.getCatchAll()
+        let (requestHeaders, logger) = (request.headers, context.logger)
+        let prepared = try await blocking { try prepare(segments: segments, headers: requestHeaders, logger: logger) }
         let lease: AttachmentLease
         let status: HTTPResponse.Status
         let headers: HTTPFields
@@ -163,15 +180,21 @@ struct AttachmentRoute: Sendable {
         }
         let metrics = self.metrics
         let stored = lease.attachment
+        let chunk = store.isShared ? Self.remoteChunk : Self.chunk
+        let route = self
         let body = ResponseBody(contentLength: Int(length)) { writer in
             defer { lease.close() }
             var offset = start
             let end = start + length
             while offset < end {
-                let want = Int(min(Int64(Self.chunk), end - offset))
-                var buffer = ByteBufferAllocator().buffer(capacity: want)
-                let read = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { pointer in
-                    try lease.read(into: UnsafeMutableRawBufferPointer(rebasing: pointer[..<want]), at: offset)
+                let want = Int(min(Int64(chunk), end - offset))
+                let at = offset
+                let (buffer, read) = try await route.blocking { () throws -> (ByteBuffer, Int) in
+                    var buffer = ByteBufferAllocator().buffer(capacity: want)
+                    let read = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { pointer in
+                        try lease.read(into: UnsafeMutableRawBufferPointer(rebasing: pointer[..<want]), at: at)
+                    }
+                    return (buffer, read)
                 }
                 // The object is immutable and held open: a short read means it was damaged.
                 guard read == want else { throw AttacheError(.ioError, "attachment \(stored.id) ended early") }

@@ -69,7 +69,7 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         if case .head(let request) = part {
-            if owed == 0, quiesce == nil, codec != nil, Self.candidate(request, prefix: prefix) {
+            if owed == 0, quiesce == nil, codec != nil, !route.store.isShared, Self.candidate(request, prefix: prefix) {
                 held = [part]
                 return
             }

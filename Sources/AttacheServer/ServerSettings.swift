@@ -48,8 +48,13 @@ public enum ServerSettings {
             help: "Public base URL of the attachments; its path is where they are served.",
             defaultText: "http://<host>:<port>/attachments", secret: false),
         .init(
-            key: "store", help: "Store directory.",
+            key: "store", help: "Store directory, or postgres://… for a shared store (with blobs).",
             defaultText: "$XDG_DATA_HOME/attache/store or ~/.local/share/attache/store", secret: false),
+        .init(
+            key: "blobs",
+            help:
+                "Bucket of a shared store's object bytes: s3://bucket[/prefix] (endpoint and keys from the environment).",
+            defaultText: "none", secret: false),
         .init(key: "storeMaxBytes", help: "Byte quota of the store.", defaultText: "10000000000", secret: false),
         .init(key: "storeMaxObjects", help: "Object quota of the store.", defaultText: "1000000", secret: false),
         .init(
@@ -220,6 +225,16 @@ public enum ServerSettings {
                 root: storeRoot,
                 maxBytes: integer("storeMaxBytes", 1...Int64.max / 2, storeDefaults.maxBytes),
                 maxObjects: integer("storeMaxObjects", 1...Int.max / 2, storeDefaults.maxObjects)))
+        if storeRoot.hasPrefix("postgres://") || storeRoot.hasPrefix("postgresql://") {
+            do {
+                configuration.store.shared = try SharedStoreConfiguration.parse(
+                    store: storeRoot, blobs: text("blobs"), environment: environment)
+            } catch {
+                problems.append("\(where_("store")): \(error.message)")
+            }
+        } else if text("blobs") != nil {
+            problems.append("\(where_("blobs")): only a postgres:// store keeps its bytes in a bucket")
+        }
 
         configuration.host = text("host") ?? configuration.host
         if configuration.host.isEmpty { problems.append("\(where_("host")): empty") }

@@ -31,6 +31,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: Self.help("port")) var port: String?
     @Option(help: Self.help("baseUrl")) var baseUrl: String?
     @Option(help: Self.help("store")) var store: String?
+    @Option(help: Self.help("blobs")) var blobs: String?
     @Option(help: Self.help("storeMaxBytes")) var storeMaxBytes: String?
     @Option(help: Self.help("storeMaxObjects")) var storeMaxObjects: String?
     @Option(help: Self.help("apiKeys")) var apiKeys: String?
@@ -71,6 +72,7 @@ struct Serve: AsyncParsableCommand {
             ("port", port),
             ("baseUrl", baseUrl),
             ("store", store),
+            ("blobs", blobs),
             ("storeMaxBytes", storeMaxBytes),
             ("storeMaxObjects", storeMaxObjects),
             ("apiKeys", apiKeys),
@@ -148,7 +150,8 @@ struct Serve: AsyncParsableCommand {
                 metadata: [
                     "address": "http://\(configuration.host):\(port)/",
                     "attachments": "\(configuration.pipeline.baseURL)",
-                    "store": "\(configuration.store.root)",
+                    "store":
+                        "\(configuration.store.shared.map { "\($0.postgresDescription) + \($0.blobs.description)" } ?? configuration.store.root)",
                     "max_concurrent": "\(configuration.maxConcurrent)",
                     "max_queued": "\(configuration.maxQueued)",
                 ])

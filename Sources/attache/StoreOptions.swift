@@ -6,14 +6,24 @@ import AttacheMedia
 import AttacheStore
 import Foundation
 
-/// `--store DIR` and the quotas, shared by every store command.
+/// `--store DIR` (or `--store postgres://… --blobs s3://…`) and the quotas, shared by every
+/// store command.
 struct StoreOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "Store directory.",
+            "Store directory, or postgres://… for a shared store.",
             discussion: "Default: $ATTACHE_STORE, else $XDG_DATA_HOME/attache/store, else ~/.local/share/attache/store."
         ))
     var store: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Bucket of a shared store's object bytes: s3://bucket[/prefix].",
+            discussion:
+                "Default: $ATTACHE_BLOBS. Endpoint from $ATTACHE_S3_ENDPOINT, region from $AWS_REGION, keys from"
+                + " $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY; the key ring key from $ATTACHE_KEYRING_KEY."
+        ))
+    var blobs: String?
 
     @Option(help: "Byte quota of the store.")
     var maxStoreBytes: Int64 = StoreConfiguration(root: "").maxBytes
@@ -37,8 +47,23 @@ struct StoreOptions: ParsableArguments {
         return (environment["HOME"] ?? ".") + "/.local/share/attache/store"
     }
 
+    /// The store's configuration: a directory, or a shared store checked as a whole (every
+    /// missing or malformed part named in one message).
+    func configuration() throws -> StoreConfiguration {
+        var configuration = StoreConfiguration(root: root, maxBytes: maxStoreBytes, maxObjects: maxObjects)
+        let environment = ProcessInfo.processInfo.environment
+        let blobs = self.blobs ?? environment["ATTACHE_BLOBS"].flatMap { $0.isEmpty ? nil : $0 }
+        if root.hasPrefix("postgres://") || root.hasPrefix("postgresql://") {
+            configuration.shared = try SharedStoreConfiguration.parse(
+                store: root, blobs: blobs, environment: environment)
+        } else if self.blobs != nil {
+            throw ValidationError("--blobs needs a shared store: --store postgres://…")
+        }
+        return configuration
+    }
+
     func open() throws -> AttachmentStore {
-        try AttachmentStore(StoreConfiguration(root: root, maxBytes: maxStoreBytes, maxObjects: maxObjects))
+        try AttachmentStore(try configuration())
     }
 }
 

@@ -16,12 +16,13 @@ final class PostgresConnection: @unchecked Sendable {
         guard let connection = PQconnectdb(url) else {
             throw AttacheError(.storeUnavailable, "catalog: libpq could not allocate a connection")
         }
-        self.connection = connection
+        // Checked before the property is set: a throw after it would run deinit too.
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = Self.message(connection)
             PQfinish(connection)
             throw AttacheError(.storeUnavailable, "catalog: cannot connect to PostgreSQL: \(message)")
         }
+        self.connection = connection
         // Quiet notices ("relation already exists, skipping") stay out of stderr.
         _ = try? query("SET client_min_messages = warning")
     }

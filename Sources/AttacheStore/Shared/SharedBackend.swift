@@ -122,7 +122,12 @@ final class SharedBackend: StoreBackend {
     }
 
     func location(id: String, fileExtension: String) -> String {
-        "s3://\(shared.blobs.bucket)/\(shared.blobs.prefix)\(Self.objectKey(id, fileExtension))"
+        url(ofKey: Self.objectKey(id, fileExtension))
+    }
+
+    /// `s3://bucket/prefix/key`.
+    func url(ofKey key: String) -> String {
+        "s3://\(shared.blobs.bucket)/\(shared.blobs.prefix)\(key)"
     }
 
     // MARK: Reading
@@ -365,7 +370,7 @@ final class SharedBackend: StoreBackend {
         }
         var seen = Set<String>()
         for (key, size) in try blobs.list(prefix: "objects/") {
-            let name = location(id: "", fileExtension: "").dropLast(1) + key
+            let name = url(ofKey: key)
             guard let id = Self.id(ofKey: key) else {
                 report.orphans.append(String(name))
                 continue

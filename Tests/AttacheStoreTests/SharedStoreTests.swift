@@ -1,0 +1,235 @@
+import AttacheBase
+import AttacheTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+@testable import AttacheStore
+
+/// The shared backend over the real PostgreSQL and radosgw that `scripts/test.sh` starts: two
+/// store instances stand for two replicas (the process-level tests are in the service suites).
+@Suite(.enabled(if: SharedServers.available, Comment(rawValue: SharedServers.missing)))
+struct SharedStoreTests {
+    let fresh: SharedServers.Fresh
+    let clock = TestClock()
+
+    init() throws { fresh = try SharedServers.fresh() }
+
+    func open(maxBytes: Int64 = 1 << 30, maxObjects: Int = 1_000) throws -> AttachmentStore {
+        let clock = self.clock
+        return try AttachmentStore(
+            fresh.configuration(maxBytes: maxBytes, maxObjects: maxObjects, clock: { clock.now }))
+    }
+
+    @Test func storedThroughOneIsReadThroughTheOtherWithRanges() throws {
+        let (a, b) = (try open(), try open())
+        let bytes = randomBytes(3 << 20, seed: 1)
+        let stored = try a.put(bytes, metadata: ObjectMetadata(kind: .jpeg, width: 4, height: 3))
+        #expect(stored.id.hex == sha256Hex(bytes))
+        #expect(a.path(of: stored).hasPrefix(fresh.blobs + "/objects/"))
+        let token = try a.issueToken(for: stored.id, ttl: 600)
+        let lease = try b.open(stored.id, token: token)
+        defer { lease.close() }
+        #expect(lease.attachment == stored)
+        #expect(lease.sendableDescriptor == -1, "a bucket object has no local descriptor")
+        #expect(try lease.read() == bytes)
+        var window = [UInt8](repeating: 0, count: 1000)
+        let read = try window.withUnsafeMutableBytes { try lease.read(into: $0, at: 2_000_000) }
+        #expect(read == 1000 && window == Array(bytes[2_000_000..<2_001_000]))
+        let tail = try window.withUnsafeMutableBytes { try lease.read(into: $0, at: Int64(bytes.count - 10)) }
+        #expect(tail == 10 && Array(window.prefix(10)) == Array(bytes.suffix(10)))
+        #expect(try b.contents(of: stored) == bytes)
+        #expect(try b.lookup(url: "https://x/none", spec: "s") == nil)
+    }
+
+    @Test func sourcesAndExpiryAreShared() throws {
+        let (a, b) = (try open(), try open())
+        let bytes = randomBytes(5000, seed: 2)
+        let source = SourceReference(url: "https://example.com/a.jpg", spec: "jpeg:1024", etag: "\"v1\"")
+        let stored = try a.put(bytes, metadata: ObjectMetadata(kind: .jpeg), source: source, ttl: 100)
+        let found = try #require(try b.lookup(url: source.url, spec: source.spec))
+        #expect(found.0.id == stored.id && found.1.etag == "\"v1\"")
+        // Storing the same bytes again (through the other) extends the expiry, one object.
+        let again = try b.put(bytes, metadata: ObjectMetadata(kind: .jpeg), ttl: 500)
+        #expect(again.id == stored.id && again.expires == stored.created + 500)
+        #expect(try a.stats().objects == 1)
+        clock.advance(501)
+        #expect(try b.attachment(stored.id) == nil, "expired")
+        let collected = try a.collect()
+        #expect(collected.removed == [stored.id] && collected.removedBytes == 5000)
+        #expect(try b.stats().objects == 0 && b.stats().bytes == 0)
+        #expect(try b.verify().isClean)
+        #expect(try b.verify().objects == 0)
+    }
+
+    @Test func rotationAndRetirementOnOneAreHonouredByTheOther() throws {
+        let (a, b) = (try open(), try open())
+        let stored = try a.put(randomBytes(1000, seed: 3), metadata: ObjectMetadata(kind: .png))
+        let old = try b.issueToken(for: stored.id, ttl: 600)
+        let before = a.keyRing.currentKeyID
+        let rotated = try a.rotateKeys()
+        #expect(rotated.currentKeyID == before + 1)
+        // A token signed with the new key opens through the other as soon as its next look at
+        // the key ring (an unknown key makes it look, at most every 100 ms).
+        let new = try a.issueToken(for: stored.id, ttl: 600)
+        var opened = false
+        for _ in 0..<200 where !opened {
+            opened = (try? b.open(stored.id, token: new)) != nil
+            if !opened { usleep(20_000) }
+        }
+        #expect(opened)
+        #expect((try? b.open(stored.id, token: old)) != nil, "the old key still verifies")
+        _ = try a.retireKey(before)
+        // The other sees the retirement within its one-second look (waiting on the event: the
+        // version it reads), never by a guessed sleep.
+        var refusal: TokenRefusal?
+        for _ in 0..<200 where refusal != .retiredKey {
+            refusal = nil
+            _ = try? b.open(stored.id, token: old) { refusal = $0 }
+            if refusal != .retiredKey { usleep(20_000) }
+        }
+        #expect(refusal == .retiredKey)
+        // Revocation, too, is one row both read.
+        try a.revokeTokens(for: stored.id)
+        var revoked: TokenRefusal?
+        #expect(throws: AttacheError.self) { try b.open(stored.id, token: new) { revoked = $0 } }
+        #expect(revoked == .revoked)
+    }
+
+    @Test func concurrentPutsOfTheSameBytesMakeOneObject() async throws {
+        let stores = [try open(), try open()]
+        let bytes = randomBytes(200_000, seed: 4)
+        let ids = try await withThrowingTaskGroup(of: AttachmentID.self) { group in
+            for index in 0..<16 {
+                let store = stores[index % 2]
+                group.addTask { try store.put(bytes, metadata: ObjectMetadata(kind: .gif)).id }
+            }
+            return try await group.reduce(into: Set<AttachmentID>()) { $0.insert($1) }
+        }
+        #expect(ids.count == 1)
+        let stats = try stores[0].stats()
+        #expect(stats.objects == 1 && stats.bytes == 200_000)
+        let verify = try stores[1].verify()
+        #expect(verify.isClean && verify.objects == 1 && verify.orphans.isEmpty)
+    }
+
+    @Test func collectionLeavesLeasedObjectsAndRemovesOrphans() throws {
+        let (a, b) = (try open(), try open())
+        let held = try a.put(randomBytes(4000, seed: 5), metadata: ObjectMetadata(kind: .jpeg), ttl: 10)
+        let free = try a.put(randomBytes(4000, seed: 6), metadata: ObjectMetadata(kind: .jpeg), ttl: 10)
+        let lease = try b.open(held.id, token: try b.issueToken(for: held.id, ttl: 600))
+        // Bytes uploaded by a writer that died before its commit: no row, no lock.
+        let orphan = randomBytes(3000, seed: 7)
+        let shared = try #require(a.backend as? SharedBackend)
+        let orphanID = sha256Hex(orphan)
+        try orphan.withUnsafeBytes { try shared.blobs.put(key: SharedBackend.objectKey(orphanID, "jpg"), bytes: $0) }
+        #expect(try a.verify().orphans.count == 1)
+        clock.advance(11)
+        let dry = try a.collect(dryRun: true)
+        #expect(dry.removed == [free.id] && dry.leased == [held.id] && dry.orphans == 1)
+        #expect(try a.verify().objects == 2, "a dry run removes nothing")
+        let report = try a.collect()
+        #expect(report.removed == [free.id] && report.leased == [held.id] && report.orphans == 1)
+        #expect(try lease.read().count == 4000, "the leased object is still whole")
+        lease.close()
+        let after = try a.collect()
+        #expect(after.removed == [held.id] && after.orphans == 0)
+        let verify = try b.verify()
+        #expect(verify.isClean && verify.objects == 0 && verify.orphans.isEmpty)
+    }
+
+    @Test func quotasCountEveryReplicasObjects() throws {
+        let (a, b) = (try open(maxBytes: 10_000, maxObjects: 3), try open(maxBytes: 10_000, maxObjects: 3))
+        _ = try a.put(randomBytes(4000, seed: 8), metadata: ObjectMetadata(kind: .jpeg), ttl: 10)
+        _ = try b.put(randomBytes(4000, seed: 9), metadata: ObjectMetadata(kind: .jpeg), ttl: 100)
+        #expect(throws: AttacheError.self) {
+            try a.put(randomBytes(4000, seed: 10), metadata: ObjectMetadata(kind: .jpeg))
+        }
+        #expect(try b.verify().objects == 2, "a refused put leaves nothing behind")
+        // Once the first has expired, the put collects it and fits.
+        clock.advance(11)
+        _ = try a.put(randomBytes(4000, seed: 10), metadata: ObjectMetadata(kind: .jpeg))
+        let stats = try b.stats()
+        #expect(stats.objects == 2 && stats.bytes == 8000)
+    }
+
+    @Test func verifyFindsDamagedAndMissingBytes() throws {
+        let store = try open()
+        let a = try store.put(randomBytes(2000, seed: 11), metadata: ObjectMetadata(kind: .png))
+        let b = try store.put(randomBytes(2000, seed: 12), metadata: ObjectMetadata(kind: .png))
+        let shared = try #require(store.backend as? SharedBackend)
+        let damaged = randomBytes(2000, seed: 13)
+        try damaged.withUnsafeBytes { try shared.blobs.put(key: SharedBackend.objectKey(a.id.hex, "png"), bytes: $0) }
+        try shared.blobs.delete(key: SharedBackend.objectKey(b.id.hex, "png"))
+        let report = try store.verify()
+        #expect(report.corrupt == [store.path(of: a)])
+        #expect(report.missing == [b.id.hex])
+        #expect(!report.isClean)
+    }
+
+    @Test func aWrongKeyRingKeyIsAClearError() throws {
+        _ = try open()
+        var other = try fresh.configuration()
+        other.shared!.keyRingKey = [UInt8](repeating: 7, count: 32)
+        #expect {
+            _ = try AttachmentStore(other)
+        } throws: { error in
+            (error as? AttacheError)?.code == .storeCorrupt
+                && (error as? AttacheError)?.message.contains("ATTACHE_KEYRING_KEY") == true
+        }
+    }
+}
+
+/// Configuration mistakes, found before anything is opened (no servers needed).
+@Suite struct SharedStoreConfigurationTests {
+    @Test func everyMissingPartIsNamedAtOnce() {
+        #expect {
+            _ = try SharedStoreConfiguration.parse(store: "postgres://db/x", blobs: "s3://B", environment: [:])
+        } throws: { error in
+            let message = (error as? AttacheError)?.message ?? ""
+            return message.contains("'B' is not a bucket name") && message.contains("ATTACHE_S3_ENDPOINT")
+                && message.contains("AWS_ACCESS_KEY_ID") && message.contains("AWS_SECRET_ACCESS_KEY")
+                && message.contains("ATTACHE_KEYRING_KEY")
+        }
+        #expect {
+            _ = try SharedStoreConfiguration.parse(store: "postgres://db/x", blobs: nil, environment: [:])
+        } throws: { error in
+            (error as? AttacheError)?.message.contains("--blobs s3://bucket is required") == true
+        }
+        let environment = [
+            "ATTACHE_S3_ENDPOINT": "http://127.0.0.1:1", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b",
+            "ATTACHE_KEYRING_KEY": Data(repeating: 1, count: 32).base64EncodedString(),
+        ]
+        let parsed = try? SharedStoreConfiguration.parse(
+            store: "postgres://u:secret@db:5432/x", blobs: "s3://bucket-1/pre", environment: environment)
+        #expect(parsed?.blobs.bucket == "bucket-1" && parsed?.blobs.prefix == "pre/")
+        #expect(parsed?.blobs.region == "us-east-1")
+        #expect(parsed?.postgresDescription == "postgres://u@db:5432/x", "no password in logs")
+    }
+
+    @Test func unreachableServersAreStoreUnavailable() throws {
+        let environment = [
+            "ATTACHE_S3_ENDPOINT": "http://127.0.0.1:9", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b",
+            "ATTACHE_KEYRING_KEY": Data(repeating: 1, count: 32).base64EncodedString(),
+        ]
+        var configuration = StoreConfiguration(root: "")
+        configuration.shared = try SharedStoreConfiguration.parse(
+            store: "postgres://nobody@127.0.0.1:9/none?connect_timeout=2", blobs: "s3://bucket",
+            environment: environment)
+        #expect {
+            _ = try AttachmentStore(configuration)
+        } throws: { error in
+            (error as? AttacheError)?.code == .storeUnavailable
+                && (error as? AttacheError)?.message.contains("cannot connect to PostgreSQL") == true
+        }
+    }
+
+    @Test func queriesAreSortedAndEncodedForSigning() {
+        let client = S3Client(
+            S3Location(endpoint: "http://h:1/", bucket: "b", region: "r", accessKey: "a", secretKey: "s"))
+        #expect(
+            client.url(
+                key: "objects/a b+c", query: [("prefix", "objects/"), ("list-type", "2"), ("a1", "x"), ("a", "y")])
+                == "http://h:1/b/objects/a%20b%2Bc?a=y&a1=x&list-type=2&prefix=objects%2F")
+    }
+}

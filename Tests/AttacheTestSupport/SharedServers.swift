@@ -1,0 +1,101 @@
+import AttacheStore
+import Foundation
+
+/// The PostgreSQL and radosgw (S3) servers `scripts/test.sh` starts for the shared-store tests
+/// (`scripts/shared-servers.sh`), read from the environment it exports. Each test gets a fresh
+/// database and a fresh bucket, so tests never see each other's objects.
+public enum SharedServers {
+    private static let environment = ProcessInfo.processInfo.environment
+
+    /// Whether the servers are there (the suites that need them are disabled otherwise).
+    public static let available =
+        environment["ATTACHE_TEST_POSTGRES"] != nil
+        && environment["ATTACHE_TEST_S3_ENDPOINT"] != nil
+
+    /// Why a shared-store suite does not run, for its disabled trait.
+    public static let missing = "no PostgreSQL and radosgw: run the tests with scripts/test.sh (it starts them)"
+
+    /// The environment a child `attache` needs for a shared store: S3 credentials, endpoint and
+    /// the key ring key.
+    public static func childEnvironment(keyRingKey: [UInt8]) -> [String: String] {
+        var out = ProcessInfo.processInfo.environment
+        out["ATTACHE_S3_ENDPOINT"] = environment["ATTACHE_TEST_S3_ENDPOINT"]
+        out["AWS_REGION"] = environment["ATTACHE_TEST_S3_REGION"] ?? "us-east-1"
+        out["AWS_ACCESS_KEY_ID"] = environment["ATTACHE_TEST_S3_ACCESS_KEY"]
+        out["AWS_SECRET_ACCESS_KEY"] = environment["ATTACHE_TEST_S3_SECRET_KEY"]
+        out["ATTACHE_KEYRING_KEY"] = Data(keyRingKey).base64EncodedString()
+        return out
+    }
+
+    /// A fresh shared store: a new database on the test PostgreSQL, a new bucket name on the
+    /// test radosgw (created when the store opens), a random key ring key.
+    public struct Fresh: Sendable {
+        /// The database URI.
+        public let postgres: String
+        /// `s3://bucket`.
+        public let blobs: String
+        /// The key ring key.
+        public let keyRingKey: [UInt8]
+
+        /// The configuration of a store over this database and bucket.
+        public func configuration(
+            maxBytes: Int64 = 5_000_000_000, maxObjects: Int = 1_000_000,
+            clock: @escaping @Sendable () -> Int64 = { StoreConfiguration.unixNow() }
+        ) throws -> StoreConfiguration {
+            var configuration = StoreConfiguration(
+                root: postgres, maxBytes: maxBytes, maxObjects: maxObjects, clock: clock)
+            configuration.shared = try SharedStoreConfiguration.parse(
+                store: postgres, blobs: blobs, environment: SharedServers.childEnvironment(keyRingKey: keyRingKey))
+            return configuration
+        }
+
+        /// `--store … --blobs …` for a child `attache`.
+        public var arguments: [String] { ["--store", postgres, "--blobs", blobs] }
+
+        /// The environment for a child `attache`.
+        public var childEnvironment: [String: String] { SharedServers.childEnvironment(keyRingKey: keyRingKey) }
+
+        /// Runs SQL on the test database through `psql` (for checks the product has no API for).
+        public func sql(_ statement: String) throws -> String {
+            try SharedServers.psql(postgres, statement)
+        }
+    }
+
+    /// Makes a fresh database and bucket name.
+    public static func fresh() throws -> Fresh {
+        guard let admin = environment["ATTACHE_TEST_POSTGRES"] else { throw SharedServersMissing() }
+        let name = "attache_t_" + String(UInt64.random(in: 0 ... .max), radix: 36)
+        _ = try psql(admin, "CREATE DATABASE \(name)")
+        let slash = admin.range(of: "/", options: .backwards)!
+        let postgres = String(admin[..<slash.upperBound]) + name
+        let bucket = "t-" + String(UInt64.random(in: 0 ... .max), radix: 36)
+        var key = [UInt8](repeating: 0, count: 32)
+        for index in key.indices { key[index] = UInt8.random(in: 0...255) }
+        return Fresh(postgres: postgres, blobs: "s3://" + bucket, keyRingKey: key)
+    }
+
+    /// Runs one statement with `psql` and returns its unaligned output.
+    static func psql(_ url: String, _ statement: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+        process.arguments = ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", url, "-c", statement]
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let text = output.fileHandleForReading.readDataToEndOfFile()
+        let problem = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw SharedServersMissing(message: "psql: " + String(decoding: problem, as: UTF8.self))
+        }
+        return String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// The test servers are not there, or refused.
+public struct SharedServersMissing: Error, CustomStringConvertible {
+    public var message = SharedServers.missing
+    public var description: String { message }
+}
