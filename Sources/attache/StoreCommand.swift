@@ -129,9 +129,10 @@ struct StoreCommand: ParsableCommand {
         @OptionGroup var options: StoreOptions
 
         func run() throws {
-            let stats = try options.open().stats()
+            let store = try options.open()
+            let stats = try store.stats()
             var line = JSONLine()
-            line.add("root", options.root)
+            line.add("root", store.configuration.shared == nil ? options.root : store.backendDescription)
             line.add("objects", stats.objects)
             line.add("bytes", Int(stats.bytes))
             line.add("expired", stats.expired)
@@ -211,12 +212,18 @@ struct StoreCommand: ParsableCommand {
         func run() throws {
             let store = try options.open()
             var generator = SystemRandomNumberGenerator()
+            // One random buffer, made once; each object is a random length of it with a fresh
+            // random first 16 bytes, so objects differ and the time goes to storing them.
+            var pool = [UInt8](repeating: 0, count: maxSize + 16)
+            for i in stride(from: 0, to: pool.count, by: 8) {
+                withUnsafeBytes(of: generator.next()) { word in
+                    for j in 0..<min(8, pool.count - i) { pool[i + j] = word[j] }
+                }
+            }
             for _ in 0..<count {
-                var bytes = [UInt8](repeating: 0, count: Int.random(in: 1...maxSize, using: &generator))
-                for i in stride(from: 0, to: bytes.count, by: 8) {
-                    withUnsafeBytes(of: generator.next()) { word in
-                        for j in 0..<min(8, bytes.count - i) { bytes[i + j] = word[j] }
-                    }
+                var bytes = Array(pool[0..<Int.random(in: 1...maxSize, using: &generator)])
+                withUnsafeBytes(of: (generator.next(), generator.next())) { word in
+                    for j in 0..<min(16, bytes.count) { bytes[j] = word[j] }
                 }
                 let stored = try store.put(bytes, metadata: ObjectMetadata(kind: .jpeg), ttl: 3600)
                 FileHandle.standardOutput.write(Data("stored \(stored.id)\n".utf8))

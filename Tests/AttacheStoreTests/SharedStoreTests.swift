@@ -167,6 +167,58 @@ struct SharedStoreTests {
         #expect(!report.isClean)
     }
 
+    /// `attache store storm` writers (the same put a replica makes) killed with SIGKILL 20
+    /// times, each after 1–3 reported objects plus a random sliver of its next upload: every
+    /// recorded object is whole, and once the dead writers' sessions are gone (their locks
+    /// released: the event waited for), one collection leaves no orphan.
+    @Test func killedWritersLeaveNoVisiblePartAndNoOrphanAfterCollection() throws {
+        let executable = try attacheExecutable()
+        var generator = SystemRandomNumberGenerator()
+        var reported = 0
+        for _ in 0..<20 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = ["store", "storm", "--count", "100000", "--max-size", "1048576"] + fresh.arguments
+            process.environment = fresh.childEnvironment
+            let output = Pipe()
+            let errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            let wanted = Int.random(in: 1...3, using: &generator)
+            var lines = 0
+            while lines < wanted {
+                let chunk = output.fileHandleForReading.availableData
+                guard !chunk.isEmpty else { break }
+                lines += chunk.reduce(0) { $0 + ($1 == 10 ? 1 : 0) }
+            }
+            try #require(
+                lines >= wanted,
+                "the writer stopped: \(String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self))")
+            reported += lines
+            usleep(UInt32.random(in: 0...3_000, using: &generator))
+            try #require(process.isRunning, "the writer was still writing when it was killed")
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        let store = try open()
+        let report = try store.verify()
+        #expect(report.corrupt.isEmpty && report.missing.isEmpty, "\(report)")
+        #expect(report.objects >= reported)
+        // A dead client's session ends when PostgreSQL notices its socket closed.
+        var locks = "?"
+        for _ in 0..<500 where locks != "0" {
+            locks = try fresh.sql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
+            if locks != "0" { usleep(10_000) }
+        }
+        #expect(locks == "0")
+        let collected = try store.collect()
+        #expect(collected.orphans == report.orphans.count && collected.removed.isEmpty)
+        let after = try store.verify()
+        #expect(after.isClean && after.orphans.isEmpty && after.objects == report.objects)
+        print("after 20 SIGKILLs: \(report.objects) whole objects, \(report.orphans.count) orphans collected")
+    }
+
     @Test func aWrongKeyRingKeyIsAClearError() throws {
         _ = try open()
         var other = try fresh.configuration()

@@ -96,6 +96,8 @@ public enum SharedServers {
 
 /// The test servers are not there, or refused.
 public struct SharedServersMissing: Error, CustomStringConvertible {
-    public var message = SharedServers.missing
+    public var message: String
     public var description: String { message }
+
+    public init(message: String = SharedServers.missing) { self.message = message }
 }

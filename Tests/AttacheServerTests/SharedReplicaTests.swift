@@ -1,0 +1,188 @@
+import AttacheBase
+import AttacheStore
+import AttacheTestSupport
+import Foundation
+import Testing
+
+/// `attache serve` replicas as operators run them: separate processes on their own ports over
+/// one PostgreSQL and one radosgw bucket (the servers `scripts/test.sh` starts).
+@Suite(.enabled(if: SharedServers.available, Comment(rawValue: SharedServers.missing)))
+struct SharedReplicaTests {
+    let fresh: SharedServers.Fresh
+    let media: TestHTTPServer
+
+    init() throws {
+        fresh = try SharedServers.fresh()
+        media = try ServiceTests.mediaServer()
+    }
+
+    /// One `attache serve` child on an ephemeral port.
+    final class Replica: @unchecked Sendable {
+        let process = Process()
+        let log: String
+        let directory: TemporaryDirectory
+        private(set) var port = 0
+
+        init(_ fresh: SharedServers.Fresh, extra: [String] = []) async throws {
+            directory = try TemporaryDirectory()
+            log = directory.path + "/log"
+            FileManager.default.createFile(atPath: log, contents: nil)
+            process.executableURL = URL(fileURLWithPath: try attacheExecutable())
+            process.arguments =
+                [
+                    "serve", "--port", "0", "--api-keys", RunningService.apiKey, "--allow-loopback", "--gc-interval",
+                    "0s",
+                ]
+                + fresh.arguments + extra
+            process.environment = fresh.childEnvironment
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            let found = await eventually { self.listening() != nil || !self.process.isRunning }
+            guard found, let port = listening() else {
+                throw SharedServersMissing(message: "the replica did not start: \(logged())")
+            }
+            self.port = port
+        }
+
+        func logged() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+
+        private func listening() -> Int? {
+            let text = logged()
+            guard let range = text.range(of: #"address=http://127\.0\.0\.1:[0-9]+/"#, options: .regularExpression)
+            else { return nil }
+            return Int(text[range].split(separator: ":").last!.dropLast())
+        }
+
+        var base: String { "http://127.0.0.1:\(port)" }
+
+        /// The same attachment path on this replica.
+        func url(_ attachment: String) -> String {
+            base + String(attachment[attachment.range(of: "/attachments/")!.lowerBound...])
+        }
+
+        func stop() {
+            if process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+            }
+        }
+
+        deinit { stop() }
+    }
+
+    func attache(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        await runProcess(try attacheExecutable(), arguments + fresh.arguments, environment: fresh.childEnvironment)
+    }
+
+    @Test func storedThroughOneIsServedByTheOtherWithRanges() async throws {
+        let a = try await Replica(fresh)
+        let b = try await Replica(fresh)
+        defer { (a.stop(), b.stop()) }
+        let (_, url) = try await mutate(a)
+        let whole = try await curl("GET", a.url(url))
+        #expect(whole.status == 200 && whole.body.count > 1000, "\(whole.status) \(whole.text.prefix(200))")
+        let other = try await curl("GET", b.url(url))
+        #expect(other.status == 200 && other.body == whole.body)
+        #expect(other.headers["etag"] == whole.headers["etag"])
+        let range = try await curl("GET", b.url(url), headers: ["Range": "bytes=100-1099"])
+        #expect(range.status == 206 && range.body == Array(whole.body[100..<1100]))
+        #expect(range.headers["content-range"] == "bytes 100-1099/\(whole.body.count)")
+        let suffix = try await curl("GET", b.url(url), headers: ["Range": "bytes=-10"])
+        #expect(suffix.status == 206 && suffix.body == Array(whole.body.suffix(10)))
+        let head = try await curl("HEAD", b.url(url))
+        #expect(head.status == 200 && head.headers["content-length"] == String(whole.body.count))
+        // A token for another object, or a damaged one, is refused the same way by both.
+        let forged = url.replacingOccurrences(of: "/attachments/", with: "/attachments/x")
+        #expect(try await curl("GET", b.url(forged)).status == 403)
+        let ready = try await curl("GET", b.base + "/readyz")
+        #expect(ready.status == 200, "\(ready.text)")
+    }
+
+    @Test func aRotationThroughOneIsHonouredByTheOther() async throws {
+        let a = try await Replica(fresh)
+        let b = try await Replica(fresh)
+        defer { (a.stop(), b.stop()) }
+        let (_, old) = try await mutate(a)
+        #expect(try await curl("GET", b.url(old)).status == 200)
+        let rotated = try await attache(["key", "rotate", "--json"])
+        #expect(rotated.status == 0, "\(rotated.output)")
+        let retired = try await attache(["key", "retire", "1", "--json"])
+        #expect(retired.status == 0, "\(retired.output)")
+        // Both replicas refuse the retired key's tokens once they look at the key ring again
+        // (at most a second later): waited for as an event, not a guessed time.
+        #expect(await eventually { try await curl("GET", a.url(old)).status == 403 })
+        #expect(await eventually { try await curl("GET", b.url(old)).status == 403 })
+        // New tokens come from the new key, and the other replica opens them.
+        let (_, new) = try await mutate(a)
+        #expect(try await curl("GET", b.url(new)).status == 200)
+        let (_, fromB) = try await mutate(b)
+        #expect(try await curl("GET", a.url(fromB)).status == 200)
+    }
+
+    @Test func concurrentPutsOfTheSameMediaFromBothMakeOneObject() async throws {
+        let a = try await Replica(fresh)
+        let b = try await Replica(fresh)
+        defer { (a.stop(), b.stop()) }
+        // One payload stores the rendition and its small sibling: the count to keep.
+        let first = try await mutate(a).1
+        let once = try await attache(["store", "stats", "--json"])
+        let objects = try #require(once.output.firstMatch(of: /"objects":([0-9]+)/)?.1)
+        let urls = try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0..<12 {
+                group.addTask { try await mutate(index % 2 == 0 ? a : b).1 }
+            }
+            return try await group.reduce(into: [String]()) { $0.append($1) }
+        }
+        let ids = Set((urls + [first]).map { $0.split(separator: "/").last!.split(separator: ".").first! })
+        #expect(ids.count == 1, "\(ids)")
+        let stats = try await attache(["store", "stats", "--json"])
+        #expect(stats.output.contains("\"objects\":\(objects),"), "\(stats.output)")
+        let verify = try await attache(["store", "verify", "--json"])
+        #expect(verify.status == 0 && verify.output.contains("\"orphans\":0"), "\(verify.output)")
+    }
+
+    @Test func collectionUnderLoadRemovesNothingInUse() async throws {
+        let a = try await Replica(fresh)
+        let b = try await Replica(fresh)
+        defer { (a.stop(), b.stop()) }
+        let (_, url) = try await mutate(a)
+        let whole = try await curl("GET", a.url(url)).body
+        let downloads = Task {
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<120 {
+                    group.addTask {
+                        let answer = try await curl("GET", (index % 2 == 0 ? a : b).url(url))
+                        return answer.status == 200 && answer.body == whole
+                    }
+                }
+                return try await group.reduce(true) { $0 && $1 }
+            }
+        }
+        var removed = 0
+        for _ in 0..<5 {
+            let pass = try await attache(["gc", "--json"])
+            #expect(pass.status == 0, "\(pass.output)")
+            removed += pass.output.contains("\"removed\":0") ? 0 : 1
+        }
+        #expect(try await downloads.value, "every download during collection was whole")
+        #expect(removed == 0, "nothing live was collected")
+        let verify = try await attache(["store", "verify", "--json"])
+        let stats = try await attache(["store", "stats", "--json"])
+        let objects = try #require(stats.output.firstMatch(of: /"objects":([0-9]+)/)?.1)
+        #expect(verify.status == 0 && verify.output.contains("\"objects\":\(objects),"), "\(verify.output)")
+    }
+
+    func mutate(_ replica: Replica) async throws -> (HTTPAnswer, String) {
+        let answer = try await curl(
+            "POST", replica.base + "/v1/notifications", headers: ServiceTests.auth,
+            body: payload(image: media.url("/photo.jpg")))
+        let object = try answer.json()
+        let payload = object["payload"] as? [String: Any] ?? object
+        let entries = payload["attachments"] as? [[String: Any]] ?? []
+        let url = try #require(
+            entries.first?["url"] as? String,
+            "no attachment: \(answer.status) \(answer.text) \(replica.logged().suffix(2000))")
+        return (answer, url)
+    }
+}
