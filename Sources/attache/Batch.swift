@@ -3,6 +3,7 @@ import AttacheBase
 import AttacheBatch
 import AttacheCore
 import AttacheMedia
+import AttacheStore
 import Foundation
 
 struct BatchCommand: AsyncParsableCommand {
@@ -19,6 +20,13 @@ struct BatchCommand: AsyncParsableCommand {
             --out DIR writes each mutated payload to DIR/<name> (directory input: the file's name; \
             otherwise <line>.json); --out FILE.jsonl writes them as one file, one payload per line \
             in the order they finish.
+
+            --campaign NAME shares the batch between workers on any machines: with a shared \
+            store (--store postgres://… --blobs s3://…) the items go into the store's job table \
+            (every worker may enqueue the same INPUT; the first one's items stand), each worker \
+            claims items under a lease it renews (--lease), and a worker that dies loses nothing: \
+            its items are taken again once its leases run out. Each worker stops when every item is \
+            recorded, then writes the manifest, --out and --report from the table.
             """
     )
 
@@ -45,12 +53,19 @@ struct BatchCommand: AsyncParsableCommand {
     @Flag(help: "List what would be done (items not yet in the manifest), and do nothing.")
     var dryRun = false
 
+    @Option(help: "Share the batch with other workers under this campaign name (needs a shared store).")
+    var campaign: String?
+
+    @Option(help: "Seconds a claimed item stays this worker's without renewal (campaigns).")
+    var lease: Int = 30
+
     @Argument(help: "A directory of .json payloads, a .jsonl file of payloads, or a file of URLs.")
     var input: String
 
     func validate() throws {
         if let jobs { try Ranges.check(jobs, 1...4_096, "--jobs") }
         if let workers { try Ranges.check(workers, 1...256, "--workers") }
+        try Ranges.check(lease, 1...86_400, "--lease")
         guard progressInterval > 0, progressInterval <= 3600 else {
             throw ValidationError("--progress-interval must be between 0 and 3600 seconds")
         }
@@ -67,6 +82,7 @@ struct BatchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let input = try BatchInput(path: self.input)
+        if let campaign { return try await runCampaign(campaign, input: input) }
         if dryRun { return try listPending(input) }
         if let workers { PipelineWorkers.use(workers) }
         ImageProcessor.boundAllocator()
@@ -84,6 +100,40 @@ struct BatchCommand: AsyncParsableCommand {
         let progress = try await runner.run(input, manifest: manifest, output: output) { display.show($0) }
         if let report {
             let page = try await BatchReport(title: input.path).render(
+                manifest: manifestPath, store: store, fetcher: options.fetcher())
+            try AtomicFile.write(Array(page.utf8), to: report)
+        }
+        let summary = try BatchSummary(manifest: manifestPath, run: progress)
+        if options.storeOptions.json {
+            print(summary.json)
+        } else {
+            FileHandle.standardError.write(Data(("\n" + summary.table).utf8))
+        }
+    }
+
+    /// One worker of a shared campaign: enqueue, work until every item is recorded, then the
+    /// manifest, output, report and summary from the table.
+    func runCampaign(_ name: String, input: BatchInput) async throws {
+        let store = try options.storeOptions.open()
+        let queue = try JobQueue(store: store, campaign: name, lease: Int64(lease))
+        try SharedCampaign.enqueue(input, into: queue)
+        if dryRun {
+            let status = try queue.status()
+            FileHandle.standardError.write(
+                Data(
+                    ("batch (dry run): campaign \(name): \(status.total) items, \(status.done) done, "
+                        + "\(status.running) running, \(status.pending) waiting\n").utf8))
+            return
+        }
+        if let workers { PipelineWorkers.use(workers) }
+        ImageProcessor.boundAllocator()
+        let jobs = self.jobs ?? 8 * (workers ?? PipelineWorkers.count)
+        let runner = BatchRunner(pipeline: try options.pipeline(store: store), jobs: jobs)
+        let display = ProgressDisplay(interval: progressInterval)
+        let progress = try await runner.run(queue: queue) { display.show($0) }
+        try SharedCampaign.export(queue, manifest: manifestPath, output: out)
+        if let report {
+            let page = try await BatchReport(title: "\(name) (\(input.path))").render(
                 manifest: manifestPath, store: store, fetcher: options.fetcher())
             try AtomicFile.write(Array(page.utf8), to: report)
         }

@@ -1,4 +1,4 @@
-/// The tables of campaigns shared by batch workers (see `AttacheBatch`'s shared queue).
+/// The tables of campaigns shared by batch workers (``JobQueue``).
 enum BatchJobSchema {
     static let statements = [
         """
@@ -8,10 +8,13 @@ enum BatchJobSchema {
         """
         CREATE TABLE IF NOT EXISTS attache_job (
             campaign text NOT NULL REFERENCES attache_campaign (name) ON DELETE CASCADE,
-            seq integer NOT NULL, input text NOT NULL, state text NOT NULL DEFAULT 'pending',
-            owner text, lease_until bigint, attempts integer NOT NULL DEFAULT 0,
-            result text, finished bigint, PRIMARY KEY (campaign, seq))
+            seq integer NOT NULL, reference text NOT NULL, url text, output_name text NOT NULL,
+            payload bytea NOT NULL, read_error text,
+            state text NOT NULL DEFAULT 'pending', owner text, lease_until bigint,
+            attempts integer NOT NULL DEFAULT 0, completions integer NOT NULL DEFAULT 0,
+            record text, output bytea, failed boolean, finished bigint,
+            PRIMARY KEY (campaign, seq))
         """,
-        "CREATE INDEX IF NOT EXISTS attache_job_pending ON attache_job (campaign, state, seq)",
+        "CREATE INDEX IF NOT EXISTS attache_job_state ON attache_job (campaign, state, seq)",
     ]
 }

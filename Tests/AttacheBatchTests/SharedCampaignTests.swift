@@ -1,0 +1,160 @@
+import AttacheBase
+import AttacheStore
+import AttacheTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+@testable import AttacheBatch
+
+/// `attache batch --campaign` workers (child processes) sharing one campaign in the shared
+/// store's job table, over the PostgreSQL and radosgw `scripts/test.sh` starts.
+@Suite(.enabled(if: SharedServers.available, Comment(rawValue: SharedServers.missing)))
+struct SharedCampaignTests {
+    let fresh: SharedServers.Fresh
+    let server: TestHTTPServer
+    let directory: TemporaryDirectory
+    let host = Host()
+
+    /// What the media host saw, and the gate of its held paths.
+    final class Host: Sendable {
+        /// Requests per path, to tell how often each item was fetched.
+        let fetches = Mutex<[String: Int]>([:])
+        /// `/held/…` answers only once released; `arrivals` counts requests that reached it.
+        let held = Atomic<Bool>(true)
+        let arrivals = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+    }
+
+    init() throws {
+        fresh = try SharedServers.fresh()
+        server = try TestHTTPServer()
+        directory = try TemporaryDirectory()
+        let body = sampleJPEG
+        let host = self.host
+        for index in 0..<64 {
+            server.route("/media/\(index).jpg") { _, c in
+                host.fetches.withLock { $0["/media/\(index).jpg", default: 0] += 1 }
+                c.respond(headers: ["Content-Type": "image/jpeg"], body: body)
+            }
+            server.route("/held/\(index).jpg") { _, c in
+                host.fetches.withLock { $0["/held/\(index).jpg", default: 0] += 1 }
+                host.arrivals.signal()
+                if host.held.load(ordering: .acquiring) { host.gate.wait() }
+                c.respond(headers: ["Content-Type": "image/jpeg"], body: body)
+            }
+        }
+    }
+
+    func release() {
+        host.held.store(false, ordering: .releasing)
+        for _ in 0..<256 { host.gate.signal() }
+    }
+
+    func urlList(_ paths: [String]) throws -> String {
+        let path = directory.path + "/urls.txt"
+        try Data((paths.map { server.url($0) }.joined(separator: "\n") + "\n").utf8).write(
+            to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    func worker(_ input: String, manifest: String, extra: [String] = []) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
+        process.arguments =
+            ["batch", input, "--campaign", "spring", "--allow-loopback", "--manifest", manifest, "--json"]
+            + fresh.arguments + extra
+        process.environment = fresh.childEnvironment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    /// Per item: (completions, state) from the table.
+    func table() throws -> [(Int, String)] {
+        try fresh.sql("SELECT completions || ',' || state FROM attache_job ORDER BY seq").split(separator: "\n").map {
+            let parts = $0.split(separator: ",")
+            return (Int(parts[0]) ?? -1, String(parts[1]))
+        }
+    }
+
+    @Test func twoWorkersRecordEveryItemOnce() throws {
+        let paths = (0..<48).map { "/media/\($0).jpg" }
+        let input = try urlList(paths)
+        let a = try worker(input, manifest: directory.path + "/a.jsonl", extra: ["--jobs", "3"])
+        let b = try worker(input, manifest: directory.path + "/b.jsonl", extra: ["--jobs", "3"])
+        a.waitUntilExit()
+        b.waitUntilExit()
+        #expect(a.terminationStatus == 0 && b.terminationStatus == 0)
+        let rows = try table()
+        #expect(rows.count == 48 && rows.allSatisfy { $0 == (1, "done") }, "\(rows)")
+        // Both workers write the whole manifest, from the table, in input order.
+        for name in ["a", "b"] {
+            let lines = try records(directory.path + "/\(name).jsonl")
+            #expect(lines.map(\.reference) == (1...48).map { "urls.txt:\($0)" })
+        }
+        // Both did part of the work (SKIP LOCKED hands each a different item).
+        let owners = try fresh.sql("SELECT count(DISTINCT split_part(owner, ':', 2)) FROM attache_job")
+        #expect(owners == "2")
+        #expect(host.fetches.withLock { $0.values.allSatisfy { $0 == 1 } && $0.count == 48 })
+    }
+
+    @Test func aKilledWorkersItemsAreTakenOverAndRecordedOnce() async throws {
+        let paths = (0..<24).map { "/media/\($0).jpg" } + (0..<4).map { "/held/\($0).jpg" }
+        let input = try urlList(paths)
+        // The first worker takes items until it holds a held one in flight, and is killed then.
+        let first = try worker(
+            input, manifest: directory.path + "/first.jsonl", extra: ["--jobs", "2", "--lease", "2"])
+        #expect(await signalled(host.arrivals), "the first worker reached a held item")
+        let running = try fresh.sql("SELECT count(*) FROM attache_job WHERE state = 'running'")
+        #expect((Int(running) ?? 0) > 0, "it was killed with items in hand")
+        kill(first.processIdentifier, SIGKILL)
+        first.waitUntilExit()
+        release()
+        // Two fresh workers finish the campaign; the dead one's items come back when its
+        // leases run out (2 s), and are recorded once.
+        let b = try worker(input, manifest: directory.path + "/b.jsonl", extra: ["--jobs", "2", "--lease", "2"])
+        let c = try worker(input, manifest: directory.path + "/c.jsonl", extra: ["--jobs", "2", "--lease", "2"])
+        b.waitUntilExit()
+        c.waitUntilExit()
+        #expect(b.terminationStatus == 0 && c.terminationStatus == 0)
+        let rows = try table()
+        #expect(rows.count == 28 && rows.allSatisfy { $0 == (1, "done") }, "\(rows)")
+        let attempts = Int(try fresh.sql("SELECT sum(attempts) FROM attache_job")) ?? 0
+        #expect(attempts > 28, "the killed worker's items were claimed again")
+        let lines = try records(directory.path + "/c.jsonl")
+        #expect(lines.count == 28 && Set(lines.map(\.reference)).count == 28)
+        #expect(lines.allSatisfy { $0.outcome == "attached" }, "\(lines.map(\.outcome))")
+    }
+
+    @Test func aCampaignNeedsASharedStore() async throws {
+        let input = try urlList(["/media/0.jpg"])
+        let result = await runChild(
+            ["batch", input, "--campaign", "x", "--store", directory.path + "/store", "--allow-loopback"])
+        #expect(result.status != 0 && result.output.contains("needs a shared store"), "\(result.output)")
+    }
+
+    func runChild(_ arguments: [String]) async -> (status: Int32, output: String) {
+        let process = Process()
+        guard let executable = try? attacheExecutable() else { return (-1, "no attache") }
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        do { try process.run() } catch { return (-1, "\(error)") }
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    }
+
+    /// Waits for `semaphore` without holding a pool thread (up to a generous limit).
+    func signalled(_ semaphore: DispatchSemaphore) async -> Bool {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: semaphore.wait(timeout: .now() + 120) == .success)
+            }
+        }
+    }
+}
