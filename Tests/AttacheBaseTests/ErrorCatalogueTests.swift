@@ -19,6 +19,7 @@ import Testing
         (.tlsFailed, "tls_failed"), (.badResponse, "bad_response"), (.cancelled, "cancelled"),
         (.fetchFailed, "fetch_failed"), (.storeFull, "store_full"), (.notFound, "not_found"),
         (.accessDenied, "access_denied"), (.invalidInput, "invalid_input"), (.storeCorrupt, "store_corrupt"),
+        (.storeUnavailable, "store_unavailable"),
         (.invalidPayload, "invalid_payload"), (.payloadTooLarge, "payload_too_large"),
         (.tooManySources, "too_many_sources"), (.budgetExceeded, "budget_exceeded"), (.sealFailed, "seal_failed"),
         (.unauthorized, "unauthorized"), (.requestTooLarge, "request_too_large"),

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# The shared store (README "Shared store"): PostgreSQL + radosgw from scripts/shared-servers.sh,
+# release build of attache, nginx as the media host; in one run:
+#   1. mutate throughput, 16 clients, 5-20 MP photos: one replica pinned to core 0, then two
+#      replicas pinned to cores 0 and 1 behind a round-robin client (the servers, nginx and the
+#      client run unpinned);
+#   2. 10,000 tokened downloads spread over both replicas, every byte checked: the shared store
+#      against two replicas over one local directory store;
+#   3. a 2,000-item campaign, two `attache batch --campaign` workers, 20 SIGKILLs of a random
+#      worker (restarted at once): manifest lines, completions per item, `store verify`.
+#   bash Benchmarks/shared.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+bash prepare.sh >/dev/null
+for p in nginx-light curl; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null)
+done
+bash ../scripts/shared-servers.sh install
+(cd .. && swift build -c release --product attache >/dev/null)
+bin=$(cd .. && swift build -c release --show-bin-path)/attache
+work=$(realpath work)/shared
+rm -rf "$work" && mkdir -p "$work"
+media_port=8911 a_port=8912 b_port=8913
+key=benchmark-key-000000000000
+servers=$(mktemp -d /tmp/attache-bench-servers.XXXXXX)
+pids=()
+cleanup() {
+    kill ${pids[*]} 2>/dev/null || true
+    [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+    bash ../scripts/shared-servers.sh stop "$servers"
+}
+trap cleanup EXIT
+PG_PORT=55532 S3_PORT=57580 MON_PORT=56889 bash ../scripts/shared-servers.sh start "$servers"
+. "$servers/env"
+export ATTACHE_S3_ENDPOINT=$ATTACHE_TEST_S3_ENDPOINT AWS_REGION=$ATTACHE_TEST_S3_REGION
+export AWS_ACCESS_KEY_ID=$ATTACHE_TEST_S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$ATTACHE_TEST_S3_SECRET_KEY
+ATTACHE_KEYRING_KEY=$(head -c 32 /dev/urandom | base64)
+export ATTACHE_KEYRING_KEY
+psql -q -X "$ATTACHE_TEST_POSTGRES" -c "CREATE DATABASE bench" >/dev/null
+pg=${ATTACHE_TEST_POSTGRES%/*}/bench
+shared=(--store "$pg" --blobs s3://bench)
+
+python3 - > "$work/files" <<'PY'
+import glob
+from PIL import Image
+for f in sorted(glob.glob("work/jpeg/*.jpg")):
+    w, h = Image.open(f).size
+    if 5e6 <= w * h <= 20e6:
+        print(f[len("work/"):])
+PY
+count=$(wc -l < "$work/files")
+requests=$((count * 3))
+cat > "$work/nginx.conf" <<CONF
+user root;
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    keepalive_requests 1000000;
+    types { image/jpeg jpg; }
+    server { listen 127.0.0.1:$media_port; root $PWD/work; }
+}
+CONF
+nginx -c "$work/nginx.conf"
+media="http://127.0.0.1:$media_port"
+wait_for() { for _ in $(seq 1 300); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
+
+# replica NAME CORE PORT STORE-ARGS...: one `attache serve` pinned to CORE.
+replica() {
+    local name=$1 core=$2 port=$3
+    shift 3
+    taskset -c "$core" "$bin" serve --port "$port" --api-keys $key --allow-loopback --max-concurrent 1 \
+        --max-queued 64 --gc-interval 0s --base-url "http://127.0.0.1:$port/attachments" "$@" \
+        > "$work/$name.log" 2>&1 &
+    pids+=($!)
+    wait_for "http://127.0.0.1:$port/healthz"
+}
+stop_replicas() {
+    for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    pids=()
+}
+
+# 1. Mutate throughput.
+replica a 0 $a_port "${shared[@]}"
+echo "one replica (core 0), 16 clients:"
+python3 serve_load.py attache "http://127.0.0.1:$a_port" $key "$media" "$work/files" \
+    --clients 16 --requests $requests --tag one | tee "$work/one.json"
+replica b 1 $b_port "${shared[@]}"
+echo "two replicas (cores 0 and 1), round robin, 16 clients:"
+python3 serve_load.py attache "http://127.0.0.1:$a_port,http://127.0.0.1:$b_port" $key "$media" "$work/files" \
+    --clients 16 --requests $((requests * 2)) --tag two | tee "$work/two.json"
+
+# 2. Downloads: 50 renditions (each a JPEG of ~100-400 KB) stored in each backend, tokened.
+mkdir -p "$work/dl"
+head -n 50 "$work/files" | while read -r f; do vips thumbnail "work/$f" "$work/dl/$(basename "$f")[Q=90,strip]" 1600; done
+put_all() { # STORE-ARGS... -> lines "<path>\t<sha256>"
+    for f in "$work"/dl/*.jpg; do
+        "$bin" store put --json --token-ttl 1h "$@" "$f" | python3 -c '
+import json, sys
+line = json.loads(sys.stdin.read())
+print("/attachments/%s/%s.jpg\t%s" % (line["token"], line["id"], line["id"]))'
+    done
+}
+put_all "${shared[@]}" > "$work/shared-urls"
+echo "10,000 downloads over both replicas, shared store:"
+python3 shared_downloads.py "$work/shared-urls" "http://127.0.0.1:$a_port,http://127.0.0.1:$b_port" \
+    --requests 10000 --clients 16 | tee "$work/dl-shared.json"
+stop_replicas
+replica la 0 $a_port --store "$work/local"
+replica lb 1 $b_port --store "$work/local"
+put_all --store "$work/local" > "$work/local-urls"
+echo "10,000 downloads over both replicas, one local directory store:"
+python3 shared_downloads.py "$work/local-urls" "http://127.0.0.1:$a_port,http://127.0.0.1:$b_port" \
+    --requests 10000 --clients 16 | tee "$work/dl-local.json"
+stop_replicas
+
+# 3. A 2,000-item campaign, two workers, 20 SIGKILLs of a random worker (restarted at once).
+for i in $(seq 1 2000); do echo "$media/Samples/gray.jpg?item=$i"; done > "$work/campaign.txt"
+ln -sfn ../../Samples/media work/Samples
+worker() { # N
+    "$bin" batch "$work/campaign.txt" --campaign spring --lease 3 --jobs 8 --allow-loopback \
+        --manifest "$work/manifest-$1.jsonl" "${shared[@]}" > "$work/worker-$1.out" 2> "$work/worker-$1.log" &
+    echo $!
+}
+declare -A worker_pid
+worker_pid[1]=$(worker 1)
+worker_pid[2]=$(worker 2)
+kills=0
+campaign_start=$(date +%s.%N)
+while [ $kills -lt 20 ]; do
+    sleep "$(python3 -c 'import random; print(round(random.uniform(0.3, 1.5), 2))')"
+    n=$((RANDOM % 2 + 1))
+    if kill -0 "${worker_pid[$n]}" 2>/dev/null; then
+        kill -KILL "${worker_pid[$n]}"
+        wait "${worker_pid[$n]}" 2>/dev/null || true
+        kills=$((kills + 1))
+        worker_pid[$n]=$(worker $n)
+    else
+        break
+    fi
+done
+wait "${worker_pid[1]}" "${worker_pid[2]}" || true
+campaign_s=$(python3 -c "import time; print(round(time.time() - $campaign_start, 1))")
+rm -f work/Samples
+lines=$(wc -l < "$work/manifest-1.jsonl")
+distinct=$(python3 -c 'import json,sys; print(len({json.loads(l)["ref"] for l in open(sys.argv[1])}))' "$work/manifest-1.jsonl")
+table=$(psql -X -A -t "$pg" -c "SELECT count(*), count(*) FILTER (WHERE state = 'done'), min(completions), max(completions), sum(attempts) FROM attache_job WHERE campaign = 'spring'")
+verify=$("$bin" store verify --json "${shared[@]}" || true)
+echo "{\"kills\": $kills, \"seconds\": $campaign_s, \"manifest_lines\": $lines, \"distinct\": $distinct, \"table\": \"$table\", \"verify\": $verify}" | tee "$work/campaign.json"
+
+python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+load = lambda n: json.load(open(f"{work}/{n}.json"))
+one, two = load("one"), load("two")
+ds, dl, c = load("dl-shared"), load("dl-local"), load("campaign")
+print()
+print("| run | images/s | p50 ms | p99 ms | errors |")
+print("|---|---|---|---|---|")
+for name, r in [("one replica (core 0)", one), ("two replicas (cores 0, 1), round robin", two)]:
+    print(f"| {name} | {r['images_per_s']:.2f} | {r['p50_s'] * 1000:.0f} | {r['p99_s'] * 1000:.0f} | {r['errors'] + r['refused']} |")
+print()
+print(f"- mutate: two replicas / one = {two['images_per_s'] / one['images_per_s']:.2f}x, errors {one['errors'] + two['errors']}")
+print(f"- downloads (10,000 over both replicas): shared p50 {ds['p50_ms']} ms, p99 {ds['p99_ms']} ms, {ds['per_s']}/s; "
+      f"local directory p50 {dl['p50_ms']} ms, p99 {dl['p99_ms']} ms, {dl['per_s']}/s; "
+      f"p99 ratio {ds['p99_ms'] / dl['p99_ms']:.2f}x; errors {ds['errors'] + dl['errors']}, "
+      f"wrong bytes {ds['mismatches'] + dl['mismatches']}")
+total, done, low, high, attempts = c["table"].split("|")
+print(f"- campaign: {c['kills']} SIGKILLs, {c['manifest_lines']} manifest lines ({c['distinct']} distinct), "
+      f"{done}/{total} done, completions per item {low}..{high}, {attempts} claims, {c['seconds']} s; "
+      f"store verify clean={c['verify']['clean']} objects={c['verify']['objects']} orphans={c['verify']['orphans']}")
+PY
