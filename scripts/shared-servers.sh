@@ -117,10 +117,16 @@ stop() {
     if [ -f "$dir/pg/postmaster.pid" ]; then
         as_postgres "$pg_bin/pg_ctl" -D "$dir/pg" -m immediate -w stop >/dev/null 2>&1 || true
     fi
+    # A throwaway memstore cluster keeps nothing worth a graceful stop, and radosgw waits
+    # forever on a monitor that is already gone: SIGKILL them all, then wait until they are.
     for pidfile in "$dir"/ceph/run/*.pid; do
-        [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+        [ -f "$pidfile" ] && kill -KILL "$(cat "$pidfile")" 2>/dev/null || true
     done
-    pkill -f -- "-c $dir/ceph/ceph.conf" 2>/dev/null || true
+    pkill -KILL -f -- "-c $dir/ceph/ceph.conf" 2>/dev/null || true
+    for _ in $(seq 1 100); do
+        pgrep -f -- "-c $dir/ceph/ceph.conf" >/dev/null || break
+        sleep 0.05
+    done
     rm -rf "$dir"
 }
 
