@@ -5,7 +5,8 @@
 #      replicas pinned to cores 0 and 1 behind a round-robin client (the servers, nginx and the
 #      client run unpinned);
 #   2. 10,000 tokened downloads spread over both replicas, every byte checked: the shared store
-#      against two replicas over one local directory store;
+#      (each replica with its own copy cache, empty at the start: the objects were stored by
+#      `attache store put`, another process) against two replicas over one local directory store;
 #   3. a 2,000-item campaign, two `attache batch --campaign` workers, 20 SIGKILLs of a random
 #      worker (restarted at once): manifest lines, completions per item, `store verify`.
 #   bash Benchmarks/shared.sh
@@ -86,11 +87,11 @@ stop_replicas() {
 }
 
 # 1. Mutate throughput.
-replica a 0 $a_port "${shared[@]}"
+replica a 0 $a_port "${shared[@]}" --blob-cache "$work/cache-a"
 echo "one replica (core 0), 16 clients:"
 python3 serve_load.py attache "http://127.0.0.1:$a_port" $key "$media" "$work/files" \
     --clients 16 --requests $requests --tag one | tee "$work/one.json"
-replica b 1 $b_port "${shared[@]}"
+replica b 1 $b_port "${shared[@]}" --blob-cache "$work/cache-b"
 echo "two replicas (cores 0 and 1), round robin, 16 clients:"
 python3 serve_load.py attache "http://127.0.0.1:$a_port,http://127.0.0.1:$b_port" $key "$media" "$work/files" \
     --clients 16 --requests $((requests * 2)) --tag two | tee "$work/two.json"
@@ -133,7 +134,7 @@ worker_pid[2]=$(worker 2)
 kills=0
 campaign_start=$(date +%s.%N)
 while [ $kills -lt 20 ]; do
-    sleep "$(python3 -c 'import random; print(round(random.uniform(0.3, 1.5), 2))')"
+    sleep "$(python3 -c 'import random; print(round(random.uniform(0.1, 0.4), 2))')"
     n=$((RANDOM % 2 + 1))
     if kill -0 "${worker_pid[$n]}" 2>/dev/null; then
         kill -KILL "${worker_pid[$n]}"

@@ -55,6 +55,10 @@ public enum ServerSettings {
             help:
                 "Bucket of a shared store's object bytes: s3://bucket[/prefix] (endpoint and keys from the environment).",
             defaultText: "none", secret: false),
+        .init(
+            key: "blobCache",
+            help: "A shared store's local copies of the objects served here (none: stream every download).",
+            defaultText: "$XDG_CACHE_HOME/attache/blobs or ~/.cache/attache/blobs", secret: false),
         .init(key: "storeMaxBytes", help: "Byte quota of the store.", defaultText: "10000000000", secret: false),
         .init(key: "storeMaxObjects", help: "Object quota of the store.", defaultText: "1000000", secret: false),
         .init(
@@ -228,7 +232,8 @@ public enum ServerSettings {
         if storeRoot.hasPrefix("postgres://") || storeRoot.hasPrefix("postgresql://") {
             do {
                 configuration.store.shared = try SharedStoreConfiguration.parse(
-                    store: storeRoot, blobs: text("blobs"), environment: environment)
+                    store: storeRoot, blobs: text("blobs"), environment: environment, cache: text("blobCache"),
+                    defaultCache: SharedStoreConfiguration.defaultCacheDirectory(environment: environment))
             } catch {
                 problems.append("\(where_("store")): \(error.message)")
             }

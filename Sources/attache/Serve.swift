@@ -32,6 +32,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: Self.help("baseUrl")) var baseUrl: String?
     @Option(help: Self.help("store")) var store: String?
     @Option(help: Self.help("blobs")) var blobs: String?
+    @Option(help: Self.help("blobCache")) var blobCache: String?
     @Option(help: Self.help("storeMaxBytes")) var storeMaxBytes: String?
     @Option(help: Self.help("storeMaxObjects")) var storeMaxObjects: String?
     @Option(help: Self.help("apiKeys")) var apiKeys: String?
@@ -73,6 +74,7 @@ struct Serve: AsyncParsableCommand {
             ("baseUrl", baseUrl),
             ("store", store),
             ("blobs", blobs),
+            ("blobCache", blobCache),
             ("storeMaxBytes", storeMaxBytes),
             ("storeMaxObjects", storeMaxObjects),
             ("apiKeys", apiKeys),

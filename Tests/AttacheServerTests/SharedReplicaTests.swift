@@ -82,6 +82,10 @@ struct SharedReplicaTests {
         let (_, url) = try await mutate(a)
         let whole = try await curl("GET", a.url(url))
         #expect(whole.status == 200 && whole.body.count > 1000, "\(whole.status) \(whole.text.prefix(200))")
+        // The other replica has no copy yet: it streams this one from the bucket (and keeps it).
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: b.directory.path + "/cache/" + String(url.split(separator: "/").last!.prefix(2))))
         let other = try await curl("GET", b.url(url))
         #expect(other.status == 200 && other.body == whole.body)
         #expect(other.headers["etag"] == whole.headers["etag"])

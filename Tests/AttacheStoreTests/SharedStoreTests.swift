@@ -42,6 +42,36 @@ struct SharedStoreTests {
         #expect(try b.lookup(url: "https://x/none", spec: "s") == nil)
     }
 
+    @Test func localCopiesSpareTheGetAndFollowTheCatalog() throws {
+        let directory = try TemporaryDirectory()
+        let clock = self.clock
+        var configuration = try fresh.configuration(clock: { clock.now })
+        configuration.shared!.cacheDirectory = directory.path + "/a"
+        let a = try AttachmentStore(configuration)
+        configuration.shared!.cacheDirectory = directory.path + "/b"
+        let b = try AttachmentStore(configuration)
+        let bytes = randomBytes(300_000, seed: 21)
+        let stored = try a.put(bytes, metadata: ObjectMetadata(kind: .png), ttl: 50)
+        let id = stored.id.hex
+        let copy = "/\(id.prefix(2))/\(id.dropFirst(2)).png"
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/a" + copy), "the writer keeps a copy")
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/b" + copy))
+        let token = try a.issueToken(for: stored.id, ttl: 600)
+        let lease = try b.open(stored.id, token: token)
+        #expect(lease.sendableDescriptor >= 0, "served from the copy, which the kernel can send")
+        #expect(try lease.read() == bytes)
+        lease.close()
+        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: directory.path + "/b" + copy))) == bytes)
+        // The catalog still decides: revoked and expired objects are refused with a copy at hand.
+        try a.revokeTokens(for: stored.id)
+        #expect(throws: AttacheError.self) { try b.open(stored.id, token: token) }
+        clock.advance(100)
+        #expect(try a.collect().removed == [stored.id])
+        #expect(throws: AttacheError.self) { try b.open(stored.id, token: token) }
+        #expect(try b.attachment(stored.id) == nil)
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/b" + copy), "a collected object's copy goes")
+    }
+
     @Test func sourcesAndExpiryAreShared() throws {
         let (a, b) = (try open(), try open())
         let bytes = randomBytes(5000, seed: 2)

@@ -29,22 +29,23 @@ final class PostgresConnection: @unchecked Sendable {
 
     deinit { PQfinish(connection) }
 
+    /// Whether a transaction is open on this connection (a statement in it is never retried).
+    private var inTransaction = false
+
     /// Runs one statement. A broken connection is reset and the statement tried once more,
     /// unless it was inside a transaction (then the transaction is lost and the caller is told).
     @discardableResult
     func query(_ sql: String, _ parameters: [String?] = []) throws(AttacheError) -> PostgresRows {
-        if PQstatus(connection) != CONNECTION_OK { PQreset(connection) }
+        if !inTransaction, PQstatus(connection) != CONNECTION_OK { PQreset(connection) }
         do {
             return try run(sql, parameters)
         } catch {
-            if PQstatus(connection) != CONNECTION_OK {
-                PQreset(connection)
-                if PQstatus(connection) == CONNECTION_OK, !sql.hasPrefix("COMMIT"), (try? run("SELECT 1", [])) != nil {
-                    if let rows = try? run(sql, parameters) { return rows }
-                }
-                throw AttacheError(.storeUnavailable, "catalog: PostgreSQL connection lost: \(error.message)")
+            guard PQstatus(connection) != CONNECTION_OK else { throw error.attacheError }
+            PQreset(connection)
+            if !inTransaction, PQstatus(connection) == CONNECTION_OK, let rows = try? run(sql, parameters) {
+                return rows
             }
-            throw error.attacheError
+            throw AttacheError(.storeUnavailable, "catalog: PostgreSQL connection lost: \(error.message)")
         }
     }
 
@@ -55,12 +56,15 @@ final class PostgresConnection: @unchecked Sendable {
         while true {
             attempt += 1
             try query("BEGIN")
+            inTransaction = true
             do {
                 let value = try body(self)
                 try query("COMMIT")
+                inTransaction = false
                 return value
             } catch {
                 _ = try? run("ROLLBACK", [])
+                inTransaction = false
                 if attempt < 5, error.detail == "40001" || error.detail == "40P01" { continue }
                 throw error
             }

@@ -292,7 +292,7 @@ final class S3Client: Sendable {
         guard code == 0 else {
             keep = false
             att_s3_free(handle.pointer)
-            var message = String(cString: error)
+            var message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             if message.isEmpty { message = "curl error \(code)" }
             throw AttacheError(.storeUnavailable, "object store: \(method) \(location.endpoint): \(message)")
         }

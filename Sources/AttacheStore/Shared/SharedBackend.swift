@@ -25,6 +25,8 @@ final class SharedBackend: StoreBackend {
     private let leases: [LeaseSlot]
     private let nextLease = Atomic<Int>(0)
     private let keys: Mutex<SharedKeyRing>
+    /// Local copies of the objects this process stores and serves.
+    let cache: BlobCache?
 
     init(_ configuration: StoreConfiguration, shared: SharedStoreConfiguration) throws(AttacheError) {
         self.configuration = configuration
@@ -36,6 +38,10 @@ final class SharedBackend: StoreBackend {
             try blobs.checkBucket()
         } catch  where error.code == .storeUnavailable && error.message.hasPrefix("object store: no bucket") {
             try blobs.createBucket()
+        }
+        cache = try shared.cacheDirectory.map { (directory) throws(AttacheError) in
+            try BlobCache(
+                directory: directory, maxBytes: shared.cacheBytes, maxObjectBytes: shared.cacheObjectBytes)
         }
         var slots: [LeaseSlot] = []
         for _ in 0..<max(1, shared.leaseConnections) {
@@ -180,6 +186,29 @@ final class SharedBackend: StoreBackend {
         guard id.utf8.count == 64, id.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
             return nil
         }
+        guard let cache else { return try openInBucket(id) }
+        // The catalog decides (one query); a local copy, if there is one, spares the GET.
+        guard let row = try object(id) else {
+            cache.forget(id)
+            return nil
+        }
+        if let copy = cache.open(row) { return (row, copy) }
+        guard row.bytes <= cache.maxObjectBytes, let (held, remote) = try openInBucket(id) else {
+            return try openInBucket(id)
+        }
+        // Copied under the lease, so collection cannot take the bytes mid-copy.
+        let copied = Result { () throws(AttacheError) in
+            try cache.fetch(held, key: Self.objectKey(id, held.ext), from: blobs)
+        }
+        if case .success = copied, let copy = cache.open(held) {
+            remote.close()
+            return (held, copy)
+        }
+        return (held, remote)
+    }
+
+    /// Opens the object in the bucket, held by a shared advisory lock.
+    private func openInBucket(_ id: String) throws(AttacheError) -> (ObjectRow, any ObjectHandle)? {
         let key = Self.lockKey(id)
         let slot = leases[nextLease.add(1, ordering: .relaxed).newValue % leases.count]
         // The lock first, then the row, in one round trip: the row is read after the lock is
@@ -210,6 +239,7 @@ final class SharedBackend: StoreBackend {
     {
         if let stored = try pool.with({ (connection) throws(AttacheError) in try extend(row, source, on: connection) })
         {
+            cache?.keep(bytes, row: stored)
             return stored
         }
         // Before uploading: collect when the quota would be passed, refuse when it still would.
@@ -222,7 +252,7 @@ final class SharedBackend: StoreBackend {
         }
         let key = Self.lockKey(row.id)
         let objectKey = Self.objectKey(row.id, row.ext)
-        return try pool.with { (connection) throws(AttacheError) -> ObjectRow in
+        let stored = try pool.with { (connection) throws(AttacheError) -> ObjectRow in
             // Held from before the upload until after the commit: collection leaves the bytes alone.
             try connection.query("SELECT pg_advisory_lock_shared(\(key))")
             defer { _ = try? connection.query("SELECT pg_advisory_unlock_shared(\(key))") }
@@ -253,6 +283,8 @@ final class SharedBackend: StoreBackend {
                 return try Self.row(Array(values.dropFirst()))
             }
         }
+        cache?.keep(bytes, row: stored)
+        return stored
     }
 
     /// Extends the expiry of the object when it is recorded, and records `source`; nil when
@@ -407,8 +439,8 @@ final class SharedBackend: StoreBackend {
         let (ring, due) = keys.withLock { state in (state.ring, state.due(interval)) }
         guard due else { return ring }
         // Another process may have rotated: compare versions (one small query), read on change.
-        guard let version = try? pool.query("SELECT version FROM attache_keyring WHERE one = 1").first?[0],
-            let number = Int64(version ?? "")
+        guard let found = try? pool.query("SELECT version FROM attache_keyring WHERE one = 1").first,
+            let text = found[0], let number = Int64(text)
         else { return ring }
         if number == keys.withLock({ $0.version }) { return ring }
         guard

@@ -16,24 +16,36 @@ public struct SharedStoreConfiguration: Sendable {
     public var connections: Int
     /// Catalog connections that hold the advisory locks of open downloads (per process).
     public var leaseConnections: Int
+    /// Where this process keeps copies of the objects it stores and serves (nil: none; every
+    /// download is then streamed from the bucket).
+    public var cacheDirectory: String?
+    /// The copies' bound in bytes (default 1 GiB).
+    public var cacheBytes: Int64 = 1 << 30
+    /// Objects larger than this are never copied, always streamed (default 64 MiB).
+    public var cacheObjectBytes: Int64 = 64 << 20
 
     /// Creates a configuration.
     public init(
-        postgres: String, blobs: S3Location, keyRingKey: [UInt8], connections: Int = 16, leaseConnections: Int = 4
+        postgres: String, blobs: S3Location, keyRingKey: [UInt8], connections: Int = 16, leaseConnections: Int = 4,
+        cacheDirectory: String? = nil
     ) {
         self.postgres = postgres
         self.blobs = blobs
         self.keyRingKey = keyRingKey
         self.connections = connections
         self.leaseConnections = leaseConnections
+        self.cacheDirectory = cacheDirectory
     }
 
     /// Reads `--store postgres://…` and `--blobs s3://bucket[/prefix]` with the rest from the
     /// environment (see ``S3Location/parse(_:environment:)``) and the key ring key from
     /// `ATTACHE_KEYRING_KEY` (base64 of 32 bytes) or the file `ATTACHE_KEYRING_KEY_FILE` names.
-    /// Every problem found is named in one ``AttacheError/Code/invalidInput`` error.
+    /// Every problem found is named in one ``AttacheError/Code/invalidInput`` error. The copy
+    /// cache is `cache`, else `ATTACHE_BLOB_CACHE` (a directory; `none` for no cache), else
+    /// `defaultCache`.
     public static func parse(
-        store: String, blobs: String?, environment: [String: String]
+        store: String, blobs: String?, environment: [String: String], cache: String? = nil,
+        defaultCache: String? = nil
     ) throws(AttacheError) -> SharedStoreConfiguration {
         var problems: [String] = []
         if !(store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")) {
@@ -68,7 +80,17 @@ public struct SharedStoreConfiguration: Sendable {
         guard problems.isEmpty, let location, let key else {
             throw AttacheError(.invalidInput, "shared store: " + problems.joined(separator: "; "))
         }
-        return SharedStoreConfiguration(postgres: store, blobs: location, keyRingKey: key)
+        var cacheDirectory = cache ?? environment["ATTACHE_BLOB_CACHE"] ?? defaultCache
+        if cacheDirectory == "none" || cacheDirectory == "" { cacheDirectory = nil }
+        return SharedStoreConfiguration(
+            postgres: store, blobs: location, keyRingKey: key, cacheDirectory: cacheDirectory)
+    }
+
+    /// Where `attache serve` keeps its copies unless told: `$XDG_CACHE_HOME/attache/blobs`, else
+    /// `~/.cache/attache/blobs`.
+    public static func defaultCacheDirectory(environment: [String: String]) -> String {
+        if let cache = environment["XDG_CACHE_HOME"], !cache.isEmpty { return cache + "/attache/blobs" }
+        return (environment["HOME"] ?? "/tmp") + "/.cache/attache/blobs"
     }
 
     private static func decodeKey(_ text: String) -> [UInt8]? {
