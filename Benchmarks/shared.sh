@@ -123,14 +123,14 @@ stop_replicas
 # 3. A 2,000-item campaign, two workers, 20 SIGKILLs of a random worker (restarted at once).
 for i in $(seq 1 2000); do echo "$media/Samples/gray.jpg?item=$i"; done > "$work/campaign.txt"
 ln -sfn ../../Samples/media work/Samples
-worker() { # N
+declare -A worker_pid
+start_worker() { # N: a worker, a child of this shell (so it can be waited for)
     "$bin" batch "$work/campaign.txt" --campaign spring --lease 3 --jobs 8 --allow-loopback \
         --manifest "$work/manifest-$1.jsonl" "${shared[@]}" > "$work/worker-$1.out" 2> "$work/worker-$1.log" &
-    echo $!
+    worker_pid[$1]=$!
 }
-declare -A worker_pid
-worker_pid[1]=$(worker 1)
-worker_pid[2]=$(worker 2)
+start_worker 1
+start_worker 2
 kills=0
 campaign_start=$(date +%s.%N)
 while [ $kills -lt 20 ]; do
@@ -140,12 +140,15 @@ while [ $kills -lt 20 ]; do
         kill -KILL "${worker_pid[$n]}"
         wait "${worker_pid[$n]}" 2>/dev/null || true
         kills=$((kills + 1))
-        worker_pid[$n]=$(worker $n)
+        start_worker $n
     else
         break
     fi
 done
-wait "${worker_pid[1]}" "${worker_pid[2]}" || true
+status=0
+wait "${worker_pid[1]}" || status=$?
+wait "${worker_pid[2]}" || status=$?
+[ $status -eq 0 ] || { echo "a worker failed: $(tail -3 "$work"/worker-*.log)" >&2; exit 1; }
 campaign_s=$(python3 -c "import time; print(round(time.time() - $campaign_start, 1))")
 rm -f work/Samples
 lines=$(wc -l < "$work/manifest-1.jsonl")

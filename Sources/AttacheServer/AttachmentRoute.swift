@@ -180,7 +180,10 @@ struct AttachmentRoute: Sendable {
         }
         let metrics = self.metrics
         let stored = lease.attachment
-        let chunk = store.isShared ? Self.remoteChunk : Self.chunk
+        // A local file (a directory store's object, a shared store's copy) is read in place; an
+        // object in a bucket is read with ranged GETs on the blocking pool.
+        let remote = lease.sendableDescriptor < 0
+        let chunk = remote ? Self.remoteChunk : Self.chunk
         let route = self
         let body = ResponseBody(contentLength: Int(length)) { writer in
             defer { lease.close() }
@@ -189,13 +192,14 @@ struct AttachmentRoute: Sendable {
             while offset < end {
                 let want = Int(min(Int64(chunk), end - offset))
                 let at = offset
-                let (buffer, read) = try await route.blocking { () throws -> (ByteBuffer, Int) in
+                let readChunk = { @Sendable () throws -> (ByteBuffer, Int) in
                     var buffer = ByteBufferAllocator().buffer(capacity: want)
                     let read = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { pointer in
                         try lease.read(into: UnsafeMutableRawBufferPointer(rebasing: pointer[..<want]), at: at)
                     }
                     return (buffer, read)
                 }
+                let (buffer, read) = remote ? try await route.blocking(readChunk) : try readChunk()
                 // The object is immutable and held open: a short read means it was damaged.
                 guard read == want else { throw AttacheError(.ioError, "attachment \(stored.id) ended early") }
                 try await writer.write(buffer)

@@ -7,6 +7,7 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
+import NIOPosix
 import Synchronization
 
 /// Attachment downloads answered on the connection's event loop, the body handed to the
@@ -19,6 +20,10 @@ import Synchronization
 /// `HEAD`, 304, every refusal, `Connection: close`, a request while the router still owes an
 /// answer on this connection — goes on to the router unchanged, which answers it the same way
 /// (`AttachmentRoute`), so the two paths cannot disagree on what is served.
+///
+/// With a shared store the check (a catalog query) runs on the blocking pool, never on the
+/// event loop; the connection's next request parts wait until it is answered. Objects with a
+/// local copy are sent from it; the others go to the router, which streams them.
 final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -43,6 +48,9 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     /// A graceful shutdown asked the connection to close while a download was being written:
     /// passed on (to the handler that closes idle connections) once the download is done.
     private var quiesce: Any?
+    /// A shared store's check is running for the held request; parts that arrive meanwhile wait.
+    private var checking = false
+    private var waiting: [HTTPRequestPart] = []
 
     init(route: AttachmentRoute, attachmentsPath: String, metrics: ServerMetrics, logger: Logger) {
         self.route = route
@@ -61,6 +69,10 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = unwrapInboundIn(data)
+        if checking {
+            waiting.append(part)
+            return
+        }
         if held != nil {
             held!.append(part)
             // A GET has no body to speak of; one that does goes to the router.
@@ -69,7 +81,7 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         if case .head(let request) = part {
-            if owed == 0, quiesce == nil, codec != nil, !route.store.isShared, Self.candidate(request, prefix: prefix) {
+            if owed == 0, quiesce == nil, codec != nil, Self.candidate(request, prefix: prefix) {
                 held = [part]
                 return
             }
@@ -110,20 +122,49 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func answer(_ context: ChannelHandlerContext) {
-        guard let parts = held, case .head(let request) = parts.first, let codec else { return pass(context) }
+        guard let parts = held, case .head(let request) = parts.first, codec != nil else { return pass(context) }
         let started = ContinuousClock.now
         var path = Substring(request.path ?? "").dropFirst(prefix.count)
         if let query = path.firstIndex(of: "?") { path = path[..<query] }
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard
-            case .send(let lease, let status, let fields, let start, let length)? = try? route.prepare(
-                segments: segments, headers: request.headerFields, logger: logger)
+        guard route.store.isShared else {
+            let prepared = try? route.prepare(segments: segments, headers: request.headerFields, logger: logger)
+            return send(context, prepared, started: started)
+        }
+        checking = true
+        let (route, logger, fields) = (self.route, self.logger, request.headerFields)
+        let checked = AttachmentRoute.blocking.runIfActive(eventLoop: context.eventLoop) {
+            try route.prepare(segments: segments, headers: fields, logger: logger)
+        }
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        checked.whenComplete { result in
+            let (handler, context) = bound.value
+            handler.checking = false
+            handler.send(context, try? result.get(), started: started)
+            let waiting = handler.waiting
+            handler.waiting = []
+            for part in waiting { handler.channelRead(context: context, data: NIOAny(part)) }
+            // What was passed on outside a read cycle is delivered at the end of one (the async
+            // channel behind the router hands reads over on read-complete).
+            context.fireChannelReadComplete()
+        }
+    }
+
+    /// Writes the answer `route.prepare` gave, when it is a body this handler can send.
+    private func send(
+        _ context: ChannelHandlerContext, _ prepared: AttachmentRoute.Prepared?, started: ContinuousClock.Instant
+    ) {
+        guard let codec,
+            case .send(let lease, let status, let fields, let start, let length)? = prepared
         else {
             // 304 and refusals: the router answers them (and runs the same checks again).
             return pass(context)
         }
         let descriptor = lease.sendableDescriptor
-        guard descriptor >= 0 else { return pass(context) }
+        guard descriptor >= 0 else {
+            lease.close()
+            return pass(context)
+        }
         held = nil
         Self.answered.add(1, ordering: .relaxed)
 
