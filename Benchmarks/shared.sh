@@ -4,9 +4,9 @@
 #   1. mutate throughput, 16 clients, 5-20 MP photos: one replica pinned to core 0, then two
 #      replicas pinned to cores 0 and 1 behind a round-robin client (the servers, nginx and the
 #      client run unpinned);
-#   2. 10,000 tokened downloads spread over both replicas, every byte checked: the shared store
-#      (each replica with its own copy cache, empty at the start: the objects were stored by
-#      `attache store put`, another process) against two replicas over one local directory store;
+#   2. 10,000 tokened downloads spread over both replicas, every byte checked: 50 photos mutated
+#      through the replicas in turn, then downloaded from either (each replica with a copy cache
+#      of its own) against the same over two replicas sharing one local directory store;
 #   3. a 2,000-item campaign, two `attache batch --campaign` workers, 20 SIGKILLs of a random
 #      worker (restarted at once): manifest lines, completions per item, `store verify`.
 #   bash Benchmarks/shared.sh
@@ -96,32 +96,40 @@ echo "two replicas (cores 0 and 1), round robin, 16 clients:"
 python3 serve_load.py attache "http://127.0.0.1:$a_port,http://127.0.0.1:$b_port" $key "$media" "$work/files" \
     --clients 16 --requests $((requests * 2)) --tag two | tee "$work/two.json"
 
-# 2. Downloads: 50 renditions (each a JPEG of ~100-400 KB) stored in each backend, tokened.
-mkdir -p "$work/dl"
-head -n 50 "$work/files" | while read -r f; do vips thumbnail "work/$f" "$work/dl/$(basename "$f")[Q=90,strip]" 1600; done
-put_all() { # STORE-ARGS... -> lines "<path>\t<sha256>"
-    for f in "$work"/dl/*.jpg; do
-        "$bin" store put --json --token-ttl 1h "$@" "$f" | python3 -c '
-import json, sys
-line = json.loads(sys.stdin.read())
-print("/attachments/%s/%s.jpg\t%s" % (line["token"], line["id"], line["id"]))'
+# 2. Downloads: 50 photos mutated through the two replicas in turn (each keeps a copy of what
+#    it stored; the other fetches it from the bucket on its first download of it), then 10,000
+#    downloads by their tokened URLs spread over both replicas. The same with two replicas over
+#    one local directory store.
+mutate_all() { # PORT PORT -> lines "<path>\t<sha256>"
+    local i=0
+    head -n 50 "$work/files" | while read -r f; do
+        port=$([ $((i % 2)) -eq 0 ] && echo "$1" || echo "$2")
+        i=$((i + 1))
+        curl -sf -X POST -H "Authorization: Bearer $key" -H "Content-Type: application/json" \
+            --data "{\"aps\":{\"alert\":\"x\",\"mutable-content\":1},\"image\":\"$media/$f?dl=$i\"}" \
+            "http://127.0.0.1:$port/v1/notifications" | python3 -c '
+import json, sys, urllib.parse
+body = json.loads(sys.stdin.read())
+url = (body.get("payload", body))["attachments"][0]["url"]
+path = urllib.parse.urlsplit(url).path
+print("%s\t%s" % (path, path.rsplit("/", 1)[1].split(".")[0]))'
     done
 }
-put_all "${shared[@]}" > "$work/shared-urls"
+mutate_all $a_port $b_port > "$work/shared-urls"
 echo "10,000 downloads over both replicas, shared store:"
 python3 shared_downloads.py "$work/shared-urls" "http://127.0.0.1:$a_port,http://127.0.0.1:$b_port" \
     --requests 10000 --clients 16 | tee "$work/dl-shared.json"
 stop_replicas
 replica la 0 $a_port --store "$work/local"
 replica lb 1 $b_port --store "$work/local"
-put_all --store "$work/local" > "$work/local-urls"
+mutate_all $a_port $b_port > "$work/local-urls"
 echo "10,000 downloads over both replicas, one local directory store:"
 python3 shared_downloads.py "$work/local-urls" "http://127.0.0.1:$a_port,http://127.0.0.1:$b_port" \
     --requests 10000 --clients 16 | tee "$work/dl-local.json"
 stop_replicas
 
 # 3. A 2,000-item campaign, two workers, 20 SIGKILLs of a random worker (restarted at once).
-for i in $(seq 1 2000); do echo "$media/Samples/gray.jpg?item=$i"; done > "$work/campaign.txt"
+for i in $(seq 1 2000); do echo "$media/Samples/waterfall-rotated.jpg?item=$i"; done > "$work/campaign.txt"
 ln -sfn ../../Samples/media work/Samples
 declare -A worker_pid
 start_worker() { # N: a worker, a child of this shell (so it can be waited for)
@@ -134,7 +142,7 @@ start_worker 2
 kills=0
 campaign_start=$(date +%s.%N)
 while [ $kills -lt 20 ]; do
-    sleep "$(python3 -c 'import random; print(round(random.uniform(0.1, 0.4), 2))')"
+    sleep "$(python3 -c 'import random; print(round(random.uniform(0.1, 0.5), 2))')"
     n=$((RANDOM % 2 + 1))
     if kill -0 "${worker_pid[$n]}" 2>/dev/null; then
         kill -KILL "${worker_pid[$n]}"
@@ -173,7 +181,9 @@ print(f"- mutate: two replicas / one = {two['images_per_s'] / one['images_per_s'
 print(f"- downloads (10,000 over both replicas): shared p50 {ds['p50_ms']} ms, p99 {ds['p99_ms']} ms, {ds['per_s']}/s; "
       f"local directory p50 {dl['p50_ms']} ms, p99 {dl['p99_ms']} ms, {dl['per_s']}/s; "
       f"p99 ratio {ds['p99_ms'] / dl['p99_ms']:.2f}x; errors {ds['errors'] + dl['errors']}, "
-      f"wrong bytes {ds['mismatches'] + dl['mismatches']}")
+      f"wrong bytes {ds['mismatches'] + dl['mismatches']}; first download of an object from a replica: "
+      f"shared p50 {ds['first_per_replica_p50_ms']} ms, max {ds['first_per_replica_max_ms']} ms, "
+      f"local p50 {dl['first_per_replica_p50_ms']} ms, max {dl['first_per_replica_max_ms']} ms")
 total, done, low, high, attempts = c["table"].split("|")
 print(f"- campaign: {c['kills']} SIGKILLs, {c['manifest_lines']} manifest lines ({c['distinct']} distinct), "
       f"{done}/{total} done, completions per item {low}..{high}, {attempts} claims, {c['seconds']} s; "

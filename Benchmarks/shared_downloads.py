@@ -28,6 +28,7 @@ def main():
     lock = threading.Lock()
     counter = [0]
     latencies, errors, mismatches = [], [0], [0]
+    first = {}  # (path, port) -> latency of the first download of it from that replica
 
     def client(number):
         connections = {}
@@ -61,6 +62,7 @@ def main():
                     mismatches[0] += 1
                 else:
                     latencies.append(seconds)
+                    first.setdefault((path, target.port), seconds)
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(args.clients)]
     wall = time.perf_counter()
@@ -74,6 +76,8 @@ def main():
     print(json.dumps({
         "requests": args.requests, "ok": len(latencies), "errors": errors[0], "mismatches": mismatches[0],
         "per_s": round(len(latencies) / wall, 1), "p50_ms": pick(50), "p99_ms": pick(99), "max_ms": pick(100),
+        "first_per_replica_p50_ms": round(sorted(first.values())[len(first) // 2] * 1000, 2) if first else None,
+        "first_per_replica_max_ms": round(max(first.values()) * 1000, 2) if first else None,
     }))
 
 
