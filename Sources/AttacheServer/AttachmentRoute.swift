@@ -34,6 +34,9 @@ struct AttachmentRoute: Sendable {
         return try await Self.blocking.runIfActive(body)
     }
 
+    /// The answer needs a shared store's catalog (see ``prepare(segments:headers:logger:immediately:)``).
+    struct WouldWait: Error {}
+
     /// What a download answers, before any byte of the body.
     enum Prepared {
         /// 304, with the validators.
@@ -45,7 +48,12 @@ struct AttachmentRoute: Sendable {
     /// Checks the token and the request's conditions for `<token>/<id>.<ext>` (`segments`
     /// after the attachments path) and says what to answer; refusals are thrown as problems.
     /// A `.send` holds the lease: the caller closes it once the body is written.
-    func prepare(segments: [Substring], headers requestHeaders: HTTPFields, logger: Logger) throws -> Prepared {
+    ///
+    /// With `immediately`, a shared store is not asked to wait on its catalog: when the answer
+    /// needs it, ``WouldWait`` is thrown and nothing is held.
+    func prepare(
+        segments: [Substring], headers requestHeaders: HTTPFields, logger: Logger, immediately: Bool = false
+    ) throws -> Prepared {
         guard segments.count <= 2 else { throw Problem(.notFound, .notFound, "no such attachment") }
         guard segments.count == 2, !segments[0].isEmpty else {
             throw Problem.unauthorized("an access token is required: <base>/<token>/<id>.<ext>")
@@ -56,14 +64,18 @@ struct AttachmentRoute: Sendable {
         // (with an id no token opens) so that it is refused the same way.
         let name = file.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
         let id = AttachmentID(hex: name[0]) ?? AttachmentID(bytes: [UInt8](repeating: 0, count: 32))!
-        let opened = Result { () throws(AttacheError) -> AttachmentLease in
-            try store.open(id, token: token) { refusal in
-                logger.debug("token refused", metadata: ["reason": "\(refusal.rawValue)"])
-            }
+        let refused = { (refusal: TokenRefusal) in
+            logger.debug("token refused", metadata: ["reason": "\(refusal.rawValue)"])
+        }
+        let opened = Result { () throws(AttacheError) -> AttachmentLease? in
+            immediately
+                ? try store.openWithoutWaiting(id, token: token, onRefusal: refused)
+                : try store.open(id, token: token, onRefusal: refused)
         }
         let lease: AttachmentLease
         switch opened {
         case .success(let open):
+            guard let open else { throw WouldWait() }
             lease = open
         case .failure(let error):
             throw error.code == .accessDenied

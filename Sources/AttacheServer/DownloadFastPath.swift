@@ -21,8 +21,8 @@ import Synchronization
 /// answer on this connection — goes on to the router unchanged, which answers it the same way
 /// (`AttachmentRoute`), so the two paths cannot disagree on what is served.
 ///
-/// With a shared store the check (a catalog query) runs on the blocking pool, never on the
-/// event loop; the connection's next request parts wait until it is answered. Objects with a
+/// With a shared store a check that needs a catalog query runs on the blocking pool, never on
+/// the event loop; the connection's next request parts wait until it is answered. Objects with a
 /// local copy are sent from it; the others go to the router, which streams them.
 final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
@@ -127,9 +127,16 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         var path = Substring(request.path ?? "").dropFirst(prefix.count)
         if let query = path.firstIndex(of: "?") { path = path[..<query] }
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard route.store.isShared else {
-            let prepared = try? route.prepare(segments: segments, headers: request.headerFields, logger: logger)
-            return send(context, prepared, started: started)
+        // A directory store answers here; a shared one too when it needs no query (the row read
+        // within the last second and a local copy at hand), else its check runs on the pool.
+        let immediate = Result {
+            try self.route.prepare(
+                segments: segments, headers: request.headerFields, logger: self.logger, immediately: true)
+        }
+        if case .failure(let error) = immediate, error is AttachmentRoute.WouldWait {
+            // Checked below.
+        } else {
+            return send(context, try? immediate.get(), started: started)
         }
         checking = true
         let (route, logger, fields) = (self.route, self.logger, request.headerFields)

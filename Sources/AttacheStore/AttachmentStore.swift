@@ -169,17 +169,52 @@ public final class AttachmentStore: Sendable {
         onRefusal: (TokenRefusal) -> Void = { _ in }
     ) throws(AttacheError) -> AttachmentLease {
         let now = self.now
-        let access: AccessToken
-        switch check(token, for: id, scope: .read, now: now) {
+        let access = try accept(check(token, for: id, scope: .read, now: now), onRefusal)
+        guard let (row, handle) = try backend.open(id.hex) else {
+            throw AttacheError(.notFound, "no attachment \(id)")
+        }
+        return try lease(row, handle, access: access, now: now, onRefusal)
+    }
+
+    /// ``open(_:token:onRefusal:)`` when it can be answered without waiting on a server: always
+    /// for a directory store; for a shared one, when the object's row was read within the last
+    /// second and a local copy is at hand. Nil when the answer needs the catalog.
+    public func openWithoutWaiting(
+        _ id: AttachmentID,
+        token: String,
+        onRefusal: (TokenRefusal) -> Void = { _ in }
+    ) throws(AttacheError) -> AttachmentLease? {
+        let now = self.now
+        let verdict = backend.keyRingNow.check(token, opens: id, scope: .read, now: now)
+        if case .failure(.unknownKey) = verdict { return nil }
+        let access = try accept(verdict, onRefusal)
+        switch try backend.openImmediately(id.hex) {
+        case .wouldWait:
+            return nil
+        case .missing:
+            throw AttacheError(.notFound, "no attachment \(id)")
+        case .opened(let row, let handle):
+            return try lease(row, handle, access: access, now: now, onRefusal)
+        }
+    }
+
+    private func accept(
+        _ verdict: Result<AccessToken, TokenRefusal>, _ onRefusal: (TokenRefusal) -> Void
+    ) throws(AttacheError) -> AccessToken {
+        switch verdict {
         case .failure(let refusal):
             onRefusal(refusal)
             throw AttacheError(.accessDenied, "access denied")
         case .success(let claims):
-            access = claims
+            return claims
         }
-        guard let (row, handle) = try backend.open(id.hex) else {
-            throw AttacheError(.notFound, "no attachment \(id)")
-        }
+    }
+
+    /// The lease on an opened object, once revocation and expiry allow it.
+    private func lease(
+        _ row: ObjectRow, _ handle: any ObjectHandle, access: AccessToken, now: Int64,
+        _ onRefusal: (TokenRefusal) -> Void
+    ) throws(AttacheError) -> AttachmentLease {
         if access.issuedAt < row.revokedBefore {
             handle.close()
             onRefusal(.revoked)
@@ -187,7 +222,7 @@ public final class AttachmentStore: Sendable {
         }
         guard row.expires > now else {
             handle.close()
-            throw AttacheError(.notFound, "no attachment \(id)")
+            throw AttacheError(.notFound, "no attachment \(row.id)")
         }
         let attachment = try StoredAttachment(row: row)
         return AttachmentLease(

@@ -116,6 +116,14 @@ final class DirectoryBackend: StoreBackend {
         return (row, FileObject(path: path, descriptor: fd))
     }
 
+    /// A directory store never waits on a server.
+    func openImmediately(_ id: String) throws(AttacheError) -> ImmediateOpen {
+        guard let (row, handle) = try open(id) else { return .missing }
+        return .opened(row, handle)
+    }
+
+    var keyRingNow: KeyRing { keyRing(within: .seconds(1)) }
+
     func checkWritable() throws(AttacheError) {
         let probe = configuration.root + "/tmp/ready-\(getpid())-\(UInt64.random(in: 0 ... .max)).part"
         try AtomicFile.write([1, 2, 3], to: probe)

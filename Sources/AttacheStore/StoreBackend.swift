@@ -15,6 +15,11 @@ protocol StoreBackend: Sendable {
     func publish(_ bytes: UnsafeRawBufferPointer, row: ObjectRow, source: SourceRow?) throws(AttacheError) -> ObjectRow
     /// Opens `id` for reading and holds it against collection; nil when there is no such object.
     func open(_ id: String) throws(AttacheError) -> (ObjectRow, any ObjectHandle)?
+    /// ``open(_:)`` if it can be answered without waiting on a server (a local file and what
+    /// this process already knows), else ``ImmediateOpen/wouldWait``.
+    func openImmediately(_ id: String) throws(AttacheError) -> ImmediateOpen
+    /// The key ring as last seen, without looking again.
+    var keyRingNow: KeyRing { get }
     /// Raises the object's revocation time; false when there is no such object.
     func revoke(_ id: String, before time: Int64) throws(AttacheError) -> Bool
     /// One collection pass.
@@ -33,6 +38,13 @@ protocol StoreBackend: Sendable {
     func checkWritable() throws(AttacheError)
     /// Where an object lives: a file path, or the object's `s3://` URL.
     func location(id: String, fileExtension: String) -> String
+}
+
+/// What an open without waiting found.
+enum ImmediateOpen {
+    case opened(ObjectRow, any ObjectHandle)
+    case missing
+    case wouldWait
 }
 
 /// An open object: reads at offsets, and (for a local file) the descriptor the kernel can send

@@ -27,6 +27,11 @@ final class SharedBackend: StoreBackend {
     private let keys: Mutex<SharedKeyRing>
     /// Local copies of the objects this process stores and serves.
     let cache: BlobCache?
+    /// Rows read for downloads in the last second (with a copy at hand, a download within that
+    /// second needs no query): a revocation or collection elsewhere is seen within a second,
+    /// as a key retirement is.
+    private let recent = Mutex<[String: (row: ObjectRow, read: ContinuousClock.Instant)]>([:])
+    static let rowMemory = Duration.seconds(1)
 
     init(_ configuration: StoreConfiguration, shared: SharedStoreConfiguration) throws(AttacheError) {
         self.configuration = configuration
@@ -176,7 +181,8 @@ final class SharedBackend: StoreBackend {
     }
 
     func revoke(_ id: String, before time: Int64) throws(AttacheError) -> Bool {
-        try pool.query(
+        forgetRow(id)
+        return try pool.query(
             "UPDATE attache_object SET revoked_before = GREATEST(revoked_before, $2) WHERE id = $1",
             [id, String(time)]
         ).affected == 1
@@ -187,8 +193,15 @@ final class SharedBackend: StoreBackend {
             return nil
         }
         guard let cache else { return try openInBucket(id) }
-        // The catalog decides (one query); a local copy, if there is one, spares the GET.
-        guard let row = try object(id) else {
+        // The catalog decides (one query, unless the row was read within the last second); a
+        // local copy, if there is one, spares the GET.
+        var found = recentRow(id)
+        if found == nil {
+            // Remembered from this read on (a hit does not make a row younger).
+            found = try object(id)
+            if let row = found { remember(row) }
+        }
+        guard let row = found else {
             cache.forget(id)
             return nil
         }
@@ -206,6 +219,33 @@ final class SharedBackend: StoreBackend {
         }
         return (held, remote)
     }
+
+    func openImmediately(_ id: String) throws(AttacheError) -> ImmediateOpen {
+        guard let cache, let row = recentRow(id), let copy = cache.open(row) else { return .wouldWait }
+        return .opened(row, copy)
+    }
+
+    private func recentRow(_ id: String) -> ObjectRow? {
+        let now = ContinuousClock.now
+        return recent.withLock { rows in
+            guard let entry = rows[id], now - entry.read < Self.rowMemory else { return nil }
+            return entry.row
+        }
+    }
+
+    private func remember(_ row: ObjectRow) {
+        let now = ContinuousClock.now
+        recent.withLock { rows in
+            if rows.count >= 50_000 { rows.removeAll(keepingCapacity: true) }
+            rows[row.id] = (row, now)
+        }
+    }
+
+    private func forgetRow(_ id: String) {
+        _ = recent.withLock { $0.removeValue(forKey: id) }
+    }
+
+    var keyRingNow: KeyRing { keys.withLock { $0.ring } }
 
     /// Opens the object in the bucket, held by a shared advisory lock.
     private func openInBucket(_ id: String) throws(AttacheError) -> (ObjectRow, any ObjectHandle)? {
@@ -349,6 +389,7 @@ final class SharedBackend: StoreBackend {
                 case nil:
                     report.leased.append(attachment)
                 case true?:
+                    forgetRow(id)
                     report.removed.append(attachment)
                     report.removedBytes += bytes
                 case false?:
