@@ -32,7 +32,7 @@ cleanup() {
     bash ../scripts/shared-servers.sh stop "$servers"
 }
 trap cleanup EXIT
-PG_PORT=55532 S3_PORT=57580 MON_PORT=56889 bash ../scripts/shared-servers.sh start "$servers"
+PG_PORT=21532 S3_PORT=25580 MON_PORT=29889 bash ../scripts/shared-servers.sh start "$servers"
 . "$servers/env"
 export ATTACHE_S3_ENDPOINT=$ATTACHE_TEST_S3_ENDPOINT AWS_REGION=$ATTACHE_TEST_S3_REGION
 export AWS_ACCESS_KEY_ID=$ATTACHE_TEST_S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$ATTACHE_TEST_S3_SECRET_KEY

@@ -7,7 +7,8 @@
 #   scripts/shared-servers.sh stop DIR    stops both and removes DIR
 #   scripts/shared-servers.sh install     installs the Debian packages when missing
 #
-# Ports: PG_PORT (default 55432), S3_PORT (default 57480), MON_PORT (default 56789).
+# Ports: PG_PORT (default 21432), S3_PORT (default 25480), MON_PORT (default 29789); callers pick
+# ports below the ephemeral range (32768 and up), where an outgoing connection could hold them.
 set -euo pipefail
 command=${1:?usage: shared-servers.sh start|stop DIR | install}
 
@@ -37,17 +38,25 @@ as_postgres() {
 
 start() {
     local dir=$1
-    local pg_port=${PG_PORT:-55432} s3_port=${S3_PORT:-57480} mon_port=${MON_PORT:-56789}
+    local pg_port=${PG_PORT:-21432} s3_port=${S3_PORT:-25480} mon_port=${MON_PORT:-29789}
     mkdir -p "$dir/pg" "$dir/ceph/mon" "$dir/ceph/osd" "$dir/ceph/run"
     chmod 755 "$dir"
     [ "$(id -u)" -eq 0 ] && chown postgres "$dir/pg"
     chmod 700 "$dir/pg"
 
     # PostgreSQL: trust on a private socket directory and 127.0.0.1, no fsync (throwaway).
-    as_postgres "$pg_bin/initdb" -D "$dir/pg" -A trust -U postgres >"$dir/pg-init.log" 2>&1
-    as_postgres "$pg_bin/pg_ctl" -D "$dir/pg" -l "$dir/pg/server.log" -w -o \
+    if ! as_postgres "$pg_bin/initdb" -D "$dir/pg" -A trust -U postgres >"$dir/pg-init.log" 2>&1; then
+        echo "attache: shared-servers: initdb failed:" >&2
+        tail -20 "$dir/pg-init.log" >&2
+        exit 1
+    fi
+    if ! as_postgres "$pg_bin/pg_ctl" -D "$dir/pg" -l "$dir/pg/server.log" -w -o \
         "-p $pg_port -k $dir/pg -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" \
-        start >"$dir/pg-start.log" 2>&1
+        start >"$dir/pg-start.log" 2>&1; then
+        echo "attache: shared-servers: PostgreSQL did not start:" >&2
+        tail -20 "$dir/pg-start.log" "$dir/pg/server.log" >&2
+        exit 1
+    fi
 
     # Ceph: one monitor, one memstore OSD, no cephx, one replica; radosgw on 127.0.0.1.
     local fsid conf osd_uuid
@@ -83,25 +92,33 @@ mon data = $dir/ceph/mon
 [osd.0]
 osd data = $dir/ceph/osd
 EOF
-    monmaptool --create --add a "v1:127.0.0.1:$mon_port" --fsid "$fsid" "$dir/ceph/monmap" >/dev/null
-    ceph-mon --mkfs -i a --monmap "$dir/ceph/monmap" -c "$conf" >/dev/null 2>&1
-    ceph-mon -i a -c "$conf"
-    ceph -c "$conf" osd new "$osd_uuid" >/dev/null 2>&1
-    ceph-osd -i 0 -c "$conf" --mkfs --osd-uuid "$osd_uuid" >/dev/null 2>&1
-    ceph-osd -i 0 -c "$conf" >/dev/null 2>&1
-    radosgw -c "$conf" -n client.rgw.a --rgw-frontends "beast endpoint=127.0.0.1:$s3_port"
+    local log=$dir/start.log
+    # Each step until it succeeds (the monitor takes a moment to accept commands), or a clear
+    # error with what the step printed.
+    step() {
+        local what=$1
+        shift
+        for _ in $(seq 1 100); do
+            "$@" >>"$log" 2>&1 && return 0
+            sleep 0.1
+        done
+        echo "attache: shared-servers: '$what' failed; its output:" >&2
+        tail -20 "$log" >&2
+        exit 1
+    }
+    step monmaptool monmaptool --create --add a "v1:127.0.0.1:$mon_port" --fsid "$fsid" "$dir/ceph/monmap"
+    step "ceph-mon --mkfs" ceph-mon --mkfs -i a --monmap "$dir/ceph/monmap" -c "$conf"
+    step ceph-mon ceph-mon -i a -c "$conf"
+    step "ceph osd new" timeout 20 ceph -c "$conf" --connect-timeout 10 osd new "$osd_uuid"
+    step "ceph-osd --mkfs" ceph-osd -i 0 -c "$conf" --mkfs --osd-uuid "$osd_uuid"
+    step ceph-osd ceph-osd -i 0 -c "$conf"
+    step radosgw radosgw -c "$conf" -n client.rgw.a --rgw-frontends "beast endpoint=127.0.0.1:$s3_port"
     local access secret
     access=attache$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
     secret=$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')
-    for _ in $(seq 1 600); do
-        radosgw-admin -c "$conf" user create --uid=attache --display-name=attache \
-            --access-key="$access" --secret="$secret" >/dev/null 2>&1 && break
-        sleep 0.1
-    done
-    for _ in $(seq 1 600); do
-        curl -s -o /dev/null "http://127.0.0.1:$s3_port/" && break
-        sleep 0.1
-    done
+    step "radosgw-admin user create" timeout 30 radosgw-admin -c "$conf" user create --uid=attache \
+        --display-name=attache --access-key="$access" --secret="$secret"
+    step "S3 answers" curl -s -o /dev/null "http://127.0.0.1:$s3_port/"
     cat >"$dir/env" <<EOF
 ATTACHE_TEST_POSTGRES=postgres://postgres@127.0.0.1:$pg_port/postgres
 ATTACHE_TEST_S3_ENDPOINT=http://127.0.0.1:$s3_port

@@ -11,7 +11,7 @@ swift build --build-tests
 # PostgreSQL and radosgw for the shared-store suites, on 127.0.0.1, gone when the tests end.
 servers=$(mktemp -d /tmp/attache-servers.XXXXXX)
 trap 'bash scripts/shared-servers.sh stop "$servers"' EXIT
-PG_PORT=$((20000 + RANDOM % 10000)) S3_PORT=$((30000 + RANDOM % 10000)) MON_PORT=$((40000 + RANDOM % 10000)) \
+PG_PORT=$((20000 + RANDOM % 4000)) S3_PORT=$((24000 + RANDOM % 4000)) MON_PORT=$((28000 + RANDOM % 4000)) \
     bash scripts/shared-servers.sh start "$servers"
 set -a
 . "$servers/env"
