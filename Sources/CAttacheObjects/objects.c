@@ -112,6 +112,9 @@ int32_t att_s3_perform(
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
+    // Straight to the object store: proxy variables in the environment are not used (as in the
+    // fetcher), so a process's http_proxy cannot send the store's traffic elsewhere.
+    curl_easy_setopt(easy, CURLOPT_PROXY, "");
     curl_easy_setopt(easy, CURLOPT_AWS_SIGV4, h->sigv4);
     curl_easy_setopt(easy, CURLOPT_USERPWD, h->user);
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, list);

@@ -78,7 +78,10 @@ struct SharedReplicaTests {
     @Test func storedThroughOneIsServedByTheOtherWithRanges() async throws {
         let a = try await Replica(fresh)
         let b = try await Replica(fresh)
-        defer { (a.stop(), b.stop()) }
+        defer {
+            a.stop()
+            b.stop()
+        }
         let (_, url) = try await mutate(a)
         let whole = try await curl("GET", a.url(url))
         #expect(whole.status == 200 && whole.body.count > 1000, "\(whole.status) \(whole.text.prefix(200))")
@@ -106,7 +109,10 @@ struct SharedReplicaTests {
     @Test func aRotationThroughOneIsHonouredByTheOther() async throws {
         let a = try await Replica(fresh)
         let b = try await Replica(fresh)
-        defer { (a.stop(), b.stop()) }
+        defer {
+            a.stop()
+            b.stop()
+        }
         let (_, old) = try await mutate(a)
         #expect(try await curl("GET", b.url(old)).status == 200)
         let rotated = try await attache(["key", "rotate", "--json"])
@@ -127,7 +133,10 @@ struct SharedReplicaTests {
     @Test func concurrentPutsOfTheSameMediaFromBothMakeOneObject() async throws {
         let a = try await Replica(fresh)
         let b = try await Replica(fresh)
-        defer { (a.stop(), b.stop()) }
+        defer {
+            a.stop()
+            b.stop()
+        }
         // One payload stores the rendition and its small sibling: the count to keep.
         let first = try await mutate(a).1
         let once = try await attache(["store", "stats", "--json"])
@@ -149,7 +158,10 @@ struct SharedReplicaTests {
     @Test func collectionUnderLoadRemovesNothingInUse() async throws {
         let a = try await Replica(fresh)
         let b = try await Replica(fresh)
-        defer { (a.stop(), b.stop()) }
+        defer {
+            a.stop()
+            b.stop()
+        }
         let (_, url) = try await mutate(a)
         let whole = try await curl("GET", a.url(url)).body
         let downloads = Task {

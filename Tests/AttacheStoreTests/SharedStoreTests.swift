@@ -264,6 +264,24 @@ struct SharedStoreTests {
         print("after 20 SIGKILLs: \(report.objects) whole objects, \(report.orphans.count) orphans collected")
     }
 
+    /// The object store is reached directly: a proxy variable (pointing nowhere) changes nothing.
+    @Test func proxyVariablesDoNotReachTheObjectStore() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
+        process.arguments = ["store", "put", "--json", Paths.samples + "/gray.jpg"] + fresh.arguments
+        var environment = fresh.childEnvironment
+        environment["http_proxy"] = "http://127.0.0.1:1"
+        environment["HTTPS_PROXY"] = "http://127.0.0.1:1"
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0 && text.contains("\"ok\":true"), "\(text)")
+    }
+
     @Test func aWrongKeyRingKeyIsAClearError() throws {
         _ = try open()
         var other = try fresh.configuration()

@@ -19,6 +19,10 @@ public enum SharedServers {
     /// the key ring key.
     public static func childEnvironment(keyRingKey: [UInt8]) -> [String: String] {
         var out = ProcessInfo.processInfo.environment
+        // A fetch test sets http_proxy in this process for a moment; children never take it.
+        for name in ["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] {
+            out[name] = nil
+        }
         out["ATTACHE_S3_ENDPOINT"] = environment["ATTACHE_TEST_S3_ENDPOINT"]
         out["AWS_REGION"] = environment["ATTACHE_TEST_S3_REGION"] ?? "us-east-1"
         out["AWS_ACCESS_KEY_ID"] = environment["ATTACHE_TEST_S3_ACCESS_KEY"]
