@@ -24,6 +24,10 @@ struct SharedCampaignTests {
         let held = Atomic<Bool>(true)
         let arrivals = DispatchSemaphore(value: 0)
         let gate = DispatchSemaphore(value: 0)
+        /// A worker to kill the moment a held request arrives (0: none), from the server's
+        /// thread: a test task may be scheduled late on a busy machine, a held fetch not.
+        let victim = Atomic<Int32>(0)
+        let arrived = Atomic<Int>(0)
     }
 
     init() throws {
@@ -39,6 +43,9 @@ struct SharedCampaignTests {
             }
             server.route("/held/\(index).jpg") { _, c in
                 host.fetches.withLock { $0["/held/\(index).jpg", default: 0] += 1 }
+                host.arrived.add(1, ordering: .sequentiallyConsistent)
+                let victim = host.victim.exchange(0, ordering: .sequentiallyConsistent)
+                if victim > 0 { kill(victim, SIGKILL) }
                 host.arrivals.signal()
                 if host.held.load(ordering: .acquiring) { host.gate.wait() }
                 c.respond(headers: ["Content-Type": "image/jpeg"], body: body)
@@ -106,10 +113,17 @@ struct SharedCampaignTests {
         // The first worker takes items until it holds a held one in flight, and is killed then.
         let first = try worker(
             input, manifest: directory.path + "/first.jsonl", extra: ["--jobs", "2", "--lease", "2"])
+        // Killed by the media host the moment its request for a held item arrives (a held fetch
+        // would end as too_slow after 5 s without a byte).
+        host.victim.store(first.processIdentifier, ordering: .sequentiallyConsistent)
+        if host.arrived.load(ordering: .sequentiallyConsistent) > 0,
+            host.victim.exchange(0, ordering: .sequentiallyConsistent) > 0
+        {
+            kill(first.processIdentifier, SIGKILL)
+        }
         #expect(await signalled(host.arrivals), "the first worker reached a held item")
-        // Killed at once (a held fetch would end as too_slow after 5 s without a byte).
-        kill(first.processIdentifier, SIGKILL)
         first.waitUntilExit()
+        #expect(first.terminationReason == .uncaughtSignal, "it was killed, not finished")
         let running = try fresh.sql("SELECT count(*) FROM attache_job WHERE state = 'running'")
         #expect((Int(running) ?? 0) > 0, "it was killed with items in hand")
         release()
