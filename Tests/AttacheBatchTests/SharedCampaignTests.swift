@@ -9,7 +9,7 @@ import Testing
 
 /// `attache batch --campaign` workers (child processes) sharing one campaign in the shared
 /// store's job table, over the PostgreSQL and radosgw `scripts/test.sh` starts.
-@Suite(.enabled(if: SharedServers.available, Comment(rawValue: SharedServers.missing)))
+@Suite(.enabled(if: inIsolatedChild && SharedServers.available, Comment(rawValue: SharedServers.missing)))
 struct SharedCampaignTests {
     let fresh: SharedServers.Fresh
     let server: TestHTTPServer
@@ -70,6 +70,7 @@ struct SharedCampaignTests {
         process.executableURL = URL(fileURLWithPath: try attacheExecutable())
         process.arguments =
             ["batch", input, "--campaign", "spring", "--allow-loopback", "--manifest", manifest, "--json"]
+            + ["--deadline", "60s"]
             + fresh.arguments + extra
         process.environment = fresh.childEnvironment
         process.standardOutput = FileHandle.nullDevice
@@ -101,9 +102,9 @@ struct SharedCampaignTests {
             let lines = try records(directory.path + "/\(name).jsonl")
             #expect(lines.map(\.reference) == (1...48).map { "urls.txt:\($0)" })
         }
-        // Both did part of the work (SKIP LOCKED hands each a different item).
-        let owners = try fresh.sql("SELECT count(DISTINCT split_part(owner, ':', 2)) FROM attache_job")
-        #expect(owners == "2")
+        // Every item was claimed once: no two workers took the same one (how many each took
+        // depends on how the machine schedules them).
+        #expect(try fresh.sql("SELECT sum(attempts) FROM attache_job") == "48")
         #expect(host.fetches.withLock { $0.values.allSatisfy { $0 == 1 } && $0.count == 48 })
     }
 

@@ -7,6 +7,17 @@ import Testing
 
 /// The transform stage's one entry point.
 @Suite struct TransformTests {
+    /// A deadline that passed less than a second ago (a negative budget whose whole seconds are
+    /// 0) is a deadline in the past, not a trap; so are longer-past and huge ones.
+    @Test func budgetsAlreadySpentAreDeadlinesInThePast() {
+        for budget: Duration in [.milliseconds(-1), .nanoseconds(-1), .milliseconds(-999), .seconds(-3), .zero] {
+            #expect(WorkDeadline(budget: budget).hasExpired, "\(budget)")
+            #expect(WorkDeadline(.now + budget).hasExpired, "\(budget)")
+        }
+        #expect(!WorkDeadline(budget: .seconds(60)).hasExpired)
+        #expect(!WorkDeadline(budget: .seconds(Int64.max / 2)).hasExpired)
+    }
+
     @Test func eachKindTakesItsPath() throws {
         let deadline = WorkDeadline.none
         for (name, kind) in [("gray.jpg", MediaKind.jpeg), ("palette-transparent.png", .png), ("tone.wav", .wav)] {

@@ -6,7 +6,7 @@ import Testing
 
 /// `attache serve` replicas as operators run them: separate processes on their own ports over
 /// one PostgreSQL and one radosgw bucket (the servers `scripts/test.sh` starts).
-@Suite(.enabled(if: SharedServers.available, Comment(rawValue: SharedServers.missing)))
+@Suite(.enabled(if: inIsolatedChild && SharedServers.available, Comment(rawValue: SharedServers.missing)))
 struct SharedReplicaTests {
     let fresh: SharedServers.Fresh
     let media: TestHTTPServer
@@ -31,7 +31,7 @@ struct SharedReplicaTests {
             process.arguments =
                 [
                     "serve", "--port", "0", "--api-keys", RunningService.apiKey, "--allow-loopback", "--gc-interval",
-                    "0s",
+                    "0s", "--deadline", "60s", "--max-deadline", "60s", "--blob-cache", directory.path + "/cache",
                 ]
                 + fresh.arguments + extra
             process.environment = fresh.childEnvironment
@@ -85,12 +85,15 @@ struct SharedReplicaTests {
         let (_, url) = try await mutate(a)
         let whole = try await curl("GET", a.url(url))
         #expect(whole.status == 200 && whole.body.count > 1000, "\(whole.status) \(whole.text.prefix(200))")
-        // The other replica has no copy yet: it streams this one from the bucket (and keeps it).
-        #expect(
-            !FileManager.default.fileExists(
-                atPath: b.directory.path + "/cache/" + String(url.split(separator: "/").last!.prefix(2))))
+        // The writer keeps a copy; the other replica has none yet: it copies this one from the
+        // bucket on its first download and serves it from there.
+        let name = String(url.split(separator: "/").last!)
+        let copy = "/cache/" + name.prefix(2) + "/" + name.dropFirst(2)
+        #expect(FileManager.default.fileExists(atPath: a.directory.path + copy))
+        #expect(!FileManager.default.fileExists(atPath: b.directory.path + copy))
         let other = try await curl("GET", b.url(url))
         #expect(other.status == 200 && other.body == whole.body)
+        #expect(FileManager.default.contents(atPath: b.directory.path + copy).map(Array.init) == whole.body)
         #expect(other.headers["etag"] == whole.headers["etag"])
         let range = try await curl("GET", b.url(url), headers: ["Range": "bytes=100-1099"])
         #expect(range.status == 206 && range.body == Array(whole.body[100..<1100]))

@@ -50,8 +50,10 @@ public final class WorkDeadline: Sendable {
     var pointer: UnsafePointer<UInt64> { UnsafePointer(cell) }
 
     private static func nanoseconds(_ duration: Duration) -> UInt64 {
+        // A budget already spent (less than a second ago too: then the seconds are 0 and the
+        // attoseconds negative) is a deadline in the past.
+        guard duration > .zero else { return 1 }
         let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return 1 }
         let (product, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
         return overflow ? UInt64.max / 2 : max(1, product &+ UInt64(attoseconds / 1_000_000_000))
     }
