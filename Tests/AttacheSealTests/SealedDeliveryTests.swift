@@ -36,6 +36,9 @@ import Testing
     func pipeline(_ change: (inout PipelineConfiguration) -> Void = { _ in }) -> Pipeline {
         var configuration = PipelineConfiguration()
         configuration.baseURL = host.url("/a")
+        // Nothing here is about the payload's deadline: a debug build on a machine whose cores
+        // are kept busy by others must not run out of it.
+        configuration.deadline = .seconds(120)
         change(&configuration)
         return Pipeline(configuration: configuration, fetcher: Fetcher(policy: loopbackPolicy()), store: store)
     }
