@@ -266,7 +266,7 @@ final class PoolSignal: @unchecked Sendable {
 }
 
 /// Calls `body` with C strings for `strings` (NULL for nil), valid during the call.
-private func withCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+func withCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
     var copies: [UnsafeMutablePointer<CChar>?] = strings.map { $0.map { strdup($0)! } }
     defer { for copy in copies { free(copy) } }
     return copies.withUnsafeMutableBufferPointer { buffer in

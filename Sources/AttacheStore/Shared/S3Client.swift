@@ -279,7 +279,7 @@ final class S3Client: Sendable {
                     return box.sink(UnsafeRawBufferPointer(start: data, count: count)) ? 0 : 1
                 }
             return withExtendedLifetime(box) {
-                headers.withCStrings { lines in
+                withCStrings(headers) { lines in
                     att_s3_perform(
                         handle.pointer, method, url, lines, lines.count,
                         body?.baseAddress?.assumingMemoryBound(to: UInt8.self), Int64(body?.count ?? 0),
@@ -365,13 +365,4 @@ extension String {
         self = String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
     }
 
-}
-
-extension Array where Element == String {
-    /// Calls `body` with C strings for the elements, valid during the call.
-    fileprivate func withCStrings<R>(_ body: ([UnsafePointer<CChar>?]) -> R) -> R {
-        let copies = map { strdup($0) }
-        defer { for copy in copies { free(copy) } }
-        return body(copies.map { UnsafePointer($0) })
-    }
 }
