@@ -7,6 +7,7 @@ public import Hummingbird
 public import Logging
 import NIOCore
 public import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 /// The service-extension backend: `POST /v1/notifications`, the attachment downloads, health,
@@ -14,7 +15,10 @@ import UnixSignals
 public struct AttacheService: Sendable {
     public let configuration: ServerConfiguration
     public let store: AttachmentStore
-    public let pipeline: Pipeline
+    /// The pipeline requests go through. Its base URL names the bound port once the server
+    /// listens, when the configured one named port 0 (`--port 0` without `--base-url`).
+    public var pipeline: Pipeline { pipelines.current }
+    let pipelines: PipelineSlot
     let metrics = ServerMetrics()
     let hangUps = HangUps()
     let admission: Admission
@@ -28,8 +32,9 @@ public struct AttacheService: Sendable {
     ) throws(AttacheError) {
         self.configuration = configuration
         self.store = try AttachmentStore(configuration.store)
-        self.pipeline = Pipeline(
-            configuration: configuration.pipeline, fetcher: Fetcher(policy: configuration.fetch), store: store)
+        self.pipelines = PipelineSlot(
+            Pipeline(configuration: configuration.pipeline, fetcher: Fetcher(policy: configuration.fetch), store: store)
+        )
         let metrics = self.metrics
         self.admission = Admission(slots: configuration.maxConcurrent, queue: configuration.maxQueued) {
             metrics.admission(running: $0, waiting: $1)
@@ -45,7 +50,7 @@ public struct AttacheService: Sendable {
             middleware: RequestLogMiddleware(
                 metrics: metrics, attachmentsPath: configuration.attachmentsPath, receipts: configuration.receipts))
         let notifications = NotificationRoute(
-            pipeline: pipeline, configuration: configuration, keys: APIKeys(configuration.apiKeys),
+            pipelines: pipelines, configuration: configuration, keys: APIKeys(configuration.apiKeys),
             admission: admission, metrics: metrics, hangUps: hangUps)
         router.post("/v1/notifications", use: notifications.handle)
 
@@ -110,7 +115,11 @@ public struct AttacheService: Sendable {
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             services: [collection],
-            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+            onServerRunning: { [pipelines] channel in
+                let port = channel.localAddress?.port ?? 0
+                pipelines.bound(port: port)
+                await onServerRunning(port)
+            },
             logger: logger)
     }
 
@@ -142,4 +151,28 @@ public enum OpenAPIDocument {
         else { return Array("openapi: 3.1.0\n".utf8) }
         return Array(data)
     }()
+}
+
+/// The service's pipeline, replaced once when the server binds: a base URL naming port 0 (the
+/// default for `--port 0`) becomes one naming the port the server got.
+final class PipelineSlot: Sendable {
+    private let pipeline: Mutex<Pipeline>
+
+    init(_ pipeline: Pipeline) { self.pipeline = Mutex(pipeline) }
+
+    var current: Pipeline { pipeline.withLock { $0 } }
+
+    func bound(port: Int) {
+        pipeline.withLock { pipeline in
+            guard let base = Self.baseURL(pipeline.configuration.baseURL, bound: port) else { return }
+            pipeline = pipeline.serving(at: base)
+        }
+    }
+
+    /// `base` with `port` in place of port 0; nil when `base` names another port or none.
+    static func baseURL(_ base: String, bound port: Int) -> String? {
+        guard port > 0, var components = URLComponents(string: base), components.port == 0 else { return nil }
+        components.port = port
+        return components.string
+    }
 }

@@ -13,7 +13,7 @@ import NIOCore
 /// `?envelope=true` answers a JSON envelope instead: the payload (as JSON and as base64 of
 /// its exact bytes) beside the per-attachment report.
 struct NotificationRoute: Sendable {
-    let pipeline: Pipeline
+    let pipelines: PipelineSlot
     let configuration: ServerConfiguration
     let keys: APIKeys
     let admission: Admission
@@ -54,7 +54,7 @@ struct NotificationRoute: Sendable {
 
         // The work stops when the client hangs up (its connection closes) or the deadline passes.
         let bytes = Array(buffer: body)
-        let pipeline = self.pipeline
+        let pipeline = pipelines.current
         let work = Task { await pipeline.process(bytes, deadline: deadline, seal: seal) }
         let watch = hangUps.watch(context.channel) { work.cancel() }
         let result = await withTaskCancellationHandler {

@@ -45,7 +45,7 @@ public enum ServerSettings {
         .init(key: "port", help: "Port to listen on (0: any free port, logged).", defaultText: "8080", secret: false),
         .init(
             key: "baseUrl",
-            help: "Public base URL of the attachments; its path is where they are served.",
+            help: "Public base URL of the attachments; its path is where they are served (port 0: the bound port).",
             defaultText: "http://<host>:<port>/attachments", secret: false),
         .init(
             key: "store", help: "Store directory, or postgres://… for a shared store (with blobs).",

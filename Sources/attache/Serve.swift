@@ -151,7 +151,7 @@ struct Serve: AsyncParsableCommand {
                 "listening",
                 metadata: [
                     "address": "http://\(configuration.host):\(port)/",
-                    "attachments": "\(configuration.pipeline.baseURL)",
+                    "attachments": "\(service.pipeline.configuration.baseURL)",
                     "store":
                         "\(configuration.store.shared.map { "\($0.postgresDescription) + \($0.blobs.description)" } ?? configuration.store.root)",
                     "max_concurrent": "\(configuration.maxConcurrent)",

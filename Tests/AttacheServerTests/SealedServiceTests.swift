@@ -4,7 +4,6 @@ import AttacheSeal
 import AttacheTestSupport
 import Crypto
 import Foundation
-import Glibc
 import Testing
 
 @testable import AttacheServer
@@ -12,29 +11,10 @@ import Testing
 /// Sealed payloads through the service: the seal asked for in headers, the attachments
 /// downloaded by the client kit from the service itself (tokens, Range), receipts counted.
 @Suite(.enabled(if: inIsolatedChild)) struct SealedServiceTests {
-    /// A port nothing listens on now, for a service whose URLs must be real.
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        try withUnsafeMutablePointer(to: &address) { pointer in
-            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                guard bind(fd, $0, length) == 0, getsockname(fd, $0, &length) == 0 else {
-                    throw POSIXError(.EADDRINUSE)
-                }
-            }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     static func start(clock: TestClock? = nil) async throws -> RunningService {
-        let port = try freePort()
-        return try await RunningService(clock: clock) { configuration in
-            configuration.port = port
-            configuration.pipeline.baseURL = "http://127.0.0.1:\(port)/attachments"
+        // Port 0 in the base URL: the service writes the port it binds, so the URLs are real.
+        try await RunningService(clock: clock) { configuration in
+            configuration.pipeline.baseURL = "http://127.0.0.1:0/attachments"
             configuration.pipeline.deadline = .seconds(120)
             configuration.maxDeadline = .seconds(120)
             configuration.pipeline.tokenTTL = 3600

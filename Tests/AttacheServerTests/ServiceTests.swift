@@ -447,6 +447,11 @@ import Testing
         held.release()
         let drained = try await answer.value
         #expect(drained.status == 200 && drained.headers["attache-attached"] == "1", "\(drained.text)")
+        // Without --base-url, the attachment URLs name the port the server got, not port 0.
+        let entries = (try drained.json())["attachments"] as? [[String: Any]] ?? []
+        let url = try #require(entries.first?["url"] as? String, "\(drained.text)")
+        #expect(url.hasPrefix(base + "/attachments/"), "\(url)")
+        #expect(logged().contains("attachments=\(base)/attachments"), "\(logged())")
         #expect(await signalled(exited), "it exits once drained")
         #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(logged())")
     }
@@ -524,6 +529,16 @@ import Testing
         #expect(ByteRange.parse("items=0-1", size: 100) == .whole)
         #expect(ByteRange.parse("bytes=a-b", size: 100) == .whole)
         #expect(ByteRange.parse("bytes=99999999999999999999999-", size: 100) == .unsatisfiable)
+    }
+
+    @Test func aBaseURLNamingPortZeroTakesTheBoundPort() {
+        #expect(
+            PipelineSlot.baseURL("http://127.0.0.1:0/attachments", bound: 41234) == "http://127.0.0.1:41234/attachments"
+        )
+        #expect(PipelineSlot.baseURL("http://[::1]:0/a", bound: 8081) == "http://[::1]:8081/a")
+        #expect(PipelineSlot.baseURL("https://media.example.com/attachments", bound: 8081) == nil)
+        #expect(PipelineSlot.baseURL("http://127.0.0.1:8080/attachments", bound: 8081) == nil)
+        #expect(PipelineSlot.baseURL("http://127.0.0.1:0/attachments", bound: 0) == nil)
     }
 
     @Test func apiKeysCompareWhole() {

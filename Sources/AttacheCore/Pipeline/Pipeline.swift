@@ -41,6 +41,13 @@ public final class Pipeline: Sendable {
         self.store = store
     }
 
+    /// This pipeline with its attachments served from `baseURL`: same fetcher, same store.
+    public func serving(at baseURL: String) -> Pipeline {
+        var configuration = self.configuration
+        configuration.baseURL = baseURL
+        return Pipeline(configuration: configuration, fetcher: fetcher, store: store)
+    }
+
     /// Processes one payload before `deadline` (default: now + the configured deadline).
     ///
     /// With `sealTo` (or an `attache-seal` member in the payload naming a key), the payload is
