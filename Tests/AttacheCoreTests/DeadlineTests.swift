@@ -32,7 +32,10 @@ import Testing
         ],
         // Replicas and campaign workers are child processes fetching from a server in this
         // one: apart from the corpus suites too (they need the servers scripts/test.sh starts).
-        ["AttacheServerTests.SharedReplicaTests", "AttacheBatchTests.SharedCampaignTests"],
+        [
+            "AttacheServerTests.SharedReplicaTests", "AttacheBatchTests.SharedCampaignTests",
+            "AttacheCoreTests.SharedPipelineTests",
+        ],
     ]
 
     @Test(.enabled(if: !inIsolatedChild && !inNetworkNamespaceChild))

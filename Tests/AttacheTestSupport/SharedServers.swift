@@ -1,5 +1,6 @@
 import AttacheStore
 import Foundation
+import Synchronization
 
 /// The PostgreSQL and radosgw (S3) servers `scripts/test.sh` starts for the shared-store tests
 /// (`scripts/shared-servers.sh`), read from the environment it exports. Each test gets a fresh
@@ -63,6 +64,13 @@ public enum SharedServers {
         public func sql(_ statement: String) throws -> String {
             try SharedServers.psql(postgres, statement)
         }
+
+        /// Locks `table` against every other session (ACCESS EXCLUSIVE, in an open transaction
+        /// of a `psql` of its own) and returns once the lock is held: queries on it wait until
+        /// ``TableLock/release()``.
+        public func lock(_ table: String) throws -> TableLock {
+            try TableLock(postgres, table: table)
+        }
     }
 
     /// Makes a fresh database and bucket name.
@@ -104,4 +112,51 @@ public struct SharedServersMissing: Error, CustomStringConvertible {
     public var description: String { message }
 
     public init(message: String = SharedServers.missing) { self.message = message }
+}
+
+/// A table locked by a session of its own (``SharedServers/Fresh/lock(_:)``).
+public final class TableLock: Sendable {
+    private let process: Process
+    private let input: FileHandle
+    private let released = Mutex(false)
+
+    init(_ postgres: String, table: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+        process.arguments = ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", postgres]
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        self.input = input.fileHandleForWriting
+        self.input.write(Data("BEGIN;\nLOCK TABLE \(table) IN ACCESS EXCLUSIVE MODE;\nSELECT 'held';\n".utf8))
+        // The answer to the SELECT comes once the lock is held (or psql ends on an error).
+        var seen = ""
+        while !seen.contains("held") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { throw SharedServersMissing(message: "psql could not lock \(table)") }
+            seen += String(decoding: chunk, as: UTF8.self)
+        }
+    }
+
+    /// Commits the locking transaction and waits for `psql` to end. True for the call that
+    /// released it, false when it was released already.
+    @discardableResult
+    public func release() -> Bool {
+        guard
+            released.withLock({ done in
+                defer { done = true }
+                return !done
+            })
+        else { return false }
+        input.write(Data("COMMIT;\n".utf8))
+        try? input.close()
+        process.waitUntilExit()
+        return true
+    }
+
+    deinit { release() }
 }

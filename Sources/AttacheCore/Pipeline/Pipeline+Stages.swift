@@ -63,14 +63,19 @@ extension Pipeline {
         do throws(AttacheError) {
             // A rendition already stored for this URL and spec skips every stage (not for a
             // sealed payload: its objects are sealed under keys of their own).
-            if !sealed, let (stored, _) = try store.lookup(url: source.url, spec: cacheKey),
-                case .media(let kind) = stored.kind
+            if !sealed,
+                let entry = try await catalog({ [self] () throws(AttacheError) -> AttachmentDescriptor? in
+                    guard let (stored, _) = try self.store.lookup(url: source.url, spec: cacheKey),
+                        case .media(let kind) = stored.kind
+                    else { return nil }
+                    var entry = try describe(stored, kind: kind, source: source)
+                    if let smallKey, let (small, _) = try self.store.lookup(url: source.url, spec: smallKey) {
+                        entry.small = try describeSmall(small, seal: nil)
+                    }
+                    return entry
+                })
             {
                 outcome.cached = true
-                var entry = try describe(stored, kind: kind, source: source)
-                if let smallKey, let (small, _) = try store.lookup(url: source.url, spec: smallKey) {
-                    entry.small = try describeSmall(small, seal: nil)
-                }
                 outcome.attachment = entry
                 return outcome
             }
@@ -127,8 +132,10 @@ extension Pipeline {
                 SourceReference(url: source.url, spec: $0, etag: media.etag, lastModified: media.lastModified)
             }
             let ttl = configuration.storeTTL
-            let (stored, storedSmall) = try await OffPool.write {
-                () -> Result<(StoredAttachment, StoredAttachment?), AttacheError> in
+            // The entries' tokens are issued there too: issuing one reads the catalog.
+            let kind = transformed.kind
+            var (entry, smallEntry) = try await OffPool.write {
+                [self] () -> Result<(AttachmentDescriptor, AttachmentDescriptor.SmallRendition?), AttacheError> in
                 Result { () throws(AttacheError) in
                     func put(
                         _ piece: Piece, _ metadata: ObjectMetadata, _ reference: SourceReference?
@@ -143,25 +150,29 @@ extension Pipeline {
                     var smallMetadata = metadata
                     (smallMetadata.width, smallMetadata.height, smallMetadata.frames) = (small?.width, small?.height, 1)
                     smallMetadata.posterTime = nil
+                    let storedSmall = try small.map { piece throws(AttacheError) in
+                        try put(piece, smallMetadata, smallReference)
+                    }
                     return (
-                        stored,
-                        try small.map { piece throws(AttacheError) in try put(piece, smallMetadata, smallReference) }
+                        try describe(stored, kind: kind, source: source),
+                        try storedSmall.map { stored throws(AttacheError) in
+                            try describeSmall(stored, seal: small?.seal)
+                        }
                     )
                 }
             }.get()
-            var entry = try describe(stored, kind: transformed.kind, source: source)
             if let seal = main.seal {
                 entry.seal = seal
                 (entry.bytes, entry.width, entry.height) = (Int64(main.plain.count), main.width, main.height)
                 entry.frames = transformed.frames
                 if entry.thumbnail.time == nil { entry.thumbnail.time = transformed.posterTime }
             }
-            if let storedSmall, let small {
-                entry.small = try describeSmall(storedSmall, seal: small.seal)
+            if var smallEntry, let small {
                 if small.seal != nil {
-                    (entry.small!.bytes, entry.small!.width, entry.small!.height) =
+                    (smallEntry.bytes, smallEntry.width, smallEntry.height) =
                         (Int64(small.plain.count), small.width, small.height)
                 }
+                entry.small = smallEntry
             }
             outcome.attachment = entry
             next(\.store)
@@ -177,6 +188,17 @@ extension Pipeline {
             outcome.error = error
         }
         return outcome
+    }
+
+    /// Catalog reads (lookups, token issues) where they may wait: a shared store's catalog is a
+    /// network round trip, and a blocked cooperative thread would hold up every deadline and
+    /// fetch completion in the process, so those run on the store's threads; a local one's
+    /// are a SQLite read and run here.
+    func catalog<T: Sendable>(
+        _ body: @escaping @Sendable () throws(AttacheError) -> T
+    ) async throws(AttacheError) -> T {
+        guard store.isShared else { return try body() }
+        return try await OffPool.write { Result { () throws(AttacheError) in try body() } }.get()
     }
 
     /// The block entry for a stored attachment, with a token that opens only it.
