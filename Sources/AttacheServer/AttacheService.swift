@@ -75,12 +75,15 @@ public struct AttacheService: Sendable {
         let metricsText = self.metricsText
         let metrics = self.metrics
         let admission = self.admission
+        let downloads = attachments
         router.get("/metrics") { _, _ in
             guard let metricsText else { throw Problem(.notFound, .notFound, "metrics are not enabled") }
-            // Gauges that are cheapest to read at scrape time.
+            // Gauges that are cheapest to read at scrape time (a shared store's off the event loop).
             let (running, waiting) = admission.counts
             metrics.admission(running: running, waiting: waiting)
-            if let stats = try? store.stats() { metrics.store(objects: stats.objects, bytes: stats.bytes) }
+            if let stats = try? await downloads.blocking({ try store.stats() }) {
+                metrics.store(objects: stats.objects, bytes: stats.bytes)
+            }
             var headers: HTTPFields = [.contentType: "text/plain; version=0.0.4; charset=utf-8"]
             headers[.cacheControl] = "no-store"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: metricsText())))

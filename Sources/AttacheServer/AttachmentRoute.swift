@@ -134,9 +134,10 @@ struct AttachmentRoute: Sendable {
     /// up to 64 KiB is read and judged by its shape (400); a longer one is 413.
     func receipt(_ request: Request, context: AttacheRequestContext) async throws -> Response {
         context.notes.route = "receipt"
-        var conditions = HTTPFields()
-        conditions[.range] = nil
-        switch try prepare(segments: context.parameters.getCatchAll(), headers: conditions, logger: context.logger) {
+        // No conditions and no range: only whether the token opens the attachment.
+        let (segments, logger) = (context.parameters.getCatchAll(), context.logger)
+        let prepared = try await blocking { try prepare(segments: segments, headers: HTTPFields(), logger: logger) }
+        switch prepared {
         case .send(let lease, _, _, _, _): lease.close()
         case .notModified: break
         }
