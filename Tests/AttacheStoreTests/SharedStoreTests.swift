@@ -282,6 +282,34 @@ struct SharedStoreTests {
         #expect(process.terminationStatus == 0 && text.contains("\"ok\":true"), "\(text)")
     }
 
+    /// PostgreSQL restarting or failing over cuts every connection: the next calls reconnect
+    /// (a statement outside a transaction is retried once on a fresh connection), and leases
+    /// taken afterwards still keep collection away.
+    @Test func cutConnectionsAreReplacedOnTheNextCall() throws {
+        let store = try open()
+        let bytes = randomBytes(200_000, seed: 31)
+        let stored = try store.put(
+            bytes, metadata: ObjectMetadata(kind: .jpeg, width: 4, height: 3),
+            source: SourceReference(url: "https://x/cut.jpg", spec: "s", etag: nil, lastModified: nil))
+        let token = try store.issueToken(for: stored.id, ttl: 600)
+        let cut = try fresh.sql(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                + "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        #expect((Int(cut) ?? 0) > 0, "the store's connections were there to cut")
+
+        #expect(try store.lookup(url: "https://x/cut.jpg", spec: "s")?.0 == stored)
+        let lease = try store.open(stored.id, token: token)
+        #expect(try lease.read() == bytes)
+        let other = randomBytes(100_000, seed: 32)
+        let second = try store.put(other, metadata: ObjectMetadata(kind: .png))
+        #expect(try store.contents(of: second) == other)
+        clock.advance(400 * 86_400)
+        let collected = try store.collect()
+        #expect(!collected.removed.contains(stored.id), "the open lease keeps its object")
+        #expect(collected.removed.contains(second.id))
+        lease.close()
+    }
+
     @Test func aWrongKeyRingKeyIsAClearError() throws {
         _ = try open()
         var other = try fresh.configuration()

@@ -40,7 +40,9 @@ final class PostgresConnection: @unchecked Sendable {
         do {
             return try run(sql, parameters)
         } catch {
-            guard PQstatus(connection) != CONNECTION_OK else { throw error.attacheError }
+            // A server that ended this session (restart, failover, pg_terminate_backend)
+            // answers with a FATAL error while libpq still calls the connection good.
+            guard PQstatus(connection) != CONNECTION_OK || error.sessionEnded else { throw error.attacheError }
             PQreset(connection)
             if !inTransaction, PQstatus(connection) == CONNECTION_OK, let rows = try? run(sql, parameters) {
                 return rows
@@ -74,10 +76,37 @@ final class PostgresConnection: @unchecked Sendable {
     /// Sends several statements in one round trip (no parameters: the caller puts only values
     /// it has checked into `sql`) and returns each one's rows. Each statement sees what the
     /// ones before it did (READ COMMITTED takes a snapshot per statement).
+    ///
+    /// A batch that found its session ended before its first statement ran is sent once more
+    /// on a fresh session, as a lone statement is.
     func batch(_ sql: String) throws(AttacheError) -> [PostgresRows] {
         if PQstatus(connection) != CONNECTION_OK { PQreset(connection) }
+        do {
+            return try sendBatch(sql)
+        } catch {
+            guard error.ranNothing, PQstatus(connection) != CONNECTION_OK || error.failure.sessionEnded else {
+                throw error.failure.attacheError
+            }
+            PQreset(connection)
+            do {
+                return try sendBatch(sql)
+            } catch {
+                throw AttacheError(
+                    .storeUnavailable, "catalog: PostgreSQL connection lost: \(error.failure.message)")
+            }
+        }
+    }
+
+    /// Why a batch failed, and whether any of its statements had run.
+    private struct BatchFailure: Error {
+        var failure: PostgresFailure
+        var ranNothing: Bool
+    }
+
+    private func sendBatch(_ sql: String) throws(BatchFailure) -> [PostgresRows] {
         guard PQsendQuery(connection, sql) == 1 else {
-            throw AttacheError(.storeUnavailable, "catalog: \(Self.message(connection))")
+            throw BatchFailure(
+                failure: PostgresFailure(state: nil, message: Self.message(connection)), ranNothing: true)
         }
         var results: [PostgresRows] = []
         var failure: PostgresFailure? = nil
@@ -89,7 +118,7 @@ final class PostgresConnection: @unchecked Sendable {
                 failure = failure ?? error
             }
         }
-        if let failure { throw failure.attacheError }
+        if let failure { throw BatchFailure(failure: failure, ranNothing: results.isEmpty) }
         return results
     }
 
@@ -147,6 +176,13 @@ struct PostgresRows {
 struct PostgresFailure: Error {
     var state: String?
     var message: String
+
+    /// The server ended the session (class 57P: shutdown, crash, terminated backend) or the
+    /// connection failed (class 08): the statement did not run on a live session.
+    var sessionEnded: Bool {
+        guard let state else { return false }
+        return state.hasPrefix("57P") || state.hasPrefix("08")
+    }
 
     /// Unique violations, serialization failures and deadlocks keep their SQLSTATE in the
     /// error's `detail`, so callers can retry or tell a race from a fault.
