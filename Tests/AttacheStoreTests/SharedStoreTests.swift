@@ -310,6 +310,31 @@ struct SharedStoreTests {
         lease.close()
     }
 
+    /// A download lease is a shared lock of its connection's session. One taken before that
+    /// session was cut went with it; closing it afterwards must not give back the lock a later
+    /// download took in the new session of the same connection.
+    @Test func aLeaseFromBeforeACutDoesNotReleaseOneTakenAfter() throws {
+        let clock = self.clock
+        var configuration = try fresh.configuration(clock: { clock.now })
+        configuration.shared!.cacheDirectory = nil
+        configuration.shared!.leaseConnections = 1
+        let store = try AttachmentStore(configuration)
+        let bytes = randomBytes(50_000, seed: 33)
+        let stored = try store.put(bytes, metadata: ObjectMetadata(kind: .png), ttl: 100)
+        let token = try store.issueToken(for: stored.id, ttl: 100_000)
+        let before = try store.open(stored.id, token: token)
+        _ = try fresh.sql(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                + "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        let after = try store.open(stored.id, token: token)
+        before.close()
+        clock.advance(101)
+        #expect(try store.collect().removed.isEmpty, "the download opened after the cut holds its object")
+        #expect(try after.read() == bytes)
+        after.close()
+        #expect(try store.collect().removed == [stored.id])
+    }
+
     @Test func aWrongKeyRingKeyIsAClearError() throws {
         _ = try open()
         var other = try fresh.configuration()

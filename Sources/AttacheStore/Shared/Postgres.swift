@@ -23,8 +23,18 @@ final class PostgresConnection: @unchecked Sendable {
             throw AttacheError(.storeUnavailable, "catalog: cannot connect to PostgreSQL: \(message)")
         }
         self.connection = connection
-        // Quiet notices ("relation already exists, skipping") stay out of stderr.
-        _ = try? query("SET client_min_messages = warning")
+        // Notices ("relation already exists, skipping", "you don't own a lock") stay out of
+        // stderr; the processor belongs to the connection, so it outlives a reset.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+    }
+
+    /// Counts the sessions this connection has had: a reset starts a new one, without the
+    /// advisory locks the old one held.
+    private(set) var session = 0
+
+    private func reset() {
+        PQreset(connection)
+        session += 1
     }
 
     deinit { PQfinish(connection) }
@@ -36,14 +46,14 @@ final class PostgresConnection: @unchecked Sendable {
     /// unless it was inside a transaction (then the transaction is lost and the caller is told).
     @discardableResult
     func query(_ sql: String, _ parameters: [String?] = []) throws(AttacheError) -> PostgresRows {
-        if !inTransaction, PQstatus(connection) != CONNECTION_OK { PQreset(connection) }
+        if !inTransaction, PQstatus(connection) != CONNECTION_OK { reset() }
         do {
             return try run(sql, parameters)
         } catch {
             // A server that ended this session (restart, failover, pg_terminate_backend)
             // answers with a FATAL error while libpq still calls the connection good.
             guard PQstatus(connection) != CONNECTION_OK || error.sessionEnded else { throw error.attacheError }
-            PQreset(connection)
+            reset()
             if !inTransaction, PQstatus(connection) == CONNECTION_OK, let rows = try? run(sql, parameters) {
                 return rows
             }
@@ -80,14 +90,14 @@ final class PostgresConnection: @unchecked Sendable {
     /// A batch that found its session ended before its first statement ran is sent once more
     /// on a fresh session, as a lone statement is.
     func batch(_ sql: String) throws(AttacheError) -> [PostgresRows] {
-        if PQstatus(connection) != CONNECTION_OK { PQreset(connection) }
+        if PQstatus(connection) != CONNECTION_OK { reset() }
         do {
             return try sendBatch(sql)
         } catch {
             guard error.ranNothing, PQstatus(connection) != CONNECTION_OK || error.failure.sessionEnded else {
                 throw error.failure.attacheError
             }
-            PQreset(connection)
+            reset()
             do {
                 return try sendBatch(sql)
             } catch {

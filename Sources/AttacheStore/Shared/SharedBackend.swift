@@ -252,7 +252,7 @@ final class SharedBackend: StoreBackend {
         let slot = leases[nextLease.add(1, ordering: .relaxed).newValue % leases.count]
         // The lock first, then the row, in one round trip: the row is read after the lock is
         // held, so collection cannot remove it between the two.
-        let results = try slot.batch(
+        let (results, session) = try slot.batch(
             "SELECT pg_try_advisory_lock_shared(\(key)); SELECT \(Self.objectColumns) FROM attache_object WHERE id = '\(id)'"
         )
         guard results.count == 2, results[0].first?[0] == "t" else {
@@ -260,11 +260,15 @@ final class SharedBackend: StoreBackend {
             return nil
         }
         guard let values = results[1].first else {
-            slot.unlock(key)
+            slot.unlock(key, session: session)
             return nil
         }
         let row = try Self.row(values)
-        return (row, RemoteObject(blobs: blobs, key: Self.objectKey(row.id, row.ext), slot: slot, lockKey: key))
+        return (
+            row,
+            RemoteObject(
+                blobs: blobs, key: Self.objectKey(row.id, row.ext), slot: slot, lockKey: key, session: session)
+        )
     }
 
     func checkWritable() throws(AttacheError) {
@@ -587,15 +591,20 @@ final class LeaseSlot: Sendable {
         self.connection = Mutex(connection)
     }
 
-    func batch(_ sql: String) throws(AttacheError) -> [PostgresRows] {
-        let result: Result<[PostgresRows], AttacheError> = connection.withLock { connection in
-            Result { () throws(AttacheError) in try connection.batch(sql) }
+    /// The batch's results and the session it ran in (the one holding the locks it took).
+    func batch(_ sql: String) throws(AttacheError) -> ([PostgresRows], session: Int) {
+        let result: Result<([PostgresRows], Int), AttacheError> = connection.withLock { connection in
+            Result { () throws(AttacheError) in (try connection.batch(sql), connection.session) }
         }
         return try result.get()
     }
 
-    func unlock(_ key: String) {
+    /// Gives back a shared lock taken in `session`. When that session has ended, its locks
+    /// went with it, and an unlock in the new one could give back a lock another download
+    /// took there: nothing is sent.
+    func unlock(_ key: String, session: Int) {
         connection.withLock { connection in
+            guard connection.session == session else { return }
             _ = try? connection.query("SELECT pg_advisory_unlock_shared(\(key))")
         }
     }
@@ -608,13 +617,15 @@ final class RemoteObject: ObjectHandle {
     private let key: String
     private let slot: LeaseSlot
     private let lockKey: String
+    private let session: Int
     private let open = Atomic<Bool>(true)
 
-    init(blobs: S3Client, key: String, slot: LeaseSlot, lockKey: String) {
+    init(blobs: S3Client, key: String, slot: LeaseSlot, lockKey: String, session: Int) {
         self.blobs = blobs
         self.key = key
         self.slot = slot
         self.lockKey = lockKey
+        self.session = session
     }
 
     deinit { close() }
@@ -629,6 +640,6 @@ final class RemoteObject: ObjectHandle {
 
     func close() {
         guard open.exchange(false, ordering: .relaxed) else { return }
-        slot.unlock(lockKey)
+        slot.unlock(lockKey, session: session)
     }
 }
