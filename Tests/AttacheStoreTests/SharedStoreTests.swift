@@ -335,6 +335,35 @@ struct SharedStoreTests {
         #expect(try store.collect().removed == [stored.id])
     }
 
+    /// A writer's lock goes with its session: when the session ends between the upload and
+    /// the commit, collection may already have taken the bytes as an orphan, so the put fails
+    /// and records nothing; the next put of the same bytes stores them whole.
+    @Test func anUploadWhoseSessionEndedIsNotRecorded() throws {
+        let store = try open()
+        let bytes = randomBytes(60_000, seed: 34)
+        let id = sha256Hex(bytes)
+        let fresh = self.fresh
+        SharedBackend.uploaded.withLock { hook in
+            hook = { uploaded in
+                guard uploaded == id else { return }
+                _ = try? fresh.sql(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        + "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            }
+        }
+        defer { SharedBackend.uploaded.withLock { $0 = nil } }
+        #expect {
+            _ = try store.put(bytes, metadata: ObjectMetadata(kind: .png))
+        } throws: { error in
+            (error as? AttacheError)?.code == .storeUnavailable
+        }
+        #expect(try fresh.sql("SELECT count(*) FROM attache_object") == "0", "no row points at the bytes")
+        SharedBackend.uploaded.withLock { $0 = nil }
+        let stored = try store.put(bytes, metadata: ObjectMetadata(kind: .png))
+        #expect(try store.contents(of: stored) == bytes)
+        #expect(try store.verify().isClean)
+    }
+
     @Test func aWrongKeyRingKeyIsAClearError() throws {
         _ = try open()
         var other = try fresh.configuration()

@@ -32,6 +32,9 @@ final class SharedBackend: StoreBackend {
     /// as a key retirement is.
     private let recent = Mutex<[String: (row: ObjectRow, read: ContinuousClock.Instant)]>([:])
     static let rowMemory = Duration.seconds(1)
+    /// Told the id of each object uploaded, before its row is committed (tests cut the
+    /// catalog session there).
+    static let uploaded = Mutex<(@Sendable (String) -> Void)?>(nil)
 
     init(_ configuration: StoreConfiguration, shared: SharedStoreConfiguration) throws(AttacheError) {
         self.configuration = configuration
@@ -298,10 +301,22 @@ final class SharedBackend: StoreBackend {
         let stored = try pool.with { (connection) throws(AttacheError) -> ObjectRow in
             // Held from before the upload until after the commit: collection leaves the bytes alone.
             try connection.query("SELECT pg_advisory_lock_shared(\(key))")
-            defer { _ = try? connection.query("SELECT pg_advisory_unlock_shared(\(key))") }
+            let session = connection.session
+            defer {
+                if connection.session == session {
+                    _ = try? connection.query("SELECT pg_advisory_unlock_shared(\(key))")
+                }
+            }
             if let stored = try extend(row, source, on: connection) { return stored }
             try blobs.put(key: objectKey, bytes: bytes)
+            Self.uploaded.withLock { $0 }?(row.id)
             return try connection.transaction { (connection) throws(AttacheError) -> ObjectRow in
+                // A session that ended took the lock with it: collection may have removed the
+                // bytes as an orphan since, so no row may point at them.
+                guard connection.session == session else {
+                    throw AttacheError(
+                        .storeUnavailable, "catalog: the session holding the upload's lock ended; nothing was recorded")
+                }
                 let inserted = try connection.query(
                     """
                     INSERT INTO attache_object (\(Self.objectColumns))
