@@ -98,17 +98,7 @@ struct BatchCommand: AsyncParsableCommand {
         let runner = BatchRunner(pipeline: try options.pipeline(store: store), jobs: jobs)
         let display = ProgressDisplay(interval: progressInterval)
         let progress = try await runner.run(input, manifest: manifest, output: output) { display.show($0) }
-        if let report {
-            let page = try await BatchReport(title: input.path).render(
-                manifest: manifestPath, store: store, fetcher: options.fetcher())
-            try AtomicFile.write(Array(page.utf8), to: report)
-        }
-        let summary = try BatchSummary(manifest: manifestPath, run: progress)
-        if options.storeOptions.json {
-            print(summary.json)
-        } else {
-            FileHandle.standardError.write(Data(("\n" + summary.table).utf8))
-        }
+        try await conclude(progress, title: input.path, store: store)
     }
 
     /// One worker of a shared campaign: enqueue, work until every item is recorded, then the
@@ -132,8 +122,13 @@ struct BatchCommand: AsyncParsableCommand {
         let display = ProgressDisplay(interval: progressInterval)
         let progress = try await runner.run(queue: queue) { display.show($0) }
         try SharedCampaign.export(queue, manifest: manifestPath, output: out)
+        try await conclude(progress, title: "\(name) (\(input.path))", store: store)
+    }
+
+    /// After a run: the report page (with `--report`), then the summary from the manifest.
+    func conclude(_ progress: BatchRunner.Progress, title: String, store: AttachmentStore) async throws {
         if let report {
-            let page = try await BatchReport(title: "\(name) (\(input.path))").render(
+            let page = try await BatchReport(title: title).render(
                 manifest: manifestPath, store: store, fetcher: options.fetcher())
             try AtomicFile.write(Array(page.utf8), to: report)
         }

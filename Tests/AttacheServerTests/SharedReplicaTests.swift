@@ -71,125 +71,120 @@ struct SharedReplicaTests {
         deinit { stop() }
     }
 
+    /// Runs `body` with two replicas over this test's store, stopped when it returns.
+    func withReplicas(_ body: (Replica, Replica) async throws -> Void) async throws {
+        let a = try await Replica(fresh)
+        let b = try await Replica(fresh)
+        defer {
+            a.stop()
+            b.stop()
+        }
+        try await body(a, b)
+    }
+
     func attache(_ arguments: [String]) async throws -> (status: Int32, output: String) {
         await runProcess(try attacheExecutable(), arguments + fresh.arguments, environment: fresh.childEnvironment)
     }
 
     @Test func storedThroughOneIsServedByTheOtherWithRanges() async throws {
-        let a = try await Replica(fresh)
-        let b = try await Replica(fresh)
-        defer {
-            a.stop()
-            b.stop()
+        try await withReplicas { a, b in
+            let (_, url) = try await mutate(a)
+            let whole = try await curl("GET", a.url(url))
+            #expect(whole.status == 200 && whole.body.count > 1000, "\(whole.status) \(whole.text.prefix(200))")
+            // The writer keeps a copy; the other replica has none yet: it copies this one from the
+            // bucket on its first download and serves it from there.
+            let name = String(url.split(separator: "/").last!)
+            let copy = "/cache/" + name.prefix(2) + "/" + name.dropFirst(2)
+            #expect(FileManager.default.fileExists(atPath: a.directory.path + copy))
+            #expect(!FileManager.default.fileExists(atPath: b.directory.path + copy))
+            let other = try await curl("GET", b.url(url))
+            #expect(other.status == 200 && other.body == whole.body)
+            #expect(FileManager.default.contents(atPath: b.directory.path + copy).map(Array.init) == whole.body)
+            #expect(other.headers["etag"] == whole.headers["etag"])
+            let range = try await curl("GET", b.url(url), headers: ["Range": "bytes=100-1099"])
+            #expect(range.status == 206 && range.body == Array(whole.body[100..<1100]))
+            #expect(range.headers["content-range"] == "bytes 100-1099/\(whole.body.count)")
+            let suffix = try await curl("GET", b.url(url), headers: ["Range": "bytes=-10"])
+            #expect(suffix.status == 206 && suffix.body == Array(whole.body.suffix(10)))
+            let head = try await curl("HEAD", b.url(url))
+            #expect(head.status == 200 && head.headers["content-length"] == String(whole.body.count))
+            // A token for another object, or a damaged one, is refused the same way by both.
+            let forged = url.replacingOccurrences(of: "/attachments/", with: "/attachments/x")
+            #expect(try await curl("GET", b.url(forged)).status == 403)
+            let ready = try await curl("GET", b.base + "/readyz")
+            #expect(ready.status == 200, "\(ready.text)")
         }
-        let (_, url) = try await mutate(a)
-        let whole = try await curl("GET", a.url(url))
-        #expect(whole.status == 200 && whole.body.count > 1000, "\(whole.status) \(whole.text.prefix(200))")
-        // The writer keeps a copy; the other replica has none yet: it copies this one from the
-        // bucket on its first download and serves it from there.
-        let name = String(url.split(separator: "/").last!)
-        let copy = "/cache/" + name.prefix(2) + "/" + name.dropFirst(2)
-        #expect(FileManager.default.fileExists(atPath: a.directory.path + copy))
-        #expect(!FileManager.default.fileExists(atPath: b.directory.path + copy))
-        let other = try await curl("GET", b.url(url))
-        #expect(other.status == 200 && other.body == whole.body)
-        #expect(FileManager.default.contents(atPath: b.directory.path + copy).map(Array.init) == whole.body)
-        #expect(other.headers["etag"] == whole.headers["etag"])
-        let range = try await curl("GET", b.url(url), headers: ["Range": "bytes=100-1099"])
-        #expect(range.status == 206 && range.body == Array(whole.body[100..<1100]))
-        #expect(range.headers["content-range"] == "bytes 100-1099/\(whole.body.count)")
-        let suffix = try await curl("GET", b.url(url), headers: ["Range": "bytes=-10"])
-        #expect(suffix.status == 206 && suffix.body == Array(whole.body.suffix(10)))
-        let head = try await curl("HEAD", b.url(url))
-        #expect(head.status == 200 && head.headers["content-length"] == String(whole.body.count))
-        // A token for another object, or a damaged one, is refused the same way by both.
-        let forged = url.replacingOccurrences(of: "/attachments/", with: "/attachments/x")
-        #expect(try await curl("GET", b.url(forged)).status == 403)
-        let ready = try await curl("GET", b.base + "/readyz")
-        #expect(ready.status == 200, "\(ready.text)")
     }
 
     @Test func aRotationThroughOneIsHonouredByTheOther() async throws {
-        let a = try await Replica(fresh)
-        let b = try await Replica(fresh)
-        defer {
-            a.stop()
-            b.stop()
+        try await withReplicas { a, b in
+            let (_, old) = try await mutate(a)
+            #expect(try await curl("GET", b.url(old)).status == 200)
+            let rotated = try await attache(["key", "rotate", "--json"])
+            #expect(rotated.status == 0, "\(rotated.output)")
+            let retired = try await attache(["key", "retire", "1", "--json"])
+            #expect(retired.status == 0, "\(retired.output)")
+            // Both replicas refuse the retired key's tokens once they look at the key ring again
+            // (at most a second later): waited for as an event, not a guessed time.
+            #expect(await eventually { try await curl("GET", a.url(old)).status == 403 })
+            #expect(await eventually { try await curl("GET", b.url(old)).status == 403 })
+            // New tokens come from the new key, and the other replica opens them.
+            let (_, new) = try await mutate(a)
+            #expect(try await curl("GET", b.url(new)).status == 200)
+            let (_, fromB) = try await mutate(b)
+            #expect(try await curl("GET", a.url(fromB)).status == 200)
         }
-        let (_, old) = try await mutate(a)
-        #expect(try await curl("GET", b.url(old)).status == 200)
-        let rotated = try await attache(["key", "rotate", "--json"])
-        #expect(rotated.status == 0, "\(rotated.output)")
-        let retired = try await attache(["key", "retire", "1", "--json"])
-        #expect(retired.status == 0, "\(retired.output)")
-        // Both replicas refuse the retired key's tokens once they look at the key ring again
-        // (at most a second later): waited for as an event, not a guessed time.
-        #expect(await eventually { try await curl("GET", a.url(old)).status == 403 })
-        #expect(await eventually { try await curl("GET", b.url(old)).status == 403 })
-        // New tokens come from the new key, and the other replica opens them.
-        let (_, new) = try await mutate(a)
-        #expect(try await curl("GET", b.url(new)).status == 200)
-        let (_, fromB) = try await mutate(b)
-        #expect(try await curl("GET", a.url(fromB)).status == 200)
     }
 
     @Test func concurrentPutsOfTheSameMediaFromBothMakeOneObject() async throws {
-        let a = try await Replica(fresh)
-        let b = try await Replica(fresh)
-        defer {
-            a.stop()
-            b.stop()
-        }
-        // One payload stores the rendition and its small sibling: the count to keep.
-        let first = try await mutate(a).1
-        let once = try await attache(["store", "stats", "--json"])
-        let objects = try #require(once.output.firstMatch(of: /"objects":([0-9]+)/)?.1)
-        let urls = try await withThrowingTaskGroup(of: String.self) { group in
-            for index in 0..<12 {
-                group.addTask { try await mutate(index % 2 == 0 ? a : b).1 }
+        try await withReplicas { a, b in
+            // One payload stores the rendition and its small sibling: the count to keep.
+            let first = try await mutate(a).1
+            let once = try await attache(["store", "stats", "--json"])
+            let objects = try #require(once.output.firstMatch(of: /"objects":([0-9]+)/)?.1)
+            let urls = try await withThrowingTaskGroup(of: String.self) { group in
+                for index in 0..<12 {
+                    group.addTask { try await mutate(index % 2 == 0 ? a : b).1 }
+                }
+                return try await group.reduce(into: [String]()) { $0.append($1) }
             }
-            return try await group.reduce(into: [String]()) { $0.append($1) }
+            let ids = Set((urls + [first]).map { $0.split(separator: "/").last!.split(separator: ".").first! })
+            #expect(ids.count == 1, "\(ids)")
+            let stats = try await attache(["store", "stats", "--json"])
+            #expect(stats.output.contains("\"objects\":\(objects),"), "\(stats.output)")
+            let verify = try await attache(["store", "verify", "--json"])
+            #expect(verify.status == 0 && verify.output.contains("\"orphans\":0"), "\(verify.output)")
         }
-        let ids = Set((urls + [first]).map { $0.split(separator: "/").last!.split(separator: ".").first! })
-        #expect(ids.count == 1, "\(ids)")
-        let stats = try await attache(["store", "stats", "--json"])
-        #expect(stats.output.contains("\"objects\":\(objects),"), "\(stats.output)")
-        let verify = try await attache(["store", "verify", "--json"])
-        #expect(verify.status == 0 && verify.output.contains("\"orphans\":0"), "\(verify.output)")
     }
 
     @Test func collectionUnderLoadRemovesNothingInUse() async throws {
-        let a = try await Replica(fresh)
-        let b = try await Replica(fresh)
-        defer {
-            a.stop()
-            b.stop()
-        }
-        let (_, url) = try await mutate(a)
-        let whole = try await curl("GET", a.url(url)).body
-        let downloads = Task {
-            try await withThrowingTaskGroup(of: Bool.self) { group in
-                for index in 0..<120 {
-                    group.addTask {
-                        let answer = try await curl("GET", (index % 2 == 0 ? a : b).url(url))
-                        return answer.status == 200 && answer.body == whole
+        try await withReplicas { a, b in
+            let (_, url) = try await mutate(a)
+            let whole = try await curl("GET", a.url(url)).body
+            let downloads = Task {
+                try await withThrowingTaskGroup(of: Bool.self) { group in
+                    for index in 0..<120 {
+                        group.addTask {
+                            let answer = try await curl("GET", (index % 2 == 0 ? a : b).url(url))
+                            return answer.status == 200 && answer.body == whole
+                        }
                     }
+                    return try await group.reduce(true) { $0 && $1 }
                 }
-                return try await group.reduce(true) { $0 && $1 }
             }
+            var removed = 0
+            for _ in 0..<5 {
+                let pass = try await attache(["gc", "--json"])
+                #expect(pass.status == 0, "\(pass.output)")
+                removed += pass.output.contains("\"removed\":0") ? 0 : 1
+            }
+            #expect(try await downloads.value, "every download during collection was whole")
+            #expect(removed == 0, "nothing live was collected")
+            let verify = try await attache(["store", "verify", "--json"])
+            let stats = try await attache(["store", "stats", "--json"])
+            let objects = try #require(stats.output.firstMatch(of: /"objects":([0-9]+)/)?.1)
+            #expect(verify.status == 0 && verify.output.contains("\"objects\":\(objects),"), "\(verify.output)")
         }
-        var removed = 0
-        for _ in 0..<5 {
-            let pass = try await attache(["gc", "--json"])
-            #expect(pass.status == 0, "\(pass.output)")
-            removed += pass.output.contains("\"removed\":0") ? 0 : 1
-        }
-        #expect(try await downloads.value, "every download during collection was whole")
-        #expect(removed == 0, "nothing live was collected")
-        let verify = try await attache(["store", "verify", "--json"])
-        let stats = try await attache(["store", "stats", "--json"])
-        let objects = try #require(stats.output.firstMatch(of: /"objects":([0-9]+)/)?.1)
-        #expect(verify.status == 0 && verify.output.contains("\"objects\":\(objects),"), "\(verify.output)")
     }
 
     func mutate(_ replica: Replica) async throws -> (HTTPAnswer, String) {

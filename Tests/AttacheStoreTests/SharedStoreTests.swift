@@ -217,34 +217,12 @@ struct SharedStoreTests {
     /// recorded object is whole, and once the dead writers' sessions are gone (their locks
     /// released: the event waited for), one collection leaves no orphan.
     @Test func killedWritersLeaveNoVisiblePartAndNoOrphanAfterCollection() throws {
-        let executable = try attacheExecutable()
         var generator = SystemRandomNumberGenerator()
         var reported = 0
         for _ in 0..<20 {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = ["store", "storm", "--count", "100000", "--max-size", "1048576"] + fresh.arguments
-            process.environment = fresh.childEnvironment
-            let output = Pipe()
-            let errors = Pipe()
-            process.standardOutput = output
-            process.standardError = errors
-            try process.run()
-            let wanted = Int.random(in: 1...3, using: &generator)
-            var lines = 0
-            while lines < wanted {
-                let chunk = output.fileHandleForReading.availableData
-                guard !chunk.isEmpty else { break }
-                lines += chunk.reduce(0) { $0 + ($1 == 10 ? 1 : 0) }
-            }
-            try #require(
-                lines >= wanted,
-                "the writer stopped: \(String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self))")
-            reported += lines
-            usleep(UInt32.random(in: 0...3_000, using: &generator))
-            try #require(process.isRunning, "the writer was still writing when it was killed")
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            reported += try killStormWriter(
+                ["--count", "100000", "--max-size", "1048576"] + fresh.arguments, environment: fresh.childEnvironment,
+                pause: 0...3_000, using: &generator)
         }
         let store = try open()
         let report = try store.verify()

@@ -16,34 +16,11 @@ import Testing
     @Test func killedWritersLeaveOnlyWholeObjects() throws {
         let directory = try TemporaryDirectory()
         let root = directory.path + "/store"
-        let executable = try attacheExecutable()
         var generator = SystemRandomNumberGenerator()
         var reported = 0
         for _ in 0..<100 {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = ["store", "storm", "--store", root, "--count", "100000", "--max-size", "262144"]
-            let output = Pipe()
-            let errors = Pipe()
-            process.standardOutput = output
-            process.standardError = errors
-            try process.run()
-            let wanted = Int.random(in: 1...3, using: &generator)
-            var lines = 0
-            while lines < wanted {
-                let chunk = output.fileHandleForReading.availableData
-                guard !chunk.isEmpty else { break }
-                lines += chunk.reduce(0) { $0 + ($1 == 10 ? 1 : 0) }
-            }
-            try #require(
-                lines >= wanted,
-                "the writer stopped before reporting: \(String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self))"
-            )
-            reported += lines
-            usleep(UInt32.random(in: 0...2_000, using: &generator))
-            try #require(process.isRunning, "the writer was still writing when it was killed")
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            reported += try killStormWriter(
+                ["--store", root, "--count", "100000", "--max-size", "262144"], pause: 0...2_000, using: &generator)
         }
 
         let store = try AttachmentStore(StoreConfiguration(root: root))

@@ -39,3 +39,48 @@ public func attacheExecutable() throws -> String {
     throw AttacheError(
         .internalError, "no attache executable near \(CommandLine.arguments[0]); run swift build --build-tests")
 }
+
+/// Starts `attache store storm` with `arguments` (the store and the sizes), waits until it has
+/// reported 1–3 stored objects (an event, not a guessed time), lets it go on for a random
+/// sliver of `pause` microseconds into its next write, and kills it with SIGKILL. Returns how
+/// many objects it reported; throws when it stopped by itself.
+public func killStormWriter(
+    _ arguments: [String], environment: [String: String]? = nil, pause: ClosedRange<UInt32>,
+    using generator: inout some RandomNumberGenerator
+) throws -> Int {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try attacheExecutable())
+    process.arguments = ["store", "storm"] + arguments
+    if let environment { process.environment = environment }
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    let wanted = Int.random(in: 1...3, using: &generator)
+    var lines = 0
+    while lines < wanted {
+        let chunk = output.fileHandleForReading.availableData
+        guard !chunk.isEmpty else { break }
+        lines += chunk.reduce(0) { $0 + ($1 == 10 ? 1 : 0) }
+    }
+    guard lines >= wanted else {
+        process.waitUntilExit()
+        throw StormWriterStopped(
+            message: "the writer stopped before reporting: "
+                + String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self))
+    }
+    usleep(UInt32.random(in: pause, using: &generator))
+    guard process.isRunning else {
+        throw StormWriterStopped(message: "the writer was no longer writing when it was to be killed")
+    }
+    kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+    return lines
+}
+
+/// A `store storm` writer ended before it was killed.
+public struct StormWriterStopped: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
