@@ -46,16 +46,22 @@ final class PostgresConnection: @unchecked Sendable {
     /// unless it was inside a transaction (then the transaction is lost and the caller is told).
     @discardableResult
     func query(_ sql: String, _ parameters: [String?] = []) throws(AttacheError) -> PostgresRows {
+        try retryingOnce { () throws(PostgresFailure) in try run(sql, parameters) }
+    }
+
+    /// Runs `attempt`; when it failed because the session is gone, resets the connection and,
+    /// outside a transaction and when nothing of it had run, runs it once more.
+    private func retryingOnce<T>(_ attempt: () throws(PostgresFailure) -> T) throws(AttacheError) -> T {
         if !inTransaction, PQstatus(connection) != CONNECTION_OK { reset() }
         do {
-            return try run(sql, parameters)
+            return try attempt()
         } catch {
             // A server that ended this session (restart, failover, pg_terminate_backend)
             // answers with a FATAL error while libpq still calls the connection good.
             guard PQstatus(connection) != CONNECTION_OK || error.sessionEnded else { throw error.attacheError }
             reset()
-            if !inTransaction, PQstatus(connection) == CONNECTION_OK, let rows = try? run(sql, parameters) {
-                return rows
+            if !inTransaction, !error.partlyRan, PQstatus(connection) == CONNECTION_OK, let value = try? attempt() {
+                return value
             }
             throw AttacheError(.storeUnavailable, "catalog: PostgreSQL connection lost: \(error.message)")
         }
@@ -90,33 +96,12 @@ final class PostgresConnection: @unchecked Sendable {
     /// A batch that found its session ended before its first statement ran is sent once more
     /// on a fresh session, as a lone statement is.
     func batch(_ sql: String) throws(AttacheError) -> [PostgresRows] {
-        if PQstatus(connection) != CONNECTION_OK { reset() }
-        do {
-            return try sendBatch(sql)
-        } catch {
-            guard error.ranNothing, PQstatus(connection) != CONNECTION_OK || error.failure.sessionEnded else {
-                throw error.failure.attacheError
-            }
-            reset()
-            do {
-                return try sendBatch(sql)
-            } catch {
-                throw AttacheError(
-                    .storeUnavailable, "catalog: PostgreSQL connection lost: \(error.failure.message)")
-            }
-        }
+        try retryingOnce { () throws(PostgresFailure) in try sendBatch(sql) }
     }
 
-    /// Why a batch failed, and whether any of its statements had run.
-    private struct BatchFailure: Error {
-        var failure: PostgresFailure
-        var ranNothing: Bool
-    }
-
-    private func sendBatch(_ sql: String) throws(BatchFailure) -> [PostgresRows] {
+    private func sendBatch(_ sql: String) throws(PostgresFailure) -> [PostgresRows] {
         guard PQsendQuery(connection, sql) == 1 else {
-            throw BatchFailure(
-                failure: PostgresFailure(state: nil, message: Self.message(connection)), ranNothing: true)
+            throw PostgresFailure(state: nil, message: Self.message(connection))
         }
         var results: [PostgresRows] = []
         var failure: PostgresFailure? = nil
@@ -128,7 +113,10 @@ final class PostgresConnection: @unchecked Sendable {
                 failure = failure ?? error
             }
         }
-        if let failure { throw BatchFailure(failure: failure, ranNothing: results.isEmpty) }
+        if var failure {
+            failure.partlyRan = !results.isEmpty
+            throw failure
+        }
         return results
     }
 
@@ -186,6 +174,8 @@ struct PostgresRows {
 struct PostgresFailure: Error {
     var state: String?
     var message: String
+    /// Some statements of a batch had run before this one failed (it is not sent again).
+    var partlyRan = false
 
     /// The server ended the session (class 57P: shutdown, crash, terminated backend) or the
     /// connection failed (class 08): the statement did not run on a live session.
