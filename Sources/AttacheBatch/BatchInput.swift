@@ -117,7 +117,14 @@ public struct BatchItems: IteratorProtocol {
                         .invalidPayload, "the line is longer than \(limit) bytes; it was not read",
                         limit: .maxInputBytes)
                 } else if urls {
-                    let url = String(decoding: line.bytes, as: UTF8.self).trimmingWhitespace
+                    // A line that is not UTF-8 names no URL: it is never repaired into one.
+                    guard let text = String(validating: line.bytes, as: UTF8.self) else {
+                        item.readError = AttacheError(
+                            .invalidURL, "the line is not UTF-8 text; no URL was read from it")
+                        index += 1
+                        return item
+                    }
+                    let url = text.trimmingWhitespace
                     if url.isEmpty || url.hasPrefix("#") { continue }
                     item.url = url
                     item.payload = Self.payload(for: url)

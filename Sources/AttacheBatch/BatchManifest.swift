@@ -5,8 +5,10 @@ import Glibc
 /// The batch's record of what is done: one JSON line per item, appended as items finish.
 ///
 /// It is the commit point. An item is done when its line is in the manifest, and only then; a
-/// rerun skips those items and redoes every other one. Opening it reads every line: a torn or
-/// unreadable last line (a kill in the middle of a write) is cut off and its item redone.
+/// rerun skips those items and redoes every other one. Opening it reads every line: a last
+/// line torn by a kill in the middle of its write (no newline, and it begins as records do) is
+/// cut off and its item redone; a file with any other line is not a manifest and is refused,
+/// untouched.
 /// ``sync()`` makes what was appended durable (`fdatasync`); the runner calls it after the
 /// output it names is durable, so the manifest never names output that a crash could lose.
 public final class BatchManifest {
@@ -39,12 +41,17 @@ public final class BatchManifest {
         guard try AtomicFile.lock(fd, exclusive: true, nonBlocking: true) else {
             throw AttacheError(.ioError, "\(path) is in use by another batch")
         }
+        // Every complete line must be a record: a file with a foreign line is not a manifest
+        // (it may be anything a mistyped --manifest names) and is never written to. Only a last
+        // line without its newline that begins as records begin is a write a kill cut short.
         var keep: Int64 = 0
-        var invalid = 0
-        try Self.scan(path) { record, end in
+        var line = 0
+        try Self.scan(path) { (record, end) throws(AttacheError) in
+            line += 1
             guard let record else {
-                invalid += 1
-                return
+                throw AttacheError(
+                    .invalidPayload,
+                    "\(path) is not a batch manifest (line \(line) is not a manifest record); it was left as it is")
             }
             done.insert(record.reference)
             if let end = record.outputEnd { outputEnd = end }
@@ -53,9 +60,10 @@ public final class BatchManifest {
         var info = stat()
         fstat(fd, &info)
         if Int64(info.st_size) > keep {
-            // Only a tail can be torn; anything else unreadable in the middle is a damaged file.
-            guard invalid <= 1 else {
-                throw AttacheError(.invalidPayload, "\(path): \(invalid) lines are not manifest records")
+            guard try Self.tornRecord(fd, at: keep, path: path) else {
+                throw AttacheError(
+                    .invalidPayload,
+                    "\(path) is not a batch manifest (its last line is not a manifest record); it was left as it is")
             }
             cut = 1
             guard ftruncate(fd, off_t(keep)) == 0 else { throw AtomicFile.failure("truncate", path) }
@@ -103,6 +111,19 @@ public final class BatchManifest {
     public func sync() throws(AttacheError) {
         guard fdatasync(fd) == 0 else { throw AtomicFile.failure("fdatasync", path) }
     }
+
+    /// Whether the bytes from `offset` to the end (a last line without its newline) begin as
+    /// every record line begins, so they are a record whose write was cut short.
+    static func tornRecord(_ fd: Int32, at offset: Int64, path: String) throws(AttacheError) -> Bool {
+        let start = Array(recordStart.utf8)
+        var bytes = [UInt8](repeating: 0, count: start.count)
+        let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, off_t(offset)) }
+        guard n >= 0 else { throw AtomicFile.failure("read", path) }
+        return n > 0 && bytes[0..<n].elementsEqual(start[0..<n])
+    }
+
+    /// How every record line begins (``BatchRecord`` writes `ref` first).
+    static let recordStart = #"{"ref":""#
 
     /// Reads every complete line: `body(record, endOffset)` with nil for a line that is not a
     /// record. A last line without its newline is not complete and is not read.

@@ -95,6 +95,8 @@ public final class Fetcher: Sendable {
         let start = ContinuousClock.now
         if let refusal = refusal(for: url) { return .failure(refusal) }
         var attempt = 0
+        // Body bytes earlier attempts read (a failure reports every byte the fetch read).
+        var read: Int64 = 0
         while true {
             attempt += 1
             let remaining = deadline - .now
@@ -108,7 +110,10 @@ public final class Fetcher: Sendable {
                 media.attempts = attempt
                 media.elapsed = .now - start
                 result = .success(media)
-            case .failure(let error):
+            case .failure(var error):
+                read += error.fetchedBytes
+                error.fetchedBytes = read
+                result = .failure(error)
                 let delay = policy.retryDelay * (1 << (attempt - 1))
                 if attempt <= policy.maxRetries, Self.isRetryable(error), deadline - .now > delay + .milliseconds(50) {
                     do { try await Task.sleep(for: delay) } catch {

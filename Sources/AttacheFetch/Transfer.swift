@@ -107,8 +107,14 @@ enum Transfer {
         var result = att_transfer_result()
         att_transfer_result_fill(transfer.pointer, code, &result)
         let status = Int(result.http_status)
-        if result.abort_reason == ATT_ABORT_BUDGET, let budget { return .failure(budget.exceeded) }
-        if let error = error(result, status: status, timeout: timeout) { return .failure(error) }
+        if result.abort_reason == ATT_ABORT_BUDGET, var exceeded = budget?.exceeded {
+            exceeded.fetchedBytes = result.body_bytes
+            return .failure(exceeded)
+        }
+        if var error = error(result, status: status, timeout: timeout) {
+            error.fetchedBytes = result.body_bytes
+            return .failure(error)
+        }
         var count = 0
         let body = att_transfer_take_body(transfer.pointer, &count)
         let bytes = MediaBytes(adoptingMalloc: UnsafeMutableRawPointer(body), count: count)
@@ -143,6 +149,10 @@ enum Transfer {
             return AttacheError(.hostNotAllowed, "\(detail) is not on the host allowlist", detail: detail)
         case ATT_ABORT_USERINFO:
             return AttacheError(.invalidURL, "a redirect carries userinfo", detail: detail)
+        case ATT_ABORT_HEADER_TOO_LARGE:
+            return AttacheError(.tooLarge, "the response header is over \(ATT_MAX_HEADER_BYTES / 1024) KiB")
+        case ATT_ABORT_BAD_RESPONSE:
+            return AttacheError(.badResponse, "the response is not valid HTTP: \(detail)", detail: detail)
         default:
             break
         }
@@ -182,7 +192,9 @@ enum Transfer {
         case ATT_FAILURE_TLS:
             return AttacheError(.tlsFailed, message)
         case ATT_FAILURE_BAD_RESPONSE:
-            return AttacheError(.badResponse, message)
+            return AttacheError(.badResponse, "the response is not valid HTTP: \(message)")
+        case ATT_FAILURE_HEADER_TOO_LARGE:
+            return AttacheError(.tooLarge, "a response header line is longer than libcurl accepts (100 KiB)")
         case ATT_FAILURE_ABORTED:
             return AttacheError(.cancelled, "the fetch was cancelled")
         default:

@@ -27,6 +27,7 @@ final class RequestNotes: Sendable {
         var route: String?
         var outcomes: [String] = []
         var code: String?
+        var hungUp = false
     }
 
     private let fields = Mutex(Fields())
@@ -41,6 +42,12 @@ final class RequestNotes: Sendable {
     var outcomes: [String] {
         get { fields.withLock { $0.outcomes } }
         set { fields.withLock { $0.outcomes = newValue } }
+    }
+
+    /// The client closed its side before the request was complete.
+    var hungUp: Bool {
+        get { fields.withLock { $0.hungUp } }
+        set { fields.withLock { $0.hungUp = newValue } }
     }
 
     /// The error code of a refused request.

@@ -1,6 +1,7 @@
 import AttacheBase
 import Hummingbird
 import Logging
+import NIOHTTP1
 
 /// Around every request: errors become RFC 9457 problems (never a 500 for what a client
 /// sent), then one structured log line (request id, method, route, status, milliseconds,
@@ -34,6 +35,19 @@ struct RequestLogMiddleware: RouterMiddleware {
             }
             context.notes.code = problem.code.rawValue
             response = problem.response(head: head)
+        } catch let error as HTTPParserError {
+            // The body could not be framed (a bad chunk size or line end) or ended before its
+            // length: the client's fault, never a 500. The connection closes after the answer.
+            let hungUp = error == .invalidEOFState || !context.channel.isActive
+            let detail =
+                hungUp
+                ? "the request body ended before its length: the client closed its side"
+                : "the request body is not framed as HTTP/1.1 says (a chunk size or a line end): \(error)"
+            context.notes.code = AttacheError.Code.invalidRequest.rawValue
+            if hungUp { context.notes.hungUp = true }
+            var problem = Problem(.badRequest, .invalidRequest, detail)
+            problem.headers[.connection] = "close"
+            response = problem.response(head: head)
         } catch {
             // Only a fault of the service itself gets here.
             context.logger.error("request failed", metadata: ["error": "\(String(reflecting: type(of: error)))"])
@@ -41,12 +55,19 @@ struct RequestLogMiddleware: RouterMiddleware {
             response = Problem(.internalServerError, .internalError, "the service failed to answer").response(
                 head: head)
         }
+        // A client that hung up mid-request is counted as nginx counts it (499), not as a refusal.
+        let hungUp = context.notes.hungUp
         Self.record(
-            route: context.notes.route ?? Self.routeName(context.endpointPath), method: request.method.rawValue,
-            status: response.status.code, since: start, outcomes: context.notes.outcomes, code: context.notes.code,
-            metrics: metrics, logger: context.logger)
+            route: context.notes.route ?? routeName(context.endpointPath), method: request.method.rawValue,
+            status: hungUp ? Self.clientClosed : response.status.code, since: start,
+            outcomes: context.notes.outcomes, code: hungUp ? "client_gone" : context.notes.code, metrics: metrics,
+            logger: context.logger)
         return response
     }
+
+    /// The status a request is counted with when its client closed its side before the request
+    /// was complete (nginx's 499; no answer with it is sent).
+    static let clientClosed = 499
 
     /// Counts a request and writes its one log line (the router's requests and the downloads
     /// answered in front of it).
@@ -72,11 +93,13 @@ struct RequestLogMiddleware: RouterMiddleware {
         "/openapi.yaml": ("openapi", "GET"), "/v1/notifications": ("notifications", "POST"),
     ]
 
-    /// A route's name for metrics: the matched pattern (never the raw path, which may hold a
-    /// token), or `unmatched`.
-    static func routeName(_ endpoint: String?) -> String {
+    /// A route's name for metrics: the matched pattern's (never the raw path, which may hold a
+    /// token), or `unmatched` for a request no route took (an unknown path, a method the path does
+    /// not take: the router names both `NotFound`).
+    func routeName(_ endpoint: String?) -> String {
         guard let endpoint else { return "unmatched" }
-        return fixedRoutes[endpoint]?.name ?? "attachment"
+        if let route = Self.fixedRoutes[endpoint] { return route.name }
+        return endpoint == attachmentsPath + "/**" ? "attachment" : "unmatched"
     }
 
     /// The methods a known path takes, or nil for a path no route has.

@@ -31,6 +31,11 @@ struct att_transfer {
     int64_t *budget;
     /// Bytes taken from the budget for this transfer (a declared length, then what came past it).
     int64_t reserved;
+    /// Body bytes libcurl handed over (kept or refused).
+    int64_t received;
+    /// Header bytes of the response being read, and the Content-Length it declared (-1: none yet).
+    size_t header_bytes;
+    int64_t declared_length;
     att_abort_reason abort_reason;
     atomic_int cancelled;
     uint64_t tag;
@@ -85,6 +90,7 @@ int64_t att_budget_left(const int64_t *cell) { return __atomic_load_n(cell, __AT
 static size_t on_write(char *data, size_t size, size_t count, void *user) {
     att_transfer *t = user;
     size_t n = size * count;
+    t->received += (int64_t)n;
     if (t->max_bytes > 0 && (int64_t)(t->size + n) > t->max_bytes) {
         t->abort_reason = ATT_ABORT_TOO_LARGE;
         return CURL_WRITEFUNC_ERROR;
@@ -132,6 +138,60 @@ static size_t on_write(char *data, size_t size, size_t count, void *user) {
     t->size += n;
     if (!t->sniffed && t->sniff_bytes > 0 && t->size >= (size_t)t->sniff_bytes && run_sniff(t)) {
         return CURL_WRITEFUNC_ERROR;
+    }
+    return n;
+}
+
+// Parses a Content-Length value: one decimal number, or a list of equal ones (RFC 9110 §8.6
+// lets a recipient take "42, 42" as 42). -1 for anything else.
+static int64_t content_length_value(const char *text, size_t length) {
+    int64_t value = -1;
+    size_t i = 0;
+    while (i < length) {
+        while (i < length && (text[i] == ' ' || text[i] == '\t')) i++;
+        if (i == length || text[i] < '0' || text[i] > '9') return -1;
+        int64_t number = 0;
+        while (i < length && text[i] >= '0' && text[i] <= '9') {
+            if (number > (INT64_MAX - 9) / 10) return -1;
+            number = number * 10 + (text[i++] - '0');
+        }
+        while (i < length && (text[i] == ' ' || text[i] == '\t')) i++;
+        if (value >= 0 && number != value) return -1;
+        value = number;
+        if (i < length && text[i] != ',') return -1;
+        if (i < length) i++;
+    }
+    return value;
+}
+
+// Each header line of each response (redirects and 1xx included): the header's size is capped,
+// and a Content-Length that contradicts itself or another is a malformed answer, not a
+// truncated body.
+static size_t on_header(char *data, size_t size, size_t count, void *user) {
+    att_transfer *t = user;
+    size_t n = size * count;
+    if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) {
+        t->header_bytes = 0;
+        t->declared_length = -1;
+    }
+    t->header_bytes += n;
+    if (t->header_bytes > ATT_MAX_HEADER_BYTES) {
+        t->abort_reason = ATT_ABORT_HEADER_TOO_LARGE;
+        return 0;
+    }
+    static const char name[] = "content-length:";
+    if (n > sizeof name - 1 && strncasecmp(data, name, sizeof name - 1) == 0) {
+        size_t length = n - (sizeof name - 1);
+        while (length > 0 && (data[sizeof name - 2 + length] == '\r' || data[sizeof name - 2 + length] == '\n')) {
+            length--;
+        }
+        int64_t value = content_length_value(data + sizeof name - 1, length);
+        if (value < 0 || (t->declared_length >= 0 && value != t->declared_length)) {
+            t->abort_reason = ATT_ABORT_BAD_RESPONSE;
+            set_detail(t, value < 0 ? "Content-Length is not one number" : "two Content-Length values disagree");
+            return 0;
+        }
+        t->declared_length = value;
     }
     return n;
 }
@@ -284,6 +344,7 @@ att_transfer *att_transfer_new(const att_transfer_options *o, char *error) {
     t->sniff = o->sniff;
     t->kind = -1;
     t->budget = o->budget;
+    t->declared_length = -1;
     atomic_init(&t->cancelled, 0);
     if (o->allowed_hosts != NULL) {
         size_t n = 0;
@@ -312,6 +373,8 @@ att_transfer *att_transfer_new(const att_transfer_options *o, char *error) {
     if (o->ca_file != NULL) SET(CURLOPT_CAINFO, o->ca_file);
     // "" disables proxies, including the http_proxy/https_proxy/all_proxy environment.
     SET(CURLOPT_PROXY, o->proxy != NULL ? o->proxy : "");
+    SET(CURLOPT_HEADERFUNCTION, on_header);
+    SET(CURLOPT_HEADERDATA, (void *)t);
     SET(CURLOPT_WRITEFUNCTION, on_write);
     SET(CURLOPT_WRITEDATA, (void *)t);
     SET(CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
@@ -418,6 +481,16 @@ void att_transfer_result_fill(att_transfer *t, int32_t curl_code, att_transfer_r
     }
     r->curl_code = curl_code;
     r->failure = classify(curl_code);
+    // Answers that are not HTTP, and header lines past libcurl's own limit, which it reports in
+    // words of its own ("Received HTTP/0.9", out of memory before any body byte).
+    if (curl_code == CURLE_UNSUPPORTED_PROTOCOL && strstr(t->error, "HTTP/0.9") != NULL) {
+        r->failure = ATT_FAILURE_BAD_RESPONSE;
+    }
+    if ((curl_code == CURLE_OUT_OF_MEMORY && t->received == 0) ||
+        (curl_code == CURLE_RECV_ERROR && strstr(t->error, "Too large response headers") != NULL)) {
+        r->failure = ATT_FAILURE_HEADER_TOO_LARGE;
+    }
+    r->body_bytes = t->received;
     r->abort_reason = t->abort_reason;
     r->cap_category = t->cap_category;
     r->kind = t->kind;

@@ -14,8 +14,9 @@ struct BatchCommand: AsyncParsableCommand {
             INPUT is a directory of payload .json files, a .jsonl file of payloads (one per line), \
             or any other file as a list of media URLs (one per line, # starts a comment; each URL \
             is processed as {"aps":{"mutable-content":1},"media-url":URL}). Items are read as they \
-            are needed. Each finished item gets one line in the manifest (default: \
-            <out>.manifest.jsonl, else batch.manifest.jsonl); running the same command again \
+            are needed. Each finished item gets one line in the manifest (default: beside --out, \
+            named after it: --out out.jsonl → out.manifest.jsonl, --out DIR → DIR.manifest.jsonl; \
+            without --out, batch.manifest.jsonl); running the same command again \
             skips the items the manifest records, so a killed batch resumes where it stopped. \
             --out DIR writes each mutated payload to DIR/<name> (directory input: the file's name; \
             otherwise <line>.json); --out FILE.jsonl writes them as one file, one payload per line \
@@ -35,7 +36,10 @@ struct BatchCommand: AsyncParsableCommand {
     @Option(help: "Mutated payloads: a directory, or a file ending in .jsonl.")
     var out: String?
 
-    @Option(help: "The manifest (JSONL, one line per item). Default: <out>.manifest.jsonl.")
+    @Option(
+        help:
+            "The manifest (JSONL, one line per item). Default: out.manifest.jsonl for --out out.jsonl, DIR.manifest.jsonl for --out DIR, else batch.manifest.jsonl."
+    )
     var manifest: String?
 
     @Option(help: "Write a self-contained HTML report of the whole batch to this file.")

@@ -67,6 +67,21 @@ struct BatchInputTests {
         #expect(content.sources(using: SourceRule.defaults).map(\.url) == ["http://127.0.0.1:1/b \"q\".png"])
     }
 
+    @Test("a URL line that is not UTF-8 is that item's invalid_url, never a repaired URL")
+    func aURLLineThatIsNotUTF8IsInvalid() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/urls.txt"
+        var bytes = Array("http://127.0.0.1:1/a.jpg\nhttp://127.0.0.1:1/caf".utf8) + [0xE9]
+        bytes += Array(".jpg\nhttp://127.0.0.1:1/b.jpg\n".utf8)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let items = try all(try BatchInput(path: path))
+        #expect(items.map(\.reference) == ["urls.txt:1", "urls.txt:2", "urls.txt:3"])
+        #expect(items[1].readError?.code == .invalidURL)
+        #expect(items[1].url == nil && items[1].payload.isEmpty, "nothing is fetched for it")
+        #expect(items[0].readError == nil && items[2].readError == nil)
+        #expect(items[2].url == "http://127.0.0.1:1/b.jpg")
+    }
+
     @Test func aTornLastManifestLineIsCutAndItsItemIsNotDone() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/m.jsonl"
@@ -80,17 +95,42 @@ struct BatchInputTests {
             #expect(manifest.cut == 1)
         }
         #expect(try String(contentsOfFile: path, encoding: .utf8) == one + two)
-        // A complete line that is not a record, last: cut too.
+        // A kill during the very first write leaves only the start of a record: cut too.
+        try write("{\"ref\":\"a.js", to: path)
+        #expect(try BatchManifest(path: path).cut == 1)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "")
+        // A complete line that is not a record is no torn write, even last: refused, nothing cut.
         try write(one + "garbage\n", to: path)
-        do {
-            let manifest = try BatchManifest(path: path)
-            #expect(manifest.done == ["a.json"])
-        }
-        #expect(try String(contentsOfFile: path, encoding: .utf8) == one)
+        #expect(failure { try BatchManifest(path: path) }?.code == .invalidPayload)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == one + "garbage\n")
+        // Nor is an unterminated last line that does not begin as records do.
+        try write(one + "notes without a newline", to: path)
+        #expect(failure { try BatchManifest(path: path) }?.code == .invalidPayload)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == one + "notes without a newline")
         // Damage in the middle is not a torn write: refused, nothing cut.
         try write("garbage\n" + one + "more garbage\n", to: path)
         #expect(failure { try BatchManifest(path: path) }?.code == .invalidPayload)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "garbage\n" + one + "more garbage\n")
+    }
+
+    @Test("a file that is not a manifest is never written to, whatever its number of lines")
+    func aFileThatIsNotAManifestIsLeftAlone() throws {
+        let directory = try TemporaryDirectory()
+        let notes = directory.path + "/notes.txt"
+        let link = directory.path + "/link.jsonl"
+        let long = directory.path + "/long.txt"
+        try write("my notes, one line\n", to: notes)
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: notes)
+        // 10 MB on one line, no newline.
+        try Data(repeating: UInt8(ascii: "x"), count: 10_000_000).write(to: URL(fileURLWithPath: long))
+        for path in [notes, link, long] {
+            let error = failure { try BatchManifest(path: path) }
+            #expect(error?.code == .invalidPayload, "\(path)")
+            #expect(error?.message.contains("not a batch manifest") == true, "\(String(describing: error))")
+        }
+        #expect(try String(contentsOfFile: notes, encoding: .utf8) == "my notes, one line\n")
+        #expect(try FileManager.default.attributesOfItem(atPath: long)[.size] as? Int == 10_000_000)
+        #expect(!FileManager.default.fileExists(atPath: notes + ".started"), "nothing was written beside it")
     }
 
     @Test func itemsStartedAndNeverRecordedAreTheInterruptedOnesAndOnlyThoseAreKept() throws {

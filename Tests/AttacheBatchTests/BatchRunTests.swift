@@ -301,6 +301,46 @@ extension BatchRunTests {
         #expect(summary["items"] as? Int == count)
     }
 
+    @Test("batch --manifest naming a file that is not a manifest refuses it and leaves it as it was")
+    func aManifestOptionNamingAnotherFileIsRefused() throws {
+        let notes = directory.path + "/notes.txt"
+        try Data("my notes, one line\n".utf8).write(to: URL(fileURLWithPath: notes))
+        let process = try batch(["--manifest", notes])
+        let stderr = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = stderr
+        try process.run()
+        let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0)
+        #expect(said.contains("not a batch manifest"), "\(said)")
+        #expect(try String(contentsOfFile: notes, encoding: .utf8) == "my notes, one line\n")
+        #expect(server.accepted == 0, "nothing fetched")
+    }
+
+    @Test("the help names the default manifest the command writes")
+    func theHelpNamesTheDefaultManifest() throws {
+        gate.open()
+        let help = Process()
+        help.executableURL = URL(fileURLWithPath: try attacheExecutable())
+        help.arguments = ["batch", "--help"]
+        let stdout = Pipe()
+        help.standardOutput = stdout
+        help.standardError = FileHandle.nullDevice
+        try help.run()
+        let text = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        help.waitUntilExit()
+        #expect(text.contains("out.manifest.jsonl for --out out.jsonl"), "\(text)")
+        #expect(!text.contains("<out>.manifest.jsonl"))
+        // And that is the file a run with --out out.jsonl writes.
+        let run = try batch()
+        run.standardOutput = FileHandle.nullDevice
+        run.standardError = FileHandle.nullDevice
+        try run.run()
+        run.waitUntilExit()
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/out.manifest.jsonl"))
+    }
+
     @Test func aDryRunListsWhatWouldBeDoneAndFetchesNothing() throws {
         gate.open()
         let process = try batch(["--dry-run"])

@@ -22,7 +22,10 @@ import Testing
         ],
         // The service's tests start servers and schemathesis: apart, so that the fetch suite's
         // process-wide heap and descriptor counts see only its own work.
-        ["AttacheServerTests.ServiceTests", "AttacheServerTests.SealedServiceTests"],
+        [
+            "AttacheServerTests.ServiceTests", "AttacheServerTests.SealedServiceTests",
+            "AttacheServerTests.FramingTests",
+        ],
         ["AttacheCoreTests.DeadlineTests"],
         ["AttacheSealTests.SealedDeliveryTests"],
         ["AttacheSealTests.KitMemoryTests"],

@@ -112,6 +112,22 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
             } == 1)
     }
 
+    @Test("an outcome whose fetch failed reports the bytes the fetch read")
+    func aFailedFetchsBytesAreReported() async throws {
+        server.route("/short.jpg") { _, c in
+            c.write("HTTP/1.1 200 OK\r\nContent-Length: 50000\r\n\r\n")
+            c.write(Array(sampleJPEG.prefix(1000)))
+            c.close()
+        }
+        let pipeline = try makePipeline(directory)
+        let result = await pipeline.process(
+            payload(["image": JSONValue.quote(server.url("/short.jpg"))]), deadline: .now + .seconds(60))
+        let outcome = try #require(result.outcomes.first)
+        #expect(outcome.error?.code == .truncated)
+        #expect(outcome.fetchedBytes == 1000)
+        #expect(result.report().contains(#""fetched_bytes":1000"#), "\(result.report())")
+    }
+
     @Test func payloadsWithoutMutableContentOrUnreadablePassThroughByteForByte() async throws {
         let pipeline = try makePipeline(directory)
         let plain = payload(["image": JSONValue.quote(server.url("/gray.jpg"))], mutable: false)

@@ -125,6 +125,68 @@ func fetchFailure(
         #expect(cut.bytes.count == 100, "a body longer than declared is read to its declared length only")
     }
 
+    @Test("malformed answers are bad_response, an oversized header too_large, and the bytes read are counted")
+    func malformedAnswersHaveCodesThatSayWhat() async throws {
+        server.route("/no-status-line") { _, c in
+            c.write("Content-Type: image/jpeg\r\nContent-Length: 4\r\n\r\nabcd")
+            c.close()
+        }
+        server.route("/two-lengths") { _, c in
+            c.write("HTTP/1.1 200 OK\r\nContent-Length: \(sampleJPEG.count)\r\nContent-Length: 10\r\n\r\n")
+            c.write(sampleJPEG)
+            c.close()
+        }
+        server.route("/huge-header-line") { _, c in
+            c.write("HTTP/1.1 200 OK\r\nX-Big: " + String(repeating: "a", count: 10_000_000) + "\r\n\r\n")
+            c.close()
+        }
+        server.route("/many-header-lines") { _, c in
+            c.write(
+                "HTTP/1.1 200 OK\r\n" + String(repeating: "X-Many: aaaaaaaaaaaaaaaaaaaaaaaa\r\n", count: 5000) + "\r\n")
+            c.close()
+        }
+        server.route("/same-length-twice") { _, c in
+            c.write("HTTP/1.1 200 OK\r\nContent-Length: \(sampleJPEG.count), \(sampleJPEG.count)\r\n\r\n")
+            c.write(sampleJPEG)
+            c.close()
+        }
+        let fetcher = Fetcher(policy: loopbackPolicy { $0.maxRetries = 0 })
+        let noStatus = await fetchFailure(fetcher, server.url("/no-status-line"))
+        #expect(noStatus?.code == .badResponse, "\(String(describing: noStatus))")
+        let twoLengths = await fetchFailure(fetcher, server.url("/two-lengths"))
+        #expect(twoLengths?.code == .badResponse, "\(String(describing: twoLengths))")
+        for path in ["/huge-header-line", "/many-header-lines"] {
+            let refusal = await fetchFailure(fetcher, server.url(path))
+            #expect(refusal?.code == .tooLarge, "\(path): \(String(describing: refusal))")
+        }
+        // One length said twice alike is one length (RFC 9110 §8.6).
+        #expect(try await fetcher.fetch(server.url("/same-length-twice")).bytes.count == sampleJPEG.count)
+    }
+
+    @Test("a failed fetch reports the body bytes it read")
+    func aFailedFetchCountsTheBytesItRead() async throws {
+        server.route("/lying") { _, c in
+            c.write("HTTP/1.1 200 OK\r\nContent-Length: 50000\r\n\r\n")
+            c.write(Array(sampleJPEG.prefix(1000)))
+            c.close()
+        }
+        server.route("/endless") { _, c in
+            c.write("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
+            c.write(sampleJPEG)
+            let more = [UInt8](repeating: 0xAB, count: 64 * 1024)
+            while c.write(more) {}
+            c.close()
+        }
+        let fetcher = Fetcher(policy: loopbackPolicy { $0.maxRetries = 0 })
+        let lying = await fetchFailure(fetcher, server.url("/lying"))
+        #expect(lying?.code == .truncated && lying?.fetchedBytes == 1000, "\(String(describing: lying))")
+        var limits = MediaLimits()
+        limits.imageBytes = 300_000
+        let endless = await fetchFailure(fetcher, server.url("/endless"), limits: limits)
+        #expect(endless?.code == .tooLarge)
+        #expect((endless?.fetchedBytes ?? 0) > 300_000, "\(String(describing: endless?.fetchedBytes))")
+    }
+
     @Test func oversizeBodiesWithAndWithoutLength() async throws {
         let big = [UInt8](repeating: 0xAB, count: 2_000_000)
         server.route("/big-with-length") { _, c in c.respond(body: sampleJPEG + big) }

@@ -326,3 +326,39 @@ func slowDownload(
         }
     }
 }
+
+/// Writes `bytes` on one TCP connection to 127.0.0.1:`port`, closes the writing side (the
+/// server reads an end of input there), and reads until the server closes the connection or
+/// goes quiet for `quiet`; on a thread of its own. Returns every byte read.
+func rawExchange(port: Int, _ bytes: [UInt8], quiet: Int = 30) async throws -> [UInt8] {
+    try await withCheckedThrowingContinuation { done in
+        Thread.detachNewThread {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var timeout = timeval(tv_sec: quiet, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard connected == 0, bytes.isEmpty || write(fd, bytes, bytes.count) == bytes.count else {
+                close(fd)
+                return done.resume(throwing: AttacheError(.ioError, "cannot talk to 127.0.0.1:\(port)"))
+            }
+            shutdown(fd, Int32(SHUT_WR))
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = read(fd, &buffer, buffer.count)
+                if n <= 0 { break }
+                received += buffer[0..<n]
+            }
+            close(fd)
+            done.resume(returning: received)
+        }
+    }
+}

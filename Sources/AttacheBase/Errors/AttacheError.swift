@@ -37,6 +37,9 @@ public struct AttacheError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A machine-readable detail: the address rule for `blocked_address`, the status code for
     /// `http_status`, the refused type for `unsupported_type` from a fetch.
     public let detail: String?
+    /// Body bytes a fetch read before it failed (an endless body, a length that lies): what the
+    /// outcome reports as fetched. 0 when nothing was read, and for every other stage.
+    public var fetchedBytes: Int64 = 0
 
     /// Creates an error.
     public init(_ code: Code, _ message: String, limit: Limit? = nil, detail: String? = nil) {

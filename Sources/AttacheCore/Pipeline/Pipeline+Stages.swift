@@ -185,6 +185,7 @@ extension Pipeline {
                 default: "store"
                 }
             next(stage)
+            if stage == \.fetch { outcome.fetchedBytes = error.fetchedBytes }
             outcome.error = error
         }
         return outcome

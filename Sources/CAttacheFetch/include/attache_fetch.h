@@ -99,7 +99,14 @@ typedef enum {
     ATT_ABORT_USERINFO = 6,
     /// The shared byte budget ran out.
     ATT_ABORT_BUDGET = 7,
+    /// A response's header lines passed ATT_MAX_HEADER_BYTES.
+    ATT_ABORT_HEADER_TOO_LARGE = 8,
+    /// A response's header is malformed: Content-Length values that disagree or are not numbers.
+    ATT_ABORT_BAD_RESPONSE = 9,
 } att_abort_reason;
+
+/// The most header bytes one response (each redirect's, each 1xx's) may send: 64 KiB.
+#define ATT_MAX_HEADER_BYTES (64 * 1024)
 
 /// What a failed transfer's CURLcode means, classified once here where libcurl's constants are.
 typedef enum {
@@ -129,6 +136,9 @@ typedef enum {
     /// A callback aborted the transfer (see abort_reason).
     ATT_FAILURE_ABORTED = 13,
     ATT_FAILURE_OTHER = 14,
+    /// A header line passed libcurl's own limit (it reports that as out of memory, or as too
+    /// large response headers).
+    ATT_FAILURE_HEADER_TOO_LARGE = 15,
 } att_fetch_failure;
 
 typedef struct {
@@ -146,6 +156,8 @@ typedef struct {
     int64_t content_length;
     int64_t redirects;
     double total_seconds;
+    /// Body bytes received, also when the transfer failed (a refused last piece included).
+    int64_t body_bytes;
     /// Set for ATT_ABORT_BLOCKED_ADDRESS / ATT_ABORT_UNSUPPORTED_TYPE.
     char detail[96];
     char error[256];
