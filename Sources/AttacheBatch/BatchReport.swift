@@ -42,6 +42,8 @@ public struct BatchReport {
         var bytesOut: Int64
         var sourceSize: String
         var size: String
+        /// The source's own bytes were stored, metadata removed (a rendition would not be smaller).
+        var keptSource = false
     }
 
     /// Builds the page from the manifest at `manifest` (read once). `store` gives the stored renditions;
@@ -91,7 +93,8 @@ public struct BatchReport {
                         Sample(
                             reference: record.reference, url: url, id: id, type: kind, bytesIn: bytesIn,
                             bytesOut: bytesOut, sourceSize: Self.size(entry["source_width"], entry["source_height"]),
-                            size: Self.size(entry["width"], entry["height"])))
+                            size: Self.size(entry["width"], entry["height"]),
+                            keptSource: entry["kept_source"] == .bool(true)))
                 }
             }
         }
@@ -211,7 +214,9 @@ public struct BatchReport {
             html += Self.picture(picture.after, label: "after")
             html += "</div><figcaption><div class=\"ref\">\(Self.escape(sample.reference))</div>"
             html += "<div>\(sample.type.uppercased()) \(sample.sourceSize) · \(BatchSummary.bytes(sample.bytesIn))"
-            html += " → \(sample.size) · \(BatchSummary.bytes(sample.bytesOut))</div></figcaption></figure>"
+            html += " → \(sample.size) · \(BatchSummary.bytes(sample.bytesOut))</div>"
+            if sample.keptSource { html += "<div class=\"note\">source kept, metadata removed</div>" }
+            html += "</figcaption></figure>"
         }
         return html + "</div></section>\n"
     }

@@ -104,10 +104,16 @@ struct NotificationRoute: Sendable {
         }
     }
 
+    /// A request without credentials passes only with `--allow-anonymous`; one that presents
+    /// credentials passes only when they are an accepted key, whatever `--allow-anonymous` says
+    /// (a wrong key is a client to tell, not one to let through).
     private func authenticate(_ request: Request) throws {
-        guard !configuration.allowAnonymous else { return }
-        guard let key = APIKeys.bearer(request.headers[.authorization]) else {
+        guard let header = request.headers[.authorization] else {
+            if configuration.allowAnonymous { return }
             throw Problem.unauthorized("an API key is required: Authorization: Bearer <key>")
+        }
+        guard let key = APIKeys.bearer(header) else {
+            throw Problem.unauthorized("the Authorization header is not Bearer <key>")
         }
         guard keys.accepts(key) else { throw Problem.unauthorized("the API key is not accepted") }
     }

@@ -128,6 +128,22 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
         #expect(result.report().contains(#""fetched_bytes":1000"#), "\(result.report())")
     }
 
+    @Test("a source within every limit whose rendition is not smaller is stored as it came, said kept_source")
+    func aSourceThatFitsIsKeptAndSaidSo() async throws {
+        let pipeline = try makePipeline(directory)
+        let result = await pipeline.process(
+            payload(["image": JSONValue.quote(server.url("/palette-transparent.png"))]), deadline: .now + .seconds(60))
+        let outcome = try #require(result.outcomes.first)
+        let attachment = try #require(outcome.attachment)
+        #expect(outcome.keptSource == true)
+        #expect(attachment.bytes <= outcome.fetchedBytes)
+        #expect(result.report().contains(#""kept_source":true"#))
+        // A downscaled one is a rendition.
+        let photo = await pipeline.process(
+            payload(["image": JSONValue.quote(server.url("/waterfall-rotated.jpg"))]), deadline: .now + .seconds(60))
+        #expect(photo.outcomes.first?.keptSource == false)
+    }
+
     @Test func payloadsWithoutMutableContentOrUnreadablePassThroughByteForByte() async throws {
         let pipeline = try makePipeline(directory)
         let plain = payload(["image": JSONValue.quote(server.url("/gray.jpg"))], mutable: false)

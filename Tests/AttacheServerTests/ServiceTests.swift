@@ -322,6 +322,21 @@ import Testing
         #expect(Data(base64Encoded: (try envelopeOfGarbage.json()["payload_base64"] as? String) ?? "") == Data(garbage))
     }
 
+    @Test("with --allow-anonymous, no credentials pass and a wrong key is still 401")
+    func aPresentedKeyThatIsWrongIsRefusedEvenWhereAnonymousIsAllowed() async throws {
+        let service = try await Self.start { $0.allowAnonymous = true }
+        defer { Task { await service.stop() } }
+        let post = service.base + "/v1/notifications"
+        let body = Array(#"{"aps":{"alert":"hi"}}"#.utf8)
+        #expect(try await curl("POST", post, body: body).status == 200)
+        #expect(try await curl("POST", post, headers: Self.auth, body: body).status == 200)
+        for presented in ["Bearer not-the-key-000000000", "Basic dXNlcjpwYXNz", "Bearer"] {
+            let answer = try await curl("POST", post, headers: ["Authorization": presented], body: body)
+            #expect(answer.status == 401, "\(presented)")
+            #expect(answer.headers["www-authenticate"] == "Bearer")
+        }
+    }
+
     @Test func aBurstBeyondTheQueueIsTurnedAwayAtOnce() async throws {
         let media = try TestHTTPServer()
         let held = HeldRoute(on: media, path: "/held.jpg", body: sampleJPEG)

@@ -20,6 +20,9 @@ public struct AttachmentOutcome: Sendable {
     public var fetchedBytes: Int64 = 0
     /// The fetched media's kind, when validation told it.
     public var sourceKind: String?
+    /// Images: the source's own bytes were stored, metadata removed, because a re-encoded
+    /// rendition would not have been smaller (nil: no image was transformed).
+    public var keptSource: Bool?
     /// The fetched image's width and height, when it was an image that was decoded.
     public var sourceWidth: Int?
     public var sourceHeight: Int?

@@ -42,6 +42,7 @@ extension AttachmentOutcome {
         if let sourceKind { item.add("source_type", sourceKind) }
         if let sourceWidth { item.add("source_width", sourceWidth) }
         if let sourceHeight { item.add("source_height", sourceHeight) }
+        if let keptSource { item.add("kept_source", keptSource) }
         if let error { item.add("error", object: JSONLine.error(error)) }
         if let failedStage { item.add("failed_stage", failedStage) }
         item.addRaw("warnings", "[" + warnings.map(JSONLine.quote).joined(separator: ",") + "]")

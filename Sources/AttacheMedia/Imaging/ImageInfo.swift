@@ -48,6 +48,9 @@ public struct Rendition: Sendable {
     public var source: ImageInfo
     /// Frames written (GIF).
     public var frames: Int = 1
+    /// The source's own bytes were kept, its metadata removed (it was within every limit and
+    /// a re-encoded rendition would not have been smaller).
+    public var keptSource = false
     /// GIF: the poster frame and its start time in seconds (for the thumbnail time option).
     public var posterFrame: Int? = nil
     public var posterTime: Double? = nil

@@ -144,6 +144,15 @@ public enum ImageProcessor {
         }
         var rendition = Rendition(
             kind: info.kind, width: image.width, height: image.height, data: try encode(image), source: info)
+        // Never larger than it came: a source already within every limit (not downscaled,
+        // upright as stored) whose rendition is not smaller is stored as it was, its metadata
+        // removed without re-encoding.
+        if image.width == info.width, image.height == info.height, info.orientation == .up,
+            let stripped = MetadataStripper.strip(bytes, kind: info.kind), stripped.count <= rendition.data.count
+        {
+            rendition.data = stripped
+            rendition.keptSource = true
+        }
         // The small rendition comes from the pixels already decoded, upright and downscaled.
         if let smallSide, max(image.width, image.height) > smallSide {
             try deadline.check()

@@ -18,6 +18,9 @@ public struct TransformedMedia: Sendable {
     /// The source image's stored width and height (before orientation), for images.
     public var sourceWidth: Int? = nil
     public var sourceHeight: Int? = nil
+    /// Images: whether the source's own bytes were kept, metadata removed, instead of a
+    /// re-encoded rendition (nil for audio and video, which always pass as they came).
+    public var keptSource: Bool? = nil
     /// The small rendition, when one was asked for and the image is larger.
     public var small: (bytes: MediaBytes, width: Int, height: Int)? = nil
 }
@@ -50,6 +53,7 @@ public enum MediaTransform {
                 height: rendition.height, frames: rendition.frames,
                 posterTime: animated ? rendition.posterTime : nil, actions: rendition.actions,
                 sourceWidth: rendition.source.width, sourceHeight: rendition.source.height)
+            transformed.keptSource = rendition.keptSource
             if let small = rendition.small { transformed.small = (MediaBytes(small.data), small.width, small.height) }
             return transformed
         case .audio, .video:
