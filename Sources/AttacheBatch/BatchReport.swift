@@ -1,5 +1,5 @@
 public import AttacheBase
-public import AttacheCore
+import AttacheCore
 public import AttacheFetch
 import AttacheMedia
 public import AttacheStore

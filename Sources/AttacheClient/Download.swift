@@ -1,9 +1,9 @@
-public import AttacheSeal
+import AttacheSeal
 import Crypto
-public import Foundation
+import Foundation
 
 #if canImport(FoundationNetworking)
-public import FoundationNetworking
+import FoundationNetworking
 #endif
 
 /// One file to fetch: where, how big, how to check it, and (sealed) how to open it.

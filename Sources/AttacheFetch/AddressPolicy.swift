@@ -1,4 +1,4 @@
-public import AttacheBase
+import AttacheBase
 internal import CAttacheFetch
 import Glibc
 

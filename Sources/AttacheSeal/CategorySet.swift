@@ -93,10 +93,42 @@ public struct CategorySet: Codable, Hashable, Sendable {
     public init(json: Data) throws(Invalid) {
         do {
             self = try JSONDecoder().decode(CategorySet.self, from: json)
+        } catch let error as DecodingError {
+            throw Invalid(description: "not a category set: " + Self.words(error))
         } catch {
-            throw Invalid(description: "not a category set (\(error))")
+            throw Invalid(description: "not a category set")
         }
         if let problem { throw Invalid(description: problem) }
+    }
+
+    /// A decoding error in words: where in the file, and what was expected there.
+    static func words(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+            return keys.isEmpty ? "the file" : keys.joined(separator: ".")
+        }
+        switch error {
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty
+                ? "the file is not valid JSON" : "\(path(context)) is not valid: \(context.debugDescription)"
+        case .keyNotFound(let key, let context):
+            return "\(context.codingPath.isEmpty ? "the object" : path(context)) has no \(key.stringValue)"
+        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
+            let name = String(describing: type)
+            let expected =
+                name == "String"
+                ? "a string"
+                : name == "Bool"
+                    ? "true or false"
+                    : name.hasPrefix("Array")
+                        ? "a list"
+                        : name.hasPrefix("Dictionary")
+                            ? "an object"
+                            : ["Int", "Double"].contains(name) ? "a number" : "an object"
+            return "\(path(context)) should be \(expected)"
+        @unknown default:
+            return "its shape is not the documented one"
+        }
     }
 
     /// Why the set cannot be used, or nil.

@@ -78,6 +78,22 @@ public enum SealError: Error, Equatable, Sendable {
     case badKey(String)
 }
 
+extension SealError: CustomStringConvertible {
+    /// What went wrong, in words.
+    public var description: String {
+        switch self {
+        case .badHeader: "not a sealed attachment (its header is not ATS1 with a segment size in range)"
+        case .segmentRejected(let index):
+            "segment \(index) failed authentication (tampered, reordered or the wrong key)"
+        case .truncated: "the sealed stream ended before its last segment"
+        case .trailingData: "bytes follow the last segment"
+        case .sealRejected: "the seal could not be opened with this key"
+        case .malformed(let why): "the sealed payload is not in the documented shape: \(why)"
+        case .badKey(let why): why
+        }
+    }
+}
+
 /// Seals a plaintext stream as it is written: `append` returns the ciphertext ready so far
 /// (whole segments), `finish` the rest. Holds at most one segment.
 public struct SegmentEncryptor {

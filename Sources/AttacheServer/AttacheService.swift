@@ -1,12 +1,12 @@
 public import AttacheBase
 public import AttacheCore
-public import AttacheFetch
+import AttacheFetch
 public import AttacheStore
 import Foundation
 public import Hummingbird
 public import Logging
 import NIOCore
-public import ServiceLifecycle
+import ServiceLifecycle
 import Synchronization
 import UnixSignals
 

@@ -237,12 +237,21 @@ public enum ServerSettings {
             } catch {
                 problems.append("\(where_("store")): \(error.message)")
             }
-        } else if text("blobs") != nil {
-            problems.append("\(where_("blobs")): only a postgres:// store keeps its bytes in a bucket")
+        } else {
+            if text("blobs") != nil {
+                problems.append("\(where_("blobs")): only a postgres:// store keeps its bytes in a bucket")
+            }
+            if text("blobCache") != nil {
+                problems.append("\(where_("blobCache")): only a postgres:// store keeps local copies of its objects")
+            }
         }
 
         configuration.host = text("host") ?? configuration.host
-        if configuration.host.isEmpty { problems.append("\(where_("host")): empty") }
+        if !Self.isListenAddress(configuration.host) {
+            problems.append(
+                "\(where_("host")): '\(configuration.host)' is not an address or host name to listen on "
+                    + "(127.0.0.1, ::1, 0.0.0.0, localhost)")
+        }
         configuration.port = integer("port", 0...65_535, configuration.port)
         if let base = text("baseUrl") {
             if let url = URL(string: base), let scheme = url.scheme, ["http", "https"].contains(scheme),
@@ -298,7 +307,12 @@ public enum ServerSettings {
             "maxSide", 1...32_767, configuration.pipeline.rendition.maxSide)
         configuration.pipeline.maxSources = integer("maxSources", 1...1000, configuration.pipeline.maxSources)
         configuration.pipeline.smallSide = integer("smallSide", 0...32_767, configuration.pipeline.smallSide)
-        if let placeholder = text("sealPlaceholder") { configuration.pipeline.sealPlaceholder = placeholder }
+        if let placeholder = text("sealPlaceholder") {
+            if placeholder.utf8.count > 1000 {
+                problems.append("\(where_("sealPlaceholder")): \(placeholder.utf8.count) bytes; at most 1000")
+            }
+            configuration.pipeline.sealPlaceholder = placeholder
+        }
         if let path = text("categories") {
             if let data = FileManager.default.contents(atPath: path), data.count <= 1 << 20 {
                 do {
@@ -324,9 +338,20 @@ public enum ServerSettings {
         configuration.fetch.allowPrivate = flag("allowPrivate")
         let level = (text("logLevel") ?? "info").lowercased()
         if !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(level) {
-            problems.append("\(where_("logLevel")): '\(level)' is not a log level")
+            problems.append(
+                "\(where_("logLevel")): '\(level)' is not a log level "
+                    + "(trace, debug, info, notice, warning, error or critical)")
         }
         return Loaded(configuration: configuration, logLevel: level, problems: problems)
+    }
+
+    /// An IP address or a host name (letters, digits, `-`, `.`; `:` for IPv6).
+    static func isListenAddress(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 253
+            && text.unicodeScalars.allSatisfy {
+                ($0.isASCII && $0.properties.isAlphabetic) || ("0"..."9").contains($0)
+                    || "-.:".unicodeScalars.contains($0)
+            }
     }
 }
 

@@ -73,6 +73,13 @@ struct BatchCommand: AsyncParsableCommand {
         guard progressInterval > 0, progressInterval <= 3600 else {
             throw ValidationError("--progress-interval must be between 0 and 3600 seconds")
         }
+        // Checked before anything runs, not found out after a long batch.
+        if let report { try OptionChecks.writableFile(report, "--report") }
+        try OptionChecks.writableFile(manifestPath, manifest != nil ? "--manifest" : "the manifest (named after --out)")
+        if let out, out.hasSuffix(".jsonl") { try OptionChecks.writableFile(out, "--out") }
+        if let campaign, campaign.isEmpty || campaign.utf8.count > 200 {
+            throw ValidationError("--campaign is a name of 1 to 200 bytes")
+        }
     }
 
     var manifestPath: String {

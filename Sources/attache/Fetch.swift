@@ -65,6 +65,29 @@ struct Fetch: AsyncParsableCommand {
         try Ranges.check(maxRedirects, 0...50, "--max-redirects")
         try Ranges.check(retries, 0...10, "--retries")
         try Ranges.check(concurrency, 1...10_000, "--concurrency")
+        for host in allowedHosts where !Self.isHostRule(host) {
+            throw ValidationError("--allow-host '\(host)' is not a host name (example.com) or *.example.com")
+        }
+        for entry in resolve where !Self.isResolveEntry(entry) {
+            throw ValidationError("--resolve '\(entry)' is not host:port:address, e.g. media.test:443:127.0.0.1")
+        }
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            throw ValidationError("--ca-file \(caFile): no readable file there (a PEM bundle of CA certificates)")
+        }
+    }
+
+    static func isHostRule(_ text: String) -> Bool {
+        let host: Substring = text.hasPrefix("*.") ? text.dropFirst(2) : Substring(text)
+        let allowed: Set<UInt8> = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.:".utf8)
+        return !host.isEmpty && host.utf8.allSatisfy { allowed.contains($0) }
+    }
+
+    static func isResolveEntry(_ text: String) -> Bool {
+        let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[0].isEmpty, let port = Int(parts[1]), (1...65_535).contains(port) else {
+            return false
+        }
+        return !parts[2].isEmpty
     }
 
     func run() async throws {
@@ -87,7 +110,7 @@ struct Fetch: AsyncParsableCommand {
         policy.allowedHosts = allowedHosts.isEmpty ? nil : allowedHosts
         policy.resolve = resolve
         policy.caFile = caFile
-        if let out { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
+        if let out { try OptionChecks.directory(out, "--out") }
 
         let fetcher = Fetcher(policy: policy, maxHostConnections: concurrency, maxTotalConnections: concurrency)
         let started = ContinuousClock.now

@@ -71,6 +71,16 @@ struct PipelineOptions: ParsableArguments {
         try Ranges.check(maxSources, 1...1_000, "--max-sources")
         try Ranges.check(maxPayloadFetchBytes, 1...(1 << 40), "--max-payload-fetch-bytes")
         try Ranges.check(maxPayloadStoreBytes, 1...(1 << 40), "--max-payload-store-bytes")
+        try OptionChecks.baseURL(baseURL, "--base-url")
+        if sealPlaceholder.utf8.count > 1000 {
+            throw ValidationError(
+                "--seal-placeholder is \(sealPlaceholder.utf8.count) bytes; the alert shown until the device opens the seal is at most 1000"
+            )
+        }
+        for member in sealMembers where member.isEmpty || member == "aps" {
+            throw ValidationError(
+                "--seal-member '\(member)' is not a member a seal can take: name a top-level member other than aps")
+        }
     }
 
     /// The pipeline these options describe, over `store` (default: the store they name).
@@ -91,13 +101,19 @@ struct PipelineOptions: ParsableArguments {
             let bytes = try BoundedInput.read(sealKey, limit: 64 * 1024)
             do {
                 configuration.sealTo = try SealRecipient(encoded: bytes, keyID: sealKid)
+            } catch SealError.badKey(let why) where why.hasPrefix("a key id") {
+                throw ValidationError("--seal-kid '\(sealKid)': \(why)")
             } catch {
                 throw ValidationError("--seal-key \(sealKey): \(error)")
             }
         }
         if let categories { configuration.categories = try Self.categorySet(categories) }
         for text in extraSources {
-            guard let rule = SourceRule(argument: text) else { throw ValidationError("bad --source '\(text)'") }
+            guard let rule = SourceRule(argument: text) else {
+                throw ValidationError(
+                    "--source '\(text)' is not a rule: name=key/key (the keys to a URL, * for every member), "
+                        + "e.g. cdn=data/media/url")
+            }
             configuration.sources.append(rule)
         }
         return Pipeline(configuration: configuration, fetcher: fetcher(), store: try store ?? storeOptions.open())

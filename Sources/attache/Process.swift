@@ -35,7 +35,7 @@ struct ProcessCommand: AsyncParsableCommand {
     var payloads: [String] = ["-"]
 
     func run() async throws {
-        if let out { try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true) }
+        if let out { try OptionChecks.directory(out, "--out") }
         let pipeline = try options.pipeline()
 
         var unreadable = 0

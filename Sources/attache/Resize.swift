@@ -66,7 +66,7 @@ struct Resize: ParsableCommand {
 
     func run() throws {
         Attache.tuneAllocatorForBatch()
-        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        try OptionChecks.directory(out, "--out")
         let base = RenditionSpec(
             maxSide: maxSide, jpegQuality: quality, pngCompressionLevel: pngLevel, jpegShrinkHeadroom: jpegHeadroom)
         var spec = base

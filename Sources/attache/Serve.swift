@@ -27,6 +27,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "JSON file of settings (keys as camelCase setting names). Also ATTACHE_CONFIG.")
     var config: String?
 
+    @Flag(
+        help:
+            "Check every setting and open the store, print what would be served, and exit (0: ready to start, 2: a setting is wrong, 1: the store cannot be opened)."
+    )
+    var checkConfig = false
+
     @Option(help: Self.help("host")) var host: String?
     @Option(help: Self.help("port")) var port: String?
     @Option(help: Self.help("baseUrl")) var baseUrl: String?
@@ -122,6 +128,32 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(2)
         }
 
+        if checkConfig {
+            do {
+                let service = try AttacheService(configuration: loaded.configuration)
+                let configuration = loaded.configuration
+                var store: String = configuration.store.root
+                if let shared = configuration.store.shared {
+                    store = shared.postgresDescription + " + " + shared.blobs.description
+                }
+                let anonymous: String = configuration.allowAnonymous ? " (anonymous callers allowed)" : ""
+                let lines: [String] = [
+                    "attache serve: the settings are valid",
+                    "  listen       \(configuration.host):\(configuration.port)",
+                    "  attachments  \(service.pipeline.configuration.baseURL)",
+                    "  store        \(store)",
+                    "  api keys     \(configuration.apiKeys.count)" + anonymous,
+                    "  pipeline     \(configuration.maxConcurrent) at once, \(configuration.maxQueued) queued",
+                ]
+                print(lines.joined(separator: "\n"))
+            } catch {
+                FileHandle.standardError.write(
+                    Data("attache serve: cannot open the store (store / ATTACHE_STORE): \(error.message)\n".utf8))
+                throw ExitCode(1)
+            }
+            return
+        }
+
         let level = Logger.Level(rawValue: loaded.logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = LineLogHandler(label: label)
@@ -142,7 +174,8 @@ struct Serve: AsyncParsableCommand {
         do {
             service = try AttacheService(configuration: loaded.configuration) { registry.emitToString() }
         } catch {
-            FileHandle.standardError.write(Data("attache serve: \(error.code): \(error.message)\n".utf8))
+            FileHandle.standardError.write(
+                Data("attache serve: cannot open the store (store / ATTACHE_STORE): \(error.message)\n".utf8))
             throw ExitCode(1)
         }
         let configuration = loaded.configuration

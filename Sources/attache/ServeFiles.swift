@@ -29,7 +29,9 @@ struct ServeFiles: ParsableCommand {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
-        guard inet_pton(AF_INET, bind, &address.sin_addr) == 1 else { throw ValidationError("bad --bind \(bind)") }
+        guard inet_pton(AF_INET, bind, &address.sin_addr) == 1 else {
+            throw ValidationError("--bind '\(bind)' is not an IPv4 address, e.g. 127.0.0.1")
+        }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))

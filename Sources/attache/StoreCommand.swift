@@ -39,6 +39,14 @@ struct StoreCommand: ParsableCommand {
         func validate() throws {
             try Ranges.check(ttl: ttl, "--ttl")
             try Ranges.check(ttl: tokenTTL, "--token-ttl")
+            if let sourceURL {
+                guard let url = URL(string: sourceURL), url.scheme != nil, url.host?.isEmpty == false else {
+                    throw ValidationError("--source-url '\(sourceURL)' is not a URL with a scheme and a host")
+                }
+            }
+            guard !spec.isEmpty, !spec.utf8.contains(0) else {
+                throw ValidationError("--spec is the name of the rendition recorded, not empty (default original)")
+            }
         }
 
         func run() throws {
@@ -98,6 +106,10 @@ struct StoreCommand: ParsableCommand {
         @Argument(help: "Attachment id.")
         var id: String
 
+        func validate() throws {
+            try OptionChecks.writableFile(out, "--out")
+        }
+
         func run() throws {
             let store = try options.open()
             let id = try attachmentID(id)
@@ -117,7 +129,10 @@ struct StoreCommand: ParsableCommand {
             } catch {
                 line.add("ok", false)
                 line.add("error", object: JSONLine.error(error))
-                print(options.json ? line.text : "\(id)\terror\t\(error.code)\t\(error.message)")
+                let message =
+                    error.code == .accessDenied
+                    ? "--token does not open this attachment (--verbose says why)" : error.message
+                print(options.json ? line.text : "\(id)\terror\t\(error.code)\t\(message)")
                 throw ExitCode(1)
             }
         }

@@ -62,8 +62,16 @@ struct StoreOptions: ParsableArguments {
         return configuration
     }
 
+    /// Opens the store; a store that cannot be opened is named by the option (or variable) that chose it.
     func open() throws -> AttachmentStore {
-        try AttachmentStore(try configuration())
+        let configuration = try configuration()
+        do throws(AttacheError) {
+            return try AttachmentStore(configuration)
+        } catch {
+            guard error.code == .ioError else { throw error }
+            let named: String = store != nil ? "--store" : "the store (ATTACHE_STORE or the default)"
+            throw AttacheError(.ioError, named + " " + configuration.root + ": " + error.message)
+        }
     }
 }
 

@@ -32,7 +32,9 @@ struct TokenCommand: ParsableCommand {
         }
 
         func run() throws {
-            guard let scope = TokenScope(name: scope) else { throw ValidationError("unknown scope '\(self.scope)'") }
+            guard let scope = TokenScope(name: scope) else {
+                throw ValidationError("--scope '\(self.scope)' is not a scope; the one scope is read")
+            }
             let store = try options.open()
             let token = try store.issueToken(for: try attachmentID(id), ttl: ttl.value, scope: scope)
             var line = JSONLine()

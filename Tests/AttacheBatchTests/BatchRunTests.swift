@@ -450,7 +450,7 @@ final class Gate: @unchecked Sendable {
                 condition.unlock()
                 return true
             }
-            condition.wait(until: Date() + 0.02)
+            _ = condition.wait(until: Date() + 0.02)
             condition.unlock()
             if connection.timeUntilClientCloses(limit: .milliseconds(1)) != nil { return false }
         }

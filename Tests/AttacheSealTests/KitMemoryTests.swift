@@ -34,7 +34,7 @@ import Testing
             c.write(
                 "HTTP/1.1 206 Partial Content\r\nContent-Length: \(range.count)\r\n"
                     + "Content-Range: bytes \(range.lowerBound)-\(range.upperBound - 1)/\(sealed.count)\r\n\r\n")
-            sealed.withUnsafeBytes { c.write(UnsafeRawBufferPointer(rebasing: $0[range])) }
+            _ = sealed.withUnsafeBytes { c.write(UnsafeRawBufferPointer(rebasing: $0[range])) }
         }
         let payload: [String: Any] = [
             "aps": ["alert": ["body": "video"], "mutable-content": 1],

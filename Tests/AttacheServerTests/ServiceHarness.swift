@@ -98,7 +98,7 @@ func curl(
     for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
     if let body {
         let input = directory.path + "/request"
-        FileManager.default.createFile(atPath: input, contents: Data(body))
+        _ = FileManager.default.createFile(atPath: input, contents: Data(body))
         arguments += ["--data-binary", "@" + input]
     }
     arguments += extra + [url]
@@ -129,7 +129,7 @@ func runProcess(
 ) {
     guard let directory = try? TemporaryDirectory() else { return (-1, "no temporary directory") }
     let outputPath = directory.path + "/output"
-    FileManager.default.createFile(atPath: outputPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
     guard let output = FileHandle(forWritingAtPath: outputPath) else { return (-1, "cannot write \(outputPath)") }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)

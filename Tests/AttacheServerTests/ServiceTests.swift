@@ -425,7 +425,7 @@ import Testing
         let held = HeldRoute(on: media, path: "/held.jpg", body: sampleJPEG)
         let directory = try TemporaryDirectory()
         let log = directory.path + "/log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try attacheExecutable())
         process.arguments = [
@@ -524,7 +524,7 @@ import Testing
         defer { Task { await service.stop() } }
         let tmp = service.directory.path + "/store/tmp"
         try FileManager.default.removeItem(atPath: tmp)
-        FileManager.default.createFile(atPath: tmp, contents: Data("not a directory".utf8))
+        _ = FileManager.default.createFile(atPath: tmp, contents: Data("not a directory".utf8))
         let ready = try await curl("GET", service.base + "/readyz")
         #expect(ready.status == 503 && ready.text.contains("store_writable"))
         #expect(try await curl("GET", service.base + "/healthz").status == 200)

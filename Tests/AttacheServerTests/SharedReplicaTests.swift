@@ -26,7 +26,7 @@ struct SharedReplicaTests {
         init(_ fresh: SharedServers.Fresh, extra: [String] = []) async throws {
             directory = try TemporaryDirectory()
             log = directory.path + "/log"
-            FileManager.default.createFile(atPath: log, contents: nil)
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
             process.executableURL = URL(fileURLWithPath: try attacheExecutable())
             process.arguments =
                 [

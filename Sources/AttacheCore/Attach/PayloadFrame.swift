@@ -1,4 +1,4 @@
-public import AttacheBase
+import AttacheBase
 public import AttacheSeal
 
 /// How the output payload is shaped around the attachment block: plain or sealed, and the

@@ -76,7 +76,8 @@ public final class JobQueue: Sendable {
     public init(store: AttachmentStore, campaign: String, lease: Int64 = 30) throws(AttacheError) {
         guard let backend = store.backend as? SharedBackend else {
             throw AttacheError(
-                .invalidInput, "a campaign shared by workers needs a shared store (--store postgres://… --blobs s3://…)"
+                .invalidInput,
+                "--campaign shares a batch between workers through a shared store: give --store postgres://… --blobs s3://…"
             )
         }
         guard !campaign.isEmpty, campaign.utf8.count <= 200, !campaign.contains("\u{0}") else {
@@ -89,7 +90,7 @@ public final class JobQueue: Sendable {
         var host = [CChar](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)
         owner =
-            "\(String(cString: host)):\(getpid()):\(String(UInt32.random(in: 0 ... .max), radix: 36))"
+            "\(String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)):\(getpid()):\(String(UInt32.random(in: 0 ... .max), radix: 36))"
     }
 
     private var now: Int64 { clock() }
