@@ -127,7 +127,7 @@ import Testing
         for name in ["ATTACHE_API_KEYS", "ATTACHE_CONFIG", "ATTACHE_BLOBS"] { environment[name] = nil }
         process.environment = environment
         let log = folder + "/" + UUID().uuidString + ".log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardOutput = handle
         process.standardError = handle
