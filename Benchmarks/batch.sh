@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A campaign of 2,000 items on loopback (README "Batch"): release build of `attache batch` over a
+# A campaign of 2,000 items on loopback (docs/batch.md, benchmarks): release build of `attache batch` over a
 # list of media URLs served by nginx — JPEG photos and push-sized renditions, PNG, animated GIF,
 # audio and video — with 10% hostile or failing items (404s, HTML named .jpg, a PNG bomb, a
 # truncated JPEG, a host that never answers, a 60 MB "image"). In one run:

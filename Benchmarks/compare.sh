@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the comparison of README's benchmark table: attache vs vipsthumbnail vs Pillow on the
+# Runs the comparison of docs/benchmarks.md's first tables: attache vs vipsthumbnail vs Pillow on the
 # same photos, one core each, plus peak RSS of single large files.
 set -euo pipefail
 cd "$(dirname "$0")"

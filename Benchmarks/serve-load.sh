@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The service under load, on loopback (README "Service under load"): release build of
+# The service under load, on loopback (docs/benchmarks.md, "Service under load"): release build of
 # `attache serve`, nginx serving the photos as the media host, and in one run on the same files
 #   1. mutate throughput, 16 clients, payloads each naming a distinct 5-20 MP JPEG, against
 #      `attache resize` on the same files (two processes: both cores busy) and thumbor

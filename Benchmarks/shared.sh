@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The shared store (README "Shared store"): PostgreSQL + radosgw from scripts/shared-servers.sh,
+# The shared store (docs/benchmarks.md, "Shared store across replicas"): PostgreSQL + radosgw from scripts/shared-servers.sh,
 # release build of attache, nginx as the media host; in one run:
 #   1. mutate throughput, 16 clients, 5-20 MP photos: one replica pinned to core 0, then two
 #      replicas pinned to cores 0 and 1 behind a round-robin client (the servers, nginx and the

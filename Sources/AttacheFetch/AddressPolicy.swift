@@ -2,7 +2,7 @@ import AttacheBase
 internal import CAttacheFetch
 import Glibc
 
-/// The deny list every connection passes before its socket is opened (see the README's
+/// The deny list every connection passes before its socket is opened (see docs/fetching.md's
 /// address policy), for callers that want to check an address themselves.
 public enum AddressPolicy {
     /// The rule that denies `address` (4 bytes: IPv4, 16: IPv6, network order), or nil when it

@@ -58,7 +58,7 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .customLong("seal-member"), help: "A top-level member a seal also takes (repeatable).")
     var sealMembers: [String] = []
 
-    @Option(help: "Categories by kind: a JSON file of rules and actions (see the README).")
+    @Option(help: "Categories by kind: a JSON file of rules and actions (see docs/sealed-notifications.md).")
     var categories: String?
 
     func validate() throws {

@@ -120,6 +120,7 @@ struct Resize: ParsableCommand {
                 line.add("width", r.width)
                 line.add("height", r.height)
                 line.add("bytes", r.data.count)
+                line.add("kept_source", r.keptSource)
                 if r.source.kind == .gif {
                     line.add("frames", r.frames)
                     line.add("poster_frame", r.posterFrame)

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// The strings users script against: every error code and limit name, pinned here and listed
-/// in the README.
+/// in docs/error-codes.md.
 @Suite struct ErrorCatalogueTests {
     static let codes: [(AttacheError.Code, String)] = [
         (.corruptData, "corrupt_data"), (.truncated, "truncated"), (.emptyInput, "empty_input"),
@@ -56,12 +56,16 @@ import Testing
 
     @Test func theReadmeDocumentsEveryCodeAndNoOther() throws {
         let documented = try Self.firstColumn(ofTableUnder: "## Error codes")
-        #expect(documented == AttacheError.Code.all.map(\.rawValue), "README error-code table, in catalogue order")
+        #expect(
+            documented == AttacheError.Code.all.map(\.rawValue),
+            "the error-code table of docs/error-codes.md, in catalogue order")
     }
 
     @Test func theReadmeDocumentsEveryLimitAndNoOther() throws {
-        let documented = try Self.firstColumn(ofTableUnder: "### Limit names")
-        #expect(documented == AttacheError.Limit.all.map(\.rawValue), "README limit-name table, in catalogue order")
+        let documented = try Self.firstColumn(ofTableUnder: "## Limit names")
+        #expect(
+            documented == AttacheError.Limit.all.map(\.rawValue),
+            "the limit-name table of docs/error-codes.md, in catalogue order")
     }
 
     @Test func aCategoryCapNamesItsCategory() {
@@ -75,9 +79,9 @@ import Testing
 
     /// The backticked names in the first column of the table that follows `heading`.
     static func firstColumn(ofTableUnder heading: String) throws -> [String] {
-        let readme = try String(contentsOfFile: Paths.readme, encoding: .utf8)
+        let readme = try String(contentsOfFile: Paths.package + "/docs/error-codes.md", encoding: .utf8)
         let lines = readme.split(separator: "\n", omittingEmptySubsequences: false)
-        let start = try #require(lines.firstIndex { $0 == heading }, "README has no \(heading)")
+        let start = try #require(lines.firstIndex { $0 == heading }, "docs/error-codes.md has no \(heading)")
         var names: [String] = []
         var inTable = false
         for line in lines[(start + 1)...] {

@@ -44,7 +44,8 @@ import Testing
         let refused = try Self.run(
             try attacheExecutable(), ["serve", "--config", bad, "--check-config", "--api-key-files", keys])
         #expect(refused.status == 2)
-        #expect(refused.output.contains("\"maxQueued\"") && refused.output.contains("\"logLevel\""), "\(refused.output)")
+        #expect(
+            refused.output.contains("\"maxQueued\"") && refused.output.contains("\"logLevel\""), "\(refused.output)")
     }
 
     @Test(

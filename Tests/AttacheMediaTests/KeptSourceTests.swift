@@ -76,6 +76,28 @@ import Testing
         #expect(before.pixels == after.pixels)
     }
 
+    @Test("an animated GIF kept whole is never larger than it came and loses its comments and XMP")
+    func aGIFLosesCommentsAndXMP() throws {
+        let sample = Array(try Data(contentsOf: URL(fileURLWithPath: Paths.samples + "/animated-chi.gif")))
+        var headerEnd = 13
+        if sample[10] & 0x80 != 0 { headerEnd += 3 << (Int(sample[10] & 0x07) + 1) }
+        let comment: [UInt8] = [0x21, 0xFE, UInt8(Self.gps.count)] + Self.gps + [0]
+        let xmp: [UInt8] = [0x21, 0xFF, 11] + Array("XMP DataXMP".utf8) + [UInt8(Self.gps.count)] + Self.gps + [0]
+        let source = Array(sample.prefix(headerEnd)) + comment + xmp + Array(sample.dropFirst(headerEnd))
+        let rendition = try Self.render(source)
+        #expect(rendition.data.count <= sample.count, "never larger than the source without its metadata")
+        #expect(!rendition.data.contains(subsequence: Self.gps))
+        // Stripping takes out what was added and nothing that shows: the same blocks as the
+        // sample's own stripped, the same frames.
+        let stripped = try #require(MetadataStripper.strip(MediaBytes(source), kind: .gif))
+        #expect(stripped == MetadataStripper.strip(MediaBytes(sample), kind: .gif))
+        #expect(!stripped.contains(subsequence: Self.gps) && stripped.contains(subsequence: Array("NETSCAPE2.0".utf8)))
+        let before = try ImageProcessor.inspect(MediaBytes(sample))
+        let after = try ImageProcessor.inspect(MediaBytes(stripped))
+        #expect(
+            before.frames == after.frames && before.duration == after.duration && before.loopCount == after.loopCount)
+    }
+
     @Test("what must change is never kept: a downscale, an orientation, CMYK, an animated PNG")
     func onlyASourceThatFitsAsItIsIsKept() throws {
         let (image, _) = try ImageProcessor.decode(try MediaBytes(contentsOfFile: Paths.samples + "/gray.jpg"))

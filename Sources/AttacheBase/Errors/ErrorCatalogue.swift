@@ -1,6 +1,6 @@
 // The one catalogue of every error code and every limit name Attache reports. Users script
 // against these strings (JSON reports, logs, metrics): they are pinned by a test and listed in
-// the README's error-code and limit tables, which the same test reads.
+// the error-code and limit tables of docs/error-codes.md, which the same test reads.
 
 extension AttacheError.Code {
     // MARK: - Input bytes (validate, transform)

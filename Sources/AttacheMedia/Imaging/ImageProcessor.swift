@@ -124,6 +124,17 @@ public enum ImageProcessor {
             var rendition = Rendition(
                 kind: .gif, width: gif.width, height: gif.height, data: gif.data, source: ImageInfo(gif.source),
                 frames: gif.frames, posterFrame: gif.posterFrame, posterTime: gif.posterTime, actions: gif.actions)
+            // Never larger than it came: an animation within every budget as it is (its size, its
+            // frame count, its bytes; no budget acted) whose re-encoding is not smaller is stored
+            // as it was, its comments and metadata extensions removed.
+            if gif.width == gif.source.width, gif.height == gif.source.height, gif.source.frames <= spec.gifMaxFrames,
+                bytes.count <= spec.gifMaxBytes, gif.actions.isEmpty,
+                let stripped = MetadataStripper.strip(bytes, kind: .gif),
+                stripped.count <= rendition.data.count
+            {
+                rendition.data = stripped
+                rendition.keptSource = true
+            }
             // An animation's small rendition is its poster frame, a still GIF, from the pixels
             // the render already composed.
             if let smallSide, max(gif.width, gif.height) > smallSide {

@@ -22,6 +22,7 @@ enum MetadataStripper {
         switch kind {
         case .jpeg: return jpeg(raw)
         case .png: return png(raw)
+        case .gif: return gif(raw)
         default: return nil
         }
     }
@@ -104,6 +105,59 @@ enum MetadataStripper {
             if keptChunks.contains(type) { out += chunk }
             i += 12 + length
             if type == "IEND" { return out }
+        }
+        return nil
+    }
+
+    /// A GIF without comment extensions and application extensions other than the loop count
+    /// (`NETSCAPE2.0`, `ANIMEXTS1.0`) and the colour profile (`ICCRGBG1`): XMP and the rest go,
+    /// and so does whatever follows the trailer.
+    static func gif(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
+        let n = bytes.count
+        guard n >= 13,
+            bytes.prefix(6).elementsEqual(Array("GIF89a".utf8)) || bytes.prefix(6).elementsEqual(Array("GIF87a".utf8))
+        else { return nil }
+        var i = 13
+        if bytes[10] & 0x80 != 0 { i += 3 << (Int(bytes[10] & 0x07) + 1) }
+        guard i <= n else { return nil }
+        var out = Array(bytes[0..<i])
+        out.reserveCapacity(n)
+        /// The end of the data sub-blocks starting at `at` (after their terminator), or nil.
+        func subBlocksEnd(_ at: Int) -> Int? {
+            var j = at
+            while j < n {
+                let size = Int(bytes[j])
+                if size == 0 { return j + 1 }
+                j += 1 + size
+            }
+            return nil
+        }
+        while i < n {
+            switch bytes[i] {
+            case 0x3B:
+                out.append(0x3B)
+                return out
+            case 0x2C:
+                guard i + 10 <= n else { return nil }
+                var j = i + 10
+                if bytes[i + 9] & 0x80 != 0 { j += 3 << (Int(bytes[i + 9] & 0x07) + 1) }
+                guard j < n, let end = subBlocksEnd(j + 1) else { return nil }
+                out += UnsafeRawBufferPointer(rebasing: bytes[i..<end])
+                i = end
+            case 0x21:
+                guard i + 2 < n, let end = subBlocksEnd(i + 2) else { return nil }
+                let label = bytes[i + 1]
+                var keep = label == 0xF9 || label == 0x01
+                if label == 0xFF, i + 3 + 11 <= n, bytes[i + 2] == 11 {
+                    let name = String(
+                        decoding: UnsafeRawBufferPointer(rebasing: bytes[(i + 3)..<(i + 14)]), as: UTF8.self)
+                    keep = ["NETSCAPE2.0", "ANIMEXTS1.0", "ICCRGBG1012"].contains(name)
+                }
+                if keep { out += UnsafeRawBufferPointer(rebasing: bytes[i..<end]) }
+                i = end
+            default:
+                return nil
+            }
         }
         return nil
     }
