@@ -1,4 +1,7 @@
 public import AttacheBase
+import Dispatch
+import Foundation
+import Synchronization
 
 /// What one garbage-collection pass did (or would do, on a dry run).
 public struct CollectionReport: Hashable, Sendable {
@@ -16,20 +19,129 @@ public struct CollectionReport: Hashable, Sendable {
     public var dryRun = false
 }
 
+/// How a collection pass runs.
+public struct CollectionOptions: Hashable, Sendable {
+    /// Count what would go, remove nothing.
+    public var dryRun = false
+    /// An object without a catalog row younger than this is not an orphan yet: its upload may
+    /// be about to commit (its writer's lock protects it too). Default 15 minutes.
+    public var minOrphanAge: Duration = .seconds(900)
+    /// At most this many deletions a second (expired objects and orphans together; nil: no limit).
+    public var maxDeletesPerSecond: Double? = nil
+    /// Look for orphans too (a shared store lists its whole bucket for them); expired objects
+    /// and temp files are collected either way.
+    public var sweepOrphans = true
+
+    /// Creates options; every argument has the documented default.
+    public init(
+        dryRun: Bool = false, minOrphanAge: Duration = .seconds(900), maxDeletesPerSecond: Double? = nil,
+        sweepOrphans: Bool = true
+    ) {
+        self.dryRun = dryRun
+        self.minOrphanAge = minOrphanAge
+        self.maxDeletesPerSecond = maxDeletesPerSecond
+        self.sweepOrphans = sweepOrphans
+    }
+}
+
+/// How a verification runs.
+public struct VerifyOptions: Hashable, Sendable {
+    /// The fraction of objects whose bytes are read and hashed (0 < fraction ≤ 1; chosen by id,
+    /// so the same objects each time). Every object is matched against the catalog by key and
+    /// size whatever the fraction.
+    public var sample: Double = 1
+    /// Go on from the last verification that did not finish (the prefixes it completed are
+    /// not read again; their counts are kept).
+    public var resume = false
+
+    /// Creates options; every argument has the documented default.
+    public init(sample: Double = 1, resume: Bool = false) {
+        self.sample = sample
+        self.resume = resume
+    }
+
+    /// Whether the object `id` is one of the sample.
+    func sampled(_ id: String) -> Bool {
+        guard sample < 1 else { return true }
+        let head = UInt64(id.prefix(8), radix: 16) ?? 0
+        return Double(head) < sample * 4_294_967_296
+    }
+}
+
+/// One thing a verification found wrong.
+public struct VerifyProblem: Hashable, Sendable {
+    /// `corrupt`: bytes that do not hash to their id, or a size or extension other than the
+    /// catalog's; `orphan`: an object without a catalog row; `missing`: a row without its object.
+    public enum Kind: String, Hashable, Sendable {
+        case corrupt, orphan, missing
+    }
+    public var kind: Kind
+    /// The attachment id, when the name spells one.
+    public var id: String?
+    /// Where: the file path or `s3://` URL (the id for a missing object).
+    public var location: String
+}
+
+/// Counts of a verification (of one prefix, or of the whole store).
+public struct VerifyCounts: Hashable, Sendable {
+    /// Objects that match their row (by key and size, and by hash when sampled).
+    public var objects = 0
+    /// Of them, the ones whose bytes were read and hashed.
+    public var hashed = 0
+    public var corrupt = 0
+    public var orphans = 0
+    public var missing = 0
+
+    public init() {}
+
+    mutating func add(_ other: VerifyCounts) {
+        objects += other.objects
+        hashed += other.hashed
+        corrupt += other.corrupt
+        orphans += other.orphans
+        missing += other.missing
+    }
+}
+
 /// What a full check of the store found.
 public struct VerifyReport: Hashable, Sendable {
-    /// Object files whose bytes hash to their name.
+    /// Objects that match their row; of them, ``hashed`` had their bytes read and hashed.
     public var objects = 0
-    /// Object files whose bytes do not hash to their name, or whose size differs from the catalog.
+    public var hashed = 0
+    /// How many of each problem (exact), and the first ``listed`` of each.
+    public var corruptCount = 0
+    public var orphanCount = 0
+    public var missingCount = 0
+    /// The first corrupt objects, orphans and missing ids (at most ``listed`` each; the counts
+    /// are exact).
     public var corrupt: [String] = []
-    /// Files under `objects/` without a catalog row (whole, but unrecorded).
     public var orphans: [String] = []
-    /// Catalog rows without their file.
     public var missing: [String] = []
     /// Files in `tmp/` (invisible to readers).
     public var temps = 0
-    /// No corrupt object and no row without its file.
-    public var isClean: Bool { corrupt.isEmpty && missing.isEmpty }
+    /// Prefixes taken from an earlier, unfinished verification (``VerifyOptions/resume``).
+    public var resumedPrefixes = 0
+    /// No corrupt object and no row without its object.
+    public var isClean: Bool { corruptCount == 0 && missingCount == 0 }
+    /// How many of each problem are listed.
+    public static let listed = 1000
+
+    mutating func add(_ counts: VerifyCounts) {
+        objects += counts.objects
+        hashed += counts.hashed
+        corruptCount += counts.corrupt
+        orphanCount += counts.orphans
+        missingCount += counts.missing
+    }
+
+    mutating func list(_ problem: VerifyProblem) {
+        switch problem.kind {
+        case .corrupt where corrupt.count < Self.listed: corrupt.append(problem.location)
+        case .orphan where orphans.count < Self.listed: orphans.append(problem.location)
+        case .missing where missing.count < Self.listed: missing.append(problem.id ?? problem.location)
+        default: break
+        }
+    }
 }
 
 /// Totals for `attache store stats`.
@@ -56,12 +168,46 @@ extension AttachmentStore {
     /// Removes expired objects that no lease holds, orphaned objects (left by a crash between
     /// upload and record) and abandoned temp files. Objects being written are never touched.
     public func collect(dryRun: Bool = false) throws(AttacheError) -> CollectionReport {
-        try backend.collect(dryRun: dryRun, now: now)
+        try collect(CollectionOptions(dryRun: dryRun))
     }
 
-    /// Rehashes every object and matches them against the catalog.
-    public func verify() throws(AttacheError) -> VerifyReport {
-        try backend.verify()
+    /// ``collect(dryRun:)`` with every option.
+    public func collect(_ options: CollectionOptions) throws(AttacheError) -> CollectionReport {
+        try backend.collect(options, now: now)
+    }
+
+    /// Matches every object against the catalog, prefix by prefix of the id (`00` … `ff`, a
+    /// few at once where the backend gains from it), and rehashes them (or the sample asked
+    /// for). Memory stays flat in the number of objects: each prefix is read as two streams in
+    /// id order, a page at a time. Each prefix's counts are recorded as it completes, so a
+    /// verification cut off can go on (``VerifyOptions/resume``). `problem` is told each
+    /// problem as it is found (from one thread at a time).
+    public func verify(
+        _ options: VerifyOptions = VerifyOptions(), problem: @escaping @Sendable (VerifyProblem) -> Void = { _ in }
+    ) throws(AttacheError) -> VerifyReport {
+        var report = VerifyReport()
+        var done: [String: VerifyCounts] = [:]
+        if options.resume {
+            done = try backend.verifyProgress()
+        } else {
+            try backend.resetVerifyProgress()
+        }
+        report.resumedPrefixes = done.count
+        for counts in done.values { report.add(counts) }
+        let todo = ObjectLayout.prefixes.filter { done[$0] == nil }
+        let shared = Mutex(report)
+        let backend = self.backend
+        try forEachConcurrently(todo, workers: backend.verifyConcurrency) { (prefix) throws(AttacheError) in
+            let counts = try backend.verify(prefix: prefix, options: options) { found in
+                shared.withLock { $0.list(found) }
+                problem(found)
+            }
+            try backend.recordVerifyProgress(prefix: prefix, counts: counts)
+            shared.withLock { $0.add(counts) }
+        }
+        report = shared.withLock { $0 }
+        report.temps = backend.temporaryFiles()
+        return report
     }
 
     /// Counts and quotas.

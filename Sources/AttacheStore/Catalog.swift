@@ -130,6 +130,14 @@ final class Catalog: Sendable {
         try read { try ObjectRow.order(Column("id")).fetchAll($0) }
     }
 
+    /// Rows whose id is above `after` and below `below`, in id order, at most `limit`.
+    func objects(after: String, below: String, limit: Int) throws(AttacheError) -> [ObjectRow] {
+        try read {
+            try ObjectRow.filter(Column("id") > after && Column("id") < below).order(Column("id")).limit(limit)
+                .fetchAll($0)
+        }
+    }
+
     func delete(_ id: String) throws(AttacheError) {
         _ = try write { try ObjectRow.deleteOne($0, key: id) }
     }

@@ -92,7 +92,7 @@ final class DirectoryBackend: StoreBackend {
     private func reserve(bytes: Int64, now: Int64) throws(AttacheError) {
         let quota = Quota(configuration)
         guard quota.passed(try catalog.totals(at: now), adding: bytes) != nil else { return }
-        _ = try collectLocked(dryRun: false, now: now)
+        _ = try collectLocked(CollectionOptions(), now: now)
         if let limit = quota.passed(try catalog.totals(at: now), adding: bytes) {
             throw quota.full(bytes: bytes, limit: limit)
         }
@@ -147,13 +147,15 @@ final class DirectoryBackend: StoreBackend {
 
     // MARK: Maintenance
 
-    func collect(dryRun: Bool, now: Int64) throws(AttacheError) -> CollectionReport {
-        try withStoreLock { () throws(AttacheError) in try collectLocked(dryRun: dryRun, now: now) }
+    func collect(_ options: CollectionOptions, now: Int64) throws(AttacheError) -> CollectionReport {
+        try withStoreLock { () throws(AttacheError) in try collectLocked(options, now: now) }
     }
 
     /// Collection with the store lock already held.
-    private func collectLocked(dryRun: Bool, now: Int64) throws(AttacheError) -> CollectionReport {
+    private func collectLocked(_ options: CollectionOptions, now: Int64) throws(AttacheError) -> CollectionReport {
+        let dryRun = options.dryRun
         var report = CollectionReport(dryRun: dryRun)
+        let pace = DeletionPace(perSecond: options.maxDeletesPerSecond)
         for row in try catalog.expired(at: now) {
             guard let id = AttachmentID(hex: row.id) else { continue }
             let path = location(id: row.id, fileExtension: row.ext)
@@ -164,16 +166,33 @@ final class DirectoryBackend: StoreBackend {
                     report.leased.append(id)
                     continue
                 }
-                if !dryRun { unlink(path) }
+                if !dryRun {
+                    pace.wait()
+                    unlink(path)
+                }
             }
             if !dryRun { try catalog.delete(row.id) }
             report.removed.append(id)
             report.removedBytes += row.bytes
         }
-        let known = Set(try catalog.allObjects().map(\.id))
-        for (path, id) in objectFiles() where !known.contains(id) {
-            report.orphans += 1
-            if !dryRun { unlink(path) }
+        // Orphans, one prefix directory at a time against that prefix's rows. Writers rename and
+        // record under the store lock this pass holds, so a file without a row is an orphan
+        // whatever its age (the minimum age is for the shared store's uploads).
+        for prefix in ObjectLayout.prefixes {
+            let files = objectFiles(prefix: prefix)
+            guard !files.isEmpty else { continue }
+            var rows = RowCursor(prefix: prefix) { [catalog] (after, below) throws(AttacheError) in
+                try catalog.objects(after: after, below: below, limit: RowCursor.pageSize)
+            }
+            for (path, id) in files {
+                while let row = try rows.peek(), row.id < id { rows.advance() }
+                if let row = try rows.peek(), row.id == id { continue }
+                report.orphans += 1
+                if !dryRun {
+                    pace.wait()
+                    unlink(path)
+                }
+            }
         }
         let tmp = configuration.root + "/tmp"
         for name in AtomicFile.list(tmp) {
@@ -190,41 +209,98 @@ final class DirectoryBackend: StoreBackend {
         return report
     }
 
-    func verify() throws(AttacheError) -> VerifyReport {
-        var report = VerifyReport()
-        let rows = Dictionary(uniqueKeysWithValues: try catalog.allObjects().map { ($0.id, $0) })
-        var seen = Set<String>()
-        for (path, id) in objectFiles() {
-            guard let row = rows[id] else {
-                report.orphans.append(path)
-                if !Self.hashMatches(path: path, id: id) { report.corrupt.append(path) }
+    func verify(
+        prefix: String, options: VerifyOptions, problem: (VerifyProblem) -> Void
+    ) throws(AttacheError) -> VerifyCounts {
+        var counts = VerifyCounts()
+        var rows = RowCursor(prefix: prefix) { [catalog] (after, below) throws(AttacheError) in
+            try catalog.objects(after: after, below: below, limit: RowCursor.pageSize)
+        }
+        for (path, id) in objectFiles(prefix: prefix) {
+            while let row = try rows.peek(), row.id < id {
+                counts.missing += 1
+                problem(VerifyProblem(kind: .missing, id: row.id, location: row.id))
+                rows.advance()
+            }
+            guard let row = try rows.peek(), row.id == id else {
+                counts.orphans += 1
+                problem(VerifyProblem(kind: .orphan, id: id, location: path))
+                if !Self.hashMatches(path: path, id: id) {
+                    counts.corrupt += 1
+                    problem(VerifyProblem(kind: .corrupt, id: id, location: path))
+                }
                 continue
             }
-            seen.insert(id)
+            rows.advance()
+            let hash = options.sampled(id)
             if path != location(id: id, fileExtension: row.ext)
-                || !Self.hashMatches(path: path, id: id, bytes: row.bytes)
+                || !(hash ? Self.hashMatches(path: path, id: id, bytes: row.bytes) : Self.sizeMatches(path, row.bytes))
             {
-                report.corrupt.append(path)
+                counts.corrupt += 1
+                problem(VerifyProblem(kind: .corrupt, id: id, location: path))
             } else {
-                report.objects += 1
+                counts.objects += 1
+                if hash { counts.hashed += 1 }
             }
         }
-        report.missing = rows.keys.filter { !seen.contains($0) }.sorted()
-        report.temps = AtomicFile.list(configuration.root + "/tmp").count
-        return report
+        while let row = try rows.peek() {
+            counts.missing += 1
+            problem(VerifyProblem(kind: .missing, id: row.id, location: row.id))
+            rows.advance()
+        }
+        return counts
     }
 
-    /// Every file under `objects/xx/` with the id its name spells (`xx` + stem).
-    private func objectFiles() -> [(path: String, id: String)] {
-        let objects = configuration.root + "/objects"
-        var files: [(String, String)] = []
-        for prefix in AtomicFile.list(objects) {
-            for name in AtomicFile.list(objects + "/" + prefix) {
-                let stem = name.split(separator: ".", maxSplits: 1).first.map(String.init) ?? name
-                files.append((objects + "/" + prefix + "/" + name, prefix + stem))
-            }
+    private var progressPath: String { configuration.root + "/verify.progress" }
+
+    func verifyProgress() throws(AttacheError) -> [String: VerifyCounts] {
+        guard AtomicFile.exists(progressPath), let bytes = try? MediaBytes(contentsOfFile: progressPath) else {
+            return [:]
         }
-        return files
+        let text = String(decoding: UnsafeRawBufferPointer(bytes.buffer), as: UTF8.self)
+        var done: [String: VerifyCounts] = [:]
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count == 6, ObjectLayout.prefixes.contains(String(fields[0])) else { continue }
+            let numbers = fields.dropFirst().compactMap { Int($0) }
+            guard numbers.count == 5 else { continue }
+            var counts = VerifyCounts()
+            (counts.objects, counts.hashed, counts.corrupt, counts.orphans, counts.missing) =
+                (numbers[0], numbers[1], numbers[2], numbers[3], numbers[4])
+            done[String(fields[0])] = counts
+        }
+        return done
+    }
+
+    func recordVerifyProgress(prefix: String, counts: VerifyCounts) throws(AttacheError) {
+        let line =
+            "\(prefix) \(counts.objects) \(counts.hashed) \(counts.corrupt) \(counts.orphans) \(counts.missing)\n"
+        let fd = Glibc.open(progressPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw AtomicFile.failure("open", progressPath) }
+        defer { Glibc.close(fd) }
+        try AtomicFile.writeAll(fd, Array(line.utf8), path: progressPath)
+    }
+
+    func resetVerifyProgress() throws(AttacheError) {
+        try AtomicFile.write([], to: progressPath)
+    }
+
+    var verifyConcurrency: Int { 1 }
+
+    func temporaryFiles() -> Int { AtomicFile.list(configuration.root + "/tmp").count }
+
+    /// The files of one prefix directory, in id order, with the id each name spells.
+    private func objectFiles(prefix: String) -> [(path: String, id: String)] {
+        let folder = configuration.root + "/objects/" + prefix
+        return AtomicFile.list(folder).sorted().map { name in
+            let stem = name.split(separator: ".", maxSplits: 1).first.map(String.init) ?? name
+            return (folder + "/" + name, prefix + stem)
+        }
+    }
+
+    private static func sizeMatches(_ path: String, _ bytes: Int64) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && Int64(info.st_size) == bytes
     }
 
     private static func hashMatches(path: String, id: String, bytes: Int64? = nil) -> Bool {

@@ -23,9 +23,22 @@ protocol StoreBackend: Sendable {
     /// Raises the object's revocation time; false when there is no such object.
     func revoke(_ id: String, before time: Int64) throws(AttacheError) -> Bool
     /// One collection pass.
-    func collect(dryRun: Bool, now: Int64) throws(AttacheError) -> CollectionReport
-    /// Rehashes every object and matches them against the catalog.
-    func verify() throws(AttacheError) -> VerifyReport
+    func collect(_ options: CollectionOptions, now: Int64) throws(AttacheError) -> CollectionReport
+    /// Matches the objects whose id starts with `prefix` (two hex digits) against their rows,
+    /// hashing those the options sample; tells `problem` each problem found.
+    func verify(
+        prefix: String, options: VerifyOptions, problem: (VerifyProblem) -> Void
+    ) throws(AttacheError) -> VerifyCounts
+    /// Prefixes verified by the verification under way (or cut off), with their counts.
+    func verifyProgress() throws(AttacheError) -> [String: VerifyCounts]
+    /// Records that `prefix` is verified.
+    func recordVerifyProgress(prefix: String, counts: VerifyCounts) throws(AttacheError)
+    /// Starts a new verification's record.
+    func resetVerifyProgress() throws(AttacheError)
+    /// How many prefixes to verify at once.
+    var verifyConcurrency: Int { get }
+    /// Files of writes in progress or abandoned (a directory store's `tmp/`).
+    func temporaryFiles() -> Int
     /// Object count, bytes and expired count.
     func totals(at now: Int64) throws(AttacheError) -> (objects: Int, bytes: Int64, expired: Int)
     /// Source rows.

@@ -23,6 +23,10 @@ struct att_s3 {
     void *context;
     char small[SMALL_BODY_MAX + 1];
     size_t small_count;
+    // An answer without a sink passed SMALL_BODY_MAX: the transfer was stopped, never cut.
+    int small_overflow;
+    // The answer's Date header (the server's clock), "" when there was none.
+    char date[64];
 };
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -71,10 +75,13 @@ static size_t on_write(char *data, size_t size, size_t count, void *user) {
     if (h->sink != NULL && status >= 200 && status < 300) {
         return h->sink(h->context, (const uint8_t *)data, n) == 0 ? n : 0;
     }
-    size_t room = SMALL_BODY_MAX - h->small_count;
-    size_t take = n < room ? n : room;
-    memcpy(h->small + h->small_count, data, take);
-    h->small_count += take;
+    // An answer larger than the buffer meant for it is refused whole, never read in part.
+    if (n > SMALL_BODY_MAX - h->small_count) {
+        h->small_overflow = 1;
+        return CURL_WRITEFUNC_ERROR;
+    }
+    memcpy(h->small + h->small_count, data, n);
+    h->small_count += n;
     h->small[h->small_count] = 0;
     return n;
 }
@@ -91,6 +98,7 @@ int32_t att_s3_perform(
     h->sink = sink;
     h->context = context;
     h->small_count = 0;
+    h->small_overflow = 0;
     h->small[0] = 0;
     error[0] = 0;
 
@@ -135,6 +143,12 @@ int32_t att_s3_perform(
         curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method);
     }
     CURLcode code = curl_easy_perform(easy);
+    h->date[0] = 0;
+    struct curl_header *date = NULL;
+    if (curl_easy_header(easy, "Date", 0, CURLH_HEADER, -1, &date) == CURLHE_OK && date != NULL &&
+        strlen(date->value) < sizeof h->date) {
+        strcpy(h->date, date->value);
+    }
     long answer = 0;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &answer);
     *status = answer;
@@ -142,6 +156,12 @@ int32_t att_s3_perform(
     curl_slist_free_all(list);
     return (int32_t)code;
 }
+
+int32_t att_s3_small_overflowed(att_s3 *handle) { return handle->small_overflow; }
+
+const char *att_s3_date(att_s3 *handle) { return handle->date; }
+
+int64_t att_s3_small_body_max(void) { return SMALL_BODY_MAX; }
 
 const char *att_s3_small_body(att_s3 *handle, size_t *count) {
     *count = handle->small_count;

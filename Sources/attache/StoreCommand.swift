@@ -167,28 +167,57 @@ struct StoreCommand: ParsableCommand {
 
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Rehash every object and match files against the catalog.",
-            discussion: "Exits 1 when an object is corrupt or a recorded object is missing."
+            abstract: "Match every object against the catalog and rehash them (or a sample).",
+            discussion: """
+                Reads the store prefix by prefix of the id (00 … ff), the objects and the catalog rows \
+                side by side in id order, a page at a time, so memory does not grow with the store. \
+                Each problem is printed as it is found (a JSON line with --json: {"problem", "id", \
+                "location"}), then the totals. Each prefix is recorded as it completes: --resume goes on \
+                from a verification that was cut off. Exits 1 when an object is corrupt or a recorded \
+                object is missing.
+                """
         )
 
         @OptionGroup var options: StoreOptions
 
+        @Option(help: "The fraction of objects whose bytes are read and hashed (chosen by id; 1: all).")
+        var sample: Double = 1
+
+        @Flag(help: "Go on from the last verification that did not finish.")
+        var resume = false
+
+        func validate() throws {
+            guard sample > 0, sample <= 1 else {
+                throw ValidationError(
+                    "--sample is a fraction above 0 and at most 1 (0.01: one object in a hundred), not \(sample)")
+            }
+        }
+
         func run() throws {
-            let report = try options.open().verify()
+            let json = options.json
+            let report = try options.open().verify(VerifyOptions(sample: sample, resume: resume)) { problem in
+                var line = JSONLine()
+                line.add("problem", problem.kind.rawValue)
+                line.add("id", problem.id)
+                line.add("location", problem.location)
+                let text = json ? line.text : "\(problem.kind.rawValue): \(problem.location)"
+                FileHandle.standardOutput.write(Data((text + "\n").utf8))
+            }
             var line = JSONLine()
             line.add("clean", report.isClean)
             line.add("objects", report.objects)
-            line.add("corrupt", report.corrupt.count)
-            line.add("missing", report.missing.count)
-            line.add("orphans", report.orphans.count)
+            line.add("hashed", report.hashed)
+            line.add("corrupt", report.corruptCount)
+            line.add("missing", report.missingCount)
+            line.add("orphans", report.orphanCount)
             line.add("temps", report.temps)
+            line.add("resumed_prefixes", report.resumedPrefixes)
             print(
-                options.json
+                json
                     ? line.text
-                    : "clean=\(report.isClean) objects=\(report.objects) corrupt=\(report.corrupt.count) "
-                        + "missing=\(report.missing.count) orphans=\(report.orphans.count) temps=\(report.temps)")
-            for path in report.corrupt { FileHandle.standardError.write(Data("corrupt: \(path)\n".utf8)) }
-            for id in report.missing { FileHandle.standardError.write(Data("missing: \(id)\n".utf8)) }
+                    : "clean=\(report.isClean) objects=\(report.objects) hashed=\(report.hashed) "
+                        + "corrupt=\(report.corruptCount) missing=\(report.missingCount) orphans=\(report.orphanCount) "
+                        + "temps=\(report.temps) resumed_prefixes=\(report.resumedPrefixes)")
             if !report.isClean { throw ExitCode(1) }
         }
     }

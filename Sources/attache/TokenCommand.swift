@@ -91,8 +91,26 @@ struct GC: ParsableCommand {
     @Flag(help: "Report what would be removed without removing it.")
     var dryRun = false
 
+    @Option(help: "Deletions a second at most (expired objects and orphans together). Default: no limit.")
+    var maxDeletesPerSecond: Double?
+
+    @Option(
+        help:
+            "A shared store's object without a catalog row younger than this is left (its upload may be about to commit), e.g. 15m."
+    )
+    var minOrphanAge: Seconds = Seconds(900)
+
+    func validate() throws {
+        if let maxDeletesPerSecond {
+            try Ranges.check(maxDeletesPerSecond, 0.001...1_000_000, "--max-deletes-per-second")
+        }
+        try Ranges.check(minOrphanAge.value, 1...Ranges.maxTTL, "--min-orphan-age (seconds)")
+    }
+
     func run() throws {
-        let report = try options.open().collect(dryRun: dryRun)
+        let report = try options.open().collect(
+            CollectionOptions(
+                dryRun: dryRun, minOrphanAge: .seconds(minOrphanAge.value), maxDeletesPerSecond: maxDeletesPerSecond))
         var line = JSONLine()
         line.add("dry_run", report.dryRun)
         line.add("removed", report.removed.count)

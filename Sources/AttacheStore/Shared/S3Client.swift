@@ -192,22 +192,45 @@ final class S3Client: Sendable {
         try answer.expect(200...299, "delete \(key)")
     }
 
-    /// Every key under `prefix` (relative to the location's prefix) with its size.
-    func list(prefix: String) throws(AttacheError) -> [(key: String, size: Int64)] {
-        var keys: [(String, Int64)] = []
+    /// The objects under `prefix` (relative to the location's prefix), in key order, handed to
+    /// `page` one page at a time (at most `maxKeys` objects, each page parsed as it streams;
+    /// keys relative to the location's prefix). `page` returns false to stop. `startAfter`
+    /// (relative) starts after that key: a listing can resume where it stopped.
+    func list(
+        prefix: String, startAfter: String? = nil, maxKeys: Int = 1000,
+        _ page: ([ListedObject]) throws(AttacheError) -> Bool
+    ) throws(AttacheError) {
         var continuation: String? = nil
         repeat {
-            var query = [("list-type", "2"), ("prefix", location.prefix + prefix)]
-            if let continuation { query.append(("continuation-token", continuation)) }
-            let answer = try perform("GET", url(key: "", query: query))
-            try answer.expect(200...299, "list \(prefix)")
-            let page = ListPage(xml: answer.body)
-            for (key, size) in page.contents where key.hasPrefix(location.prefix) {
-                keys.append((String(key.dropFirst(location.prefix.count)), size))
+            var query = [("list-type", "2"), ("prefix", location.prefix + prefix), ("max-keys", String(maxKeys))]
+            if let continuation {
+                query.append(("continuation-token", continuation))
+            } else if let startAfter {
+                query.append(("start-after", location.prefix + startAfter))
             }
-            continuation = page.truncated ? page.next : nil
+            var parser = ListingParser(maxKeys: maxKeys)
+            let answer = try perform("GET", url(key: "", query: query)) { chunk in parser.feed(chunk) }
+            if let failure = parser.failure { throw failure }
+            try answer.expect(200...299, "list \(prefix)")
+            try parser.finish()
+            var objects = parser.objects
+            // Ages by the server's own clock (its Date header), so a skew between this machine and
+            // the object store never makes a fresh upload look old.
+            let serverNow = answer.date ?? Int64(time(nil))
+            for index in objects.indices {
+                if let modified = objects[index].modified { objects[index].age = max(0, serverNow - modified) }
+                guard objects[index].key.hasPrefix(location.prefix) else {
+                    throw AttacheError(.storeUnavailable, "object store: the listing named a key outside its prefix")
+                }
+                objects[index].key = String(objects[index].key.dropFirst(location.prefix.count))
+            }
+            guard try page(objects) else { return }
+            continuation = parser.truncated ? parser.next : nil
+            if parser.truncated, parser.next == nil {
+                throw AttacheError(
+                    .storeUnavailable, "object store: a truncated listing page without a continuation token")
+            }
         } while continuation != nil
-        return keys
     }
 
     /// Creates the bucket unless it is there already.
@@ -235,6 +258,24 @@ final class S3Client: Sendable {
     struct Answer {
         var status: Int
         var body: String
+        /// The server's clock when it answered (its Date header), in Unix seconds.
+        var date: Int64? = nil
+
+        /// An HTTP date (`Tue, 24 Nov 2026 07:39:28 GMT`) in Unix seconds.
+        static func httpDate(_ text: String) -> Int64? {
+            let parts = text.split(separator: " ")
+            let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+            guard parts.count == 6, let day = Int(parts[1]), let month = months.firstIndex(of: String(parts[2])),
+                let year = Int(parts[3])
+            else { return nil }
+            let clock = parts[4].split(separator: ":").compactMap { Int($0) }
+            guard clock.count == 3 else { return nil }
+            let iso =
+                S3Client.fourDigits(year) + "-" + String(format2: UInt8(month + 1)) + "-" + String(format2: UInt8(day))
+            return ListingParser.time(
+                iso + "T" + String(format2: UInt8(clock[0])) + ":" + String(format2: UInt8(clock[1])) + ":"
+                    + String(format2: UInt8(clock[2])))
+        }
 
         func expect(_ ok: ClosedRange<Int>, _ what: String) throws(AttacheError) {
             guard !ok.contains(status) else { return }
@@ -249,6 +290,11 @@ final class S3Client: Sendable {
             else { return nil }
             return String(xml[open.upperBound..<close.lowerBound])
         }
+    }
+
+    static func fourDigits(_ number: Int) -> String {
+        let text = String(number)
+        return String(repeating: "0", count: Swift.max(0, 4 - text.count)) + text
     }
 
     private static let emptyHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -287,8 +333,21 @@ final class S3Client: Sendable {
                 }
             }
         }
+        // An answer over the buffer meant for it was stopped, never cut and taken as whole.
+        if code == 23, att_s3_small_overflowed(handle.pointer) != 0 {
+            keep = false
+            att_s3_free(handle.pointer)
+            throw AttacheError(
+                .storeUnavailable,
+                "object store: \(method) \(location.endpoint): the answer (HTTP \(status)) is over "
+                    + "\(att_s3_small_body_max()) bytes; it was refused, not read in part", detail: String(status))
+        }
         // CURLE_WRITE_ERROR (23): the sink asked to stop; what it took is what it wanted.
         if code == 23, sink != nil { return Answer(status: Int(status), body: "") }
+        if sink != nil {
+            let date = att_s3_date(handle.pointer).flatMap { Answer.httpDate(String(cString: $0)) }
+            return Answer(status: Int(status), body: "", date: date)
+        }
         guard code == 0 else {
             keep = false
             att_s3_free(handle.pointer)
@@ -298,7 +357,9 @@ final class S3Client: Sendable {
         }
         var count = 0
         let text = att_s3_small_body(handle.pointer, &count)
-        return Answer(status: Int(status), body: text.map { String(cString: $0) } ?? "")
+        let body = text.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: count), as: UTF8.self) } ?? ""
+        let date = att_s3_date(handle.pointer).flatMap { Answer.httpDate(String(cString: $0)) }
+        return Answer(status: Int(status), body: body, date: date)
     }
 
     private func checkOut() throws(AttacheError) -> S3Handle {
@@ -329,37 +390,8 @@ private struct S3Handle: @unchecked Sendable {
     let pointer: OpaquePointer
 }
 
-/// One page of a ListObjectsV2 answer.
-struct ListPage {
-    var contents: [(String, Int64)] = []
-    var truncated = false
-    var next: String?
-
-    init(xml: String) {
-        truncated = S3Client.Answer.element("IsTruncated", in: xml) == "true"
-        next = S3Client.Answer.element("NextContinuationToken", in: xml).map(Self.unescape)
-        var rest = xml[...]
-        while let open = rest.range(of: "<Contents>"),
-            let close = rest.range(of: "</Contents>", range: open.upperBound..<rest.endIndex)
-        {
-            let entry = String(rest[open.upperBound..<close.lowerBound])
-            if let key = S3Client.Answer.element("Key", in: entry) {
-                let size = S3Client.Answer.element("Size", in: entry).flatMap { Int64($0) } ?? 0
-                contents.append((Self.unescape(key), size))
-            }
-            rest = rest[close.upperBound...]
-        }
-    }
-
-    static func unescape(_ text: String) -> String {
-        guard text.contains("&") else { return text }
-        return text.replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
-            .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&apos;", with: "'")
-            .replacingOccurrences(of: "&amp;", with: "&")
-    }
-}
-
 extension String {
+
     fileprivate init(format2 byte: UInt8) {
         let digits = Array("0123456789abcdef")
         self = String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])

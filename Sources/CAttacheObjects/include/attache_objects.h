@@ -19,8 +19,11 @@ void att_s3_free(att_s3 *handle);
 
 /// One request. `method` is GET, HEAD, PUT or DELETE; `headers` are full "Name: value" lines;
 /// a PUT sends `body_count` bytes from `body`; `range` ("first-last") or NULL. Body bytes of
-/// the answer go to `sink` (NULL: collected up to 64 KiB, see att_s3_small_body). Returns the
-/// CURLcode; `status` gets the HTTP status; `error` (CURL_ERROR_SIZE bytes) the reason.
+/// the answer go to `sink` (NULL: collected whole, at most att_s3_small_body_max() bytes — a
+/// longer answer stops the transfer with CURLE_WRITE_ERROR and att_s3_small_overflowed()
+/// says so; it is never cut and taken as whole). A failed (non-2xx) answer is always collected
+/// that way, for its message. Returns the CURLcode; `status` gets the HTTP status; `error`
+/// (CURL_ERROR_SIZE bytes) the reason.
 int32_t att_s3_perform(
     att_s3 *handle, const char *method, const char *url, const char *const *headers, size_t header_count,
     const uint8_t *body, int64_t body_count, const char *range, att_s3_sink sink, void *context,
@@ -28,5 +31,14 @@ int32_t att_s3_perform(
 
 /// The answer collected by the last att_s3_perform without a sink (NUL-terminated).
 const char *att_s3_small_body(att_s3 *handle, size_t *count);
+
+/// Whether the last answer collected without a sink passed the buffer (and was refused).
+int32_t att_s3_small_overflowed(att_s3 *handle);
+
+/// The last answer's Date header (the server's clock), "" when it had none (or one too long).
+const char *att_s3_date(att_s3 *handle);
+
+/// The largest answer collected without a sink: 64 KiB.
+int64_t att_s3_small_body_max(void);
 
 #endif
