@@ -123,10 +123,12 @@ enum Transfer {
                 AttacheError(.httpStatus, "the server answered HTTP \(status)", detail: String(status)))
         }
         guard count > 0 else { return .failure(AttacheError(.emptyInput, "the body is empty")) }
+        // A header value longer than its buffer is left out, never cut: a validator that is not
+        // whole is not kept (the next fetch is a full one), a type that is not whole is not compared.
         let kind = kind(ofTag: result.kind)
         return .success(
             FetchedMedia(
-                url: url, finalURL: text(result.effective_url), status: status, bytes: bytes, kind: kind,
+                url: url, finalURL: String(cString: result.effective_url), status: status, bytes: bytes, kind: kind,
                 contentType: optionalText(result.content_type), etag: optionalText(result.etag),
                 lastModified: optionalText(result.last_modified), redirects: Int(result.redirects), attempts: 1,
                 elapsed: .zero, remoteAddress: text(result.primary_ip)))

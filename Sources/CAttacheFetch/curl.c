@@ -425,11 +425,24 @@ uint64_t att_transfer_tag(att_transfer *t) { return t->tag; }
 
 int32_t att_transfer_perform(att_transfer *t) { return (int32_t)curl_easy_perform(t->easy); }
 
-static void copy_header(CURL *easy, const char *name, char *out, size_t capacity) {
+// Copies `value` whole into `out`, or leaves `out` empty and sets `flag` in `too_long`: a value
+// is never cut and taken as whole.
+static void fit(char *out, size_t capacity, const char *value, uint32_t flag, uint32_t *too_long) {
+    out[0] = 0;
+    if (value == NULL) return;
+    size_t length = strlen(value);
+    if (length >= capacity) {
+        *too_long |= flag;
+        return;
+    }
+    memcpy(out, value, length + 1);
+}
+
+static void copy_header(CURL *easy, const char *name, char *out, size_t capacity, uint32_t flag, uint32_t *too_long) {
     struct curl_header *header = NULL;
     out[0] = 0;
     if (curl_easy_header(easy, name, 0, CURLH_HEADER, -1, &header) == CURLHE_OK && header != NULL) {
-        snprintf(out, capacity, "%s", header->value);
+        fit(out, capacity, header->value, flag, too_long);
     }
 }
 
@@ -511,11 +524,11 @@ void att_transfer_result_fill(att_transfer *t, int32_t curl_code, att_transfer_r
     r->total_seconds = seconds;
     snprintf(r->detail, sizeof r->detail, "%s", t->detail);
     snprintf(r->error, sizeof r->error, "%s", t->error[0] ? t->error : curl_easy_strerror(curl_code));
-    if (url) snprintf(r->effective_url, sizeof r->effective_url, "%s", url);
-    if (type) snprintf(r->content_type, sizeof r->content_type, "%s", type);
+    r->effective_url = url != NULL ? url : "";
+    fit(r->content_type, sizeof r->content_type, type, 2, &r->too_long);
     if (ip) snprintf(r->primary_ip, sizeof r->primary_ip, "%s", ip);
-    copy_header(t->easy, "ETag", r->etag, sizeof r->etag);
-    copy_header(t->easy, "Last-Modified", r->last_modified, sizeof r->last_modified);
+    copy_header(t->easy, "ETag", r->etag, sizeof r->etag, 4, &r->too_long);
+    copy_header(t->easy, "Last-Modified", r->last_modified, sizeof r->last_modified, 8, &r->too_long);
 }
 
 uint8_t *att_transfer_take_body(att_transfer *t, size_t *count) {

@@ -163,6 +163,24 @@ func fetchFailure(
         #expect(try await fetcher.fetch(server.url("/same-length-twice")).bytes.count == sampleJPEG.count)
     }
 
+    @Test("header values longer than their buffer are left out, never cut; the final URL is whole")
+    func longValuesAreWholeOrAbsent() async throws {
+        let long = "\"" + String(repeating: "e", count: 300) + "\""
+        let short = "\"" + String(repeating: "e", count: 200) + "\""
+        server.route("/long-etag.jpg") { _, c in c.respond(headers: ["ETag": long], body: sampleJPEG) }
+        server.route("/short-etag.jpg") { _, c in c.respond(headers: ["ETag": short], body: sampleJPEG) }
+        let path = "/" + String(repeating: "p", count: 9000) + ".jpg"
+        server.route(path) { _, c in c.respond(body: sampleJPEG) }
+        server.route("/to-long") { _, c in c.redirect(to: path) }
+        let fetcher = Fetcher(policy: loopbackPolicy { $0.maxRetries = 0 })
+        #expect(
+            try await fetcher.fetch(server.url("/long-etag.jpg")).etag == nil,
+            "a validator that is not whole is not kept")
+        #expect(try await fetcher.fetch(server.url("/short-etag.jpg")).etag == short)
+        let redirected = try await fetcher.fetch(server.url("/to-long"))
+        #expect(redirected.finalURL == server.url(path), "a final URL of 9,000 bytes, whole")
+    }
+
     @Test("a failed fetch reports the body bytes it read")
     func aFailedFetchCountsTheBytesItRead() async throws {
         server.route("/lying") { _, c in

@@ -86,6 +86,8 @@ struct ListingParser {
                 if buffer.count - open > Self.maxElement { fail("an element over \(Self.maxElement) bytes") }
                 return
             }
+            // The same bound whether an element came in one piece or in many.
+            if endAt + end.count - open > Self.maxElement { return fail("an element over \(Self.maxElement) bytes") }
             element(name, buffer[(close + 1)..<endAt])
             position = endAt + end.count
         }

@@ -292,6 +292,9 @@ final class S3Client: Sendable {
         }
     }
 
+    /// The largest answer read without a consumer (error documents, bucket answers): 64 KiB.
+    static var smallAnswerMax: Int { Int(att_s3_small_body_max()) }
+
     static func fourDigits(_ number: Int) -> String {
         let text = String(number)
         return String(repeating: "0", count: Swift.max(0, 4 - text.count)) + text

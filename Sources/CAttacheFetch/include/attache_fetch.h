@@ -161,7 +161,11 @@ typedef struct {
     /// Set for ATT_ABORT_BLOCKED_ADDRESS / ATT_ABORT_UNSUPPORTED_TYPE.
     char detail[96];
     char error[256];
-    char effective_url[2048];
+    /// Fields too long for their buffer are left empty, never cut: bit 2 content_type, 4 etag,
+    /// 8 last_modified.
+    uint32_t too_long;
+    /// The URL of the last hop, whole (libcurl's own string: valid while the transfer lives).
+    const char *effective_url;
     char content_type[128];
     char etag[256];
     char last_modified[64];
