@@ -112,7 +112,7 @@ EOF
     step "ceph osd new" timeout 20 ceph -c "$conf" --connect-timeout 10 osd new "$osd_uuid"
     step "ceph-osd --mkfs" ceph-osd -i 0 -c "$conf" --mkfs --osd-uuid "$osd_uuid"
     step ceph-osd ceph-osd -i 0 -c "$conf"
-    step radosgw radosgw -c "$conf" -n client.rgw.a --rgw-frontends "beast endpoint=127.0.0.1:$s3_port"
+    step radosgw radosgw -c "$conf" -n client.rgw.a --rgw-frontends "beast endpoint=127.0.0.1:$s3_port tcp_nodelay=1"
     local access secret
     access=attache$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
     secret=$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')

@@ -103,6 +103,25 @@ struct Seconds: ExpressibleByArgument, Sendable {
     }
 }
 
+/// An age written like ``Seconds``, where 0 is allowed.
+struct Age: ExpressibleByArgument, Sendable {
+    let value: Int64
+
+    init(_ value: Int64) { self.value = value }
+
+    var defaultValueDescription: String { Seconds(value).defaultValueDescription }
+
+    init?(argument: String) {
+        if argument == "0" || argument == "0s" {
+            value = 0
+        } else if let seconds = Seconds(argument: argument) {
+            value = seconds.value
+        } else {
+            return nil
+        }
+    }
+}
+
 /// Parses an attachment id argument.
 func attachmentID(_ text: String) throws -> AttachmentID {
     guard let id = AttachmentID(hex: text) else {

@@ -98,13 +98,13 @@ struct GC: ParsableCommand {
         help:
             "A shared store's object without a catalog row younger than this is left (its upload may be about to commit), e.g. 15m."
     )
-    var minOrphanAge: Seconds = Seconds(900)
+    var minOrphanAge: Age = Age(900)
 
     func validate() throws {
         if let maxDeletesPerSecond {
             try Ranges.check(maxDeletesPerSecond, 0.001...1_000_000, "--max-deletes-per-second")
         }
-        try Ranges.check(minOrphanAge.value, 1...Ranges.maxTTL, "--min-orphan-age (seconds)")
+        try Ranges.check(minOrphanAge.value, 0...Ranges.maxTTL, "--min-orphan-age (seconds)")
     }
 
     func run() throws {
