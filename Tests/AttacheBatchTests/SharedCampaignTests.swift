@@ -144,6 +144,42 @@ struct SharedCampaignTests {
         #expect(lines.allSatisfy { $0.outcome == "attached" }, "\(lines.map(\.outcome))")
     }
 
+    /// The campaign that once left `store verify` counting 224 of 800 objects (an S3 listing cut
+    /// at 64 KiB): 400 payloads of two distinct GIFs each, two workers, then every object counted.
+    @Test func fourHundredItemsOfTwoMediaAreVerifiedWhole() async throws {
+        for index in 0..<800 {
+            var generator = SplitMix(seed: UInt64(index) + 7)
+            let indices = (0..<256).map { _ in UInt8(generator.next() % 4) }
+            let gif = try writeGIF(
+                width: 16, height: 16, palette: [0, 0, 0, 255, 0, 0, 0, 255, 0, 0, 0, 255],
+                frames: [
+                    GIFTestFrame(
+                        left: 0, top: 0, width: 16, height: 16, indices: indices, delay: 0, disposal: 0,
+                        transparent: -1)
+                ])
+            server.route("/gif/\(index).gif") { _, c in c.respond(headers: ["Content-Type": "image/gif"], body: gif) }
+        }
+        let input = directory.path + "/campaign.jsonl"
+        let lines = (0..<400).map {
+            #"{"aps":{"mutable-content":1},"media-url":[""# + server.url("/gif/\(2 * $0).gif") + #"",""#
+                + server.url("/gif/\(2 * $0 + 1).gif") + #""]}"#
+        }
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: input))
+        let a = try worker(input, manifest: directory.path + "/a.jsonl", extra: ["--jobs", "4"])
+        let b = try worker(input, manifest: directory.path + "/b.jsonl", extra: ["--jobs", "4"])
+        a.waitUntilExit()
+        b.waitUntilExit()
+        #expect(a.terminationStatus == 0 && b.terminationStatus == 0)
+        let finished = try records(directory.path + "/a.jsonl")
+        #expect(finished.count == 400 && finished.allSatisfy { $0.outcome == "attached" }, "\(finished.map(\.outcome))")
+        #expect(try fresh.sql("SELECT count(*) FROM attache_object") == "800")
+        let verify = await runChild(
+            ["store", "verify", "--json"] + fresh.arguments, environment: fresh.childEnvironment)
+        #expect(verify.status == 0, "\(verify.output)")
+        #expect(verify.output.contains(#""clean":true,"objects":800,"#), "\(verify.output)")
+        #expect(verify.output.contains(#""corrupt":0,"missing":0,"orphans":0"#), "\(verify.output)")
+    }
+
     @Test func aCampaignNeedsASharedStore() async throws {
         let input = try urlList(["/media/0.jpg"])
         let result = await runChild(
@@ -151,8 +187,13 @@ struct SharedCampaignTests {
         #expect(result.status != 0 && result.output.contains("through a shared store"), "\(result.output)")
     }
 
-    func runChild(_ arguments: [String]) async -> (status: Int32, output: String) {
+    func runChild(
+        _ arguments: [String], environment: [String: String]? = nil
+    ) async -> (
+        status: Int32, output: String
+    ) {
         let process = Process()
+        if let environment { process.environment = environment }
         guard let executable = try? attacheExecutable() else { return (-1, "no attache") }
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
