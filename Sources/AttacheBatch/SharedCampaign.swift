@@ -74,13 +74,15 @@ extension BatchRunner {
     public func run(
         queue: JobQueue, progress: (Progress) -> Void = { _ in }
     ) async throws(AttacheError) -> Progress {
-        let start = try queue.status()
+        // Every statement here is a round trip to the catalog: on its threads, never on the
+        // cooperative pool the items' fetches and deadlines run on.
+        let start = try await onCatalogThread { () throws(AttacheError) in try queue.status() }
         var state = Progress(total: start.total, skipped: start.done, done: 0, failed: 0, started: .now)
         let renewal = Task {
             let interval = Duration.milliseconds(max(200, queue.lease * 1000 / 3))
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
-                try? queue.renew()
+                _ = try? await onCatalogThread { () throws(AttacheError) in try queue.renew() }
             }
         }
         defer { renewal.cancel() }
@@ -91,7 +93,10 @@ extension BatchRunner {
             while true {
                 do throws(AttacheError) {
                     if running < jobs {
-                        for job in try queue.claim(limit: jobs - running) {
+                        let limit = jobs - running
+                        for job in try await onCatalogThread({ () throws(AttacheError) in try queue.claim(limit: limit)
+                            })
+                        {
                             running += 1
                             let item = SharedCampaign.item(job)
                             group.addTask {
@@ -101,10 +106,15 @@ extension BatchRunner {
                         }
                     }
                     if running == 0 {
-                        let status = try queue.status()
+                        let status = try await onCatalogThread { () throws(AttacheError) in try queue.status() }
                         if status.pending == 0 && status.running == 0 { return nil }
-                        // Other workers hold the rest: wait for them, or for their leases to run out.
-                        try? await Task.sleep(for: .milliseconds(250))
+                        // Other workers hold the rest: wait until one records an item (a NOTIFY)
+                        // or the soonest of their leases runs out, whichever comes first; a lost
+                        // notification costs at most a few seconds.
+                        let wait = min(status.untilNextLeaseEnds ?? .zero, .seconds(5))
+                        _ = try await onCatalogThread { () throws(AttacheError) in
+                            queue.waitForCompletion(timeout: wait)
+                        }
                         continue
                     }
                 } catch {
@@ -116,7 +126,10 @@ extension BatchRunner {
                 do throws(AttacheError) {
                     let line = BatchRecord.line(
                         item: item, result: result, payloadOut: result?.payload.count, outputEnd: nil)
-                    if try queue.finish(job.seq, record: line.text, failed: line.failed, output: result?.payload) {
+                    let output = result?.payload
+                    if try await onCatalogThread({ () throws(AttacheError) in
+                        try queue.finish(job.seq, record: line.text, failed: line.failed, output: output)
+                    }) {
                         state.done += 1
                         if line.failed { state.failed += 1 }
                         progress(state)

@@ -324,6 +324,44 @@ struct SharedStoreTests {
     /// A writer's lock goes with its session: when the session ends between the upload and
     /// the commit, collection may already have taken the bytes as an orphan, so the put fails
     /// and records nothing; the next put of the same bytes stores them whole.
+    @Test func aWaitingWorkerIsWokenWhenAnotherRecordsAnItem() throws {
+        let store = try open()
+        let (a, b) = (try JobQueue(store: store, campaign: "wake"), try JobQueue(store: store, campaign: "wake"))
+        let other = try JobQueue(store: store, campaign: "other")
+        func jobs(_ count: Int) -> [QueuedJob] {
+            (0..<count).map {
+                QueuedJob(
+                    seq: $0, reference: "r\($0)", url: nil, outputName: "\($0).json", payload: Array("{}".utf8),
+                    readError: nil)
+            }
+        }
+        try a.enqueue(jobs(2), total: 2)
+        try other.enqueue(jobs(1), total: 1)
+        #expect(try a.claim(limit: 5).map(\.seq) == [0, 1])
+        #expect(try b.claim(limit: 5).isEmpty)
+        let status = try b.status()
+        #expect(status.running == 2 && status.pending == 0)
+        #expect((status.untilNextLeaseEnds ?? .zero) > .seconds(20), "a's leases run 30 s")
+        // Nothing recorded: the wait runs out; another campaign's record does not end it either.
+        #expect(!b.waitForCompletion(timeout: .milliseconds(20)))
+        #expect(try other.claim(limit: 1).count == 1)
+        #expect(try other.finish(0, record: "{}", failed: false, output: nil))
+        #expect(!b.waitForCompletion(timeout: .milliseconds(20)))
+        #expect(!(try b.finish(1, record: "{}", failed: false, output: nil)), "b does not hold it")
+        // a records an item while b waits (up to two minutes): b is woken by the notification.
+        let woken = Mutex<Bool?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            let result = b.waitForCompletion(timeout: .seconds(120))
+            woken.withLock { $0 = result }
+            done.signal()
+        }.start()
+        #expect(try a.finish(0, record: "{}", failed: false, output: nil))
+        done.wait()
+        #expect(woken.withLock { $0 } == true)
+        #expect(try b.status().done == 1)
+    }
+
     @Test func anUploadWhoseSessionEndedIsNotRecorded() throws {
         let store = try open()
         let bytes = randomBytes(60_000, seed: 34)

@@ -1,4 +1,4 @@
-import AttacheBase
+public import AttacheBase
 import AttacheMedia
 import Dispatch
 import Foundation
@@ -31,6 +31,9 @@ enum OffPool {
     /// own: a worker waiting for the disk would otherwise leave its core idle while decodes
     /// queue behind it.
     private static let writes = JobQueue(workers: 4, name: "attache-store")
+    /// A shared store's catalog statements (lookups, token issues, campaign claims) on threads
+    /// of their own: a network round trip each, never queued behind an upload.
+    private static let catalogs = JobQueue(workers: 4, name: "attache-catalog")
     /// Every job submitted and not yet finished (queued or running).
     private static let work = DispatchGroup()
     private static let pending = Atomic<Int>(0)
@@ -66,6 +69,11 @@ enum OffPool {
     /// Runs `body` (a store write, mostly waiting for the disk) on a store thread.
     static func write<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await run(on: writes, body)
+    }
+
+    /// Runs `body` (catalog statements, mostly waiting for the network) on a catalog thread.
+    static func catalog<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await run(on: catalogs, body)
     }
 
     private static func run<T: Sendable>(on queue: JobQueue, _ body: @escaping @Sendable () -> T) async -> T {
@@ -179,4 +187,12 @@ public enum PipelineWorkers {
         get { OffPool.niceness.load(ordering: .relaxed) }
         set { OffPool.niceness.store(min(19, max(0, newValue)), ordering: .relaxed) }
     }
+}
+
+/// Runs blocking catalog statements (a shared store's PostgreSQL round trips) on the catalog's
+/// own threads, off Swift's cooperative pool and never queued behind uploads.
+public func onCatalogThread<T: Sendable>(
+    _ body: @escaping @Sendable () throws(AttacheError) -> T
+) async throws(AttacheError) -> T {
+    try await OffPool.catalog { Result { () throws(AttacheError) in try body() } }.get()
 }

@@ -1,5 +1,6 @@
 public import AttacheBase
 import Foundation
+import Synchronization
 
 /// One item of a campaign in the shared job table.
 public struct QueuedJob: Sendable, Hashable {
@@ -43,6 +44,16 @@ public struct CampaignStatus: Sendable, Hashable {
     /// Completions recorded in all: `done` when every item was recorded once.
     public var completions: Int
 
+    /// When the soonest live lease runs out (store clock, seconds), if any item is running,
+    /// and the store clock's reading these counts are from.
+    public var nextLeaseEnd: Int64?
+    public var asOf: Int64 = 0
+
+    /// How long until a running item may be taken over, if none is recorded first.
+    public var untilNextLeaseEnds: Duration? {
+        nextLeaseEnd.map { .seconds(max(0, $0 + 1 - asOf)) }
+    }
+
     /// Every item is recorded.
     public var complete: Bool { total > 0 && done == total }
 }
@@ -71,6 +82,10 @@ public final class JobQueue: Sendable {
     public let lease: Int64
     private let backend: SharedBackend
     private let clock: @Sendable () -> Int64
+    /// Opened by the first wait: a connection that hears every worker's completions.
+    private let listener = Mutex<PostgresListener?>(nil)
+    /// The channel completions are announced on (the payload names the campaign).
+    static let channel = "attache_job"
 
     /// The queue of `campaign` in `store`'s catalog (which must be shared).
     public init(store: AttachmentStore, campaign: String, lease: Int64 = 30) throws(AttacheError) {
@@ -155,18 +170,36 @@ public final class JobQueue: Sendable {
 
     /// Records an item done with its manifest line and mutated payload; false when this worker
     /// no longer holds it (its lease ran out and another claimed it): nothing is recorded then.
+    /// Workers waiting for others' items are told (`NOTIFY`, sent when the record commits).
     public func finish(_ seq: Int, record: String, failed: Bool, output: [UInt8]?) throws(AttacheError) -> Bool {
         try backend.pool.query(
             """
-            UPDATE attache_job SET state = 'done', record = $4, failed = $5, output = $6::bytea, finished = $7,
-                completions = completions + 1, lease_until = NULL
-            WHERE campaign = $1 AND seq = $2 AND owner = $3 AND state = 'running'
+            WITH finished AS (
+                UPDATE attache_job SET state = 'done', record = $4, failed = $5, output = $6::bytea, finished = $7,
+                    completions = completions + 1, lease_until = NULL
+                WHERE campaign = $1 AND seq = $2 AND owner = $3 AND state = 'running' RETURNING seq)
+            SELECT pg_notify('\(Self.channel)', $1) FROM finished
             """,
             [
                 campaign, String(seq), owner, record, failed ? "true" : "false", output.map(Self.hex),
                 String(now),
             ]
-        ).affected == 1
+        ).rows.count == 1
+    }
+
+    /// Waits until another worker records an item of this campaign, or `timeout` passes (true
+    /// when one was recorded). What changed is read from the table afterwards: a wake-up only
+    /// says when to look, so a missed one costs at most `timeout`.
+    public func waitForCompletion(timeout: Duration) -> Bool {
+        let listener = self.listener.withLock { listener -> PostgresListener? in
+            if listener == nil { listener = try? PostgresListener(url: backend.postgresURL, channel: Self.channel) }
+            return listener
+        }
+        guard let listener else {
+            PostgresListener.sleep(for: timeout)
+            return false
+        }
+        return listener.wait(for: campaign, timeout: timeout)
     }
 
     /// Counts by state.
@@ -177,14 +210,16 @@ public final class JobQueue: Sendable {
             SELECT count(*), count(*) FILTER (WHERE state = 'done'), count(*) FILTER (WHERE state = 'done' AND failed),
                 count(*) FILTER (WHERE state = 'running' AND lease_until >= $2),
                 count(*) FILTER (WHERE state = 'pending' OR (state = 'running' AND lease_until < $2)),
-                COALESCE(sum(attempts), 0), COALESCE(sum(completions), 0)
+                COALESCE(sum(attempts), 0), COALESCE(sum(completions), 0),
+                min(lease_until) FILTER (WHERE state = 'running' AND lease_until >= $2)
             FROM attache_job WHERE campaign = $1
             """, [campaign, String(now)])
         let values = rows.first ?? []
         func number(_ index: Int) -> Int { values.count > index ? Int(values[index] ?? "0") ?? 0 : 0 }
         return CampaignStatus(
             total: number(0), done: number(1), failed: number(2), running: number(3), pending: number(4),
-            attempts: number(5), completions: number(6))
+            attempts: number(5), completions: number(6),
+            nextLeaseEnd: values.count > 7 ? values[7].flatMap { Int64($0) } : nil, asOf: now)
     }
 
     /// Every recorded item, in input order, `batch` at a time (bounded memory).

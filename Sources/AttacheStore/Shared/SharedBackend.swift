@@ -21,6 +21,8 @@ final class SharedBackend: StoreBackend {
     let configuration: StoreConfiguration
     let shared: SharedStoreConfiguration
     let pool: PostgresPool
+    /// The catalog's connection string (for connections of their own, as a listener's).
+    let postgresURL: String
     let blobs: S3Client
     private let leases: [LeaseSlot]
     private let nextLease = Atomic<Int>(0)
@@ -40,6 +42,7 @@ final class SharedBackend: StoreBackend {
         self.configuration = configuration
         self.shared = shared
         pool = PostgresPool(url: shared.postgres, size: shared.connections)
+        postgresURL = shared.postgres
         blobs = S3Client(shared.blobs)
         try pool.with { connection throws(AttacheError) in try Self.migrate(connection) }
         do {
