@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "AttacheFetch", targets: ["AttacheFetch"]),
         .library(name: "AttacheMedia", targets: ["AttacheMedia"]),
         .library(name: "AttacheStore", targets: ["AttacheStore"]),
+        .library(name: "AttacheStoreShared", targets: ["AttacheStoreShared"]),
         .library(name: "AttacheServer", targets: ["AttacheServer"]),
         .library(name: "AttacheSeal", targets: ["AttacheSeal"]),
         .library(name: "AttacheClient", targets: ["AttacheClient"]),
@@ -92,15 +93,25 @@ let package = Package(
             dependencies: ["AttacheBase", "CAttacheCodecs"],
             swiftSettings: swiftSettings
         ),
-        // Stage 4: content-addressed objects, catalog, key ring and scoped tokens; one backend on a
-        // local directory (SQLite), one shared (PostgreSQL catalog, S3 object bytes).
+        // Stage 4: content-addressed objects, catalog, key ring and scoped tokens, and the backend on
+        // a local directory (SQLite). Links neither libpq nor the S3 shim.
         .target(
             name: "AttacheStore",
             dependencies: [
-                "AttacheBase", "CAttacheObjects", "CLibPQ",
+                "AttacheBase",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "ExtrasBase64", package: "swift-extras-base64"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The shared backend of stage 4 (PostgreSQL catalog, S3 object bytes) and campaign jobs.
+        .target(
+            name: "AttacheStoreShared",
+            dependencies: [
+                "AttacheBase", "AttacheStore", "CAttacheObjects", "CLibPQ",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ExtrasBase64", package: "swift-extras-base64"),
             ],
             swiftSettings: swiftSettings
@@ -132,7 +143,7 @@ let package = Package(
         .target(
             name: "AttacheBatch",
             dependencies: [
-                "AttacheBase", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore",
+                "AttacheBase", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared",
                 .product(name: "ExtrasBase64", package: "swift-extras-base64"),
             ],
             swiftSettings: swiftSettings
@@ -141,7 +152,8 @@ let package = Package(
         .target(
             name: "AttacheServer",
             dependencies: [
-                "AttacheBase", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSeal",
+                "AttacheBase", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared",
+                "AttacheSeal",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -162,7 +174,7 @@ let package = Package(
         .executableTarget(
             name: "attache",
             dependencies: [
-                "AttacheBatch", "AttacheCore", "AttacheServer", "AttacheSeal", "AttacheClient",
+                "AttacheBatch", "AttacheCore", "AttacheServer", "AttacheSeal", "AttacheClient", "AttacheStoreShared",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -176,7 +188,8 @@ let package = Package(
         .target(
             name: "AttacheTestSupport",
             dependencies: [
-                "AttacheBase", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheCore", "CAttacheCodecs",
+                "AttacheBase", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared", "AttacheCore",
+                "CAttacheCodecs",
                 "CAttacheTestSupport", "AttacheSeal", .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Tests/AttacheTestSupport"
@@ -199,13 +212,14 @@ let package = Package(
         ),
         .testTarget(
             name: "AttacheStoreTests",
-            dependencies: ["AttacheStore", "AttacheTestSupport"],
+            dependencies: ["AttacheStore", "AttacheStoreShared", "AttacheTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AttacheServerTests",
             dependencies: [
-                "AttacheServer", "AttacheCore", "AttacheFetch", "AttacheStore", "AttacheTestSupport", "AttacheSeal",
+                "AttacheServer", "AttacheCore", "AttacheFetch", "AttacheStore", "AttacheStoreShared",
+                "AttacheTestSupport", "AttacheSeal",
                 "AttacheClient",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -220,7 +234,8 @@ let package = Package(
         .testTarget(
             name: "AttacheSealTests",
             dependencies: [
-                "AttacheSeal", "AttacheClient", "AttacheCore", "AttacheFetch", "AttacheStore", "AttacheTestSupport",
+                "AttacheSeal", "AttacheClient", "AttacheCore", "AttacheFetch", "AttacheStore", "AttacheStoreShared",
+                "AttacheTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
@@ -228,14 +243,16 @@ let package = Package(
         .testTarget(
             name: "AttacheBatchTests",
             dependencies: [
-                "AttacheBatch", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheTestSupport",
+                "AttacheBatch", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared",
+                "AttacheTestSupport",
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AttacheCoreTests",
             dependencies: [
-                "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSeal", "AttacheTestSupport",
+                "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared", "AttacheSeal",
+                "AttacheTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings

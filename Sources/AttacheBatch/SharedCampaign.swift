@@ -1,6 +1,7 @@
 public import AttacheBase
 import AttacheCore
-public import AttacheStore
+import AttacheStore
+public import AttacheStoreShared
 import Foundation
 import Glibc
 
@@ -95,8 +96,7 @@ extension BatchRunner {
                     if running < jobs {
                         let limit = jobs - running
                         for job in try await onCatalogThread({ () throws(AttacheError) in try queue.claim(limit: limit)
-                            })
-                        {
+                        }) {
                             running += 1
                             let item = SharedCampaign.item(job)
                             group.addTask {

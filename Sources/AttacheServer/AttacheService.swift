@@ -2,6 +2,7 @@ public import AttacheBase
 public import AttacheCore
 import AttacheFetch
 public import AttacheStore
+import AttacheStoreShared
 import Foundation
 public import Hummingbird
 public import Logging
@@ -31,7 +32,7 @@ public struct AttacheService: Sendable {
         configuration: ServerConfiguration, metricsText: (@Sendable () -> String)? = nil
     ) throws(AttacheError) {
         self.configuration = configuration
-        self.store = try AttachmentStore(configuration.store)
+        self.store = try AttachmentStore.open(configuration.store)
         self.pipelines = PipelineSlot(
             Pipeline(configuration: configuration.pipeline, fetcher: Fetcher(policy: configuration.fetch), store: store)
         )

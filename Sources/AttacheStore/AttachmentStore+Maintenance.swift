@@ -17,6 +17,8 @@ public struct CollectionReport: Hashable, Sendable {
     public var temps = 0
     /// Whether nothing was actually removed.
     public var dryRun = false
+
+    package init(dryRun: Bool = false) { self.dryRun = dryRun }
 }
 
 /// How a collection pass runs.
@@ -61,7 +63,7 @@ public struct VerifyOptions: Hashable, Sendable {
     }
 
     /// Whether the object `id` is one of the sample.
-    func sampled(_ id: String) -> Bool {
+    package func sampled(_ id: String) -> Bool {
         guard sample < 1 else { return true }
         let head = UInt64(id.prefix(8), radix: 16) ?? 0
         return Double(head) < sample * 4_294_967_296
@@ -80,6 +82,10 @@ public struct VerifyProblem: Hashable, Sendable {
     public var id: String?
     /// Where: the file path or `s3://` URL (the id for a missing object).
     public var location: String
+
+    package init(kind: Kind, id: String?, location: String) {
+        (self.kind, self.id, self.location) = (kind, id, location)
+    }
 }
 
 /// Counts of a verification (of one prefix, or of the whole store).
@@ -94,7 +100,7 @@ public struct VerifyCounts: Hashable, Sendable {
 
     public init() {}
 
-    mutating func add(_ other: VerifyCounts) {
+    package mutating func add(_ other: VerifyCounts) {
         objects += other.objects
         hashed += other.hashed
         corrupt += other.corrupt

@@ -8,20 +8,30 @@ import Synchronization
 ///
 /// The backend is a local directory with a SQLite catalog (``DirectoryBackend``, the default)
 /// or, with ``StoreConfiguration/shared``, PostgreSQL for the catalog and an S3 bucket for the
-/// bytes (``SharedBackend``), so several processes on several machines share one store.
+/// bytes (`SharedBackend`, in the `AttacheStoreShared` library: open such a store with its
+/// `AttachmentStore.open(_:)`), so several processes on several machines share one store.
 public final class AttachmentStore: Sendable {
     /// The configuration the store was opened with.
     public let configuration: StoreConfiguration
-    let backend: any StoreBackend
+    package let backend: any StoreBackend
 
-    /// Opens (creating when missing) the store `configuration` describes.
+    /// Opens (creating when missing) the directory store `configuration` describes. A shared
+    /// store's configuration is refused here: this library does not link its backend
+    /// (`AttacheStoreShared` does).
     public init(_ configuration: StoreConfiguration) throws(AttacheError) {
-        self.configuration = configuration
-        if let shared = configuration.shared {
-            backend = try SharedBackend(configuration, shared: shared)
-        } else {
-            backend = try DirectoryBackend(configuration)
+        guard configuration.shared == nil else {
+            throw AttacheError(
+                .invalidInput,
+                "a shared store (PostgreSQL + S3) is opened with AttachmentStore.open(_:) from AttacheStoreShared")
         }
+        self.configuration = configuration
+        backend = try DirectoryBackend(configuration)
+    }
+
+    /// A store over `backend` (another library's, such as the shared one).
+    package init(_ configuration: StoreConfiguration, backend: any StoreBackend) {
+        self.configuration = configuration
+        self.backend = backend
     }
 
     /// Whether the store is shared (PostgreSQL + S3) rather than a local directory.

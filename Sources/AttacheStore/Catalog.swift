@@ -2,22 +2,31 @@ internal import AttacheBase
 import GRDB
 
 /// One row per stored object.
-struct ObjectRow: Codable, Hashable, FetchableRecord, PersistableRecord {
-    static let databaseTableName = "object"
+package struct ObjectRow: Codable, Hashable {
+    package var id: String
+    package var kind: String
+    package var ext: String
+    package var bytes: Int64
+    package var width: Int?
+    package var height: Int?
+    package var frames: Int?
+    package var created: Int64
+    package var expires: Int64
+    package var revokedBefore: Int64
+    package var posterTime: Double? = nil
 
-    var id: String
-    var kind: String
-    var ext: String
-    var bytes: Int64
-    var width: Int?
-    var height: Int?
-    var frames: Int?
-    var created: Int64
-    var expires: Int64
-    var revokedBefore: Int64
-    var posterTime: Double? = nil
+    package init(
+        id: String, kind: String, ext: String, bytes: Int64, width: Int?, height: Int?, frames: Int?, created: Int64,
+        expires: Int64, revokedBefore: Int64, posterTime: Double? = nil
+    ) {
+        (self.id, self.kind, self.ext, self.bytes) = (id, kind, ext, bytes)
+        (self.width, self.height, self.frames) = (width, height, frames)
+        (self.created, self.expires, self.revokedBefore, self.posterTime) = (
+            created, expires, revokedBefore, posterTime
+        )
+    }
 
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case id, kind, ext, bytes, width, height, frames, created, expires
         case revokedBefore = "revoked_before"
         case posterTime = "poster_time"
@@ -25,21 +34,34 @@ struct ObjectRow: Codable, Hashable, FetchableRecord, PersistableRecord {
 }
 
 /// Where an object came from: one row per (source URL, rendition spec).
-struct SourceRow: Codable, Hashable, FetchableRecord, PersistableRecord {
-    static let databaseTableName = "source"
+package struct SourceRow: Codable, Hashable {
+    package var url: String
+    package var spec: String
+    package var objectID: String
+    package var etag: String?
+    package var lastModified: String?
+    package var fetched: Int64
 
-    var url: String
-    var spec: String
-    var objectID: String
-    var etag: String?
-    var lastModified: String?
-    var fetched: Int64
+    package init(
+        url: String, spec: String, objectID: String, etag: String?, lastModified: String?, fetched: Int64
+    ) {
+        (self.url, self.spec, self.objectID) = (url, spec, objectID)
+        (self.etag, self.lastModified, self.fetched) = (etag, lastModified, fetched)
+    }
 
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case url, spec, etag, fetched
         case objectID = "object_id"
         case lastModified = "last_modified"
     }
+}
+
+extension ObjectRow: FetchableRecord, PersistableRecord {
+    static let databaseTableName = "object"
+}
+
+extension SourceRow: FetchableRecord, PersistableRecord {
+    static let databaseTableName = "source"
 }
 
 /// The store's metadata in SQLite (WAL, through GRDB). Every process that opens the store

@@ -1,4 +1,4 @@
-internal import AttacheBase
+package import AttacheBase
 import Crypto
 import Glibc
 import Synchronization
@@ -326,23 +326,25 @@ final class DirectoryBackend: StoreBackend {
 }
 
 /// The byte and object quotas, checked the same way by every backend.
-struct Quota {
-    let maxBytes: Int64
-    let maxObjects: Int
+package struct Quota {
+    package let maxBytes: Int64
+    package let maxObjects: Int
 
-    init(_ configuration: StoreConfiguration) {
+    package init(_ configuration: StoreConfiguration) {
         maxBytes = configuration.maxBytes
         maxObjects = configuration.maxObjects
     }
 
     /// The quota one more object of `bytes` would pass, or nil when it fits.
-    func passed(_ totals: (objects: Int, bytes: Int64, expired: Int), adding bytes: Int64) -> AttacheError.Limit? {
+    package func passed(
+        _ totals: (objects: Int, bytes: Int64, expired: Int), adding bytes: Int64
+    ) -> AttacheError.Limit? {
         if totals.bytes + bytes > maxBytes { return .maxStoreBytes }
         if totals.objects + 1 > maxObjects { return .maxStoreObjects }
         return nil
     }
 
-    func full(bytes: Int64, limit: AttacheError.Limit) -> AttacheError {
+    package func full(bytes: Int64, limit: AttacheError.Limit) -> AttacheError {
         AttacheError(
             .storeFull,
             "storing \(bytes) bytes would pass the store quota of \(maxBytes) bytes / \(maxObjects) objects",
@@ -351,21 +353,21 @@ struct Quota {
 }
 
 /// A local object file held open under a shared `flock` (collection needs an exclusive one).
-final class FileObject: ObjectHandle {
-    let path: String
+package final class FileObject: ObjectHandle {
+    package let path: String
     private let fd: Mutex<Int32>
 
-    init(path: String, descriptor: Int32) {
+    package init(path: String, descriptor: Int32) {
         self.path = path
         fd = Mutex(descriptor)
     }
 
     deinit { close() }
 
-    var descriptor: Int32 { fd.withLock { $0 } }
-    var isOpen: Bool { fd.withLock { $0 >= 0 } }
+    package var descriptor: Int32 { fd.withLock { $0 } }
+    package var isOpen: Bool { fd.withLock { $0 >= 0 } }
 
-    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(AttacheError) -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(AttacheError) -> Int {
         let result: Result<Int, AttacheError> = fd.withLock { fd in
             guard fd >= 0 else { return .failure(AttacheError(.ioError, "lease already closed")) }
             var done = 0
@@ -381,7 +383,7 @@ final class FileObject: ObjectHandle {
         return try result.get()
     }
 
-    func close() {
+    package func close() {
         fd.withLock { fd in
             guard fd >= 0 else { return }
             flock(fd, LOCK_UN)

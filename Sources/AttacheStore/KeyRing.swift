@@ -202,7 +202,7 @@ extension KeyRing {
     }
 
     /// A ring from its JSON form (`what` names where it came from, for errors).
-    static func decode(_ bytes: [UInt8], from what: String) throws(AttacheError) -> KeyRing {
+    package static func decode(_ bytes: [UInt8], from what: String) throws(AttacheError) -> KeyRing {
         do {
             let file = try JSONDecoder().decode(File.self, from: Data(bytes))
             return try KeyRing(current: file.current, entries: file.keys)
@@ -219,7 +219,7 @@ extension KeyRing {
     }
 
     /// The ring's JSON form (what the key file holds).
-    func encoded() throws(AttacheError) -> [UInt8] {
+    package func encoded() throws(AttacheError) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         guard let data = try? encoder.encode(File(current: currentKeyID, keys: entries)) else {

@@ -1,4 +1,4 @@
-import AttacheBase
+package import AttacheBase
 import Dispatch
 import Foundation
 import Glibc
@@ -6,8 +6,8 @@ import Synchronization
 
 /// The catalog rows of one id prefix in id order, read a page at a time (keyset pagination),
 /// so a pass over millions of objects holds one page of rows.
-struct RowCursor {
-    static let pageSize = 1000
+package struct RowCursor {
+    package static let pageSize = 1000
 
     private let prefix: String
     private let below: String
@@ -18,7 +18,8 @@ struct RowCursor {
     private var finished = false
 
     /// `page(after, below)` answers at most ``pageSize`` rows with `after < id < below`, in id order.
-    init(prefix: String, page: @escaping (_ after: String, _ below: String) throws(AttacheError) -> [ObjectRow]) {
+    package init(prefix: String, page: @escaping (_ after: String, _ below: String) throws(AttacheError) -> [ObjectRow])
+    {
         self.prefix = prefix
         self.below = ObjectLayout.upperBound(of: prefix)
         self.page = page
@@ -26,7 +27,7 @@ struct RowCursor {
     }
 
     /// The next row, or nil when the prefix has no more.
-    mutating func peek() throws(AttacheError) -> ObjectRow? {
+    package mutating func peek() throws(AttacheError) -> ObjectRow? {
         if index < rows.count { return rows[index] }
         guard !finished else { return nil }
         rows = try page(last, below)
@@ -36,19 +37,19 @@ struct RowCursor {
         return rows.first
     }
 
-    mutating func advance() { index += 1 }
+    package mutating func advance() { index += 1 }
 }
 
 /// Deletions at most so many a second, shared by every thread of a pass: each waits its turn.
-final class DeletionPace: Sendable {
+package final class DeletionPace: Sendable {
     private let interval: Double?
     private let next = Mutex<Double>(0)
 
-    init(perSecond: Double?) {
+    package init(perSecond: Double?) {
         interval = perSecond.flatMap { $0 > 0 ? 1 / $0 : nil }
     }
 
-    func wait() {
+    package func wait() {
         guard let interval else { return }
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
@@ -68,7 +69,7 @@ final class DeletionPace: Sendable {
 
 /// Runs `body` for every item on `workers` threads (items taken in order); the first error
 /// stops the others from starting more and is thrown.
-func forEachConcurrently<T: Sendable>(
+package func forEachConcurrently<T: Sendable>(
     _ items: [T], workers: Int, _ body: @escaping @Sendable (T) throws(AttacheError) -> Void
 ) throws(AttacheError) {
     let state = Mutex<(next: Int, failure: AttacheError?)>((0, nil))

@@ -1,11 +1,11 @@
-internal import AttacheBase
+package import AttacheBase
 
 /// Where a store keeps its catalog and its object bytes. ``AttachmentStore`` owns the rules
 /// every backend shares (ids, expiry arithmetic, tokens, revocation checks); a backend owns
 /// publishing, reading under a lease, collection and the key ring, with the same guarantees:
 /// content addressing, atomic publication (readers never see an object before its row), one
 /// object per content, quotas, and collection that never takes an object being written or read.
-protocol StoreBackend: Sendable {
+package protocol StoreBackend: Sendable {
     /// The object's row, or nil.
     func object(_ id: String) throws(AttacheError) -> ObjectRow?
     /// The row made from `url` with `spec`, with the object's row.
@@ -54,7 +54,7 @@ protocol StoreBackend: Sendable {
 }
 
 /// What an open without waiting found.
-enum ImmediateOpen {
+package enum ImmediateOpen {
     case opened(ObjectRow, any ObjectHandle)
     case missing
     case wouldWait
@@ -62,7 +62,7 @@ enum ImmediateOpen {
 
 /// An open object: reads at offsets, and (for a local file) the descriptor the kernel can send
 /// from. ``close()`` ends the hold against collection; it is safe to call more than once.
-protocol ObjectHandle: Sendable {
+package protocol ObjectHandle: Sendable {
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(AttacheError) -> Int
     /// The file descriptor, or -1 when the object is not a local file (or the handle is closed).
     var descriptor: Int32 { get }

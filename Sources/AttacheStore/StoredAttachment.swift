@@ -140,20 +140,20 @@ public struct SourceReference: Hashable, Sendable {
 }
 
 /// The file layout under a store root.
-enum ObjectLayout {
-    static func relativePath(id: String, fileExtension: String) -> String {
+package enum ObjectLayout {
+    package static func relativePath(id: String, fileExtension: String) -> String {
         let split = id.index(id.startIndex, offsetBy: 2)
         return "objects/\(id[..<split])/\(id[split...]).\(fileExtension)"
     }
 
     /// The directories objects are spread over, by the id's first byte: `00` … `ff`.
-    static let prefixes: [String] = (0..<256).map { byte in
+    package static let prefixes: [String] = (0..<256).map { byte in
         let digits = Array("0123456789abcdef")
         return String([digits[byte >> 4], digits[byte & 15]])
     }
 
     /// The smallest string above every id that starts with `prefix` (two hex digits).
-    static func upperBound(of prefix: String) -> String {
+    package static func upperBound(of prefix: String) -> String {
         guard let value = Int(prefix, radix: 16), value < 255 else { return "g" }
         return prefixes[value + 1]
     }

@@ -4,6 +4,7 @@ import AttacheBatch
 import AttacheCore
 import AttacheMedia
 import AttacheStore
+import AttacheStoreShared
 import Foundation
 
 struct BatchCommand: AsyncParsableCommand {

@@ -4,6 +4,7 @@ import AttacheCore
 import AttacheFetch
 import AttacheMedia
 import AttacheStore
+import AttacheStoreShared
 import Foundation
 
 /// `--store DIR` (or `--store postgres://… --blobs s3://…`) and the quotas, shared by every
@@ -66,7 +67,7 @@ struct StoreOptions: ParsableArguments {
     func open() throws -> AttachmentStore {
         let configuration = try configuration()
         do throws(AttacheError) {
-            return try AttachmentStore(configuration)
+            return try AttachmentStore.open(configuration)
         } catch {
             guard error.code == .ioError else { throw error }
             let named: String = store != nil ? "--store" : "the store (ATTACHE_STORE or the default)"

@@ -130,5 +130,15 @@ import Testing
                 names.filter { $0 != "—" })
         }
         #expect(documented == actual, "docs/architecture.md's target graph differs from Package.swift")
+
+        // A library user of the pipeline and the directory store links neither libpq nor the S3
+        // shim: they are reached only through AttacheStoreShared.
+        var closure: Set<String> = []
+        var next = ["AttacheCore"]
+        while let name = next.popLast() {
+            for dependency in actual[name] ?? [] where closure.insert(dependency).inserted { next.append(dependency) }
+        }
+        #expect(closure.contains("AttacheStore") && closure.contains("CAttacheCodecs"))
+        #expect(closure.isDisjoint(with: ["CLibPQ", "CAttacheObjects", "AttacheStoreShared"]), "\(closure.sorted())")
     }
 }

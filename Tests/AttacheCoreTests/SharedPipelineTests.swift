@@ -7,6 +7,7 @@ import Testing
 
 @testable import AttacheCore
 @testable import AttacheStore
+@testable import AttacheStoreShared
 
 /// The pipeline over a shared store (PostgreSQL catalog, S3 bytes): a catalog that does not
 /// answer must not stop the process answering.
@@ -18,7 +19,7 @@ struct SharedPipelineTests {
     /// out, and once the lock goes the same payload is attached.
     @Test func aCatalogThatDoesNotAnswerCostsTheAttachmentNotTheDeadline() async throws {
         let fresh = try SharedServers.fresh()
-        let store = try AttachmentStore(try fresh.configuration())
+        let store = try AttachmentStore.open(try fresh.configuration())
         let media = try sampleMediaServer()
         var configuration = PipelineConfiguration()
         configuration.baseURL = "https://cdn.test/a/"

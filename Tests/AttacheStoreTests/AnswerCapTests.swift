@@ -4,6 +4,7 @@ import Foundation
 import Testing
 
 @testable import AttacheStore
+@testable import AttacheStoreShared
 
 /// Every answer the object-store client reads against a buffer of fixed size is either read
 /// whole or refused with a clear error — one byte over the buffer included; a listing page of

@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 
 @testable import AttacheStore
+@testable import AttacheStoreShared
 
 /// The shared store past a few hundred objects, against the real PostgreSQL and radosgw: 10,000
 /// objects (uploaded and recorded in bulk, each hashing to its id), `attache store verify`
@@ -76,7 +77,7 @@ import Testing
     @Test("10,000 objects: verify exact and clean, an orphan at the end of the key space collected, memory flat")
     func tenThousandObjects() throws {
         let fresh = try SharedServers.fresh()
-        let store = try AttachmentStore(try fresh.configuration())
+        let store = try AttachmentStore.open(try fresh.configuration())
         try Self.fill(store, fresh: fresh, from: 0, count: 1000)
         let small = try Self.attache(["store", "verify", "--json"], fresh: fresh)
         #expect(small.status == 0 && small.output.contains(#""objects":1000,"#), "\(small.output)")

@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 
 @testable import AttacheStore
+@testable import AttacheStoreShared
 
 /// The shared backend over the real PostgreSQL and radosgw that `scripts/test.sh` starts: two
 /// store instances stand for two replicas (the process-level tests are in the service suites).
@@ -17,7 +18,7 @@ struct SharedStoreTests {
 
     func open(maxBytes: Int64 = 1 << 30, maxObjects: Int = 1_000) throws -> AttachmentStore {
         let clock = self.clock
-        return try AttachmentStore(
+        return try AttachmentStore.open(
             fresh.configuration(maxBytes: maxBytes, maxObjects: maxObjects, clock: { clock.now }))
     }
 
@@ -47,9 +48,9 @@ struct SharedStoreTests {
         let clock = self.clock
         var configuration = try fresh.configuration(clock: { clock.now })
         configuration.shared!.cacheDirectory = directory.path + "/a"
-        let a = try AttachmentStore(configuration)
+        let a = try AttachmentStore.open(configuration)
         configuration.shared!.cacheDirectory = directory.path + "/b"
-        let b = try AttachmentStore(configuration)
+        let b = try AttachmentStore.open(configuration)
         let bytes = randomBytes(300_000, seed: 21)
         let stored = try a.put(bytes, metadata: ObjectMetadata(kind: .png), ttl: 50)
         let id = stored.id.hex
@@ -304,7 +305,7 @@ struct SharedStoreTests {
         var configuration = try fresh.configuration(clock: { clock.now })
         configuration.shared!.cacheDirectory = nil
         configuration.shared!.leaseConnections = 1
-        let store = try AttachmentStore(configuration)
+        let store = try AttachmentStore.open(configuration)
         let bytes = randomBytes(50_000, seed: 33)
         let stored = try store.put(bytes, metadata: ObjectMetadata(kind: .png), ttl: 100)
         let token = try store.issueToken(for: stored.id, ttl: 100_000)
@@ -393,7 +394,7 @@ struct SharedStoreTests {
         var other = try fresh.configuration()
         other.shared!.keyRingKey = [UInt8](repeating: 7, count: 32)
         #expect {
-            _ = try AttachmentStore(other)
+            _ = try AttachmentStore.open(other)
         } throws: { error in
             (error as? AttacheError)?.code == .storeCorrupt
                 && (error as? AttacheError)?.message.contains("ATTACHE_KEYRING_KEY") == true
@@ -438,7 +439,7 @@ struct SharedStoreTests {
             store: "postgres://nobody@127.0.0.1:9/none?connect_timeout=2", blobs: "s3://bucket",
             environment: environment)
         #expect {
-            _ = try AttachmentStore(configuration)
+            _ = try AttachmentStore.open(configuration)
         } throws: { error in
             (error as? AttacheError)?.code == .storeUnavailable
                 && (error as? AttacheError)?.message.contains("cannot connect to PostgreSQL") == true

@@ -1,4 +1,5 @@
 import AttacheBase
+import AttacheStore
 import Glibc
 
 /// One object of a bucket listing.

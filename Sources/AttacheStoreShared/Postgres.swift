@@ -1,4 +1,5 @@
 internal import AttacheBase
+import AttacheStore
 import CLibPQ
 import Glibc
 import Synchronization

@@ -1,4 +1,5 @@
 internal import AttacheBase
+import AttacheStore
 import Crypto
 import Glibc
 import Synchronization

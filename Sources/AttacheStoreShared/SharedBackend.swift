@@ -1,4 +1,5 @@
-internal import AttacheBase
+public import AttacheBase
+public import AttacheStore
 import Crypto
 import ExtrasBase64
 import Synchronization
@@ -766,5 +767,14 @@ final class RemoteObject: ObjectHandle {
     func close() {
         guard open.exchange(false, ordering: .relaxed) else { return }
         slot.unlock(lockKey, session: session)
+    }
+}
+
+extension AttachmentStore {
+    /// Opens (creating when missing) the store `configuration` describes: shared (PostgreSQL
+    /// catalog + S3 bytes) when ``StoreConfiguration/shared`` is set, else the directory store.
+    public static func open(_ configuration: StoreConfiguration) throws(AttacheError) -> AttachmentStore {
+        guard let shared = configuration.shared else { return try AttachmentStore(configuration) }
+        return AttachmentStore(configuration, backend: try SharedBackend(configuration, shared: shared))
     }
 }

@@ -1,4 +1,5 @@
 public import AttacheBase
+public import AttacheStore
 import Foundation
 import Synchronization
 
