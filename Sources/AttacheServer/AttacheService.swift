@@ -113,9 +113,11 @@ public struct AttacheService: Sendable {
             server: .http1(
                 configuration: .init(
                     additionalChannelHandlers: [
-                        RequestFraming.Installer(RequestFraming(metrics: metrics, logger: logger)),
-                        DownloadFastPath(
-                            route: downloads, attachmentsPath: attachmentsPath, metrics: metrics, logger: logger),
+                        RequestFraming.Installer(
+                            RequestFraming(metrics: metrics, logger: logger),
+                            DownloadFastPath(
+                                route: downloads, attachmentsPath: attachmentsPath, metrics: metrics, logger: logger)
+                        )
                     ])),
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: nil),

@@ -5,42 +5,48 @@ import HTTPTypes
 import Logging
 import NIOCore
 import NIOHTTP1
-import NIOHTTPTypes
-import NIOHTTPTypesHTTP1
 import NIOPosix
 import Synchronization
 
-/// Attachment downloads answered on the connection's event loop, the body handed to the
-/// kernel with `sendfile` instead of being copied through the process.
+/// Attachment downloads answered on the connection's event loop, in front of the conversion to
+/// HTTP types, the body handed to the kernel with `sendfile` instead of being copied through
+/// the process.
 ///
-/// It sits in each connection's pipeline after the HTTP/1 codec, in front of the router. A
-/// `GET` under the attachments path that the token opens is answered here: the head, then a
-/// file region of the leased object (written below the HTTP-types codec, where NIO's encoder
-/// takes file regions), the lease released when the last byte is written. Everything else —
-/// `HEAD`, 304, every refusal, `Connection: close`, a request while the router still owes an
-/// answer on this connection — goes on to the router unchanged, which answers it the same way
-/// (`AttachmentRoute`), so the two paths cannot disagree on what is served.
+/// It sits in each connection's pipeline right after the HTTP/1 decoder (and the framing
+/// checks), in front of the router. A keep-alive `GET` under the attachments path that the
+/// token opens is answered here: the head (made once a second per download, see below), then a
+/// file region of the leased object, corked into full segments, the lease released when the
+/// last byte is written. Everything else — `HEAD`, 304, every refusal,
+/// `Connection: close`, a request while the router still owes an answer on this connection —
+/// goes on to the router unchanged, which answers it the same way (`AttachmentRoute`), so the
+/// two paths cannot disagree on what is served.
+///
+/// **Checks remembered for a second.** A whole-object download's check (signature, key ring,
+/// expiry, scope, the catalog row, revocation) is remembered by the event loop that made it,
+/// with its lease, for one second: another `GET` of the same URL within that second is sent at
+/// once (the token's and the object's expiry are still checked on every request). So a
+/// revocation, a key retirement or a collection is honoured within a second, as a replica of a
+/// shared store honours them; the lease keeps the object from being collected meanwhile.
 ///
 /// With a shared store a check that needs a catalog query runs on the blocking pool, never on
 /// the event loop; the connection's next request parts wait until it is answered. Objects with a
 /// local copy are sent from it; the others go to the router, which streams them.
 final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
 
-    /// Downloads answered here (for tests and the curious).
+    /// Downloads answered here, and of them the ones sent from a remembered check (for tests).
     static let answered = Atomic<Int>(0)
+    static let remembered = Atomic<Int>(0)
 
     private let route: AttachmentRoute
     private let prefix: String
     private let metrics: ServerMetrics
     private let logger: Logger
-    /// Where writes bypass the HTTP-types codec (NIO's HTTP/1 parts, file regions allowed).
-    private var codec: ChannelHandlerContext?
     /// The request being considered, held until its end.
-    private var held: [HTTPRequestPart]?
+    private var held: [HTTPServerRequestPart]?
     /// Requests passed to the router whose answers have not ended.
     private var owed = 0
     /// Downloads being written here.
@@ -50,21 +56,13 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private var quiesce: Any?
     /// A shared store's check is running for the held request; parts that arrive meanwhile wait.
     private var checking = false
-    private var waiting: [HTTPRequestPart] = []
+    private var waiting: [HTTPServerRequestPart] = []
 
     init(route: AttachmentRoute, attachmentsPath: String, metrics: ServerMetrics, logger: Logger) {
         self.route = route
         self.prefix = attachmentsPath + "/"
         self.metrics = metrics
         self.logger = logger
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        codec = try? context.pipeline.syncOperations.context(handlerType: HTTP1ToHTTPServerCodec.self)
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        codec = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -81,7 +79,7 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         if case .head(let request) = part {
-            if owed == 0, quiesce == nil, codec != nil, Self.candidate(request, prefix: prefix) {
+            if owed == 0, quiesce == nil, Self.candidate(request, prefix: prefix) {
                 held = [part]
                 return
             }
@@ -104,13 +102,21 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(data, promise: promise)
     }
 
-    /// A plain keep-alive `GET` of `<prefix><token>/<file>` (no escapes, no query to decode).
-    static func candidate(_ request: HTTPRequest, prefix: String) -> Bool {
-        guard request.method == .get, let path = request.path, path.hasPrefix(prefix) else { return false }
-        guard !path.utf8.contains(UInt8(ascii: "%")), request.headerFields[.connection]?.lowercased() != "close" else {
-            return false
-        }
-        return true
+    private static let cork = ChannelOptions.Types.SocketOption(
+        level: NIOBSDSocket.OptionLevel(rawValue: CInt(IPPROTO_TCP)), name: NIOBSDSocket.Option(rawValue: TCP_CORK))
+
+    /// A plain keep-alive HTTP/1.1 `GET` of `<prefix><token>/<file>` (no escapes to decode).
+    static func candidate(_ request: HTTPRequestHead, prefix: String) -> Bool {
+        guard request.method == .GET, request.version == .http1_1 else { return false }
+        let uri = request.uri.utf8
+        guard uri.starts(with: prefix.utf8), !uri.contains(UInt8(ascii: "%")) else { return false }
+        return request.isKeepAlive
+    }
+
+    /// Whether the request asks for part of the object or sets a condition.
+    static func conditional(_ headers: HTTPHeaders) -> Bool {
+        headers.contains(name: "range") || headers.contains(name: "if-none-match")
+            || headers.contains(name: "if-range")
     }
 
     /// Hands the held request to the router.
@@ -122,86 +128,136 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func answer(_ context: ChannelHandlerContext) {
-        guard let parts = held, case .head(let request) = parts.first, codec != nil else { return pass(context) }
+        guard let parts = held, case .head(let request) = parts.first else { return pass(context) }
         let started = ContinuousClock.now
-        var path = Substring(request.path ?? "").dropFirst(prefix.count)
-        if let query = path.firstIndex(of: "?") { path = path[..<query] }
+        // By bytes: the path is ASCII (a token, an id and an extension), and walking it by
+        // Characters would cost more than the rest of the answer.
+        let uri = request.uri.utf8
+        let from = uri.index(uri.startIndex, offsetBy: prefix.utf8.count)
+        let path = Substring(uri[from..<(uri[from...].firstIndex(of: UInt8(ascii: "?")) ?? uri.endIndex)])
+        let plain = !Self.conditional(request.headers)
+        let cache = DownloadCache.current
+        let now = self.route.store.configuration.clock()
+        if plain, let entry = cache.entry(for: path, now: now, changes: self.route.store.changes) {
+            Self.remembered.add(1, ordering: .relaxed)
+            return send(context, entry, now: now, started: started)
+        }
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        // Taken before the check: what the check reads is at least this fresh.
+        let store = self.route.store
+        let since = segments.last.flatMap { AttachmentID(hex: $0.prefix { $0 != "." }) }.map {
+            store.answeringSince($0)
+        }
+        // Only the conditions matter to the check; a plain GET has none.
+        var fields = HTTPFields()
+        if !plain {
+            for (name, value) in request.headers {
+                if let field = HTTPField.Name(name) { fields.append(HTTPField(name: field, value: value)) }
+            }
+        }
         // A directory store answers here; a shared one too when it needs no query (the row read
         // within the last second and a local copy at hand), else its check runs on the pool.
         let immediate = Result {
-            try self.route.prepare(
-                segments: segments, headers: request.headerFields, logger: self.logger, immediately: true)
+            try self.route.prepare(segments: segments, headers: fields, logger: self.logger, immediately: true)
         }
         if case .failure(let error) = immediate, error is AttachmentRoute.WouldWait {
             // Checked below.
         } else {
-            return send(context, try? immediate.get(), started: started)
+            return prepared(context, try? immediate.get(), key: plain ? path : nil, since: since, started: started)
         }
         checking = true
-        let (route, logger, fields) = (self.route, self.logger, request.headerFields)
+        let (route, logger, conditions, key) = (self.route, self.logger, fields, plain ? path : nil)
         let checked = AttachmentRoute.blocking.runIfActive(eventLoop: context.eventLoop) {
-            try route.prepare(segments: segments, headers: fields, logger: logger)
+            try route.prepare(segments: segments, headers: conditions, logger: logger)
         }
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         checked.whenComplete { result in
             let (handler, context) = bound.value
             handler.checking = false
-            handler.send(context, try? result.get(), started: started)
+            handler.prepared(context, try? result.get(), key: key, since: since, started: started)
             let waiting = handler.waiting
             handler.waiting = []
             for part in waiting { handler.channelRead(context: context, data: NIOAny(part)) }
-            // What was passed on outside a read cycle is delivered at the end of one (the async
-            // channel behind the router hands reads over on read-complete).
+            // What was passed on outside a read cycle is delivered at the end of one.
             context.fireChannelReadComplete()
         }
     }
 
-    /// Writes the answer `route.prepare` gave, when it is a body this handler can send.
-    private func send(
-        _ context: ChannelHandlerContext, _ prepared: AttachmentRoute.Prepared?, started: ContinuousClock.Instant
+    /// Sends what `route.prepare` gave, when it is a body this handler can send; a whole
+    /// object's check is remembered under `key`.
+    private func prepared(
+        _ context: ChannelHandlerContext, _ prepared: AttachmentRoute.Prepared?, key: Substring?,
+        since: ContinuousClock.Instant?, started: ContinuousClock.Instant
     ) {
-        guard let codec,
-            case .send(let lease, let status, let fields, let start, let length)? = prepared
-        else {
+        guard case .send(let lease, let status, let fields, let start, let length)? = prepared else {
             // 304 and refusals: the router answers them (and runs the same checks again).
             return pass(context)
         }
-        let descriptor = lease.sendableDescriptor
-        guard descriptor >= 0 else {
+        guard lease.sendableDescriptor >= 0 else {
             lease.close()
             return pass(context)
         }
+        let entry = CheckedDownload(
+            lease: lease, status: status, fields: fields, start: start, length: length, changes: route.store.changes,
+            checked: min(since ?? started, started))
+        send(context, entry, now: route.store.configuration.clock(), started: started)
+        // Remembered once it is in use, so a full cache closes the lease only after this send.
+        if let key, status == .ok {
+            DownloadCache.current.remember(entry, for: key, on: context.eventLoop)
+        } else {
+            entry.forget()
+        }
+    }
+
+    /// Writes the head and the file region of `entry`.
+    private func send(
+        _ context: ChannelHandlerContext, _ entry: CheckedDownload, now: Int64, started: ContinuousClock.Instant
+    ) {
         held = nil
         Self.answered.add(1, ordering: .relaxed)
-
-        var headers = HTTPHeaders()
-        for field in fields { headers.add(name: field.name.rawName, value: field.value) }
-        let head = HTTPResponseHead(
-            version: .http1_1, status: HTTPResponseStatus(statusCode: status.code), headers: headers)
-        let file = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: descriptor)
-        let region = FileRegion(fileHandle: file, readerIndex: Int(start), endIndex: Int(start + length))
-        codec.write(NIOAny(HTTPServerResponsePart.head(head)), promise: nil)
-        codec.write(NIOAny(HTTPServerResponsePart.body(.fileRegion(region))), promise: nil)
+        entry.users += 1
+        let file = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: entry.descriptor)
+        let region = FileRegion(
+            fileHandle: file, readerIndex: Int(entry.start), endIndex: Int(entry.start + entry.length))
+        // Corked while the head and the file go out, so the head leaves in the file's first
+        // segment rather than in a packet of its own (nginx's tcp_nopush).
+        let options = context.channel.syncOptions
+        try? options?.setOption(Self.cork, value: 1)
+        // Through the HTTP/1 encoder, which pairs each response with its request's method.
+        context.write(wrapOutboundOut(.head(entry.head(now: now))), promise: nil)
+        context.write(wrapOutboundOut(.body(.fileRegion(region))), promise: nil)
         let done = context.eventLoop.makePromise(of: Void.self)
-        codec.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil)), promise: done)
-        let metrics = self.metrics
-        let logger = self.logger
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: done)
+        try? options?.setOption(Self.cork, value: 0)
+        let (metrics, logger, status, length) = (self.metrics, self.logger, entry.status, entry.length)
         sending += 1
-        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let boundContext = NIOLoopBound(context, eventLoop: context.eventLoop)
-        done.futureResult.whenComplete { result in
+        // Completed on this event loop: the handler, its context and the entry stay on it.
+        done.futureResult.assumeIsolated().whenComplete { result in
             // The descriptor is the lease's: the lease closes it.
             _ = try? file.takeDescriptorOwnership()
-            lease.close()
-            handler.value.sent(boundContext.value)
+            entry.release()
+            self.sent(context)
             if case .success = result { metrics.served(bytes: Int(length)) }
-            var extra: Logger.Metadata = ["hb.request.id": "\(Self.requestID())"]
-            if case .failure = result { extra["outcome"] = "client_gone" }
-            RequestLogMiddleware.record(
-                route: "attachment", method: "GET", status: status.code, since: started, extra: extra,
-                metrics: metrics, logger: logger)
+            DownloadFastPath.record(
+                status: status.code, gone: result.isFailure, started: started, metrics: metrics, logger: logger)
         }
+    }
+
+    /// The request's metrics and log line (built only when the log takes it).
+    private static func record(
+        status: Int, gone: Bool, started: ContinuousClock.Instant, metrics: ServerMetrics, logger: Logger
+    ) {
+        guard logger.logLevel <= .info else {
+            metrics.request(
+                route: "attachment", method: "GET", status: status,
+                seconds: (ContinuousClock.now - started).milliseconds / 1000)
+            return
+        }
+        var extra: Logger.Metadata = ["hb.request.id": "\(requestID())"]
+        if gone { extra["outcome"] = "client_gone" }
+        RequestLogMiddleware.record(
+            route: "attachment", method: "GET", status: status, since: started, extra: extra, metrics: metrics,
+            logger: logger)
     }
 
     /// A request id for the log: a random per-process prefix and a counter (no system call
@@ -219,6 +275,135 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         if sending == 0, let event = quiesce {
             quiesce = nil
             context.fireUserInboundEventTriggered(event)
+        }
+    }
+}
+
+extension Result {
+    fileprivate var isFailure: Bool {
+        if case .failure = self { return true }
+        return false
+    }
+}
+
+/// A download the route has checked: its lease and answer, shared by the requests sent from it
+/// (on one event loop); the lease closes when it is forgotten and the last of them is written.
+final class CheckedDownload {
+    let lease: AttachmentLease
+    let status: HTTPResponse.Status
+    let fields: HTTPFields
+    let start: Int64
+    let length: Int64
+    let descriptor: Int32
+    /// The check stands until then (a second after the oldest reading it rests on), and the
+    /// access until this Unix second.
+    let checkedUntil: ContinuousClock.Instant
+    let accessEnds: Int64
+    /// The store's change count when it was made (a change in this process ends it at once).
+    let changes: Int
+    var users = 0
+    private var forgotten = false
+    private var encoded: (second: Int64, head: HTTPResponseHead)?
+
+    init(
+        lease: AttachmentLease, status: HTTPResponse.Status, fields: HTTPFields, start: Int64, length: Int64,
+        changes: Int, checked: ContinuousClock.Instant
+    ) {
+        self.changes = changes
+        checkedUntil = checked + .seconds(1)
+        self.lease = lease
+        self.status = status
+        self.fields = fields
+        self.start = start
+        self.length = length
+        descriptor = lease.sendableDescriptor
+        accessEnds = min(lease.access.expires, lease.attachment.expires)
+    }
+
+    /// The response head; `Cache-Control` counts down to the end of access, so it is made
+    /// again when the second changes.
+    func head(now: Int64) -> HTTPResponseHead {
+        if let encoded, encoded.second == now { return encoded.head }
+        var headers = HTTPHeaders()
+        for field in fields {
+            let value = field.name == .cacheControl ? "private, max-age=\(max(0, accessEnds - now))" : field.value
+            headers.add(name: field.name.rawName, value: value)
+        }
+        let head = HTTPResponseHead(
+            version: .http1_1, status: HTTPResponseStatus(statusCode: status.code), headers: headers)
+        encoded = (now, head)
+        return head
+    }
+
+    /// One request sent from it is written.
+    func release() {
+        users -= 1
+        if forgotten && users == 0 { lease.close() }
+    }
+
+    /// No request will be sent from it any more.
+    func forget() {
+        forgotten = true
+        if users == 0 { lease.close() }
+    }
+}
+
+/// Each event loop's remembered checks (a thread's own: no lock between loops), each for a
+/// second, at most ``limit`` of them (each holds a descriptor); swept a second after the
+/// first is remembered while any is left.
+final class DownloadCache: @unchecked Sendable {  // each used only by the thread it belongs to
+    static let limit = 256
+    private static let perThread = ThreadSpecificVariable<DownloadCache>()
+    private var entries: [Substring: CheckedDownload] = [:]
+    private var sweeping = false
+
+    /// The calling event loop's cache.
+    static var current: DownloadCache {
+        if let cache = perThread.currentValue { return cache }
+        let cache = DownloadCache()
+        perThread.currentValue = cache
+        return cache
+    }
+
+    /// The check remembered for `key`, while it stands and its access has not ended.
+    func entry(for key: Substring, now: Int64, changes: Int) -> CheckedDownload? {
+        guard let entry = entries[key] else { return nil }
+        guard ContinuousClock.now < entry.checkedUntil, now < entry.accessEnds, entry.changes == changes,
+            entry.lease.isOpen
+        else {
+            entries[key] = nil
+            entry.forget()
+            return nil
+        }
+        return entry
+    }
+
+    func remember(_ entry: CheckedDownload, for key: Substring, on loop: any EventLoop) {
+        guard entries.count < Self.limit else {
+            entry.forget()
+            return
+        }
+        entries[key]?.forget()
+        entries[key] = entry
+        if !sweeping {
+            sweeping = true
+            let cache = NIOLoopBound(self, eventLoop: loop)
+            loop.scheduleTask(in: .milliseconds(1100)) { cache.value.sweep(on: loop) }
+        }
+    }
+
+    /// Forgets every check that no longer stands; comes back while any is left.
+    private func sweep(on loop: any EventLoop) {
+        let now = ContinuousClock.now
+        for (key, entry) in entries where now >= entry.checkedUntil {
+            entries[key] = nil
+            entry.forget()
+        }
+        if entries.isEmpty {
+            sweeping = false
+        } else {
+            let cache = NIOLoopBound(self, eventLoop: loop)
+            loop.scheduleTask(in: .milliseconds(500)) { cache.value.sweep(on: loop) }
         }
     }
 }

@@ -108,18 +108,24 @@ final class RequestFraming: ChannelInboundHandler, RemovableChannelHandler {
             logger: logger)
     }
 
-    /// Puts a ``RequestFraming`` in front of the HTTP/1-to-HTTP-types codec, then leaves the
-    /// pipeline (Hummingbird adds its extra handlers behind that codec).
+    /// Puts ``RequestFraming`` and the download fast path, in that order, in front of the
+    /// HTTP/1-to-HTTP-types codec, then leaves the pipeline (Hummingbird adds its extra handlers
+    /// behind that codec).
     final class Installer: ChannelInboundHandler, RemovableChannelHandler {
         typealias InboundIn = Never
-        private let handler: RequestFraming
+        private let framing: RequestFraming
+        private let downloads: DownloadFastPath
 
-        init(_ handler: RequestFraming) { self.handler = handler }
+        init(_ framing: RequestFraming, _ downloads: DownloadFastPath) {
+            self.framing = framing
+            self.downloads = downloads
+        }
 
         func handlerAdded(context: ChannelHandlerContext) {
             let pipeline = context.pipeline.syncOperations
             if let codec = try? pipeline.handler(type: HTTP1ToHTTPServerCodec.self) {
-                try? pipeline.addHandler(handler, position: .before(codec))
+                try? pipeline.addHandler(framing, position: .before(codec))
+                try? pipeline.addHandler(downloads, position: .before(codec))
             }
             pipeline.removeHandler(context: context, promise: nil)
         }

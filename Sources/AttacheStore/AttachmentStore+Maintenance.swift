@@ -179,7 +179,8 @@ extension AttachmentStore {
 
     /// ``collect(dryRun:)`` with every option.
     public func collect(_ options: CollectionOptions) throws(AttacheError) -> CollectionReport {
-        try backend.collect(options, now: now)
+        defer { changed() }
+        return try backend.collect(options, now: now)
     }
 
     /// Matches every object against the catalog, prefix by prefix of the id (`00` … `ff`, a

@@ -14,6 +14,7 @@ public final class AttachmentStore: Sendable {
     /// The configuration the store was opened with.
     public let configuration: StoreConfiguration
     package let backend: any StoreBackend
+    private let changeCount = Atomic<Int>(0)
 
     /// Opens (creating when missing) the directory store `configuration` describes. A shared
     /// store's configuration is refused here: this library does not link its backend
@@ -242,10 +243,25 @@ public final class AttachmentStore: Sendable {
 
     /// Refuses every token for `id` issued up to now (and within this second).
     public func revokeTokens(for id: AttachmentID) throws(AttacheError) {
+        defer { changed() }
         guard try backend.revoke(id.hex, before: now + 1) else {
             throw AttacheError(.notFound, "no attachment \(id)")
         }
     }
+
+    /// How old the answer an open of `id` would give now may be: the oldest of the readings it
+    /// rests on (the key ring as last looked at; a shared store's row as read within the last
+    /// second). A check made from them stands for what it is until a second after this.
+    public func answeringSince(_ id: AttachmentID) -> ContinuousClock.Instant {
+        backend.answeringSince(id.hex)
+    }
+
+    /// Counts the changes made through this store object that may refuse a token that opened
+    /// something before (revocations, key retirements, collections): a check remembered while
+    /// it stays the same is still this process's answer.
+    public var changes: Int { changeCount.load(ordering: .acquiring) }
+
+    func changed() { changeCount.add(1, ordering: .releasing) }
 
     /// Checks that the store takes writes now (a temp file in a directory store; the catalog
     /// and the bucket in a shared one).
@@ -262,7 +278,8 @@ public final class AttachmentStore: Sendable {
 
     /// Retires a key: tokens it signed are refused from now on.
     public func retireKey(_ id: UInt32) throws(AttacheError) -> KeyRing {
-        try backend.updateKeys { ring throws(AttacheError) in try ring.retiring(id) }
+        defer { changed() }
+        return try backend.updateKeys { ring throws(AttacheError) in try ring.retiring(id) }
     }
 
     /// `now + seconds`, saturating (a huge lifetime means "never expires", not a trap).
@@ -278,6 +295,8 @@ struct LoadedKeyRing {
     private(set) var ring: KeyRing
     private var identity: FileIdentity?
     private var checked: ContinuousClock.Instant
+    /// When the file was last looked at: the ring is as of then.
+    var lastLook: ContinuousClock.Instant { checked }
 
     init(path: String, ring: KeyRing) {
         self.path = path

@@ -18,6 +18,8 @@ package protocol StoreBackend: Sendable {
     /// ``open(_:)`` if it can be answered without waiting on a server (a local file and what
     /// this process already knows), else ``ImmediateOpen/wouldWait``.
     func openImmediately(_ id: String) throws(AttacheError) -> ImmediateOpen
+    /// The oldest reading (key ring, catalog row) an open of `id` would answer from now.
+    func answeringSince(_ id: String) -> ContinuousClock.Instant
     /// The key ring as last seen, without looking again.
     var keyRingNow: KeyRing { get }
     /// Raises the object's revocation time; false when there is no such object.

@@ -258,6 +258,12 @@ final class SharedBackend: StoreBackend {
 
     var keyRingNow: KeyRing { keys.withLock { $0.ring } }
 
+    func answeringSince(_ id: String) -> ContinuousClock.Instant {
+        let ring = keys.withLock { $0.lastLook }
+        let row = recent.withLock { $0[id]?.read } ?? .now
+        return min(ring, row)
+    }
+
     /// Opens the object in the bucket, held by a shared advisory lock.
     private func openInBucket(_ id: String) throws(AttacheError) -> (ObjectRow, any ObjectHandle)? {
         let key = Self.lockKey(id)
@@ -664,6 +670,8 @@ struct SharedKeyRing {
     var version: Int64
     let sealer: KeyRingSealer
     private var checked = ContinuousClock.now
+    /// When the catalog's version was last compared: the ring is as of then.
+    var lastLook: ContinuousClock.Instant { checked }
 
     init(ring: KeyRing, version: Int64, sealer: KeyRingSealer) {
         self.ring = ring

@@ -239,12 +239,16 @@ func parseAnswers(_ bytes: [UInt8], heads: [Bool]) -> [RawAnswer] {
     return answers
 }
 
-/// Writes `requests` at once on one TCP connection to 127.0.0.1:`port` (pipelined) and reads
-/// until every answer is complete or the peer goes quiet, on a thread of its own.
+/// Writes `requests` at once on one TCP connection to 127.0.0.1:`port` (pipelined; or, with
+/// `oneByOne`, each once the answer before it is complete, `afterFirst` run between the first
+/// answer and the second request) and reads until every answer is
+/// complete or the peer goes quiet, on a thread of its own.
 func pipelined(
-    port: Int, _ requests: [(method: String, path: String, headers: String)], readAtMost: Int = .max
+    port: Int, _ requests: [(method: String, path: String, headers: String)], readAtMost: Int = .max,
+    oneByOne: Bool = false, afterFirst: (@Sendable () throws -> Void)? = nil
 ) async throws -> [RawAnswer] {
-    let text = requests.map { "\($0.method) \($0.path) HTTP/1.1\r\nHost: x\r\n\($0.headers)\r\n" }.joined()
+    let texts = requests.map { "\($0.method) \($0.path) HTTP/1.1\r\nHost: x\r\n\($0.headers)\r\n" }
+    let batches = oneByOne ? texts.map { [$0] } : [texts]
     let heads = requests.map { $0.method == "HEAD" }
     return try await withCheckedThrowingContinuation { done in
         Thread.detachNewThread {
@@ -265,17 +269,28 @@ func pipelined(
                     connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
                 }
             }
-            let bytes = Array(text.utf8)
-            guard connected == 0, write(fd, bytes, bytes.count) == bytes.count else {
-                close(fd)
-                return done.resume(throwing: AttacheError(.ioError, "cannot talk to 127.0.0.1:\(port)"))
-            }
             var received: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 65536)
-            while parseAnswers(received, heads: heads).count < heads.count, received.count < readAtMost {
-                let n = read(fd, &buffer, buffer.count)
-                if n <= 0 { break }
-                received += buffer[0..<n]
+            var sent = 0
+            for batch in batches {
+                let bytes = Array(batch.joined().utf8)
+                guard connected == 0, write(fd, bytes, bytes.count) == bytes.count else {
+                    close(fd)
+                    return done.resume(throwing: AttacheError(.ioError, "cannot talk to 127.0.0.1:\(port)"))
+                }
+                sent += batch.count
+                let expected = Array(heads.prefix(sent))
+                while parseAnswers(received, heads: expected).count < sent, received.count < readAtMost {
+                    let n = read(fd, &buffer, buffer.count)
+                    if n <= 0 { break }
+                    received += buffer[0..<n]
+                }
+                if sent == 1, let afterFirst {
+                    do { try afterFirst() } catch {
+                        close(fd)
+                        return done.resume(throwing: error)
+                    }
+                }
             }
             close(fd)
             done.resume(returning: parseAnswers(received, heads: heads))

@@ -162,6 +162,50 @@ import Testing
         #expect(answers.count == 5 && answers[1].body == Array(whole.body.prefix(10)) && answers[3].body == whole.body)
     }
 
+    /// The fast path answers through the HTTP/1 encoder, which pairs each answer with its
+    /// request's method: after a download it answered, a `HEAD` the router answers still has no
+    /// body and the next answer keeps its own.
+    @Test func answersAfterAFastDownloadKeepTheirBodies() async throws {
+        let media = try Self.mediaServer()
+        let service = try await Self.start()
+        defer { Task { await service.stop() } }
+        let (_, url) = try await Self.mutate(service, media: media)
+        let path = String(Self.local(url, service).dropFirst(service.base.count))
+        let answers = try await pipelined(
+            port: service.port,
+            [
+                ("GET", path, ""), ("HEAD", path, ""), ("GET", "/healthz", ""), ("GET", path, ""),
+                ("GET", "/readyz", ""),
+            ],
+            oneByOne: true)
+        #expect(answers.map(\.status).allSatisfy { $0 == "HTTP/1.1 200 OK" } && answers.count == 5, "\(answers)")
+        #expect(answers.count == 5 && answers[2].body == Array("ok\n".utf8) && answers[4].body == Array("ready\n".utf8))
+        #expect(answers.count == 5 && answers[1].body.isEmpty && answers[3].body == answers[0].body)
+    }
+
+    /// A download's check is remembered by its event loop for a second: the next download of
+    /// the URL is sent from it; a revocation made through this process ends it at once, and one
+    /// made by another process (`attache store revoke`) within the second.
+    @Test func rememberedChecksEndWithARevocation() async throws {
+        let media = try Self.mediaServer()
+        let service = try await Self.start()
+        defer { Task { await service.stop() } }
+        let (_, url) = try await Self.mutate(service, media: media)
+        let path = String(Self.local(url, service).dropFirst(service.base.count))
+        let id = try #require(AttachmentID(hex: String(path.suffix(68).prefix(64))))
+        // One connection, one event loop: the second download comes from the first's check.
+        let before = DownloadFastPath.remembered.load(ordering: .relaxed)
+        let twice = try await pipelined(port: service.port, [("GET", path, ""), ("GET", path, "")], oneByOne: true)
+        #expect(twice.map(\.status) == ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK"] && twice[0].body == twice[1].body)
+        #expect(DownloadFastPath.remembered.load(ordering: .relaxed) > before, "sent from the remembered check")
+        // Revoked through the service's own store: refused on the same connection at once.
+        let store = service.service.store
+        let refused = try await pipelined(
+            port: service.port, [("GET", path, ""), ("GET", path, "")], oneByOne: true,
+            afterFirst: { try store.revokeTokens(for: id) })
+        #expect(refused.map(\.status) == ["HTTP/1.1 200 OK", "HTTP/1.1 403 Forbidden"], "\(refused.map(\.status))")
+    }
+
     /// Clients that go away mid-download (a phone losing signal) cost nothing lasting: the file
     /// and the lease are released, and the next download is served.
     @Test func aDownloadCutShortReleasesItsFileAndLease() async throws {

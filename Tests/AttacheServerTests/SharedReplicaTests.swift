@@ -136,6 +136,27 @@ struct SharedReplicaTests {
         }
     }
 
+    /// Both replicas remember a download's check for up to a second (from the oldest reading it
+    /// rests on); a revocation by another process is honoured by both within that second.
+    @Test func aRevocationIsHonouredByEveryReplicaWithinASecond() async throws {
+        try await withReplicas { a, b in
+            let (_, url) = try await mutate(a)
+            for replica in [a, b] {
+                for _ in 0..<4 { #expect(try await curl("GET", replica.url(url)).status == 200) }
+            }
+            let id = String(url.split(separator: "/").last!.prefix(64))
+            let revoked = try await attache(["store", "revoke", id])
+            #expect(revoked.status == 0, "\(revoked.output)")
+            // The contract, not a guess at the machine's speed: a request made once a second
+            // has passed since the revocation committed is refused (a slower machine only
+            // makes it later).
+            try await Task.sleep(until: .now + .milliseconds(1050))
+            for replica in [a, b] {
+                for _ in 0..<4 { #expect(try await curl("GET", replica.url(url)).status == 403) }
+            }
+        }
+    }
+
     @Test func concurrentPutsOfTheSameMediaFromBothMakeOneObject() async throws {
         try await withReplicas { a, b in
             // One payload stores the rendition and its small sibling: the count to keep.
