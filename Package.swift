@@ -73,6 +73,7 @@ let package = Package(
                 .linkedLibrary("png16"),
                 .linkedLibrary("z"),
                 .linkedLibrary("gif"),
+                .linkedLibrary("lcms2"),
             ]
         ),
         // Shared vocabulary: errors and the one catalogue of codes and limits, media bytes,

@@ -30,5 +30,6 @@ let package = Package(
         fuzzer("fuzz-gif", "GIF"),
         fuzzer("fuzz-image", "Image"),
         fuzzer("fuzz-seal", "Seal"),
+        fuzzer("fuzz-icc", "ICC"),
     ]
 )

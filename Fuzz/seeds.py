@@ -88,5 +88,24 @@ for i, key in enumerate([b"\x04" + bytes(range(64)), bytes(range(32)), b"-----BE
                          b"BAIX5hfwtkQ5KCePlpmeaaI6TywVK99tbN9m5bgCgtTtGUp968uXcS0t2jyoWqh2Wlb0X8dYWZZS8ol8ZTBuV5Q="]):
     write("seal", "key-%d" % i, key)
 
-for target in ["json", "sniffer", "exif", "token", "url", "gif", "image", "seal"]:
+# ICC: the profiles in the colour fixtures' JPEGs, and the system's RGB profiles; the tagged
+# fixtures themselves for the image target.
+def app2(jpeg):
+    at, profile = 2, b""
+    while at + 4 <= len(jpeg) and jpeg[at] == 0xFF and jpeg[at + 1] != 0xDA:
+        length = jpeg[at + 2] << 8 | jpeg[at + 3]
+        if jpeg[at + 1] == 0xE2 and jpeg[at + 4:at + 16] == b"ICC_PROFILE\0":
+            profile += jpeg[at + 18:at + 2 + length]
+        at += 2 + length
+    return profile
+colour = os.path.join(root, "Tests", "Fixtures", "colour")
+for path in sorted(glob.glob(os.path.join(colour, "*.jpg"))):
+    write("icc", os.path.basename(path) + ".icc", app2(read(path)))
+    write("image", "c-" + os.path.basename(path), b"\0" + read(path)[3:])
+for path in sorted(glob.glob(os.path.join(colour, "*.png"))):
+    write("image", "c-" + os.path.basename(path), b"\1" + read(path)[8:])
+for path in sorted(glob.glob("/usr/share/color/icc/colord/*.icc"))[:12]:
+    write("icc", os.path.basename(path), read(path))
+
+for target in ["json", "sniffer", "exif", "token", "url", "gif", "image", "seal", "icc"]:
     print("%s: %d seeds" % (target, len(os.listdir(os.path.join(work, target, "seeds")))))

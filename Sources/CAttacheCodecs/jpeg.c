@@ -102,6 +102,7 @@ struct att_jpeg_decoder {
     uint8_t *scratch;
     JSAMPROW *rows;
     int32_t rows_capacity;
+    uint8_t *icc;
 };
 
 static void on_progress(j_common_ptr cinfo) {
@@ -147,6 +148,41 @@ static const uint8_t *find_exif(j_decompress_ptr cinfo, size_t *length) {
     return NULL;
 }
 
+// The ICC profile split over APP2 "ICC_PROFILE\0" segments (sequence number, count, data),
+// joined in sequence order; NULL unless every chunk 1...count is there exactly once.
+static uint8_t *assemble_icc(j_decompress_ptr cinfo, size_t *length) {
+    enum { HEAD = 14 };
+    const JOCTET *parts[256] = {0};
+    unsigned sizes[256] = {0};
+    int count = 0;
+    size_t total = 0;
+    *length = 0;
+    for (jpeg_saved_marker_ptr m = cinfo->marker_list; m != NULL; m = m->next) {
+        if (m->marker != JPEG_APP0 + 2 || m->data_length < HEAD || memcmp(m->data, "ICC_PROFILE\0", 12) != 0) {
+            continue;
+        }
+        int seq = m->data[12], n = m->data[13];
+        if (n == 0 || seq == 0 || seq > n || (count != 0 && n != count) || parts[seq] != NULL) return NULL;
+        count = n;
+        parts[seq] = m->data + HEAD;
+        sizes[seq] = m->data_length - HEAD;
+        total += sizes[seq];
+    }
+    if (count == 0 || total == 0 || total > ATT_ICC_MAX_BYTES) return NULL;
+    for (int i = 1; i <= count; i++) {
+        if (parts[i] == NULL) return NULL;
+    }
+    uint8_t *out = malloc(total);
+    if (!out) return NULL;
+    size_t at = 0;
+    for (int i = 1; i <= count; i++) {
+        memcpy(out + at, parts[i], sizes[i]);
+        at += sizes[i];
+    }
+    *length = total;
+    return out;
+}
+
 att_jpeg_decoder *att_jpeg_open(
     const uint8_t *data, size_t length, att_jpeg_limits limits, att_jpeg_header *header,
     att_error *error) {
@@ -175,8 +211,10 @@ att_jpeg_decoder *att_jpeg_open(
     d->progress.deadline = limits.deadline;
     d->cinfo.progress = &d->progress.base;
     jpeg_mem_src(&d->cinfo, data, (unsigned long)length);
-    // Only EXIF is kept (for orientation); every other marker is skipped unread.
+    // Only EXIF (for orientation) and ICC profile chunks are kept; every other marker is
+    // skipped unread.
     jpeg_save_markers(&d->cinfo, JPEG_APP0 + 1, 0xFFFF);
+    jpeg_save_markers(&d->cinfo, JPEG_APP0 + 2, 0xFFFF);
     jpeg_read_header(&d->cinfo, TRUE);
 
     memset(header, 0, sizeof *header);
@@ -195,6 +233,8 @@ att_jpeg_decoder *att_jpeg_open(
     header->saw_adobe_marker = d->cinfo.saw_Adobe_marker ? 1 : 0;
     header->coefficient_bytes = header->multi_scan ? coefficient_bytes(&d->cinfo) : 0;
     header->exif = find_exif(&d->cinfo, &header->exif_length);
+    d->icc = assemble_icc(&d->cinfo, &header->icc_length);
+    header->icc = d->icc;
     d->cmyk = header->color_family == 4;
     d->inverted_cmyk = d->cmyk && d->cinfo.saw_Adobe_marker;
     return d;
@@ -309,6 +349,7 @@ void att_jpeg_close(att_jpeg_decoder *d) {
     }
     free(d->scratch);
     free(d->rows);
+    free(d->icc);
     free(d);
 }
 

@@ -138,7 +138,7 @@ att_png_decoder *att_png_open(
 #endif
     // Never inflate or keep chunks we do not use.
     static const png_byte skipped[] = {
-        'i', 'C', 'C', 'P', '\0', 't', 'E', 'X', 't', '\0', 'z', 'T', 'X', 't', '\0',
+        't', 'E', 'X', 't', '\0', 'z', 'T', 'X', 't', '\0',
         'i', 'T', 'X', 't', '\0', 's', 'P', 'L', 'T', '\0', 'h', 'I', 'S', 'T', '\0',
         'p', 'C', 'A', 'L', '\0', 's', 'C', 'A', 'L', '\0', 't', 'I', 'M', 'E', '\0',
     };
@@ -168,6 +168,17 @@ att_png_decoder *att_png_open(
     header->interlaced = d->interlaced;
     header->channels = png_get_channels(d->png, d->info);
     header->orientation = orientation_from_exif(d->png, d->info);
+    // An ICC profile, unless an sRGB chunk says the pixels are sRGB already.
+    png_charp icc_name = NULL;
+    png_bytep icc = NULL;
+    png_uint_32 icc_length = 0;
+    int compression = 0;
+    if (!png_get_valid(d->png, d->info, PNG_INFO_sRGB) &&
+        png_get_iCCP(d->png, d->info, &icc_name, &compression, &icc, &icc_length) && icc != NULL &&
+        icc_length <= ATT_ICC_MAX_BYTES) {
+        header->icc = icc;
+        header->icc_length = icc_length;
+    }
     if (png_get_rowbytes(d->png, d->info) != (size_t)width * (size_t)header->channels) {
         d->io.status = ATT_ERR_INTERNAL;
         snprintf(d->io.message, sizeof d->io.message, "unexpected row layout");

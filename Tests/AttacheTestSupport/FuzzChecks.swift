@@ -4,6 +4,7 @@ import AttacheFetch
 import AttacheMedia
 import AttacheSeal
 import AttacheStore
+import CAttacheCodecs
 import Crypto
 import Foundation
 
@@ -168,6 +169,25 @@ public enum FuzzChecks {
             guard let out = try? ImageProcessor.renderGIF(input, spec: spec, limits: limits) else { continue }
             guard let again = try? ImageProcessor.scanGIF(MediaBytes(out.data)), again.frames == out.frames else {
                 throw FuzzFinding("a written GIF does not decode with its \(out.frames) frames")
+            }
+        }
+    }
+
+    /// The ICC reader on any bytes as a profile: refused, or a transform (both paths) that
+    /// converts a row of every kind of pixel without reading or writing past it.
+    public static func icc(_ bytes: [UInt8]) throws(FuzzFinding) {
+        var row = [UInt8](repeating: 255, count: 1024)
+        for value in 0..<256 {
+            row[value * 4] = UInt8(value)
+            row[value * 4 + 1] = UInt8(255 - value)
+            row[value * 4 + 2] = UInt8((value * 7) & 255)
+        }
+        for fast in [Int32(1), 0] {
+            for channels in [Int32(3), 4] {
+                var error = att_error()
+                guard let transform = att_icc_new(bytes, bytes.count, channels, fast, &error) else { continue }
+                att_icc_apply(transform, &row, row.count / Int(channels))
+                att_icc_free(transform)
             }
         }
     }

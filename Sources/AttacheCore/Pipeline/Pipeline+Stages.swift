@@ -118,6 +118,7 @@ extension Pipeline {
                 work.cancel()
             }.get()
             (outcome.sourceWidth, outcome.sourceHeight) = (transformed.sourceWidth, transformed.sourceHeight)
+            outcome.warnings += transformed.warnings
             outcome.keptSource = transformed.keptSource
             next(\.store)
             try Task.checkCancellation(or: .timedOut)

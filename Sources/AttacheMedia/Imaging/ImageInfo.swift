@@ -18,6 +18,10 @@ public struct ImageInfo: Hashable, Sendable {
     public var loopCount: Int? = nil
     /// GIF: total duration in centiseconds (delays as browsers play them).
     public var duration: Int? = nil
+    /// The pixels were converted from the file's embedded ICC profile to sRGB.
+    public var colourConverted = false
+    /// Why an embedded ICC profile was not used (the pixels were taken as sRGB), if one was not.
+    public var colourWarning: String? = nil
 
     /// Width as displayed, after orientation.
     public var displayWidth: Int { orientation.swapsDimensions ? height : width }

@@ -19,6 +19,8 @@ final class JPEGDecoder {
     let orientation: Orientation
     private(set) var outputWidth = 0
     private(set) var outputHeight = 0
+    /// The conversion from the embedded ICC profile to sRGB, if the file has a usable one.
+    let colour: ColourProfile?
 
     /// Reads the header and checks `limits`; nothing large is allocated before this passes.
     init(bytes: MediaBytes, limits: ImageLimits, deadline: WorkDeadline) throws(AttacheError) {
@@ -45,6 +47,9 @@ final class JPEGDecoder {
         } else {
             orientation = .up
         }
+        colour =
+            header.color_family == 3
+            ? ColourProfile.make(profile: header.icc, length: header.icc_length, channels: 3) : nil
         try limits.check(width: width, height: height)
         if header.multi_scan != 0 {
             try limits.checkDecoderMemory(Int(header.coefficient_bytes), what: "multi-scan JPEG coefficients")
@@ -101,8 +106,10 @@ extension JPEGDecoder: RowSource {
 extension JPEGDecoder {
     /// What the header says about the file.
     var info: ImageInfo {
-        ImageInfo(
+        var info = ImageInfo(
             kind: .jpeg, width: width, height: height, frames: 1, orientation: orientation,
             isProgressive: isProgressive)
+        (info.colourConverted, info.colourWarning) = (colour?.converts ?? false, colour?.ignored)
+        return info
     }
 }

@@ -22,6 +22,8 @@ final class PNGDecoder {
     let isInterlaced: Bool
     /// Orientation from an eXIf chunk before the image data.
     let orientation: Orientation
+    /// The conversion from the iCCP profile to sRGB, if the file has a usable one.
+    let colour: ColourProfile?
 
     init(bytes: MediaBytes, limits: ImageLimits, deadline: WorkDeadline) throws(AttacheError) {
         // Check IHDR's dimensions before libpng reads any further chunk.
@@ -49,6 +51,7 @@ final class PNGDecoder {
         channels = Int(header.channels)
         isInterlaced = header.interlaced != 0
         orientation = Orientation(rawValue: Int(header.orientation)) ?? .up
+        colour = ColourProfile.make(profile: header.icc, length: header.icc_length, channels: channels)
         try limits.check(width: width, height: height)
     }
 
@@ -93,8 +96,10 @@ extension PNGDecoder: RowSource {
 extension PNGDecoder {
     /// What the header says about the file.
     var info: ImageInfo {
-        ImageInfo(
+        var info = ImageInfo(
             kind: .png, width: width, height: height, frames: 1, orientation: orientation,
             isProgressive: isInterlaced)
+        (info.colourConverted, info.colourWarning) = (colour?.converts ?? false, colour?.ignored)
+        return info
     }
 }

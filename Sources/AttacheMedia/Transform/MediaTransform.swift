@@ -23,6 +23,8 @@ public struct TransformedMedia: Sendable {
     public var keptSource: Bool? = nil
     /// The small rendition, when one was asked for and the image is larger.
     public var small: (bytes: MediaBytes, width: Int, height: Int)? = nil
+    /// What the transform noticed and worked around (an embedded ICC profile it could not use).
+    public var warnings: [String] = []
 }
 
 /// The transform stage: one entry point for every kind. Images are decoded once (the header
@@ -54,6 +56,7 @@ public enum MediaTransform {
                 posterTime: animated ? rendition.posterTime : nil, actions: rendition.actions,
                 sourceWidth: rendition.source.width, sourceHeight: rendition.source.height)
             transformed.keptSource = rendition.keptSource
+            if let warning = rendition.source.colourWarning { transformed.warnings.append(warning) }
             if let small = rendition.small { transformed.small = (MediaBytes(small.data), small.width, small.height) }
             return transformed
         case .audio, .video:

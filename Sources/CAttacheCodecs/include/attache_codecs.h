@@ -77,6 +77,10 @@ typedef struct {
     /// The first APP1 segment that starts with "Exif\0\0" (owned by the decoder), or NULL.
     const uint8_t *exif;
     size_t exif_length;
+    /// The ICC profile from the APP2 "ICC_PROFILE" chunks, reassembled in order (owned by the
+    /// decoder), or NULL when there is none or its chunks are incomplete, repeated or too big.
+    const uint8_t *icc;
+    size_t icc_length;
 } att_jpeg_header;
 
 /// Reads the header of an in-memory JPEG. `data` must stay valid until the decoder is
@@ -123,6 +127,9 @@ typedef struct {
     int32_t channels;
     /// EXIF orientation from an eXIf chunk before the image data, 0 when absent.
     int32_t orientation;
+    /// The iCCP profile (owned by the decoder), or NULL; none when an sRGB chunk says sRGB.
+    const uint8_t *icc;
+    size_t icc_length;
 } att_png_header;
 
 /// Reads the PNG signature and every chunk up to the image data. `data` must stay valid until
@@ -150,5 +157,25 @@ void att_png_close(att_png_decoder *decoder);
 int32_t att_png_encode(
     const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
     int32_t level, uint8_t **output, size_t *output_length, att_error *error);
+
+// MARK: - Colour (lcms2)
+
+/// Profiles larger than this are not used (a display profile is a few kilobytes).
+#define ATT_ICC_MAX_BYTES ((size_t)1 << 20)
+
+typedef struct att_icc_transform att_icc_transform;
+
+/// A transform from `profile` (an RGB ICC profile) to sRGB for 3 (RGB) or 4 (RGBA, alpha kept)
+/// channel 8-bit pixels, perceptual with black-point compensation. NULL (with the reason in
+/// `error`) when the profile cannot be read, is not RGB or is over ATT_ICC_MAX_BYTES.
+/// `allow_fast` lets a matrix-shaper profile take the direct path (curves, one matrix, a
+/// table) instead of lcms2's general one; tests compare the two.
+att_icc_transform *att_icc_new(
+    const uint8_t *profile, size_t length, int32_t channels, int32_t allow_fast, att_error *error);
+
+/// Converts `count` pixels in place.
+void att_icc_apply(att_icc_transform *transform, uint8_t *pixels, size_t count);
+
+void att_icc_free(att_icc_transform *transform);
 
 #endif
