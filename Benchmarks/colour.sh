@@ -103,7 +103,8 @@ for photo in photos:
         ours = Image.open(f"{out}/{photo}-{profile}.jpg").convert("RGB")
         theirs = Image.open(f"{work}/vips-{photo}-{profile}.jpg").convert("RGB").resize(ours.size)
         step = max(1, ours.width * ours.height // 4000)
-        pixels = list(zip(ours.getdata(), theirs.getdata()))[::step]
+        flat = lambda im: getattr(im, "get_flattened_data", im.getdata)()
+        pixels = list(zip(flat(ours), flat(theirs)))[::step]
         errors = [de2000(a, b) for a, b in pixels]
         print(f"| {photo} {profile} | {best['u']:.0f} | {best['t']:.0f} | {best['t'] / best['u'] - 1:+.0%} | "
               f"{best['v']:.0f} | {best['v'] / best['t']:.2f}x | {sum(errors) / len(errors):.2f} / {max(errors):.1f} |")
