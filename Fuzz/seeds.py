@@ -89,7 +89,7 @@ for i, key in enumerate([b"\x04" + bytes(range(64)), bytes(range(32)), b"-----BE
     write("seal", "key-%d" % i, key)
 
 # ICC: the profiles in the colour fixtures' JPEGs, and the system's RGB profiles; the tagged
-# fixtures themselves for the image target.
+# fixtures themselves for the image target; the CMYK fixture's profile too.
 def app2(jpeg):
     at, profile = 2, b""
     while at + 4 <= len(jpeg) and jpeg[at] == 0xFF and jpeg[at + 1] != 0xDA:

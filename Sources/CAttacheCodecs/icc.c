@@ -158,6 +158,52 @@ static inline uint8_t encoded(const att_icc_transform *t, float linear) {
     return t->encode[(int)(linear * 4096.0f + 0.5f)];
 }
 
+att_icc_transform *att_icc_new_cmyk(const uint8_t *profile, size_t length, int32_t inverted, att_error *error) {
+    const char *problem = NULL;
+    if (profile == NULL || length < 132 || length > ATT_ICC_MAX_BYTES) problem = "the ICC profile's size is out of range";
+    cmsContext context = problem ? NULL : cmsCreateContext(NULL, NULL);
+    if (!problem && context == NULL) problem = "lcms2 could not make a context";
+    cmsHPROFILE input = NULL, output = NULL;
+    cmsHTRANSFORM transform = NULL;
+    if (!problem) {
+        cmsSetLogErrorHandlerTHR(context, quiet);
+        input = cmsOpenProfileFromMemTHR(context, profile, (cmsUInt32Number)length);
+        if (input == NULL) {
+            problem = "the embedded ICC profile cannot be read";
+        } else if (cmsGetColorSpace(input) != cmsSigCmykData) {
+            problem = "the embedded ICC profile is not a CMYK profile";
+        }
+    }
+    if (!problem) {
+        output = cmsCreate_sRGBProfileTHR(context);
+        // Adobe's CMYK JPEGs store 255 - ink: lcms2's reversed CMYK reads them as they are.
+        transform = cmsCreateTransformTHR(
+            context, input, inverted ? TYPE_CMYK_8_REV : TYPE_CMYK_8, output, TYPE_RGB_8, INTENT_PERCEPTUAL,
+            cmsFLAGS_BLACKPOINTCOMPENSATION);
+        if (transform == NULL) problem = "no transform from the embedded CMYK profile to sRGB";
+    }
+    if (input) cmsCloseProfile(input);
+    if (output) cmsCloseProfile(output);
+    att_icc_transform *t = problem ? NULL : calloc(1, sizeof *t);
+    if (t == NULL) {
+        if (error) {
+            error->status = ATT_ERR_CORRUPT;
+            snprintf(error->message, sizeof error->message, "%s", problem ? problem : "out of memory");
+        }
+        if (transform) cmsDeleteTransform(transform);
+        if (context) cmsDeleteContext(context);
+        return NULL;
+    }
+    t->context = context;
+    t->transform = transform;
+    t->channels = 4;
+    return t;
+}
+
+void att_icc_convert(att_icc_transform *t, const uint8_t *in, uint8_t *out, size_t count) {
+    if (t && t->transform && count > 0) cmsDoTransform(t->transform, in, out, (cmsUInt32Number)count);
+}
+
 void att_icc_apply(att_icc_transform *t, uint8_t *pixels, size_t count) {
     if (!t || count == 0) return;
     if (t->transform) {

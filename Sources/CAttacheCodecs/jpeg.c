@@ -103,6 +103,11 @@ struct att_jpeg_decoder {
     JSAMPROW *rows;
     int32_t rows_capacity;
     uint8_t *icc;
+    size_t icc_length;
+    // A CMYK file's profile: its transform once decoding starts, or why it is not used.
+    att_icc_transform *cmyk_icc;
+    int32_t colour_state;
+    char colour_message[160];
 };
 
 static void on_progress(j_common_ptr cinfo) {
@@ -234,6 +239,7 @@ att_jpeg_decoder *att_jpeg_open(
     header->coefficient_bytes = header->multi_scan ? coefficient_bytes(&d->cinfo) : 0;
     header->exif = find_exif(&d->cinfo, &header->exif_length);
     d->icc = assemble_icc(&d->cinfo, &header->icc_length);
+    d->icc_length = header->icc_length;
     header->icc = d->icc;
     d->cmyk = header->color_family == 4;
     d->inverted_cmyk = d->cmyk && d->cinfo.saw_Adobe_marker;
@@ -266,6 +272,12 @@ int32_t att_jpeg_start(
     jpeg_start_decompress(&d->cinfo);
     *out_width = d->cinfo.output_width;
     *out_height = d->cinfo.output_height;
+    if (d->cinfo.out_color_space == JCS_CMYK && d->icc != NULL && d->cmyk_icc == NULL && d->colour_state == 0) {
+        att_error reason = {0};
+        d->cmyk_icc = att_icc_new_cmyk(d->icc, d->icc_length, d->inverted_cmyk, &reason);
+        d->colour_state = d->cmyk_icc ? 1 : 2;
+        snprintf(d->colour_message, sizeof d->colour_message, "%s", d->cmyk_icc ? "" : reason.message);
+    }
     if (d->cinfo.out_color_space == JCS_CMYK) {
         d->scratch = malloc((size_t)d->cinfo.output_width * 4);
         if (!d->scratch) {
@@ -289,6 +301,11 @@ static void cmyk_to_rgb(const uint8_t *src, uint8_t *dst, uint32_t width, int in
     }
 }
 
+int32_t att_jpeg_colour(att_jpeg_decoder *d, char *message, size_t capacity) {
+    if (message && capacity > 0) snprintf(message, capacity, "%s", d->colour_message);
+    return d->colour_state;
+}
+
 int32_t att_jpeg_read_rows(
     att_jpeg_decoder *d, uint8_t *buffer, size_t stride, int32_t max_rows, int32_t *rows_read,
     att_error *error) {
@@ -303,8 +320,12 @@ int32_t att_jpeg_read_rows(
             JSAMPROW row = d->scratch;
             JDIMENSION got = jpeg_read_scanlines(&d->cinfo, &row, 1);
             if (got == 0) break;
-            cmyk_to_rgb(d->scratch, buffer + (size_t)done * stride, d->cinfo.output_width,
-                        d->inverted_cmyk);
+            if (d->cmyk_icc) {
+                att_icc_convert(d->cmyk_icc, d->scratch, buffer + (size_t)done * stride, d->cinfo.output_width);
+            } else {
+                cmyk_to_rgb(d->scratch, buffer + (size_t)done * stride, d->cinfo.output_width,
+                            d->inverted_cmyk);
+            }
             done++;
         }
         *rows_read = done;
@@ -350,6 +371,7 @@ void att_jpeg_close(att_jpeg_decoder *d) {
     free(d->scratch);
     free(d->rows);
     free(d->icc);
+    att_icc_free(d->cmyk_icc);
     free(d);
 }
 

@@ -13,7 +13,7 @@ struct ICCTests {
     static let directory = Fixtures.root + "/colour"
     static let names = [
         "DisplayP3.jpg", "DisplayP3.png", "AdobeRGB1998.jpg", "AdobeRGB1998.png", "ProPhotoRGB.jpg", "ProPhotoRGB.png",
-        "SwappedRedAndGreen.jpg", "SwappedRedAndGreen.png",
+        "SwappedRedAndGreen.jpg", "SwappedRedAndGreen.png", "CMYK.jpg",
     ]
 
     /// Each file's 16 patch centres as lcms2 converts them to sRGB (`Tests/Fixtures/colour/make.sh`).
@@ -158,6 +158,11 @@ struct ICCTests {
             deadline: WorkDeadline(budget: nil))
         #expect(transformed.warnings.count == 1 && transformed.warnings[0].hasPrefix("ICC profile not used"))
         #expect(transformed.width == 16)
+        // A CMYK file with an RGB profile: converted as if untagged, and said so.
+        let cmyk = try #require(FileManager.default.contents(atPath: Self.directory + "/CMYK.jpg")).map { $0 }
+        let mismatched = try decode(Self.jpeg(cmyk, app2: [Self.iccChunk(1, of: 1, profile)]))
+        #expect(!mismatched.colourConverted && mismatched.colourWarning?.contains("not a CMYK profile") == true)
+        #expect(try decode(cmyk).colourConverted)
         // A grey profile on colour pixels is not used either.
         var grey = profile
         grey.replaceSubrange(16..<20, with: Array("GRAY".utf8))

@@ -190,6 +190,14 @@ public enum FuzzChecks {
                 att_icc_free(transform)
             }
         }
+        // As a CMYK JPEG's profile: 256 CMYK pixels to 256 RGB ones.
+        var rgb = [UInt8](repeating: 0, count: 768)
+        for inverted in [Int32(0), 1] {
+            var error = att_error()
+            guard let transform = att_icc_new_cmyk(bytes, bytes.count, inverted, &error) else { continue }
+            att_icc_convert(transform, row, &rgb, 256)
+            att_icc_free(transform)
+        }
     }
 
     /// The JPEG and PNG glue on any bytes behind a signature (the first byte picks which):

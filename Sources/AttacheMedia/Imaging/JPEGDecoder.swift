@@ -71,7 +71,19 @@ final class JPEGDecoder {
         guard status == 0 else { throw AttacheError(shim: error, format: "jpeg") }
         outputWidth = Int(w)
         outputHeight = Int(h)
+        // A CMYK file's profile is taken up when decoding starts (rows are converted in C).
+        var message = [CChar](repeating: 0, count: 160)
+        switch att_jpeg_colour(handle, &message, message.count) {
+        case 1: cmykColour = (true, nil)
+        case 2:
+            let reason = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            cmykColour = (false, "ICC profile not used: \(reason.isEmpty ? "unreadable" : reason)")
+        default: break
+        }
     }
+
+    /// What became of a CMYK file's profile once decoding started.
+    private(set) var cmykColour: (converted: Bool, warning: String?) = (false, nil)
 
     /// Decodes every row into `sink`, then reads to the end of the image.
     func decodeRows(into sink: inout some RowSink) throws(AttacheError) {
@@ -110,6 +122,7 @@ extension JPEGDecoder {
             kind: .jpeg, width: width, height: height, frames: 1, orientation: orientation,
             isProgressive: isProgressive)
         (info.colourConverted, info.colourWarning) = (colour?.converts ?? false, colour?.ignored)
+        if colour == nil { (info.colourConverted, info.colourWarning) = cmykColour }
         return info
     }
 }

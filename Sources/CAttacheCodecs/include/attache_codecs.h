@@ -173,6 +173,17 @@ typedef struct att_icc_transform att_icc_transform;
 att_icc_transform *att_icc_new(
     const uint8_t *profile, size_t length, int32_t channels, int32_t allow_fast, att_error *error);
 
+/// A transform from a CMYK `profile` to 3-channel sRGB; `inverted` for Adobe's CMYK JPEGs,
+/// which store 255 - ink. NULL (with the reason) when the profile cannot be used.
+att_icc_transform *att_icc_new_cmyk(const uint8_t *profile, size_t length, int32_t inverted, att_error *error);
+
+/// Converts `count` pixels from `in` to `out` (a CMYK transform: 4 bytes in, 3 out).
+void att_icc_convert(att_icc_transform *transform, const uint8_t *in, uint8_t *out, size_t count);
+
+/// Reports what became of a CMYK JPEG's embedded profile once decoding started: 0 none,
+/// 1 converted with it, 2 not used (the reason in `message`).
+int32_t att_jpeg_colour(att_jpeg_decoder *decoder, char *message, size_t capacity);
+
 /// Converts `count` pixels in place.
 void att_icc_apply(att_icc_transform *transform, uint8_t *pixels, size_t count);
 

@@ -2,10 +2,11 @@
 # Makes the colour fixtures (committed; run again only to change them): 16 colour patches of
 # 8x8 pixels in sRGB, converted with lcms2 (through vips) into Display P3 (made here from its
 # primaries and the sRGB curve), Adobe RGB (1998), ProPhoto RGB and colord's
-# SwappedRedAndGreen, each saved as a JPEG (Q95) and a PNG with its profile embedded; and
+# SwappedRedAndGreen, each saved as a JPEG (Q95) and a PNG with its profile embedded, and into
+# ghostscript's CMYK profile as a CMYK JPEG (Adobe's inverted CMYK, as vips writes it); and
 # expected.json, the patch centres of each file converted back to sRGB by lcms2 (perceptual,
 # black-point compensation) — what a colour-managed viewer shows.
-# Needs: libvips-tools, colord-data, liblcms2-2, python3-pil.
+# Needs: libvips-tools, colord-data, libgs-common, liblcms2-2, python3-pil.
 set -euo pipefail
 cd "$(dirname "$0")"
 work=$(mktemp -d)
@@ -46,16 +47,19 @@ for name in DisplayP3 AdobeRGB1998 ProPhotoRGB SwappedRedAndGreen; do
     vips copy "$work/$name.v" "$name.jpg[Q=95]"
     vips copy "$work/$name.v" "$name.png"
 done
+vips icc_transform "$work/patches.png" "$work/cmyk.v" /usr/share/color/icc/ghostscript/ps_cmyk.icc \
+    --input-profile srgb --intent perceptual
+vips copy "$work/cmyk.v" "CMYK.jpg[Q=95]"
 python3 - <<'PY'
 import json, subprocess, tempfile
 from PIL import Image
 expected = {}
-for name in ["DisplayP3", "AdobeRGB1998", "ProPhotoRGB", "SwappedRedAndGreen"]:
-    for ext in ["jpg", "png"]:
-        with tempfile.NamedTemporaryFile(suffix=".png") as out:
-            subprocess.run(["vips", "icc_transform", f"{name}.{ext}", out.name, "srgb", "--intent", "perceptual",
-                            "--embedded"], check=True)
-            im = Image.open(out.name).convert("RGB")
-            expected[f"{name}.{ext}"] = [list(im.getpixel(((i % 4) * 8 + 4, (i // 4) * 8 + 4))) for i in range(16)]
+names = ["DisplayP3", "AdobeRGB1998", "ProPhotoRGB", "SwappedRedAndGreen"]
+for file in [f"{name}.{ext}" for name in names for ext in ["jpg", "png"]] + ["CMYK.jpg"]:
+    with tempfile.NamedTemporaryFile(suffix=".png") as out:
+        subprocess.run(["vips", "icc_transform", file, out.name, "srgb", "--intent", "perceptual", "--embedded"],
+                       check=True)
+        im = Image.open(out.name).convert("RGB")
+        expected[file] = [list(im.getpixel(((i % 4) * 8 + 4, (i // 4) * 8 + 4))) for i in range(16)]
 open("expected.json", "w").write("{\n" + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v, separators=(',', ':'))}" for k, v in expected.items()) + "\n}\n")
 PY
