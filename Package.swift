@@ -74,6 +74,7 @@ let package = Package(
                 .linkedLibrary("z"),
                 .linkedLibrary("gif"),
                 .linkedLibrary("lcms2"),
+                .linkedLibrary("webp"),
             ]
         ),
         // Shared vocabulary: errors and the one catalogue of codes and limits, media bytes,

@@ -107,5 +107,8 @@ for path in sorted(glob.glob(os.path.join(colour, "*.png"))):
 for path in sorted(glob.glob("/usr/share/color/icc/colord/*.icc"))[:12]:
     write("icc", os.path.basename(path), read(path))
 
+for path in sorted(glob.glob(os.path.join(root, "Tests", "Fixtures", "webp", "*.webp"))):
+    write("image", "w-" + os.path.basename(path), b"\2" + read(path)[12:])
+
 for target in ["json", "sniffer", "exif", "token", "url", "gif", "image", "seal", "icc"]:
     print("%s: %d seeds" % (target, len(os.listdir(os.path.join(work, target, "seeds")))))

@@ -9,7 +9,7 @@ struct SnifferTests {
             ([0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 0, count: 12), "jpeg"),
             ([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 0, count: 8), "png"),
             (Array("GIF89a".utf8) + [UInt8](repeating: 0, count: 10), "gif"),
-            (Array("RIFF\u{0}\u{0}\u{0}\u{0}WEBPVP8 ".utf8), "webp"),
+            (Array("RIFF\u{0}\u{0}\u{0}\u{0}WEBPVP8 ".utf8), "webp"),  // accepted: converted
             (Array("<!DOCTYPE html><html>".utf8), "html"),
             (Array("  <svg xmlns=\"http://www.w3.org/2000/svg\">".utf8), "svg"),
             (Array("%PDF-1.7 and more bytes".utf8), "pdf"),

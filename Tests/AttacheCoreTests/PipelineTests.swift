@@ -128,6 +128,20 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
         #expect(result.report().contains(#""fetched_bytes":1000"#), "\(result.report())")
     }
 
+    @Test("a WebP is fetched, converted and attached as a JPEG (a PNG with alpha), its source type said")
+    func aWebPIsAttachedAsWhatADeviceTakes() async throws {
+        let pipeline = try makePipeline(directory)
+        for (name, type) in [("lossy.webp", "public.jpeg"), ("lossless-alpha.webp", "public.png")] {
+            let body = try #require(FileManager.default.contents(atPath: Paths.fixtures + "/webp/" + name)).map { $0 }
+            server.route("/" + name) { _, c in c.respond(headers: ["Content-Type": "image/webp"], body: body) }
+            let result = await pipeline.process(
+                payload(["image": JSONValue.quote(server.url("/" + name))]), deadline: .now + .seconds(60))
+            let outcome = try #require(result.outcomes.first)
+            #expect(outcome.attachment?.type == type && outcome.sourceKind == "webp", "\(result.report())")
+            #expect(outcome.warnings.isEmpty, "\(outcome.warnings)")
+        }
+    }
+
     @Test("a source within every limit whose rendition is not smaller is stored as it came, said kept_source")
     func aSourceThatFitsIsKeptAndSaidSo() async throws {
         let pipeline = try makePipeline(directory)

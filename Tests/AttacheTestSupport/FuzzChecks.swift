@@ -200,12 +200,14 @@ public enum FuzzChecks {
         }
     }
 
-    /// The JPEG and PNG glue on any bytes behind a signature (the first byte picks which):
+    /// The JPEG, PNG and WebP glue on any bytes behind a signature (the first byte picks which:
+    /// 2 a RIFF WEBP header, else even JPEG, odd PNG):
     /// every failure typed, a rendition decoding again at the size it reports.
     public static func image(_ bytes: [UInt8]) throws(FuzzFinding) {
         guard let first = bytes.first else { return }
+        let riff = Array("RIFF".utf8) + [UInt8(truncatingIfNeeded: bytes.count + 3), 0, 0, 0] + Array("WEBP".utf8)
         let signature: [UInt8] =
-            first & 1 == 0 ? [0xFF, 0xD8, 0xFF] : [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+            first == 2 ? riff : first & 1 == 0 ? [0xFF, 0xD8, 0xFF] : [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
         let input = MediaBytes(signature + bytes.dropFirst())
         let limits = ImageLimits(maxPixels: 1 << 22, maxDimension: 4096, maxScans: 50, maxDecoderMemory: 64 << 20)
         let rendition: Rendition

@@ -14,6 +14,8 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
     case mp4
     case m4v
     case avi
+    /// Read only: a WebP is converted to JPEG (PNG with alpha), never stored as it came.
+    case webp
 
     /// Image, audio or video: decides the byte cap and what the pipeline does with it.
     public enum Category: String, Hashable, Sendable {
@@ -25,7 +27,7 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
     /// The kind's category.
     public var category: Category {
         switch self {
-        case .jpeg, .png, .gif: .image
+        case .jpeg, .png, .gif, .webp: .image
         case .aiff, .aifc, .wav, .mp3, .m4a: .audio
         case .mpeg, .mpeg2, .mp4, .m4v, .avi: .video
         }
@@ -47,6 +49,7 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
         case .mp4: "public.mpeg-4"
         case .m4v: "com.apple.m4v-video"
         case .avi: "public.avi"
+        case .webp: "org.webmproject.webp"
         }
     }
 
@@ -66,6 +69,7 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
         case .mp4: "mp4"
         case .m4v: "m4v"
         case .avi: "avi"
+        case .webp: "webp"
         }
     }
 
@@ -83,6 +87,7 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
         case .mp4: "video/mp4"
         case .m4v: "video/x-m4v"
         case .avi: "video/x-msvideo"
+        case .webp: "image/webp"
         }
     }
 }

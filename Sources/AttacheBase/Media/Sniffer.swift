@@ -26,7 +26,7 @@ public enum Sniffer {
         }
         if starts(Array("RIFF".utf8)) && b.count >= 12 {
             switch String(decoding: b[8..<12], as: UTF8.self) {
-            case "WEBP": return .refused("webp")
+            case "WEBP": return .accepted(.webp)
             case "WAVE": return .accepted(.wav)
             case "AVI ": return .accepted(.avi)
             default: return .refused("riff")

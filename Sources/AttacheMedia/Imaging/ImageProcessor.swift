@@ -27,6 +27,10 @@ public enum ImageProcessor {
             return decoder.info
         case .gif:
             return ImageInfo(try inspectGIF(bytes, limits: limits, deadline: deadline))
+        case .webp:
+            let decoder = try WebPDecoder(bytes: bytes, limits: limits)
+            _ = try decoder.decode(target: (decoder.width, decoder.height), deadline: deadline)
+            return decoder.info
         default:
             throw notAnImage(kind)
         }
@@ -40,6 +44,7 @@ public enum ImageProcessor {
         case .jpeg: return try JPEGDecoder(bytes: bytes, limits: limits, deadline: .none).info
         case .png: return try PNGDecoder(bytes: bytes, limits: limits, deadline: .none).info
         case .gif: return ImageInfo(try scanGIF(bytes, limits: limits))
+        case .webp: return try WebPDecoder(bytes: bytes, limits: limits).info
         default: throw notAnImage(kind)
         }
     }
@@ -98,6 +103,11 @@ public enum ImageProcessor {
                 PixelImage(width: target.width, height: target.height, channels: 4, pixels: resampler.output),
                 ImageInfo(info)
             )
+        case .webp:
+            // Scaled by libwebp as it decodes; an alpha channel that is opaque everywhere goes.
+            let decoder = try WebPDecoder(bytes: bytes, limits: limits)
+            let target = spec.outputSize(width: decoder.width, height: decoder.height)
+            return (try decoder.decode(target: target, deadline: deadline).droppingOpaqueAlpha(), decoder.info)
         default:
             throw notAnImage(kind)
         }
@@ -149,14 +159,16 @@ public enum ImageProcessor {
             return rendition
         }
         let (image, info) = try decode(bytes, kind: kind, spec: spec, limits: limits, deadline: deadline)
+        // JPEG stays JPEG and PNG stays PNG; a WebP becomes a JPEG, or a PNG when it has alpha.
+        let output: MediaKind = info.kind == .webp ? (image.channels == 4 ? .png : .jpeg) : info.kind
         func encode(_ image: PixelImage) throws(AttacheError) -> [UInt8] {
-            switch info.kind {
+            switch output {
             case .jpeg: try Encoders.jpeg(image, quality: spec.jpegQuality)
             default: try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel)
             }
         }
         var rendition = Rendition(
-            kind: info.kind, width: image.width, height: image.height, data: try encode(image), source: info)
+            kind: output, width: image.width, height: image.height, data: try encode(image), source: info)
         // Never larger than it came: a source already within every limit (not downscaled,
         // upright as stored) whose rendition is not smaller is stored as it was, its metadata
         // removed without re-encoding.

@@ -158,6 +158,25 @@ int32_t att_png_encode(
     const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
     int32_t level, uint8_t **output, size_t *output_length, att_error *error);
 
+// MARK: - WebP decoding (libwebp)
+
+typedef struct {
+    int32_t width;
+    int32_t height;
+    int32_t has_alpha;
+    int32_t has_animation;
+    int32_t lossless;
+} att_webp_header;
+
+/// Reads a WebP file's header (its RIFF chunks up to the bitstream's size): nothing decoded.
+int32_t att_webp_probe(const uint8_t *data, size_t length, att_webp_header *header, att_error *error);
+
+/// Decodes a still WebP scaled to `width` x `height`, 3 (RGB) or 4 (RGBA) channels, into
+/// `output` (rows `stride` bytes apart). Not for animations.
+int32_t att_webp_decode(
+    const uint8_t *data, size_t length, int32_t width, int32_t height, int32_t channels, uint8_t *output,
+    size_t stride, att_error *error);
+
 // MARK: - Colour (lcms2)
 
 /// Profiles larger than this are not used (a display profile is a few kilobytes).

@@ -1,0 +1,73 @@
+import AttacheBase
+import AttacheTestSupport
+import Foundation
+import Testing
+
+@testable import AttacheMedia
+
+/// WebP inputs (made by libwebp's own tools: `Tests/Fixtures/webp/make.sh`) converted to what a
+/// device takes: JPEG, or PNG where there is alpha; animations and bombs refused with types.
+@Suite("WebP")
+struct WebPTests {
+    static let directory = Fixtures.root + "/webp"
+
+    static func file(_ name: String) throws -> [UInt8] {
+        try #require(FileManager.default.contents(atPath: directory + "/" + name)).map { $0 }
+    }
+
+    @Test("still WebP files become JPEG, or PNG with alpha, fitting the size asked")
+    func stills() throws {
+        let cases: [(String, MediaKind, Int, Int)] = [
+            ("lossy.webp", .jpeg, 200, 134), ("lossless-opaque.webp", .jpeg, 64, 48),
+            ("lossless-alpha.webp", .png, 120, 80), ("lossy-alpha.webp", .png, 120, 80),
+        ]
+        for (name, kind, width, height) in cases {
+            let rendition = try ImageProcessor.render(MediaBytes(Self.file(name)), spec: RenditionSpec(maxSide: 200))
+            #expect(rendition.kind == kind && rendition.width == width && rendition.height == height, "\(name)")
+            #expect(rendition.source.kind == .webp && !rendition.keptSource)
+            let again = try ImageProcessor.inspect(MediaBytes(rendition.data))
+            #expect(again.kind == kind && again.width == width && again.height == height)
+        }
+    }
+
+    @Test("pixels come out as stored: a flat colour exactly, alpha kept")
+    func pixels() throws {
+        let flat = try ImageProcessor.decode(MediaBytes(Self.file("lossless-opaque.webp"))).image
+        #expect(flat.channels == 3 && Array(flat.pixels.prefix(3)) == [30, 160, 90])
+        let alpha = try ImageProcessor.decode(MediaBytes(Self.file("lossless-alpha.webp"))).image
+        #expect(alpha.channels == 4 && alpha.width == 120)
+        func pixel(_ x: Int, _ y: Int) -> [UInt8] { Array(alpha.pixels[((y * 120 + x) * 4)..<((y * 120 + x) * 4 + 4)]) }
+        #expect(pixel(10, 10) == [255, 40, 40, 255])
+        #expect(pixel(100, 10)[3] == 128 && pixel(100, 10)[2] == 255)
+        #expect(pixel(100, 70)[3] == 0)
+    }
+
+    @Test("an animation, a bomb declared in the header and cut files get typed errors")
+    func refusals() throws {
+        func code(_ bytes: [UInt8]) -> AttacheError.Code? {
+            do {
+                _ = try ImageProcessor.render(MediaBytes(bytes), spec: RenditionSpec(maxSide: 200))
+                return nil
+            } catch { return error.code }
+        }
+        #expect(code(try Self.file("animated.webp")) == .unsupportedVariant)
+        // A lossless header claiming 16384 x 16384 pixels, over a few bytes: refused from the
+        // header, before anything that size is allocated.
+        var bomb = try Self.file("lossless-opaque.webp")
+        #expect(Array(bomb[12..<16]) == Array("VP8L".utf8) && bomb[20] == 0x2F)
+        let bits = UInt32(16383) | UInt32(16383) << 14 | UInt32(bomb[24] >> 4 & 1) << 28
+        for i in 0..<4 { bomb[21 + i] = UInt8(truncatingIfNeeded: bits >> (8 * UInt32(i))) }
+        let refused = code(bomb)
+        #expect(refused == .tooManyPixels || refused == .dimensionsTooLarge, "\(String(describing: refused))")
+        // Every cut of the lossy photo: a typed error or a whole image, never a crash.
+        let lossy = try Self.file("lossy.webp")
+        for cut in stride(from: 1, to: lossy.count, by: 97) {
+            #expect(code(Array(lossy.prefix(cut))) != .internalError, "cut at \(cut)")
+        }
+    }
+
+    @Test("the sniffer takes RIFF WEBP as webp")
+    func sniffed() throws {
+        #expect(Sniffer.sniff(try Self.file("lossy.webp").prefix(64)) == .accepted(.webp))
+    }
+}
