@@ -23,10 +23,14 @@ import Synchronization
 ///
 /// **Checks remembered for a second.** A whole-object download's check (signature, key ring,
 /// expiry, scope, the catalog row, revocation) is remembered by the event loop that made it,
-/// with its lease, for one second: another `GET` of the same URL within that second is sent at
+/// with its lease, until a second after the oldest reading it rests on (the key ring as last
+/// looked at; a shared store's row as read): another `GET` of the same URL meanwhile is sent at
 /// once (the token's and the object's expiry are still checked on every request). So a
-/// revocation, a key retirement or a collection is honoured within a second, as a replica of a
-/// shared store honours them; the lease keeps the object from being collected meanwhile.
+/// revocation, a key retirement or a collection by another process is honoured within a
+/// second, as a replica of a shared store honours them; one made through this process's store
+/// (its change count moves) ends every remembered check at once. The lease keeps the object
+/// from being collected meanwhile. Answers are written through the HTTP/1 encoder, which pairs
+/// each with its request's method (a `HEAD` answered by the router keeps no body).
 ///
 /// With a shared store a check that needs a catalog query runs on the blocking pool, never on
 /// the event loop; the connection's next request parts wait until it is answered. Objects with a
@@ -143,8 +147,11 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             return send(context, entry, now: now, started: started)
         }
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        // Taken before the check: what the check reads is at least this fresh.
+        // Taken before the check: what the check reads is at least this fresh (a directory
+        // store's key file looked at again first when that look is 100 ms old, so the check can
+        // be remembered for most of a second).
         let store = self.route.store
+        store.refreshKeyRing(olderThan: .milliseconds(100))
         let since = segments.last.flatMap { AttachmentID(hex: $0.prefix { $0 != "." }) }.map {
             store.answeringSince($0)
         }

@@ -249,6 +249,14 @@ public final class AttachmentStore: Sendable {
         }
     }
 
+    /// Looks at a directory store's key file again when the last look is older than `interval`
+    /// (one `stat`, and a read only when the file changed), so that a check made next rests on a
+    /// fresh look; a shared store's key ring keeps its own schedule (a catalog query).
+    public func refreshKeyRing(olderThan interval: Duration) {
+        guard !isShared else { return }
+        _ = backend.keyRing(within: interval)
+    }
+
     /// How old the answer an open of `id` would give now may be: the oldest of the readings it
     /// rests on (the key ring as last looked at; a shared store's row as read within the last
     /// second). A check made from them stands for what it is until a second after this.

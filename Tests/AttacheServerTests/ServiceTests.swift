@@ -193,10 +193,13 @@ import Testing
         let (_, url) = try await Self.mutate(service, media: media)
         let path = String(Self.local(url, service).dropFirst(service.base.count))
         let id = try #require(AttachmentID(hex: String(path.suffix(68).prefix(64))))
-        // One connection, one event loop: the second download comes from the first's check.
+        // One connection, one event loop: the second download comes from the first's check
+        // (unless a second passed between them on a busy machine: then the next pair's does).
         let before = DownloadFastPath.remembered.load(ordering: .relaxed)
-        let twice = try await pipelined(port: service.port, [("GET", path, ""), ("GET", path, "")], oneByOne: true)
-        #expect(twice.map(\.status) == ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK"] && twice[0].body == twice[1].body)
+        for _ in 0..<20 where DownloadFastPath.remembered.load(ordering: .relaxed) == before {
+            let twice = try await pipelined(port: service.port, [("GET", path, ""), ("GET", path, "")], oneByOne: true)
+            #expect(twice.map(\.status) == ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK"] && twice[0].body == twice[1].body)
+        }
         #expect(DownloadFastPath.remembered.load(ordering: .relaxed) > before, "sent from the remembered check")
         // Revoked through the service's own store: refused on the same connection at once.
         let store = service.service.store
