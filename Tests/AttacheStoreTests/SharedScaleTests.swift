@@ -13,16 +13,16 @@ import Testing
 /// exact and clean, an orphan at the very end of the key space found and collected by
 /// `attache gc`, and the peak resident size of both the same at 1,000 and at 10,000 objects.
 @Suite(.enabled(if: SharedServers.available, Comment(rawValue: SharedServers.missing))) struct SharedScaleTests {
-    /// Uploads `count` objects of 200–700 random bytes from `start` (16 at once) and records their
+    /// Uploads `count` objects of 200–700 random bytes from `start` (4 at once) and records their
     /// rows in bulk; returns their ids.
     static func fill(_ store: AttachmentStore, fresh: SharedServers.Fresh, from start: Int, count: Int) throws {
         let shared = try #require(store.backend as? SharedBackend)
         let rows = Mutex<[String]>([])
         let failure = Mutex<(any Error)?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let lanes = (0..<16).map { lane in
+        let lanes = (0..<4).map { lane in
             Thread {
-                for index in stride(from: start + lane, to: start + count, by: 16) {
+                for index in stride(from: start + lane, to: start + count, by: 4) {
                     let bytes = randomBytes(200 + index % 500, seed: UInt64(index) + 1)
                     let id = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
                     do {
