@@ -222,12 +222,7 @@ final class DirectoryBackend: StoreBackend {
             try catalog.objects(after: after, below: below, limit: RowCursor.pageSize)
         }
         for (path, id) in objectFiles(prefix: prefix) {
-            while let row = try rows.peek(), row.id < id {
-                counts.missing += 1
-                problem(VerifyProblem(kind: .missing, id: row.id, location: row.id))
-                rows.advance()
-            }
-            guard let row = try rows.peek(), row.id == id else {
+            guard let row = try rows.match(id, counts: &counts, problem: problem) else {
                 counts.orphans += 1
                 problem(VerifyProblem(kind: .orphan, id: id, location: path))
                 if !Self.hashMatches(path: path, id: id) {
@@ -236,7 +231,6 @@ final class DirectoryBackend: StoreBackend {
                 }
                 continue
             }
-            rows.advance()
             let hash = options.sampled(id)
             if path != location(id: id, fileExtension: row.ext)
                 || !(hash ? Self.hashMatches(path: path, id: id, bytes: row.bytes) : Self.sizeMatches(path, row.bytes))
@@ -248,11 +242,7 @@ final class DirectoryBackend: StoreBackend {
                 if hash { counts.hashed += 1 }
             }
         }
-        while let row = try rows.peek() {
-            counts.missing += 1
-            problem(VerifyProblem(kind: .missing, id: row.id, location: row.id))
-            rows.advance()
-        }
+        _ = try rows.match(nil, counts: &counts, problem: problem)
         return counts
     }
 

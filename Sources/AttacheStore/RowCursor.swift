@@ -38,6 +38,22 @@ package struct RowCursor {
     }
 
     package mutating func advance() { index += 1 }
+
+    /// Matches a listed object with the rows: every row before `id` (nil: every row left) is
+    /// counted and told as missing; returns the row for `id`, stepped past, or nil when there is
+    /// none (the object is an orphan).
+    package mutating func match(
+        _ id: String?, counts: inout VerifyCounts, problem: (VerifyProblem) -> Void
+    ) throws(AttacheError) -> ObjectRow? {
+        while let row = try peek(), id.map({ row.id < $0 }) ?? true {
+            counts.missing += 1
+            problem(VerifyProblem(kind: .missing, id: row.id, location: row.id))
+            advance()
+        }
+        guard let id, let row = try peek(), row.id == id else { return nil }
+        advance()
+        return row
+    }
 }
 
 /// Deletions at most so many a second, shared by every thread of a pass: each waits its turn.

@@ -536,17 +536,11 @@ final class SharedBackend: StoreBackend {
                     problem(VerifyProblem(kind: .orphan, id: nil, location: name))
                     continue
                 }
-                while let row = try rows.peek(), row.id < id {
-                    counts.missing += 1
-                    problem(VerifyProblem(kind: .missing, id: row.id, location: row.id))
-                    rows.advance()
-                }
-                guard let row = try rows.peek(), row.id == id else {
+                guard let row = try rows.match(id, counts: &counts, problem: problem) else {
                     counts.orphans += 1
                     problem(VerifyProblem(kind: .orphan, id: id, location: name))
                     continue
                 }
-                rows.advance()
                 let hash = options.sampled(id)
                 var whole = object.key == Self.objectKey(id, row.ext) && object.size == row.bytes
                 if whole, hash { whole = try hashMatches(key: object.key, id: id) }
@@ -560,11 +554,7 @@ final class SharedBackend: StoreBackend {
             }
             return true
         }
-        while let row = try rows.peek() {
-            counts.missing += 1
-            problem(VerifyProblem(kind: .missing, id: row.id, location: row.id))
-            rows.advance()
-        }
+        _ = try rows.match(nil, counts: &counts, problem: problem)
         return counts
     }
 
