@@ -75,6 +75,7 @@ let package = Package(
                 .linkedLibrary("gif"),
                 .linkedLibrary("lcms2"),
                 .linkedLibrary("webp"),
+                .linkedLibrary("heif"),
             ]
         ),
         // Shared vocabulary: errors and the one catalogue of codes and limits, media bytes,

@@ -225,3 +225,48 @@ void att_icc_free(att_icc_transform *t) {
     cmsDeleteContext(t->context);
     free(t);
 }
+
+uint8_t *att_icc_rgb_profile(const double xy[8], int32_t transfer, size_t *length) {
+    *length = 0;
+    cmsContext context = cmsCreateContext(NULL, NULL);
+    if (context == NULL) return NULL;
+    cmsSetLogErrorHandlerTHR(context, quiet);
+    cmsCIExyY white = {xy[6], xy[7], 1.0};
+    cmsCIExyYTRIPLE primaries = {{xy[0], xy[1], 1.0}, {xy[2], xy[3], 1.0}, {xy[4], xy[5], 1.0}};
+    cmsToneCurve *curve = NULL;
+    switch (transfer) {
+    case 0: {  // sRGB (IEC 61966-2-1)
+        double p[5] = {2.4, 1.0 / 1.055, 0.055 / 1.055, 1.0 / 12.92, 0.04045};
+        curve = cmsBuildParametricToneCurve(context, 4, p);
+        break;
+    }
+    case 1: {  // BT.709 / BT.601 / BT.2020 (the camera curve, inverted for display)
+        double p[5] = {1.0 / 0.45, 1.0 / 1.099, 0.099 / 1.099, 1.0 / 4.5, 0.081};
+        curve = cmsBuildParametricToneCurve(context, 4, p);
+        break;
+    }
+    case 2: curve = cmsBuildGamma(context, 2.2); break;
+    case 3: curve = cmsBuildGamma(context, 2.8); break;
+    case 4: curve = cmsBuildGamma(context, 1.0); break;
+    default: break;
+    }
+    uint8_t *out = NULL;
+    if (curve != NULL) {
+        cmsToneCurve *curves[3] = {curve, curve, curve};
+        cmsHPROFILE profile = cmsCreateRGBProfileTHR(context, &white, &primaries, curves);
+        cmsUInt32Number size = 0;
+        if (profile != NULL && cmsSaveProfileToMem(profile, NULL, &size) && size > 0 && size <= ATT_ICC_MAX_BYTES) {
+            out = malloc(size);
+            if (out != NULL && cmsSaveProfileToMem(profile, out, &size)) {
+                *length = size;
+            } else {
+                free(out);
+                out = NULL;
+            }
+        }
+        if (profile != NULL) cmsCloseProfile(profile);
+        cmsFreeToneCurve(curve);
+    }
+    cmsDeleteContext(context);
+    return out;
+}

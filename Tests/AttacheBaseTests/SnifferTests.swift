@@ -13,7 +13,7 @@ struct SnifferTests {
             (Array("<!DOCTYPE html><html>".utf8), "html"),
             (Array("  <svg xmlns=\"http://www.w3.org/2000/svg\">".utf8), "svg"),
             (Array("%PDF-1.7 and more bytes".utf8), "pdf"),
-            ([0, 0, 0, 0x1C] + Array("ftypheic".utf8) + [0, 0, 0, 0], "heic"),
+            ([0, 0, 0, 0x1C] + Array("ftypheic".utf8) + [0, 0, 0, 0], "heic"),  // accepted: converted
         ] as [([UInt8], String)])
     func signatures(bytes: [UInt8], name: String) {
         switch Sniffer.sniff(bytes) {

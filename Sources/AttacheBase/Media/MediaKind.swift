@@ -16,6 +16,10 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
     case avi
     /// Read only: a WebP is converted to JPEG (PNG with alpha), never stored as it came.
     case webp
+    /// Read only: HEIF with HEVC (an iPhone's photos), converted like a WebP.
+    case heic
+    /// Read only: HEIF with AV1, converted like a WebP.
+    case avif
 
     /// Image, audio or video: decides the byte cap and what the pipeline does with it.
     public enum Category: String, Hashable, Sendable {
@@ -27,7 +31,7 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
     /// The kind's category.
     public var category: Category {
         switch self {
-        case .jpeg, .png, .gif, .webp: .image
+        case .jpeg, .png, .gif, .webp, .heic, .avif: .image
         case .aiff, .aifc, .wav, .mp3, .m4a: .audio
         case .mpeg, .mpeg2, .mp4, .m4v, .avi: .video
         }
@@ -50,6 +54,8 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
         case .m4v: "com.apple.m4v-video"
         case .avi: "public.avi"
         case .webp: "org.webmproject.webp"
+        case .heic: "public.heic"
+        case .avif: "public.avif"
         }
     }
 
@@ -70,6 +76,8 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
         case .m4v: "m4v"
         case .avi: "avi"
         case .webp: "webp"
+        case .heic: "heic"
+        case .avif: "avif"
         }
     }
 
@@ -88,6 +96,8 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
         case .m4v: "video/x-m4v"
         case .avi: "video/x-msvideo"
         case .webp: "image/webp"
+        case .heic: "image/heic"
+        case .avif: "image/avif"
         }
     }
 }

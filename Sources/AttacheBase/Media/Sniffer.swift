@@ -46,8 +46,7 @@ public enum Sniffer {
         if starts([0x49, 0x49, 0x2A, 0x00]) || starts([0x4D, 0x4D, 0x00, 0x2A]) { return .refused("tiff") }
         if starts(Array("ftyp".utf8), at: 4) && b.count >= 12 {
             let brand = String(decoding: b[8..<12], as: UTF8.self)
-            if ["heic", "heix", "hevc", "heim", "heis", "mif1", "msf1"].contains(brand) { return .refused("heic") }
-            if ["avif", "avis"].contains(brand) { return .refused("avif") }
+            if let heif = heifKind(major: brand, b) { return heif }
             if ["M4A ", "M4B ", "M4P "].contains(brand) { return .accepted(.m4a) }
             if ["M4V ", "M4VH", "M4VP"].contains(brand) { return .accepted(.m4v) }
             if brand == "qt  " { return .refused("quicktime") }
@@ -70,6 +69,27 @@ public enum Sniffer {
         ]
         if magics.contains(where: { b.count < $0.count && $0.starts(with: b) }) { return .needMoreBytes }
         return .unknown
+    }
+
+    /// HEIF by its brands: AV1 (`avif`, `avis`) is AVIF, HEVC (`heic`, `heix`, …) is HEIC; a
+    /// file that names only the general `mif1`/`msf1` brand is told by its compatible brands.
+    private static func heifKind(major: String, _ b: [UInt8]) -> Verdict? {
+        let heic: Set = ["heic", "heix", "hevc", "hevx", "heim", "heis"]
+        let avif: Set = ["avif", "avis"]
+        if avif.contains(major) { return .accepted(.avif) }
+        if heic.contains(major) { return .accepted(.heic) }
+        guard ["mif1", "msf1", "miaf"].contains(major) else { return nil }
+        // The ftyp box: size, 'ftyp', major brand, minor version, then compatible brands.
+        let size = b.count >= 4 ? Int(b[0]) << 24 | Int(b[1]) << 16 | Int(b[2]) << 8 | Int(b[3]) : 0
+        var compatible: [String] = []
+        var at = 16
+        while at + 4 <= min(size, b.count) {
+            compatible.append(String(decoding: b[at..<at + 4], as: UTF8.self))
+            at += 4
+        }
+        if compatible.contains(where: avif.contains) { return .accepted(.avif) }
+        if compatible.contains(where: heic.contains) { return .accepted(.heic) }
+        return .refused("heif (\(major))")
     }
 
     /// MPEG-1/2 program streams (pack header) and video elementary streams (sequence header).

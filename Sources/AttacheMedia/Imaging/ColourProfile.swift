@@ -34,6 +34,49 @@ final class ColourProfile {
         ignored = transform == nil ? "ICC profile not used: \(reason.isEmpty ? "unreadable" : reason)" : nil
     }
 
+    private init(ignored: String, channels: Int) {
+        transform = nil
+        self.channels = channels
+        self.ignored = ignored
+    }
+
+    /// A conversion for colours named by ITU-T H.273 code points (HEIF/AVIF `nclx`, PNG
+    /// `cICP`): `xy` holds the primaries' and the white point's chromaticities. nil when they
+    /// are sRGB's (BT.709 primaries with the sRGB or BT.709 curve) or unspecified. An HDR
+    /// curve (PQ, HLG) is not tone-mapped: the pixels are taken as sRGB, with a warning.
+    static func make(primaries: Int, transfer: Int, xy: [Double], channels: Int) -> ColourProfile? {
+        guard channels == 3 || channels == 4, xy.count == 8 else { return nil }
+        let curve: Int32
+        switch transfer {
+        case 0, 2, 13: curve = 0  // unspecified is taken as sRGB
+        case 1, 6, 14, 15: curve = 1
+        case 4: curve = 2
+        case 5: curve = 3
+        case 8: curve = 4
+        case 16, 18:
+            return ColourProfile(
+                ignored:
+                    "colour not converted: an HDR transfer curve (\(transfer == 16 ? "PQ" : "HLG")) is shown as sRGB",
+                channels: channels)
+        default:
+            return ColourProfile(
+                ignored: "colour not converted: unknown transfer curve \(transfer)", channels: channels)
+        }
+        let sRGBPrimaries = primaries == 1 || primaries == 2 || primaries == 0
+        if sRGBPrimaries && (curve == 0 || curve == 1) { return nil }
+        if sRGBPrimaries && primaries != 1 { return nil }
+        guard xy.allSatisfy({ $0 > 0 && $0 < 1 }) else {
+            return ColourProfile(ignored: "colour not converted: unknown primaries \(primaries)", channels: channels)
+        }
+        var length = 0
+        guard let profile = xy.withUnsafeBufferPointer({ att_icc_rgb_profile($0.baseAddress, curve, &length) }) else {
+            return ColourProfile(
+                ignored: "colour not converted: no profile for primaries \(primaries)", channels: channels)
+        }
+        defer { att_free(profile) }
+        return ColourProfile(profile: profile, length: length, channels: channels)
+    }
+
     deinit { att_icc_free(transform) }
 
     /// Whether rows are converted (the profile is in use).

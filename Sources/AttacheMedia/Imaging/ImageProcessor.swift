@@ -31,6 +31,10 @@ public enum ImageProcessor {
             let decoder = try WebPDecoder(bytes: bytes, limits: limits)
             _ = try decoder.decode(target: (decoder.width, decoder.height), deadline: deadline)
             return decoder.info
+        case .heic, .avif:
+            let decoder = try HEIFDecoder(bytes: bytes, kind: kind, limits: limits, deadline: deadline)
+            try decoder.decodeRows(into: &counter)
+            return decoder.info
         default:
             throw notAnImage(kind)
         }
@@ -45,6 +49,7 @@ public enum ImageProcessor {
         case .png: return try PNGDecoder(bytes: bytes, limits: limits, deadline: .none).info
         case .gif: return ImageInfo(try scanGIF(bytes, limits: limits))
         case .webp: return try WebPDecoder(bytes: bytes, limits: limits).info
+        case .heic, .avif: return try HEIFDecoder(bytes: bytes, kind: kind, limits: limits, deadline: .none).info
         default: throw notAnImage(kind)
         }
     }
@@ -108,6 +113,13 @@ public enum ImageProcessor {
             let decoder = try WebPDecoder(bytes: bytes, limits: limits)
             let target = spec.outputSize(width: decoder.width, height: decoder.height)
             return (try decoder.decode(target: target, deadline: deadline).droppingOpaqueAlpha(), decoder.info)
+        case .heic, .avif:
+            // Tile by tile into the resampler, cropped as rows stream; turned once downscaled.
+            let decoder = try HEIFDecoder(bytes: bytes, kind: kind, limits: limits, deadline: deadline)
+            let target = spec.outputSize(width: decoder.rowWidth, height: decoder.rowCount)
+            var image = try resample(decoder, target: target, lanczosReserve: 1.5)
+            decoder.colour?.convert(&image)
+            return (decoder.orientation.apply(to: image.droppingOpaqueAlpha()), decoder.info)
         default:
             throw notAnImage(kind)
         }
@@ -159,8 +171,9 @@ public enum ImageProcessor {
             return rendition
         }
         let (image, info) = try decode(bytes, kind: kind, spec: spec, limits: limits, deadline: deadline)
-        // JPEG stays JPEG and PNG stays PNG; a WebP becomes a JPEG, or a PNG when it has alpha.
-        let output: MediaKind = info.kind == .webp ? (image.channels == 4 ? .png : .jpeg) : info.kind
+        // JPEG stays JPEG and PNG stays PNG; a WebP, HEIC or AVIF becomes a JPEG, or a PNG when
+        // it has alpha.
+        let output: MediaKind = [.jpeg, .png].contains(info.kind) ? info.kind : (image.channels == 4 ? .png : .jpeg)
         func encode(_ image: PixelImage) throws(AttacheError) -> [UInt8] {
             switch output {
             case .jpeg: try Encoders.jpeg(image, quality: spec.jpegQuality)

@@ -55,6 +55,34 @@ public enum Orientation: Int, Hashable, Sendable, CaseIterable {
         return .up
     }
 
+    /// Where the orientation sends the axes: (x, y) of the result from (x, y) of the source,
+    /// as a 2×2 matrix of -1, 0 and 1 (y pointing down).
+    private var matrix: [Int] {
+        switch self {
+        case .up: [1, 0, 0, 1]
+        case .upMirrored: [-1, 0, 0, 1]
+        case .down: [-1, 0, 0, -1]
+        case .downMirrored: [1, 0, 0, -1]
+        case .leftMirrored: [0, 1, 1, 0]
+        case .right: [0, -1, 1, 0]
+        case .rightMirrored: [0, -1, -1, 0]
+        case .left: [0, 1, -1, 0]
+        }
+    }
+
+    /// The one orientation that does `steps` (orientations) one after another.
+    static func composing(_ steps: [Int]) -> Orientation {
+        var m = [1, 0, 0, 1]
+        for step in steps {
+            guard let b = Orientation(rawValue: step)?.matrix else { continue }
+            m = [
+                b[0] * m[0] + b[1] * m[2], b[0] * m[1] + b[1] * m[3], b[2] * m[0] + b[3] * m[2],
+                b[2] * m[1] + b[3] * m[3],
+            ]
+        }
+        return allCases.first { $0.matrix == m } ?? .up
+    }
+
     /// Turns `image` so it displays upright.
     public func apply(to image: PixelImage) -> PixelImage {
         if self == .up { return image }

@@ -177,6 +177,72 @@ int32_t att_webp_decode(
     const uint8_t *data, size_t length, int32_t width, int32_t height, int32_t channels, uint8_t *output,
     size_t stride, att_error *error);
 
+// MARK: - HEIF and AVIF decoding (libheif 1.19 with libde265, dav1d and aom)
+
+typedef struct att_heif att_heif;
+
+typedef struct {
+    /// Largest image (width x height) libheif may open; larger is refused from the boxes.
+    uint64_t max_pixels;
+    /// Largest single allocation libheif may make for the file's structure.
+    uint64_t max_memory;
+    /// Most grid tiles.
+    uint64_t max_tiles;
+    /// A deadline cell (see att_deadline_load) libheif's decoders poll; NULL = none.
+    const uint64_t *deadline;
+    /// The file is AVIF: a second AV1 decoder (aom) takes over when the first (dav1d) fails.
+    int32_t av1;
+} att_heif_limits;
+
+typedef struct {
+    /// The primary image as stored (its grid's size; tiles are decoded as stored).
+    int32_t width;
+    int32_t height;
+    /// Its size as shown (rotation, mirroring and cropping applied).
+    int32_t shown_width;
+    int32_t shown_height;
+    /// The turns as EXIF orientations (2 or 4 for imir, 3, 6 or 8 for irot), in order.
+    int32_t step[8];
+    int32_t steps;
+    /// A clap crop's borders in stored pixels; crop_after_turn when it came after a turn.
+    int32_t crop_left;
+    int32_t crop_top;
+    int32_t crop_right;
+    int32_t crop_bottom;
+    int32_t crop_after_turn;
+    /// A transformation this code does not know, or a turn libheif reports as invalid.
+    int32_t unknown_step;
+    int32_t has_alpha;
+    /// Luma bits per sample (8, 10 or 12); decoded to 8.
+    int32_t bit_depth;
+    /// 420, 422, 444 or 400 (monochrome), as coded.
+    int32_t chroma;
+    /// The grid as stored (1 x 1 for an image coded whole): tiles are decoded one at a time.
+    uint32_t tile_columns;
+    uint32_t tile_rows;
+    uint32_t tile_width;
+    uint32_t tile_height;
+    /// The embedded ICC profile (owned by the decoder), or NULL.
+    const uint8_t *icc;
+    size_t icc_length;
+    /// An nclx colour box instead: code points (ITU-T H.273) and the primaries' xy values.
+    int32_t primaries;
+    int32_t transfer;
+    double primaries_xy[8];
+} att_heif_header;
+
+/// Reads a HEIF/AVIF file's boxes (no image data) with the limits set first.
+att_heif *att_heif_open(
+    const uint8_t *data, size_t length, att_heif_limits limits, att_heif_header *header, att_error *error);
+
+/// Decodes one tile of the primary image (as stored, not turned) to 8-bit RGB (3 channels) or
+/// RGBA (4). The pixels are lent until the next call or att_heif_close.
+int32_t att_heif_decode_tile(
+    att_heif *decoder, uint32_t column, uint32_t row, int32_t channels, const uint8_t **pixels, size_t *stride,
+    int32_t *width, int32_t *height, att_error *error);
+
+void att_heif_close(att_heif *decoder);
+
 // MARK: - Colour (lcms2)
 
 /// Profiles larger than this are not used (a display profile is a few kilobytes).
@@ -207,5 +273,11 @@ int32_t att_jpeg_colour(att_jpeg_decoder *decoder, char *message, size_t capacit
 void att_icc_apply(att_icc_transform *transform, uint8_t *pixels, size_t count);
 
 void att_icc_free(att_icc_transform *transform);
+
+/// An RGB profile made from primaries and a white point (`xy`: red x, y, green x, y, blue
+/// x, y, white x, y) and a transfer curve: 0 sRGB, 1 BT.709, 2 gamma 2.2, 3 gamma 2.8, 4 linear.
+/// For files that name their colours by code points (HEIF/AVIF `nclx`, PNG `cICP`, `cHRM` +
+/// `gAMA`) instead of embedding a profile. malloc'ed (free with att_free); NULL on failure.
+uint8_t *att_icc_rgb_profile(const double xy[8], int32_t transfer, size_t *length);
 
 #endif

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Makes the HEIC and AVIF fixtures (committed; run again only to change them) with the
+# formats' own encoders: heif-enc (libheif-examples 1.19 with the x265 plugin) and avifenc
+# (libavif-bin). A photo, a photo with a thumbnail, a cropped 2x2 grid, alpha, 10- and 12-bit,
+# a grid turned and mirrored (irot, imir), and the colour patches of ../colour in Display P3,
+# once with the ICC profile embedded (HEIC, lossless) and once named by nclx code points only
+# (AVIF 12/13/0, lossless). Needs: libheif-examples, libheif-plugin-x265, libavif-bin,
+# libvips-tools, python3-pil.
+set -euo pipefail
+cd "$(dirname "$0")"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+vips thumbnail ../../../Samples/media/waterfall-rotated.jpg "$work/photo.png" 400 --size both
+python3 - "$work" <<'PY'
+import sys
+from PIL import Image
+work = sys.argv[1]
+photo = Image.open(f"{work}/photo.png").convert("RGB")
+w, h = photo.size
+# A grid of 2x2 tiles of 256x192 holding a 400x300 image (the grid is cropped, as an iPhone's is).
+canvas = Image.new("RGB", (512, 384), (0, 0, 0))
+canvas.paste(photo.resize((400, 300)), (0, 0))
+for ty in range(2):
+    for tx in range(2):
+        canvas.crop((tx * 256, ty * 192, tx * 256 + 256, ty * 192 + 192)).save(f"{work}/tile-{ty:02d}-{tx:02d}.png")
+photo.resize((400, 300)).save(f"{work}/photo300.png")
+# Alpha: red left half opaque, blue right half half-transparent on top and clear below.
+im = Image.new("RGBA", (120, 80), (0, 0, 0, 0))
+for y in range(80):
+    for x in range(120):
+        im.putpixel((x, y), (255, 40, 40, 255) if x < 60 else (40, 40, 255, 128 if y < 40 else 0))
+im.save(f"{work}/alpha.png")
+# Orientation marks: a 256x192 image, red top-left quarter, green top-right, blue bottom-left.
+im = Image.new("RGB", (256, 192), (255, 255, 255))
+for y in range(192):
+    for x in range(256):
+        if y < 96 and x < 128: im.putpixel((x, y), (255, 0, 0))
+        elif y < 96: im.putpixel((x, y), (0, 255, 0))
+        elif x < 128: im.putpixel((x, y), (0, 0, 255))
+im.save(f"{work}/marks.png")
+PY
+heif-enc -q 60 "$work/photo.png" -o photo.heic
+heif-enc -q 60 -t 64 "$work/photo.png" -o thumbnail.heic
+heif-enc -q 60 -T "$work/tile-00-00.png" --tiled-image-width 400 --tiled-image-height 300 -o grid.heic
+heif-enc -q 80 "$work/alpha.png" -o alpha.heic
+heif-enc -L ../colour/DisplayP3.png -o DisplayP3.heic
+avifenc --min 20 --max 30 -s 8 "$work/photo.png" photo.avif >/dev/null
+avifenc --min 10 --max 20 -s 8 "$work/alpha.png" alpha.avif >/dev/null
+avifenc --min 20 --max 30 -s 8 -d 10 "$work/photo.png" 10bit.avif >/dev/null
+avifenc --min 20 --max 30 -s 8 -d 12 -y 444 "$work/photo.png" 12bit.avif >/dev/null
+avifenc -l -s 8 -g 2x2 --irot 1 "$work/marks.png" marks-grid-irot.avif >/dev/null
+avifenc -l -s 8 --imir 1 "$work/marks.png" marks-imir.avif >/dev/null
+avifenc -l -s 8 --ignore-icc --cicp 12/13/0 ../colour/DisplayP3.png DisplayP3.avif >/dev/null
+ls -l
