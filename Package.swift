@@ -76,6 +76,7 @@ let package = Package(
                 .linkedLibrary("lcms2"),
                 .linkedLibrary("webp"),
                 .linkedLibrary("heif"),
+                .linkedLibrary("jxl"),
             ]
         ),
         // Shared vocabulary: errors and the one catalogue of codes and limits, media bytes,

@@ -143,6 +143,17 @@ struct HEIFTests {
         }
     }
 
+    @Test("an AV1 picture dav1d refuses is decoded by aom instead")
+    func fallbackDecoder() throws {
+        // 7000 x 7000 monochrome: dav1d 1.0 gives up on it, aom decodes it (using about 700 MB,
+        // so the decoder-memory cap is raised for it).
+        let bytes = MediaBytes(try Self.file("gray-7000-dav1d-refuses.avif"))
+        let info = try ImageProcessor.inspect(bytes, limits: ImageLimits(maxDecoderMemory: 1 << 30))
+        #expect(info.kind == .avif && info.width == 7000 && info.height == 7000)
+        // At the default cap it is refused from the header, before any decoding.
+        #expect(Self.code(bytes.buffer.map { $0 }) == .decoderMemoryExceeded)
+    }
+
     @Test("a passed deadline stops the decode with timed_out")
     func deadline() throws {
         let deadline = WorkDeadline.none

@@ -20,6 +20,8 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
     case heic
     /// Read only: HEIF with AV1, converted like a WebP.
     case avif
+    /// Read only: JPEG XL, converted like a WebP.
+    case jxl
 
     /// Image, audio or video: decides the byte cap and what the pipeline does with it.
     public enum Category: String, Hashable, Sendable {
@@ -31,7 +33,7 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
     /// The kind's category.
     public var category: Category {
         switch self {
-        case .jpeg, .png, .gif, .webp, .heic, .avif: .image
+        case .jpeg, .png, .gif, .webp, .heic, .avif, .jxl: .image
         case .aiff, .aifc, .wav, .mp3, .m4a: .audio
         case .mpeg, .mpeg2, .mp4, .m4v, .avi: .video
         }
@@ -56,6 +58,7 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
         case .webp: "org.webmproject.webp"
         case .heic: "public.heic"
         case .avif: "public.avif"
+        case .jxl: "public.jpeg-xl"
         }
     }
 
@@ -78,6 +81,7 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
         case .webp: "webp"
         case .heic: "heic"
         case .avif: "avif"
+        case .jxl: "jxl"
         }
     }
 
@@ -98,6 +102,7 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
         case .webp: "image/webp"
         case .heic: "image/heic"
         case .avif: "image/avif"
+        case .jxl: "image/jxl"
         }
     }
 }

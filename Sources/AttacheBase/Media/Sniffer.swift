@@ -59,7 +59,9 @@ public enum Sniffer {
             return .refused("iso-media (\(brand.trimmingCharacters(in: .whitespaces)))")
         }
         if starts([0x00, 0x00, 0x00, 0x0C, 0x6A, 0x50, 0x20, 0x20]) { return .refused("jpeg2000") }
-        if starts([0xFF, 0x0A]) { return .refused("jpegxl") }
+        // JPEG XL: a bare codestream, or the ISO media container's signature box.
+        if starts([0xFF, 0x0A]) && b.count >= 3 { return .accepted(.jxl) }
+        if starts([0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) { return .accepted(.jxl) }
         if starts(Array("%PDF".utf8)) { return .refused("pdf") }
         if starts([0x50, 0x4B, 0x03, 0x04]) { return .refused("zip") }
         if starts([0x1F, 0x8B]) { return .refused("gzip") }

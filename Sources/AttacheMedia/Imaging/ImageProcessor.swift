@@ -35,6 +35,10 @@ public enum ImageProcessor {
             let decoder = try HEIFDecoder(bytes: bytes, kind: kind, limits: limits, deadline: deadline)
             try decoder.decodeRows(into: &counter)
             return decoder.info
+        case .jxl:
+            let decoder = try JXLDecoder(bytes: bytes, limits: limits, deadline: deadline)
+            try decoder.decodeRows(into: &counter)
+            return decoder.info
         default:
             throw notAnImage(kind)
         }
@@ -50,6 +54,7 @@ public enum ImageProcessor {
         case .gif: return ImageInfo(try scanGIF(bytes, limits: limits))
         case .webp: return try WebPDecoder(bytes: bytes, limits: limits).info
         case .heic, .avif: return try HEIFDecoder(bytes: bytes, kind: kind, limits: limits, deadline: .none).info
+        case .jxl: return try JXLDecoder(bytes: bytes, limits: limits, deadline: .none).info
         default: throw notAnImage(kind)
         }
     }
@@ -117,6 +122,12 @@ public enum ImageProcessor {
             // Tile by tile into the resampler, cropped as rows stream; turned once downscaled.
             let decoder = try HEIFDecoder(bytes: bytes, kind: kind, limits: limits, deadline: deadline)
             let target = spec.outputSize(width: decoder.rowWidth, height: decoder.rowCount)
+            var image = try resample(decoder, target: target, lanczosReserve: 1.5)
+            decoder.colour?.convert(&image)
+            return (decoder.orientation.apply(to: image.droppingOpaqueAlpha()), decoder.info)
+        case .jxl:
+            let decoder = try JXLDecoder(bytes: bytes, limits: limits, deadline: deadline)
+            let target = spec.outputSize(width: decoder.width, height: decoder.height)
             var image = try resample(decoder, target: target, lanczosReserve: 1.5)
             decoder.colour?.convert(&image)
             return (decoder.orientation.apply(to: image.droppingOpaqueAlpha()), decoder.info)

@@ -1,12 +1,14 @@
 internal import AttacheBase
 internal import CAttacheCodecs
+internal import Foundation
 
 extension AttacheError {
     /// Maps a C shim failure to a typed error; `format` names the codec in the message.
     init(shim error: att_error, format: String) {
+        // One line: a library's message may end in a newline or hold control characters.
         let message = withUnsafeBytes(of: error.message) { raw in
-            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-        }
+            String(decoding: raw.prefix(while: { $0 != 0 }).map { $0 < 0x20 ? 0x20 : $0 }, as: UTF8.self)
+        }.trimmingCharacters(in: .whitespaces)
         let text = "\(format): \(message.isEmpty ? "decoder failed" : message)"
         switch error.status {
         case Int32(ATT_ERR_TRUNCATED.rawValue):

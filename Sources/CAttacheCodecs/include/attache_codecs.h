@@ -243,6 +243,44 @@ int32_t att_heif_decode_tile(
 
 void att_heif_close(att_heif *decoder);
 
+// MARK: - JPEG XL decoding (libjxl)
+
+typedef struct att_jxl att_jxl;
+
+/// Receives decoded rows, top to bottom.
+typedef void (*att_row_sink)(void *context, const uint8_t *row);
+
+/// Rows held at most while libjxl fills them piece by piece (its largest group is 1024 rows).
+#define ATT_JXL_BAND ((size_t)1024)
+
+typedef struct {
+    int32_t width;
+    int32_t height;
+    int32_t has_alpha;
+    int32_t gray;
+    /// EXIF-style orientation (1-8) from the codestream; applied by the caller.
+    int32_t orientation;
+    int32_t animated;
+    int32_t bits;
+    /// Lossy (XYB). `icc` describes the pixels as decoded when they are not sRGB (owned by the
+    /// decoder).
+    int32_t xyb;
+    /// XYB from a colour space without a name (an ICC profile): libjxl converts to sRGB.
+    int32_t converted_by_decoder;
+    const uint8_t *icc;
+    size_t icc_length;
+} att_jxl_header;
+
+/// Reads the header and colour encoding (no image data) of a JPEG XL codestream or container.
+att_jxl *att_jxl_open(const uint8_t *data, size_t length, att_jxl_header *header, att_error *error);
+
+/// Decodes the first frame to 8-bit rows of `channels` (1-4: gray, gray+alpha, RGB, RGBA)
+/// handed to `sink` in order. The deadline is checked between input slices of 256 KiB.
+int32_t att_jxl_decode(
+    att_jxl *decoder, int32_t channels, att_row_sink sink, void *context, const uint64_t *deadline, att_error *error);
+
+void att_jxl_close(att_jxl *decoder);
+
 // MARK: - Colour (lcms2)
 
 /// Profiles larger than this are not used (a display profile is a few kilobytes).

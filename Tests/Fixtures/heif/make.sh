@@ -51,4 +51,7 @@ avifenc --min 20 --max 30 -s 8 -d 12 -y 444 "$work/photo.png" 12bit.avif >/dev/n
 avifenc -l -s 8 -g 2x2 --irot 1 "$work/marks.png" marks-grid-irot.avif >/dev/null
 avifenc -l -s 8 --imir 1 "$work/marks.png" marks-imir.avif >/dev/null
 avifenc -l -s 8 --ignore-icc --cicp 12/13/0 ../colour/DisplayP3.png DisplayP3.avif >/dev/null
+# A flat grey 7000x7000 monochrome AVIF (1 KB) that dav1d 1.0 refuses and aom decodes.
+python3 -c "from PIL import Image; Image.new('L', (7000, 7000), 128).save('$work/grey.png')"
+avifenc -s 10 -y 400 --min 40 --max 63 "$work/grey.png" gray-7000-dav1d-refuses.avif >/dev/null
 ls -l

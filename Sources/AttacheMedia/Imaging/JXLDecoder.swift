@@ -1,0 +1,87 @@
+internal import AttacheBase
+internal import CAttacheCodecs
+
+/// A JPEG XL still (or an animation's first frame) decoded by libjxl, rows streamed into the
+/// resampler as libjxl finishes them.
+///
+/// The header's size is checked against the limits before anything is decoded, and libjxl's
+/// own buffers (it holds the frame while decoding: about 24 bytes a pixel, measured) against
+/// ``ImageLimits/maxDecoderMemory``. Pixels come out in the image's own colour space (a lossy
+/// XYB image's original one when it has a name) and are converted to sRGB with lcms2. The codestream's orientation
+/// is applied after the downscale. The deadline is checked between 256 KiB slices of input.
+final class JXLDecoder {
+    private let handle: OpaquePointer
+    /// Kept alive: libjxl reads from its memory until closed.
+    private let bytes: MediaBytes
+    private let deadline: WorkDeadline
+    let width: Int
+    let height: Int
+    let hasAlpha: Bool
+    let orientation: Orientation
+    let colour: ColourProfile?
+    /// A lossy image from an original without a named colour space, turned into sRGB by libjxl.
+    private let convertedByDecoder: Bool
+
+    /// Bytes per pixel libjxl 0.7 holds while it decodes a frame (its frame buffers, in
+    /// floats, and the group caches), measured with `/usr/bin/time` on photos of 2 to 24 MP.
+    static let bytesPerPixel = 24
+
+    init(bytes: MediaBytes, limits: ImageLimits, deadline: WorkDeadline) throws(AttacheError) {
+        var header = att_jxl_header()
+        var error = att_error()
+        guard let handle = att_jxl_open(bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, &header, &error)
+        else { throw AttacheError(shim: error, format: "jxl") }
+        self.handle = handle
+        self.bytes = bytes
+        self.deadline = deadline
+        width = Int(header.width)
+        height = Int(header.height)
+        hasAlpha = header.has_alpha != 0
+        orientation = Orientation(rawValue: Int(header.orientation)) ?? .up
+        colour = ColourProfile.make(profile: header.icc, length: header.icc_length, channels: hasAlpha ? 4 : 3)
+        convertedByDecoder = header.converted_by_decoder != 0
+        try limits.check(width: width, height: height)
+        try limits.checkDecoderMemory(width * height * Self.bytesPerPixel, what: "JPEG XL frame")
+    }
+
+    deinit { att_jxl_close(handle) }
+
+    var channels: Int { hasAlpha ? 4 : 3 }
+
+    /// Decodes the first frame, pushing each row into `sink` as it is finished.
+    func decodeRows(into sink: inout some RowSink) throws(AttacheError) {
+        var error = att_error()
+        let status = withUnsafeMutablePointer(to: &sink) { pointer in
+            let forward = RowForwarder { pointer.pointee.push($0) }
+            return withExtendedLifetime(forward) {
+                att_jxl_decode(
+                    handle, Int32(channels),
+                    { context, row in
+                        guard let context, let row else { return }
+                        Unmanaged<RowForwarder>.fromOpaque(context).takeUnretainedValue().push(row)
+                    }, Unmanaged.passUnretained(forward).toOpaque(), deadline.pointer, &error)
+            }
+        }
+        guard status == 0 else { throw AttacheError(shim: error, format: "jxl") }
+    }
+}
+
+/// Hands rows from a C callback to a sink.
+private final class RowForwarder {
+    let push: (UnsafePointer<UInt8>) -> Void
+    init(_ push: @escaping (UnsafePointer<UInt8>) -> Void) { self.push = push }
+}
+
+extension JXLDecoder: RowSource {
+    var rowWidth: Int { width }
+    var rowCount: Int { height }
+}
+
+extension JXLDecoder {
+    var info: ImageInfo {
+        var info = ImageInfo(
+            kind: .jxl, width: width, height: height, frames: 1, orientation: orientation, isProgressive: false)
+        (info.colourConverted, info.colourWarning) = (convertedByDecoder || colour?.converts == true, colour?.ignored)
+        return info
+    }
+}
