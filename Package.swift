@@ -75,6 +75,7 @@ let package = Package(
                 .linkedLibrary("gif"),
                 .linkedLibrary("lcms2"),
                 .linkedLibrary("webp"),
+                .linkedLibrary("webpdemux"),
                 .linkedLibrary("heif"),
                 .linkedLibrary("jxl"),
             ]

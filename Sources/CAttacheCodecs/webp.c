@@ -59,3 +59,75 @@ int32_t att_webp_decode(
     default: set(error, ATT_ERR_CORRUPT, "corrupt image data"); return ATT_ERR_CORRUPT;
     }
 }
+
+// MARK: - Animations (libwebpdemux)
+
+#include <stdlib.h>
+#include <webp/demux.h>
+
+struct att_webp_anim {
+    WebPAnimDecoder *decoder;
+    WebPData data;
+};
+
+att_webp_anim *att_webp_anim_open(const uint8_t *data, size_t length, att_webp_anim_header *header, att_error *error) {
+    memset(header, 0, sizeof *header);
+    att_webp_anim *a = calloc(1, sizeof *a);
+    if (a == NULL) {
+        set(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
+        return NULL;
+    }
+    a->data.bytes = data;
+    a->data.size = length;
+    // The canvas size and frame count are read from the headers (demux) before the decoder,
+    // which allocates two canvases, is made: the caller checks them first.
+    WebPDemuxer *demux = WebPDemux(&a->data);
+    if (demux == NULL) {
+        free(a);
+        set(error, ATT_ERR_CORRUPT, "not an animated WebP libwebp reads");
+        return NULL;
+    }
+    header->width = (int32_t)WebPDemuxGetI(demux, WEBP_FF_CANVAS_WIDTH);
+    header->height = (int32_t)WebPDemuxGetI(demux, WEBP_FF_CANVAS_HEIGHT);
+    header->frames = (int32_t)WebPDemuxGetI(demux, WEBP_FF_FRAME_COUNT);
+    header->loop_count = (int32_t)WebPDemuxGetI(demux, WEBP_FF_LOOP_COUNT);
+    WebPDemuxDelete(demux);
+    return a;
+}
+
+int32_t att_webp_anim_start(att_webp_anim *a, att_error *error) {
+    WebPAnimDecoderOptions options;
+    if (!WebPAnimDecoderOptionsInit(&options)) {
+        set(error, ATT_ERR_INTERNAL, "libwebpdemux version mismatch");
+        return ATT_ERR_INTERNAL;
+    }
+    // Straight (not premultiplied) RGBA, on the calling thread.
+    options.color_mode = MODE_RGBA;
+    options.use_threads = 0;
+    a->decoder = WebPAnimDecoderNew(&a->data, &options);
+    if (a->decoder == NULL) {
+        set(error, ATT_ERR_CORRUPT, "libwebp cannot decode this animation");
+        return ATT_ERR_CORRUPT;
+    }
+    return ATT_OK;
+}
+
+int32_t att_webp_anim_next(att_webp_anim *a, const uint8_t **rgba, int32_t *timestamp, att_error *error) {
+    *rgba = NULL;
+    if (a->decoder == NULL || !WebPAnimDecoderHasMoreFrames(a->decoder)) return ATT_OK;
+    uint8_t *frame = NULL;
+    int time = 0;
+    if (!WebPAnimDecoderGetNext(a->decoder, &frame, &time)) {
+        set(error, ATT_ERR_CORRUPT, "a frame cannot be decoded");
+        return ATT_ERR_CORRUPT;
+    }
+    *rgba = frame;
+    *timestamp = time;
+    return ATT_OK;
+}
+
+void att_webp_anim_close(att_webp_anim *a) {
+    if (!a) return;
+    if (a->decoder) WebPAnimDecoderDelete(a->decoder);
+    free(a);
+}

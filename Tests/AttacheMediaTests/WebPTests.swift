@@ -42,6 +42,34 @@ struct WebPTests {
         #expect(pixel(100, 70)[3] == 0)
     }
 
+    @Test("an animation becomes an animated GIF with every frame and its timing and loop")
+    func animations() throws {
+        let rendition = try ImageProcessor.render(
+            MediaBytes(Self.file("moving-alpha.webp")), spec: RenditionSpec(maxSide: 80))
+        #expect(rendition.kind == .gif && rendition.width == 80 && rendition.height == 60)
+        #expect(rendition.frames == 12 && rendition.source.frames == 12 && rendition.source.kind == .webp)
+        let gif = try ImageProcessor.inspect(MediaBytes(rendition.data))
+        // 12 frames of 70 ms: 84 cs; played three times = repeated twice.
+        #expect(gif.kind == .gif && gif.frames == 12 && gif.duration == 84 && gif.loopCount == 2, "\(gif)")
+        // Transparent where the canvas is clear, red where the square is.
+        let first = try ImageProcessor.decode(MediaBytes(rendition.data)).image
+        #expect(first.channels == 4 && first.pixels[3] == 0)
+        let at = (30 * 80 + 10) * 4
+        #expect(first.pixels[at] > 200 && first.pixels[at + 1] < 60 && first.pixels[at + 3] == 255)
+        // Over the frame budget: frames dropped evenly, the whole time kept.
+        var spec = RenditionSpec(maxSide: 80)
+        spec.gifMaxFrames = 4
+        let fewer = try ImageProcessor.render(MediaBytes(Self.file("moving-alpha.webp")), spec: spec)
+        let fewerInfo = try ImageProcessor.inspect(MediaBytes(fewer.data))
+        #expect(fewer.frames == 4 && fewerInfo.duration == 84 && !fewer.actions.isEmpty)
+        // Past every byte budget: a still of the first frame (PNG: it has transparency).
+        spec.gifMaxBytes = 10
+        let still = try ImageProcessor.render(MediaBytes(Self.file("moving-alpha.webp")), spec: spec)
+        #expect(still.kind == .png && still.frames == 1 && still.actions.last?.contains("still") == true)
+        let probed = try ImageProcessor.probe(MediaBytes(Self.file("moving-alpha.webp")))
+        #expect(probed.frames == 12 && probed.width == 160)
+    }
+
     @Test("an animation, a bomb declared in the header and cut files get typed errors")
     func refusals() throws {
         func code(_ bytes: [UInt8]) -> AttacheError.Code? {
@@ -50,7 +78,19 @@ struct WebPTests {
                 return nil
             } catch { return error.code }
         }
-        #expect(code(try Self.file("animated.webp")) == .unsupportedVariant)
+        #expect(code(try Self.file("animated.webp")) == nil)
+        // An animation's canvas said to be 16384 x 16384: refused from the VP8X chunk.
+        var canvas = try Self.file("moving-alpha.webp")
+        #expect(Array(canvas[12..<16]) == Array("VP8X".utf8))
+        for i in 0..<3 { canvas[24 + i] = i < 2 ? 0xFF : 0x3F }
+        for i in 0..<3 { canvas[27 + i] = i < 2 ? 0xFF : 0x3F }
+        let refusedCanvas = code(canvas)
+        #expect(
+            refusedCanvas == .tooManyPixels || refusedCanvas == .corruptData, "\(String(describing: refusedCanvas))")
+        let moving = try Self.file("moving-alpha.webp")
+        for cut in stride(from: 1, to: moving.count, by: 23) {
+            #expect(code(Array(moving.prefix(cut))) != .internalError, "animation cut at \(cut)")
+        }
         // A lossless header claiming 16384 x 16384 pixels, over a few bytes: refused from the
         // header, before anything that size is allocated.
         var bomb = try Self.file("lossless-opaque.webp")

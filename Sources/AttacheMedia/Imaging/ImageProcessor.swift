@@ -28,6 +28,9 @@ public enum ImageProcessor {
         case .gif:
             return ImageInfo(try inspectGIF(bytes, limits: limits, deadline: deadline))
         case .webp:
+            if WebPDecoder.isAnimated(bytes) {
+                return try WebPAnimation.info(bytes, limits: limits, decode: true, deadline: deadline)
+            }
             let decoder = try WebPDecoder(bytes: bytes, limits: limits)
             _ = try decoder.decode(target: (decoder.width, decoder.height), deadline: deadline)
             return decoder.info
@@ -52,7 +55,11 @@ public enum ImageProcessor {
         case .jpeg: return try JPEGDecoder(bytes: bytes, limits: limits, deadline: .none).info
         case .png: return try PNGDecoder(bytes: bytes, limits: limits, deadline: .none).info
         case .gif: return ImageInfo(try scanGIF(bytes, limits: limits))
-        case .webp: return try WebPDecoder(bytes: bytes, limits: limits).info
+        case .webp:
+            if WebPDecoder.isAnimated(bytes) {
+                return try WebPAnimation.info(bytes, limits: limits, decode: false, deadline: .none)
+            }
+            return try WebPDecoder(bytes: bytes, limits: limits).info
         case .heic, .avif: return try HEIFDecoder(bytes: bytes, kind: kind, limits: limits, deadline: .none).info
         case .jxl: return try JXLDecoder(bytes: bytes, limits: limits, deadline: .none).info
         default: throw notAnImage(kind)
@@ -181,6 +188,9 @@ public enum ImageProcessor {
             }
             return rendition
         }
+        if kind == .webp && WebPDecoder.isAnimated(bytes) {
+            return try WebPAnimation.render(bytes, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide)
+        }
         let (image, info) = try decode(bytes, kind: kind, spec: spec, limits: limits, deadline: deadline)
         // JPEG stays JPEG and PNG stays PNG; a WebP, HEIC or AVIF becomes a JPEG, or a PNG when
         // it has alpha.
@@ -227,6 +237,15 @@ public enum ImageProcessor {
             if Double(w) >= needW && Double(h) >= needH { return n }
         }
         return 8
+    }
+
+    /// `image` downscaled to `target` (box as far as it goes, then one short Lanczos step).
+    static func resampleImage(
+        _ image: PixelImage, target: (width: Int, height: Int)
+    ) throws(AttacheError)
+        -> PixelImage
+    {
+        try resample(image, target: target, lanczosReserve: 1)
     }
 
     private static func resample(

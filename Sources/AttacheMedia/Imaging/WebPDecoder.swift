@@ -7,7 +7,7 @@ internal import CAttacheCodecs
 /// Memory is the output image, and for a lossless file libwebp's own whole-image buffer (four
 /// bytes a pixel), checked against ``ImageLimits/maxDecoderMemory`` before decoding. libwebp
 /// decodes a still image in one call: the deadline is checked before and after it. Animated
-/// WebP is refused as `unsupported_variant`.
+/// WebP goes to ``WebPAnimation`` (this type refuses it as `unsupported_variant`).
 struct WebPDecoder {
     private let bytes: MediaBytes
     let width: Int
@@ -30,6 +30,14 @@ struct WebPDecoder {
         if header.lossless != 0 {
             try limits.checkDecoderMemory(width * height * 4, what: "lossless WebP")
         }
+    }
+
+    /// Whether `bytes` hold an animation (from the RIFF chunks; nothing decoded).
+    static func isAnimated(_ bytes: MediaBytes) -> Bool {
+        var header = att_webp_header()
+        var error = att_error()
+        return att_webp_probe(bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, &header, &error) == 0
+            && header.has_animation != 0
     }
 
     /// Decodes at `target` size (never larger than stored), RGBA when the file has alpha.

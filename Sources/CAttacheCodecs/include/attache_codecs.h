@@ -177,6 +177,25 @@ int32_t att_webp_decode(
     const uint8_t *data, size_t length, int32_t width, int32_t height, int32_t channels, uint8_t *output,
     size_t stride, att_error *error);
 
+typedef struct att_webp_anim att_webp_anim;
+
+typedef struct {
+    int32_t width;
+    int32_t height;
+    int32_t frames;
+    /// 0 = forever.
+    int32_t loop_count;
+} att_webp_anim_header;
+
+/// Reads an animated WebP's canvas size, frame count and loop count (nothing decoded).
+att_webp_anim *att_webp_anim_open(const uint8_t *data, size_t length, att_webp_anim_header *header, att_error *error);
+/// Makes the frame decoder (two RGBA canvases): call once the header's limits are checked.
+int32_t att_webp_anim_start(att_webp_anim *animation, att_error *error);
+/// The next frame composed on the canvas (RGBA, lent until the next call) and the time it ends
+/// in milliseconds; `*rgba` is NULL after the last frame.
+int32_t att_webp_anim_next(att_webp_anim *animation, const uint8_t **rgba, int32_t *timestamp, att_error *error);
+void att_webp_anim_close(att_webp_anim *animation);
+
 // MARK: - HEIF and AVIF decoding (libheif 1.19 with libde265, dav1d and aom)
 
 typedef struct att_heif att_heif;
