@@ -78,28 +78,36 @@ struct Resize: ParsableCommand {
         let clock = ContinuousClock()
         for file in files {
             let started = clock.now
-            var outputPath = ""
-            let result: Result<Rendition, AttacheError>
-            do {
-                let bytes = try MediaBytes(contentsOfFile: file)
-                let rendition =
-                    still
-                    ? try ImageProcessor.renderStill(bytes, spec: spec, limits: limits)
-                    : try ImageProcessor.render(bytes, spec: spec, limits: limits)
-                let stem = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
-                outputPath =
-                    URL(fileURLWithPath: out).appendingPathComponent(
-                        "\(stem).\(rendition.kind.fileExtension)"
-                    ).path
-                guard FileManager.default.createFile(atPath: outputPath, contents: Data(rendition.data)) else {
-                    throw AttacheError(.ioError, "cannot write \(outputPath)")
-                }
-                result = .success(rendition)
-            } catch let error as AttacheError {
-                result = .failure(error)
-            }
+            let outcome = convert(file, spec: spec, limits: limits)
+            let (result, outputPath) = (outcome.map(\.rendition), (try? outcome.get().path) ?? "")
             let elapsed = clock.now - started
             print(line(file: file, output: outputPath, result, milliseconds: elapsed.milliseconds))
+        }
+    }
+
+    /// One file made into a rendition and written to `--out`. (One typed-throws function: a
+    /// do/catch mixing untyped and typed throws around a `Rendition` was miscompiled by the
+    /// release optimizer here — an error path destroyed a rendition never made.)
+    private func convert(
+        _ file: String, spec: RenditionSpec, limits: ImageLimits
+    )
+        -> Result<(rendition: Rendition, path: String), AttacheError>
+    {
+        Result { () throws(AttacheError) -> (rendition: Rendition, path: String) in
+            let bytes: MediaBytes
+            do { bytes = try MediaBytes(contentsOfFile: file) } catch {
+                throw error as? AttacheError ?? AttacheError(.ioError, "cannot read \(file)")
+            }
+            let rendition =
+                still
+                ? try ImageProcessor.renderStill(bytes, spec: spec, limits: limits)
+                : try ImageProcessor.render(bytes, spec: spec, limits: limits)
+            let stem = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
+            let path = URL(fileURLWithPath: out).appendingPathComponent("\(stem).\(rendition.kind.fileExtension)").path
+            guard FileManager.default.createFile(atPath: path, contents: Data(rendition.data)) else {
+                throw AttacheError(.ioError, "cannot write \(path)")
+            }
+            return (rendition, path)
         }
     }
 

@@ -5,7 +5,7 @@ internal import CAttacheCodecs
 /// resampler as libjxl finishes them.
 ///
 /// The header's size is checked against the limits before anything is decoded, and libjxl's
-/// own buffers (it holds the frame while decoding: about 24 bytes a pixel, measured) against
+/// own buffers (it holds the frame while decoding: about 18 bytes a pixel, measured) against
 /// ``ImageLimits/maxDecoderMemory``. Pixels come out in the image's own colour space (a lossy
 /// XYB image's original one when it has a name) and are converted to sRGB with lcms2. The codestream's orientation
 /// is applied after the downscale. The deadline is checked between 256 KiB slices of input.
@@ -22,9 +22,10 @@ final class JXLDecoder {
     /// A lossy image from an original without a named colour space, turned into sRGB by libjxl.
     private let convertedByDecoder: Bool
 
-    /// Bytes per pixel libjxl 0.7 holds while it decodes a frame (its frame buffers, in
-    /// floats, and the group caches), measured with `/usr/bin/time` on photos of 2 to 24 MP.
-    static let bytesPerPixel = 24
+    /// Bytes per pixel a JPEG XL decode holds at its peak (libjxl 0.7's frame buffers, in
+    /// floats, and the row ring): 17.5 to 17.8 measured as peak RSS (`/usr/bin/time`) of
+    /// `attache resize` on 9.4 and 10.7 MP photos (Benchmarks/modern.sh).
+    static let bytesPerPixel = 18
 
     init(bytes: MediaBytes, limits: ImageLimits, deadline: WorkDeadline) throws(AttacheError) {
         var header = att_jxl_header()
