@@ -31,5 +31,6 @@ let package = Package(
         fuzzer("fuzz-image", "Image"),
         fuzzer("fuzz-seal", "Seal"),
         fuzzer("fuzz-icc", "ICC"),
+        fuzzer("fuzz-modern", "Modern"),
     ]
 )

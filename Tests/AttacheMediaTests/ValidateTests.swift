@@ -26,7 +26,7 @@ import Testing
     }
 
     @Test func categoriesAndCaps() {
-        #expect(MediaKind.allCases.filter { $0.category == .image } == [.jpeg, .png, .gif, .webp, .heic, .avif])
+        #expect(MediaKind.allCases.filter { $0.category == .image } == [.jpeg, .png, .gif, .webp, .heic, .avif, .jxl])
         #expect(Set(MediaKind.allCases.map(\.uti)).count == MediaKind.allCases.count)
         let limits = MediaLimits()
         #expect(limits.maxBytes(for: .jpeg) == 10_000_000)

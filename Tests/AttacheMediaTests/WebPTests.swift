@@ -66,6 +66,8 @@ struct WebPTests {
         spec.gifMaxBytes = 10
         let still = try ImageProcessor.render(MediaBytes(Self.file("moving-alpha.webp")), spec: spec)
         #expect(still.kind == .png && still.frames == 1 && still.actions.last?.contains("still") == true)
+        let asked = try ImageProcessor.renderStill(MediaBytes(Self.file("moving-alpha.webp")), spec: spec)
+        #expect(asked.kind == .png && asked.width == 80 && asked.height == 60)
         let probed = try ImageProcessor.probe(MediaBytes(Self.file("moving-alpha.webp")))
         #expect(probed.frames == 12 && probed.width == 160)
     }

@@ -21,7 +21,7 @@ public enum FuzzChecks {
     /// The targets, by name (`Fuzz/Targets/<Name>`, `Tests/Fixtures/fuzz/<name>`).
     public static let targets: [String: @Sendable ([UInt8]) throws(FuzzFinding) -> Void] = [
         "json": json, "sniffer": sniffer, "exif": exif, "token": token, "url": url, "gif": gif, "image": image,
-        "seal": seal,
+        "seal": seal, "modern": modern,
     ]
 
     /// The key the seal target's streams are sealed under: bytes 0…31, the key of the
@@ -212,6 +212,29 @@ public enum FuzzChecks {
         let limits = ImageLimits(maxPixels: 1 << 22, maxDimension: 4096, maxScans: 50, maxDecoderMemory: 64 << 20)
         let rendition: Rendition
         do throws(AttacheError) {
+            rendition = try ImageProcessor.render(input, spec: RenditionSpec(maxSide: 64), limits: limits)
+        } catch {
+            if error.code == .internalError { throw FuzzFinding("\(error)") }
+            return
+        }
+        guard let again = try? ImageProcessor.inspect(MediaBytes(rendition.data)),
+            again.width == rendition.width, again.height == rendition.height
+        else { throw FuzzFinding("a rendition does not decode again at its size") }
+    }
+
+    /// HEIC, AVIF and JPEG XL through their decoders (libheif, libjxl) and the conversion: any
+    /// bytes after the first are the file; the first picks the check's limits (small, so a
+    /// declared bomb is refused, or a decoder-memory cap that lets a tile through). Any outcome
+    /// but an internal error is fine; a rendition must decode again at its size.
+    public static func modern(_ bytes: [UInt8]) throws(FuzzFinding) {
+        guard let first = bytes.first else { return }
+        let input = MediaBytes(bytes.dropFirst())
+        let limits = ImageLimits(
+            maxPixels: 1 << 22, maxDimension: 4096, maxScans: 50, maxDecoderMemory: first & 1 == 0 ? 64 << 20 : 8 << 20)
+        let rendition: Rendition
+        do throws(AttacheError) {
+            let kind = try Sniffer.kind(of: input.prefix(Sniffer.prefixLength))
+            guard [.heic, .avif, .jxl, .webp].contains(kind) else { return }
             rendition = try ImageProcessor.render(input, spec: RenditionSpec(maxSide: 64), limits: limits)
         } catch {
             if error.code == .internalError { throw FuzzFinding("\(error)") }

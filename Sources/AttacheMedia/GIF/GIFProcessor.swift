@@ -326,13 +326,17 @@ extension ImageProcessor {
         return try writer.finish()
     }
 
-    /// A GIF's poster frame (or any image) as a still: PNG when it has transparency, else JPEG.
+    /// A GIF's poster frame (an animated WebP's first frame, or any image) as a still: PNG when it
+    /// has transparency, else JPEG.
     public static func renderStill(
         _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: ImageLimits = .default
     )
         throws(AttacheError) -> Rendition
     {
         let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
+        if kind == .webp && WebPDecoder.isAnimated(bytes) {
+            return try WebPAnimation.still(bytes, spec: spec, limits: limits, deadline: .none)
+        }
         guard kind == .gif else {
             return try render(bytes, kind: kind, spec: spec, limits: limits, deadline: .none)
         }

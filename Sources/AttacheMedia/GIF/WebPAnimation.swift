@@ -56,11 +56,24 @@ enum WebPAnimation {
             }
         }
         // Past every budget: the first frame as a still.
+        var still = try still(bytes, spec: spec, limits: limits, deadline: deadline)
+        still.actions =
+            actions + ["a still of the first frame: the animation does not fit \(spec.gifMaxBytes) bytes as a GIF"]
+        return still
+    }
+
+    /// The first frame as a still: PNG when it has transparency, else JPEG.
+    static func still(
+        _ bytes: MediaBytes, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline
+    )
+        throws(AttacheError) -> Rendition
+    {
+        let header = try open(bytes, limits: limits).header
+        let (width, height, frames) = (Int(header.width), Int(header.height), Int(header.frames))
         let first = try encode(
             bytes, limits: limits, keep: 1, maxSide: spec.maxSide(forWidth: width, height: height),
             loopCount: nil, spec: spec, deadline: deadline
         ).first.droppingOpaqueAlpha()
-        actions.append("a still of the first frame: the animation does not fit \(spec.gifMaxBytes) bytes as a GIF")
         let data =
             first.channels == 4
             ? try Encoders.png(first, level: spec.pngCompressionLevel)
@@ -69,7 +82,7 @@ enum WebPAnimation {
             kind: first.channels == 4 ? .png : .jpeg, width: first.width, height: first.height, data: data,
             source: ImageInfo(
                 kind: .webp, width: width, height: height, frames: frames, orientation: .up, isProgressive: false),
-            actions: actions)
+            posterFrame: 0, posterTime: 0)
     }
 
     /// The header, checked; with `decode`, every frame decoded too.

@@ -12,7 +12,7 @@ internal import CAttacheCodecs
 /// Thumbnails and auxiliary images (depth, gain maps) are not decoded. 10-
 /// and 12-bit images come out as 8 bits. The deadline is checked between tiles and polled by
 /// libheif's decoders during one.
-final class HEIFDecoder {
+final class HEIFDecoder: StillDecoder {
     private let handle: OpaquePointer
     /// Kept alive: libheif reads from its memory until closed.
     private let bytes: MediaBytes
@@ -161,6 +161,8 @@ final class HEIFDecoder {
 extension HEIFDecoder: RowSource {
     var rowWidth: Int { columnsKept.count }
     var rowCount: Int { rowsKept.count }
+    var size: (width: Int, height: Int) { (rowWidth, rowCount) }
+    func prepare(target: (width: Int, height: Int), spec: RenditionSpec) throws(AttacheError) -> Double { 1.5 }
 }
 
 extension HEIFDecoder {

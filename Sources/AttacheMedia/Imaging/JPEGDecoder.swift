@@ -2,7 +2,7 @@ internal import AttacheBase
 internal import CAttacheCodecs
 
 /// A JPEG being decoded through libjpeg-turbo, with limits checked from the header.
-final class JPEGDecoder {
+final class JPEGDecoder: StillDecoder {
     private let handle: OpaquePointer
     /// Kept alive: the C decoder reads from its memory until closed.
     private let bytes: MediaBytes
@@ -23,7 +23,7 @@ final class JPEGDecoder {
     let colour: ColourProfile?
 
     /// Reads the header and checks `limits`; nothing large is allocated before this passes.
-    init(bytes: MediaBytes, limits: ImageLimits, deadline: WorkDeadline) throws(AttacheError) {
+    init(bytes: MediaBytes, kind: MediaKind = .jpeg, limits: ImageLimits, deadline: WorkDeadline) throws(AttacheError) {
         var header = att_jpeg_header()
         var error = att_error()
         let cLimits = att_jpeg_limits(
@@ -113,6 +113,16 @@ final class JPEGDecoder {
 extension JPEGDecoder: RowSource {
     var rowWidth: Int { outputWidth }
     var rowCount: Int { outputHeight }
+    var size: (width: Int, height: Int) { (width, height) }
+
+    /// Starts decompression with libjpeg's DCT scaling: the smallest of 1/8, 1/4, 1/2 or 1 that
+    /// still covers `target` with the spec's headroom; Lanczos takes the last factor of 2.
+    func prepare(target: (width: Int, height: Int), spec: RenditionSpec) throws(AttacheError) -> Double {
+        let numerator = ImageProcessor.jpegScaleNumerator(
+            width: width, height: height, target: target, headroom: spec.jpegShrinkHeadroom)
+        try start(scaleNumerator: numerator, fancyUpsampling: spec.jpegFancyUpsampling)
+        return 2
+    }
 }
 
 extension JPEGDecoder {

@@ -9,7 +9,7 @@ internal import CAttacheCodecs
 /// ``ImageLimits/maxDecoderMemory``. Pixels come out in the image's own colour space (a lossy
 /// XYB image's original one when it has a name) and are converted to sRGB with lcms2. The codestream's orientation
 /// is applied after the downscale. The deadline is checked between 256 KiB slices of input.
-final class JXLDecoder {
+final class JXLDecoder: StillDecoder {
     private let handle: OpaquePointer
     /// Kept alive: libjxl reads from its memory until closed.
     private let bytes: MediaBytes
@@ -27,7 +27,7 @@ final class JXLDecoder {
     /// `attache resize` on 9.4 and 10.7 MP photos (Benchmarks/modern.sh).
     static let bytesPerPixel = 18
 
-    init(bytes: MediaBytes, limits: ImageLimits, deadline: WorkDeadline) throws(AttacheError) {
+    init(bytes: MediaBytes, kind: MediaKind = .jxl, limits: ImageLimits, deadline: WorkDeadline) throws(AttacheError) {
         var header = att_jxl_header()
         var error = att_error()
         guard let handle = att_jxl_open(bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, &header, &error)
@@ -76,6 +76,8 @@ private final class RowForwarder {
 extension JXLDecoder: RowSource {
     var rowWidth: Int { width }
     var rowCount: Int { height }
+    var size: (width: Int, height: Int) { (width, height) }
+    func prepare(target: (width: Int, height: Int), spec: RenditionSpec) throws(AttacheError) -> Double { 1.5 }
 }
 
 extension JXLDecoder {

@@ -8,24 +8,33 @@ internal import CAttacheCodecs
 /// bytes a pixel), checked against ``ImageLimits/maxDecoderMemory`` before decoding. libwebp
 /// decodes a still image in one call: the deadline is checked before and after it. Animated
 /// WebP goes to ``WebPAnimation`` (this type refuses it as `unsupported_variant`).
-struct WebPDecoder {
+final class WebPDecoder: StillDecoder {
     private let bytes: MediaBytes
+    private let deadline: WorkDeadline
     let width: Int
     let height: Int
     let hasAlpha: Bool
+    /// The size libwebp decodes at (set by ``prepare(target:spec:)``; the stored size before).
+    private var target: (width: Int, height: Int)
 
-    init(bytes: MediaBytes, limits: ImageLimits) throws(AttacheError) {
+    init(
+        bytes: MediaBytes, kind: MediaKind = .webp, limits: ImageLimits, deadline: WorkDeadline
+    )
+        throws(AttacheError)
+    {
         var header = att_webp_header()
         var error = att_error()
         guard att_webp_probe(bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, &header, &error) == 0
         else { throw AttacheError(shim: error, format: "webp") }
         guard header.has_animation == 0 else {
-            throw AttacheError(.unsupportedVariant, "webp: an animated WebP is not converted (only still images)")
+            throw AttacheError(.unsupportedVariant, "webp: an animation is not a still image")
         }
         self.bytes = bytes
+        self.deadline = deadline
         width = Int(header.width)
         height = Int(header.height)
         hasAlpha = header.has_alpha != 0
+        target = (width, height)
         try limits.check(width: width, height: height)
         if header.lossless != 0 {
             try limits.checkDecoderMemory(width * height * 4, what: "lossless WebP")
@@ -40,21 +49,36 @@ struct WebPDecoder {
             && header.has_animation != 0
     }
 
-    /// Decodes at `target` size (never larger than stored), RGBA when the file has alpha.
-    func decode(target: (width: Int, height: Int), deadline: WorkDeadline) throws(AttacheError) -> PixelImage {
+    var channels: Int { hasAlpha ? 4 : 3 }
+    var size: (width: Int, height: Int) { (width, height) }
+    var rowWidth: Int { target.width }
+    var rowCount: Int { target.height }
+    var orientation: Orientation { .up }
+    var colour: ColourProfile? { nil }
+
+    /// libwebp scales as it decodes: the rows come at `target` (never larger than stored).
+    func prepare(target: (width: Int, height: Int), spec: RenditionSpec) throws(AttacheError) -> Double {
+        self.target = (min(target.width, width), min(target.height, height))
+        return 1
+    }
+
+    /// Decodes at the prepared size (RGBA when the file has alpha) and hands the rows on.
+    func decodeRows(into sink: inout some RowSink) throws(AttacheError) {
         try deadline.check()
-        let channels = hasAlpha ? 4 : 3
-        let (w, h) = (min(target.width, width), min(target.height, height))
-        var pixels = [UInt8](repeating: 0, count: w * h * channels)
+        let (w, h) = target
+        let rowBytes = w * channels
+        var pixels = [UInt8](repeating: 0, count: rowBytes * h)
         var error = att_error()
         let status = pixels.withUnsafeMutableBufferPointer { out in
             att_webp_decode(
                 bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, Int32(w), Int32(h), Int32(channels),
-                out.baseAddress, w * channels, &error)
+                out.baseAddress, rowBytes, &error)
         }
         guard status == 0 else { throw AttacheError(shim: error, format: "webp") }
         try deadline.check()
-        return PixelImage(width: w, height: h, channels: channels, pixels: pixels)
+        pixels.withUnsafeBufferPointer { p in
+            for y in 0..<h { sink.push(p.baseAddress! + y * rowBytes) }
+        }
     }
 
     var info: ImageInfo {

@@ -1,0 +1,82 @@
+internal import AttacheBase
+
+/// One still-image decoder per format, behind one shape: the header is read and every limit
+/// checked when it is made (nothing large allocated before that passes), then rows stream into
+/// the resampler, with the deadline checked between row bands or tiles. What every format
+/// shares — the output size, the resample, the colour conversion, the orientation — is done
+/// once by ``ImageProcessor`` for all of them; each format's file holds only its library calls.
+protocol StillDecoder: AnyObject, RowSource {
+    /// Reads the header of `bytes` (of `kind`) and checks `limits`.
+    init(bytes: MediaBytes, kind: MediaKind, limits: ImageLimits, deadline: WorkDeadline) throws(AttacheError)
+    /// The size of the image the rows make at full resolution (before orientation).
+    var size: (width: Int, height: Int) { get }
+    /// How the decoded image is turned to be upright (applied after the downscale).
+    var orientation: Orientation { get }
+    /// The conversion to sRGB, when the file says its colours are not sRGB.
+    var colour: ColourProfile? { get }
+    /// What the header says.
+    var info: ImageInfo { get }
+    /// Readies the rows for an output of `target`: a codec that can shrink as it decodes (JPEG's
+    /// DCT scaling, libwebp's scaler) does so. Returns the factor left to Lanczos after the
+    /// resampler's box shrink.
+    func prepare(target: (width: Int, height: Int), spec: RenditionSpec) throws(AttacheError) -> Double
+    /// Whether an alpha channel that is opaque everywhere is dropped (formats converted to JPEG
+    /// when they have no transparency).
+    static var dropsOpaqueAlpha: Bool { get }
+}
+
+extension StillDecoder {
+    static var dropsOpaqueAlpha: Bool { true }
+}
+
+extension ImageProcessor {
+    /// The decoder for a still image of `kind` (nil for GIF, audio and video).
+    static func stillDecoder(_ kind: MediaKind) -> (any StillDecoder.Type)? {
+        switch kind {
+        case .jpeg: JPEGDecoder.self
+        case .png: PNGDecoder.self
+        case .webp: WebPDecoder.self
+        case .heic, .avif: HEIFDecoder.self
+        case .jxl: JXLDecoder.self
+        default: nil
+        }
+    }
+
+    /// Opens, sizes, streams, resamples, converts and turns: the one decode of a still image.
+    static func decodeStill(
+        _ type: any StillDecoder.Type, _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec,
+        limits: ImageLimits, deadline: WorkDeadline
+    ) throws(AttacheError) -> (image: PixelImage, info: ImageInfo) {
+        let decoder = try type.init(bytes: bytes, kind: kind, limits: limits, deadline: deadline)
+        return try decodeStill(decoder, spec: spec)
+    }
+
+    private static func decodeStill(
+        _ decoder: some StillDecoder, spec: RenditionSpec
+    ) throws(AttacheError) -> (
+        image: PixelImage, info: ImageInfo
+    ) {
+        let target = spec.outputSize(width: decoder.size.width, height: decoder.size.height)
+        let reserve = try decoder.prepare(target: target, spec: spec)
+        var image = try resample(decoder, target: target, lanczosReserve: reserve)
+        decoder.colour?.convert(&image)
+        if type(of: decoder).dropsOpaqueAlpha { image = image.droppingOpaqueAlpha() }
+        return (decoder.orientation.apply(to: image), decoder.info)
+    }
+
+    /// Every row decoded and counted, nothing kept: a full check of the file.
+    static func inspectStill(
+        _ type: any StillDecoder.Type, _ bytes: MediaBytes, kind: MediaKind, limits: ImageLimits,
+        deadline: WorkDeadline
+    ) throws(AttacheError) -> ImageInfo {
+        let decoder = try type.init(bytes: bytes, kind: kind, limits: limits, deadline: deadline)
+        return try inspectStill(decoder)
+    }
+
+    private static func inspectStill(_ decoder: some StillDecoder) throws(AttacheError) -> ImageInfo {
+        _ = try decoder.prepare(target: decoder.size, spec: RenditionSpec())
+        var counter = RowCounter()
+        try decoder.decodeRows(into: &counter)
+        return decoder.info
+    }
+}
