@@ -1,5 +1,6 @@
 import AttacheBase
 import AttacheCore
+import AttacheMedia
 import AttacheSeal
 import Foundation
 import HTTPTypes
@@ -27,6 +28,7 @@ struct NotificationRoute: Sendable {
         let deadline = arrived + (try requestedDeadline(request))
         let seal = try requestedSeal(request)
         let envelope = try wantsEnvelope(request)
+        let format = try requestedFormat(request)
 
         // The cap is checked from Content-Length before a byte is read, and again while reading.
         let cap = configuration.maxRequestBytes
@@ -54,7 +56,7 @@ struct NotificationRoute: Sendable {
 
         // The work stops when the client hangs up (its connection closes) or the deadline passes.
         let bytes = Array(buffer: body)
-        let pipeline = pipelines.current
+        let pipeline = format.map(pipelines.current.writing) ?? pipelines.current
         let work = Task { await pipeline.process(bytes, deadline: deadline, seal: seal) }
         let watch = hangUps.watch(context.channel) { work.cancel() }
         let result = await withTaskCancellationHandler {
@@ -133,6 +135,15 @@ struct NotificationRoute: Sendable {
                 "the deadline must be a positive number of milliseconds (800ms) or seconds (2s)")
         }
         return min(durations[0], configuration.maxDeadline)
+    }
+
+    /// `format` query: `auto`, `jpeg` or `webp` for this request's still renditions.
+    private func requestedFormat(_ request: Request) throws -> RenditionSpec.OutputFormat? {
+        guard let value = request.uri.queryParameters.get("format") else { return nil }
+        guard let format = RenditionSpec.OutputFormat(rawValue: String(value)) else {
+            throw Problem(.badRequest, .invalidRequest, "format must be auto, jpeg or webp")
+        }
+        return format
     }
 
     private func wantsEnvelope(_ request: Request) throws -> Bool {

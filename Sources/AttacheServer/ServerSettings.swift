@@ -95,6 +95,10 @@ public enum ServerSettings {
             key: "gcInterval", help: "Store garbage collection interval (0: never).", defaultText: "5m",
             secret: false),
         .init(key: "maxSide", help: "Longest side of image renditions.", defaultText: "1024", secret: false),
+        .init(
+            key: "format",
+            help: "Still renditions as auto (Apple-safe), jpeg or webp; a request may ask with ?format=.",
+            defaultText: "auto", secret: false),
         .init(key: "maxSources", help: "Media sources considered per payload.", defaultText: "8", secret: false),
         .init(
             key: "smallSide", help: "Longest side of the small rendition beside each image (0: none).",
@@ -305,6 +309,13 @@ public enum ServerSettings {
             "gcInterval", .zero...(.seconds(86_400 * 7)), configuration.collectionInterval)
         configuration.pipeline.rendition.maxSide = integer(
             "maxSide", 1...32_767, configuration.pipeline.rendition.maxSide)
+        if let format = text("format") {
+            if let chosen = RenditionSpec.OutputFormat(rawValue: format.lowercased()) {
+                configuration.pipeline.rendition.outputFormat = chosen
+            } else {
+                problems.append("\(where_("format")): '\(format)' is not auto, jpeg or webp")
+            }
+        }
         configuration.pipeline.maxSources = integer("maxSources", 1...1000, configuration.pipeline.maxSources)
         configuration.pipeline.smallSide = integer("smallSide", 0...32_767, configuration.pipeline.smallSide)
         if let placeholder = text("sealPlaceholder") {

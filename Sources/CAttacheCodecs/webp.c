@@ -131,3 +131,57 @@ void att_webp_anim_close(att_webp_anim *a) {
     if (a->decoder) WebPAnimDecoderDelete(a->decoder);
     free(a);
 }
+
+// MARK: - Encoding
+
+#include <webp/encode.h>
+
+int32_t att_webp_encode(
+    const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels, int32_t quality,
+    uint8_t **output, size_t *length, att_error *error) {
+    *output = NULL;
+    *length = 0;
+    // Grey (and grey + alpha) is widened to RGB(A): libwebp takes only those.
+    const uint8_t *rgb = pixels;
+    uint8_t *widened = NULL;
+    size_t rgb_stride = stride;
+    int alpha = channels == 2 || channels == 4;
+    if (channels == 1 || channels == 2) {
+        int out = alpha ? 4 : 3;
+        widened = malloc((size_t)width * height * (size_t)out);
+        if (widened == NULL) {
+            set(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
+            return ATT_ERR_MEMORY_LIMIT;
+        }
+        for (uint32_t y = 0; y < height; y++) {
+            const uint8_t *in = pixels + y * stride;
+            uint8_t *o = widened + (size_t)y * width * (size_t)out;
+            for (uint32_t x = 0; x < width; x++) {
+                o[x * out] = o[x * out + 1] = o[x * out + 2] = in[x * channels];
+                if (alpha) o[x * out + 3] = in[x * channels + 1];
+            }
+        }
+        rgb = widened;
+        rgb_stride = (size_t)width * (size_t)out;
+    }
+    uint8_t *encoded = NULL;
+    size_t size = alpha ? WebPEncodeRGBA(rgb, (int)width, (int)height, (int)rgb_stride, (float)quality, &encoded)
+                        : WebPEncodeRGB(rgb, (int)width, (int)height, (int)rgb_stride, (float)quality, &encoded);
+    free(widened);
+    if (size == 0 || encoded == NULL) {
+        WebPFree(encoded);
+        set(error, ATT_ERR_INTERNAL, "libwebp could not encode the image");
+        return ATT_ERR_INTERNAL;
+    }
+    // Handed back in memory att_free releases.
+    *output = malloc(size);
+    if (*output == NULL) {
+        WebPFree(encoded);
+        set(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
+        return ATT_ERR_MEMORY_LIMIT;
+    }
+    memcpy(*output, encoded, size);
+    *length = size;
+    WebPFree(encoded);
+    return ATT_OK;
+}

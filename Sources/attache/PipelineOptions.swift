@@ -25,6 +25,9 @@ struct PipelineOptions: ParsableArguments {
     @Option(help: "Device budget for a decoded image, in bytes (width x height x 4).")
     var decodedMemoryBudget: Int?
 
+    @Option(help: "Still renditions as: auto (Apple-safe), jpeg (JPEG unless transparent), webp (for Android).")
+    var format = FormatOption(.auto)
+
     @Option(help: "Largest mutated payload in bytes.")
     var maxPayloadBytes = PipelineConfiguration().maxPayloadBytes
 
@@ -90,6 +93,7 @@ struct PipelineOptions: ParsableArguments {
         configuration.baseURL = baseURL
         configuration.rendition.maxSide = maxSide
         configuration.rendition.decodedMemoryBudget = decodedMemoryBudget
+        configuration.rendition.outputFormat = format.value
         configuration.maxPayloadBytes = maxPayloadBytes
         configuration.maxSources = maxSources
         configuration.maxPayloadFetchBytes = maxPayloadFetchBytes
@@ -136,4 +140,19 @@ struct PipelineOptions: ParsableArguments {
         return Fetcher(policy: policy)
 
     }
+}
+
+/// `--format auto|jpeg|webp`.
+struct FormatOption: ExpressibleByArgument, Sendable {
+    let value: RenditionSpec.OutputFormat
+
+    init(_ value: RenditionSpec.OutputFormat) { self.value = value }
+
+    init?(argument: String) {
+        guard let value = RenditionSpec.OutputFormat(rawValue: argument) else { return nil }
+        self.value = value
+    }
+
+    var defaultValueDescription: String { value.rawValue }
+    static var allValueStrings: [String] { RenditionSpec.OutputFormat.allCases.map(\.rawValue) }
 }

@@ -43,6 +43,9 @@ struct Resize: ParsableCommand {
     @Flag(help: "GIF: write the poster frame as a still (PNG with transparency, else JPEG).")
     var still = false
 
+    @Option(help: "Stills as: auto (Apple-safe), jpeg (JPEG unless transparent), webp (for Android).")
+    var format = FormatOption(.auto)
+
     @Option(help: "Output directory (created if missing).")
     var out: String
 
@@ -74,6 +77,7 @@ struct Resize: ParsableCommand {
         spec.gifMaxFrames = maxFrames
         spec.gifMaxBytes = maxBytes
         spec.gifDither = dither
+        spec.outputFormat = format.value
         let limits = self.limits.imageLimits
         let clock = ContinuousClock()
         for file in files {

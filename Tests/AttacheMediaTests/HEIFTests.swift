@@ -183,3 +183,40 @@ struct HEIFTests {
         }
     }
 }
+
+/// `--format`: what still renditions are written as.
+@Suite("Output formats")
+struct OutputFormatTests {
+    static func render(_ path: String, _ format: RenditionSpec.OutputFormat) throws -> Rendition {
+        var spec = RenditionSpec(maxSide: 100)
+        spec.outputFormat = format
+        return try ImageProcessor.render(MediaBytes(contentsOfFile: path), spec: spec)
+    }
+
+    @Test(
+        "auto keeps Apple's types, jpeg makes every opaque still a JPEG, webp makes every still a WebP",
+        arguments: [
+            ("heif/photo.heic", MediaKind.jpeg, MediaKind.jpeg, true),
+            ("heif/alpha.avif", .png, .png, true),
+            ("colour/DisplayP3.png", .png, .jpeg, false),
+            ("webp/lossless-alpha.webp", .png, .png, true),
+            ("jxl/photo.jxl", .jpeg, .jpeg, false),
+        ])
+    func formats(name: String, auto: MediaKind, jpeg: MediaKind, alphaOrConverted: Bool) throws {
+        let path = Fixtures.root + "/" + name
+        #expect(try Self.render(path, .auto).kind == auto, "\(name)")
+        #expect(try Self.render(path, .jpeg).kind == jpeg, "\(name)")
+        let webp = try Self.render(path, .webp)
+        #expect(webp.kind == .webp && !webp.keptSource, "\(name)")
+        // The WebP decodes again at its size, with the same transparency.
+        let (image, info) = try ImageProcessor.decode(MediaBytes(webp.data))
+        #expect(info.kind == .webp && image.width == webp.width && image.height == webp.height)
+        #expect(image.hasAlpha == (auto == .png && name.contains("alpha")), "\(name): alpha \(image.hasAlpha)")
+    }
+
+    @Test("animations stay animated GIF whatever the format")
+    func animations() throws {
+        let gif = try Self.render(Fixtures.root + "/webp/moving-alpha.webp", .webp)
+        #expect(gif.kind == .gif && gif.frames == 12)
+    }
+}

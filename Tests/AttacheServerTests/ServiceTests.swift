@@ -98,6 +98,27 @@ import Testing
         #expect((envelope["payload"] as? [String: Any])?["attachments"] != nil)
     }
 
+    @Test func aRequestMayAskForWebPRenditions() async throws {
+        let media = try Self.mediaServer()
+        let service = try await Self.start()
+        defer { Task { await service.stop() } }
+        let (answer, url) = try await Self.mutate(service, media: media, query: "?format=webp")
+        let mutated = try answer.json()
+        let entry = try #require((mutated["attachments"] as? [[String: Any]])?.first)
+        #expect(entry["type"] as? String == "org.webmproject.webp", "\(entry)")
+        let download = try await curl("GET", Self.local(url, service))
+        #expect(download.status == 200 && download.headers["content-type"] == "image/webp")
+        #expect(
+            Array(download.body.prefix(4)) == Array("RIFF".utf8) && Array(download.body[8..<12]) == Array("WEBP".utf8))
+        // The default stays Apple-safe, and a format that is not one is refused.
+        let (_, jpegURL) = try await Self.mutate(service, media: media)
+        #expect(jpegURL != url && jpegURL.hasSuffix(".jpg"))
+        let bad = try await curl(
+            "POST", service.base + "/v1/notifications?format=heic", headers: Self.auth,
+            body: payload(image: media.url("/photo.jpg")))
+        #expect(bad.status == 400)
+    }
+
     @Test func rangesConditionalRequestsAndHead() async throws {
         let media = try Self.mediaServer()
         let service = try await Self.start()

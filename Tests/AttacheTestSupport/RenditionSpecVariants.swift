@@ -14,4 +14,5 @@ public let renditionSpecVariants: [(field: String, change: @Sendable (inout Rend
     ("gifMaxBytes", { $0.gifMaxBytes = 5_000_000 }),
     ("gifDither", { $0.gifDither = true }),
     ("gifAllowPartial", { $0.gifAllowPartial = true }),
+    ("outputFormat", { $0.outputFormat = .webp }),
 ]

@@ -14,7 +14,8 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
     case mp4
     case m4v
     case avi
-    /// Read only: a WebP is converted to JPEG (PNG with alpha), never stored as it came.
+    /// A WebP is converted to JPEG (PNG with alpha), never stored as it came; renditions are
+    /// written as WebP only when asked (`--format webp`, for receivers other than iOS).
     case webp
     /// Read only: HEIF with HEVC (an iPhone's photos), converted like a WebP.
     case heic

@@ -1,5 +1,6 @@
 public import AttacheBase
 public import AttacheFetch
+public import AttacheMedia
 public import AttacheSeal
 public import AttacheStore
 
@@ -45,6 +46,15 @@ public final class Pipeline: Sendable {
     public func serving(at baseURL: String) -> Pipeline {
         var configuration = self.configuration
         configuration.baseURL = baseURL
+        return Pipeline(configuration: configuration, fetcher: fetcher, store: store)
+    }
+
+    /// This pipeline writing still renditions as `format`: same fetcher, same store (a rendition
+    /// stored for another format is not reused: the format is in its spec's key).
+    public func writing(_ format: RenditionSpec.OutputFormat) -> Pipeline {
+        guard format != configuration.rendition.outputFormat else { return self }
+        var configuration = self.configuration
+        configuration.rendition.outputFormat = format
         return Pipeline(configuration: configuration, fetcher: fetcher, store: store)
     }
 

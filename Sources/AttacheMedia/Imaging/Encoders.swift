@@ -1,7 +1,7 @@
 internal import AttacheBase
 internal import CAttacheCodecs
 
-/// JPEG and PNG encoders over libjpeg-turbo and libpng.
+/// JPEG, PNG and WebP encoders over libjpeg-turbo, libpng and libwebp.
 enum Encoders {
     /// Baseline JPEG, optimised Huffman tables, 4:2:0 chroma; gray stays one channel.
     static func jpeg(_ image: PixelImage, quality: Int) throws(AttacheError) -> [UInt8] {
@@ -28,6 +28,19 @@ enum Encoders {
                 Int32(image.channels), Int32(level), &output, &length, &error)
         }
         return try take(status: status, output: output, length: length, error: error, format: "png")
+    }
+
+    /// Lossy WebP at `quality` (libwebp's default method 4), alpha kept.
+    static func webp(_ image: PixelImage, quality: Int) throws(AttacheError) -> [UInt8] {
+        var output: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        var error = att_error()
+        let status = image.pixels.withUnsafeBufferPointer { p in
+            att_webp_encode(
+                p.baseAddress, UInt32(image.width), UInt32(image.height), image.width * image.channels,
+                Int32(image.channels), Int32(quality), &output, &length, &error)
+        }
+        return try take(status: status, output: output, length: length, error: error, format: "webp")
     }
 
     private static func take(

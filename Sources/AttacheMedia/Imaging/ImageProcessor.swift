@@ -114,12 +114,11 @@ public enum ImageProcessor {
             return try WebPAnimation.render(bytes, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide)
         }
         let (image, info) = try decode(bytes, kind: kind, spec: spec, limits: limits, deadline: deadline)
-        // JPEG stays JPEG and PNG stays PNG; a WebP, HEIC or AVIF becomes a JPEG, or a PNG when
-        // it has alpha.
-        let output: MediaKind = [.jpeg, .png].contains(info.kind) ? info.kind : (image.channels == 4 ? .png : .jpeg)
+        let output = outputKind(source: info.kind, image: image, format: spec.outputFormat)
         func encode(_ image: PixelImage) throws(AttacheError) -> [UInt8] {
             switch output {
-            case .jpeg: try Encoders.jpeg(image, quality: spec.jpegQuality)
+            case .jpeg: try Encoders.jpeg(image.droppingOpaqueAlpha(), quality: spec.jpegQuality)
+            case .webp: try Encoders.webp(image.droppingOpaqueAlpha(), quality: spec.jpegQuality)
             default: try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel)
             }
         }
@@ -128,7 +127,7 @@ public enum ImageProcessor {
         // Never larger than it came: a source already within every limit (not downscaled,
         // upright as stored) whose rendition is not smaller is stored as it was, its metadata
         // removed without re-encoding.
-        if image.width == info.width, image.height == info.height, info.orientation == .up,
+        if output == info.kind, image.width == info.width, image.height == info.height, info.orientation == .up,
             let stripped = MetadataStripper.strip(bytes, kind: info.kind), stripped.count <= rendition.data.count
         {
             rendition.data = stripped
@@ -143,6 +142,16 @@ public enum ImageProcessor {
             rendition.small = SmallRendition(width: small.width, height: small.height, data: try encode(small))
         }
         return rendition
+    }
+
+    /// What a still is written as: see ``RenditionSpec/OutputFormat``.
+    static func outputKind(source: MediaKind, image: PixelImage, format: RenditionSpec.OutputFormat) -> MediaKind {
+        let transparent = image.hasAlpha && image.droppingOpaqueAlpha().hasAlpha
+        switch format {
+        case .auto: return [.jpeg, .png].contains(source) ? source : (transparent ? .png : .jpeg)
+        case .jpeg: return transparent ? .png : .jpeg
+        case .webp: return .webp
+        }
     }
 
     /// The smallest libjpeg scale `n`/8 (n = 1, 2, 4 or 8) whose output still covers `target` × `headroom`.

@@ -30,6 +30,22 @@ public struct RenditionSpec: Hashable, Sendable {
     /// GIF: keep the frames decoded before a truncation instead of failing with `truncated`
     /// (default off).
     public var gifAllowPartial = false
+    /// What still images are written as (default ``OutputFormat/auto``: what every iOS device
+    /// shows). Animations stay animated GIF whatever this says.
+    public var outputFormat = OutputFormat.auto
+
+    /// The file format of still renditions.
+    public enum OutputFormat: String, Hashable, Sendable, CaseIterable {
+        /// Apple-safe: a JPEG stays JPEG and a PNG stays PNG; WebP, HEIC, AVIF and JPEG XL
+        /// become JPEG, or PNG where they have transparency.
+        case auto
+        /// The smallest Apple-safe: JPEG for every image without transparency (a PNG photo
+        /// too), PNG where there is transparency.
+        case jpeg
+        /// WebP for every still (lossy at ``jpegQuality``, alpha kept): for receivers that show
+        /// it (Android notifications), not for iOS attachments.
+        case webp
+    }
 
     /// Creates a spec; every argument has the documented default.
     public init(
@@ -48,6 +64,8 @@ public struct RenditionSpec: Hashable, Sendable {
         key += ",headroom=\(jpegShrinkHeadroom),fancy=\(jpegFancyUpsampling ? 1 : 0)"
         key += ",budget=\(decodedMemoryBudget.map(String.init) ?? "none")"
         key += ",gif-frames=\(gifMaxFrames),gif-bytes=\(gifMaxBytes),gif-dither=\(gifDither ? 1 : 0)"
+        // Named only when not the default, so renditions stored before the option stay valid.
+        if outputFormat != .auto { key += ",format=\(outputFormat.rawValue)" }
         key += ",gif-partial=\(gifAllowPartial ? 1 : 0)"
         return key
     }

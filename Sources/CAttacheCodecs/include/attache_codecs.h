@@ -177,6 +177,12 @@ int32_t att_webp_decode(
     const uint8_t *data, size_t length, int32_t width, int32_t height, int32_t channels, uint8_t *output,
     size_t stride, att_error *error);
 
+/// Lossy WebP at `quality` (0-100) from 1-4 channel pixels (alpha kept, lossless). The file is
+/// malloc'ed (att_free).
+int32_t att_webp_encode(
+    const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels, int32_t quality,
+    uint8_t **output, size_t *length, att_error *error);
+
 typedef struct att_webp_anim att_webp_anim;
 
 typedef struct {
