@@ -13,7 +13,7 @@ enum WebPAnimation {
     static func render(
         _ bytes: MediaBytes, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline, smallSide: Int?
     ) throws(AttacheError) -> Rendition {
-        let header = try open(bytes, limits: limits).header
+        let header = try header(bytes, limits: limits)
         let (width, height, frames) = (Int(header.width), Int(header.height), Int(header.frames))
         // WebP counts plays (0 = forever); GIF's NETSCAPE2.0 counts repeats, absent = once.
         let loopCount: Int? = header.loop_count == 0 ? 0 : (header.loop_count > 1 ? Int(header.loop_count) - 1 : nil)
@@ -68,7 +68,7 @@ enum WebPAnimation {
     )
         throws(AttacheError) -> Rendition
     {
-        let header = try open(bytes, limits: limits).header
+        let header = try header(bytes, limits: limits)
         let (width, height, frames) = (Int(header.width), Int(header.height), Int(header.frames))
         let first = try encode(
             bytes, limits: limits, keep: 1, maxSide: spec.maxSide(forWidth: width, height: height),
@@ -111,6 +111,13 @@ enum WebPAnimation {
         }
         info.duration = (Int(end) + 5) / 10
         return info
+    }
+
+    /// The header, checked against `limits` (the animation closed again).
+    static func header(_ bytes: MediaBytes, limits: ImageLimits) throws(AttacheError) -> att_webp_anim_header {
+        let (handle, header) = try open(bytes, limits: limits)
+        att_webp_anim_close(handle)
+        return header
     }
 
     /// Opens the animation and checks its header against `limits`.

@@ -54,19 +54,20 @@ final class HEIFDecoder: StillDecoder {
         height = Int(header.height)
         hasAlpha = header.has_alpha != 0
         colour = Self.colour(header, channels: header.has_alpha != 0 ? 4 : 3)
+        orientation = withUnsafeBytes(of: header.step) { raw in
+            Orientation.composing(raw.bindMemory(to: Int32.self).prefix(Int(header.steps)).map(Int.init))
+        }
+        // Every stored property is set before the first check that can throw, so a refusal
+        // still runs deinit (which closes libheif's handle).
+        let (left, top) = (Int(header.crop_left), Int(header.crop_top))
+        let (right, bottom) = (width - Int(header.crop_right), height - Int(header.crop_bottom))
+        let cropped = left >= 0 && top >= 0 && left < right && top < bottom && right <= width && bottom <= height
+        (columnsKept, rowsKept) = cropped ? (left..<right, top..<bottom) : (0..<0, 0..<0)
         try limits.check(width: width, height: height)
         guard header.unknown_step == 0, header.crop_after_turn == 0 else {
             throw AttacheError(.unsupportedVariant, "\(kind.rawValue): a transformation other than crop, turn, mirror")
         }
-        let (left, top) = (Int(header.crop_left), Int(header.crop_top))
-        let (right, bottom) = (width - Int(header.crop_right), height - Int(header.crop_bottom))
-        guard left >= 0, top >= 0, left < right, top < bottom, right <= width, bottom <= height else {
-            throw AttacheError(.corruptData, "\(kind.rawValue): the crop leaves no pixels")
-        }
-        (columnsKept, rowsKept) = (left..<right, top..<bottom)
-        orientation = withUnsafeBytes(of: header.step) { raw in
-            Orientation.composing(raw.bindMemory(to: Int32.self).prefix(Int(header.steps)).map(Int.init))
-        }
+        guard cropped else { throw AttacheError(.corruptData, "\(kind.rawValue): the crop leaves no pixels") }
         guard header.tile_columns > 0, header.tile_rows > 0, header.tile_width > 0, header.tile_height > 0 else {
             throw AttacheError(.corruptData, "\(kind.rawValue): the image has no tiles")
         }
