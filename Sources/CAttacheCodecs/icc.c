@@ -226,7 +226,7 @@ void att_icc_free(att_icc_transform *t) {
     free(t);
 }
 
-uint8_t *att_icc_rgb_profile(const double xy[8], int32_t transfer, size_t *length) {
+uint8_t *att_icc_rgb_profile(const double xy[8], int32_t transfer, double gamma, size_t *length) {
     *length = 0;
     cmsContext context = cmsCreateContext(NULL, NULL);
     if (context == NULL) return NULL;
@@ -248,6 +248,9 @@ uint8_t *att_icc_rgb_profile(const double xy[8], int32_t transfer, size_t *lengt
     case 2: curve = cmsBuildGamma(context, 2.2); break;
     case 3: curve = cmsBuildGamma(context, 2.8); break;
     case 4: curve = cmsBuildGamma(context, 1.0); break;
+    case 5:
+        if (gamma > 0.2 && gamma < 5) curve = cmsBuildGamma(context, gamma);
+        break;
     default: break;
     }
     uint8_t *out = NULL;

@@ -145,6 +145,9 @@ att_png_decoder *att_png_open(
     png_set_keep_unknown_chunks(d->png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
     png_set_keep_unknown_chunks(d->png, PNG_HANDLE_CHUNK_NEVER, skipped,
                                 (int)(sizeof skipped / 5));
+    // cICP (colour by ITU-T H.273 code points) is newer than this libpng: kept as unknown.
+    static const png_byte cicp[] = {'c', 'I', 'C', 'P', '\0'};
+    png_set_keep_unknown_chunks(d->png, PNG_HANDLE_CHUNK_ALWAYS, cicp, 1);
     png_read_info(d->png, d->info);
 
     png_uint_32 width = 0, height = 0;
@@ -178,6 +181,26 @@ att_png_decoder *att_png_open(
         icc_length <= ATT_ICC_MAX_BYTES) {
         header->icc = icc;
         header->icc_length = icc_length;
+    }
+    // The other ways a PNG names its colours (the caller uses the first that applies: cICP,
+    // iCCP, sRGB, then cHRM and gAMA).
+    header->srgb = png_get_valid(d->png, d->info, PNG_INFO_sRGB) != 0;
+    png_unknown_chunkp chunks = NULL;
+    int count = png_get_unknown_chunks(d->png, d->info, &chunks);
+    for (int i = 0; i < count; i++) {
+        if (memcmp(chunks[i].name, "cICP", 4) == 0 && chunks[i].size == 4) {
+            header->cicp_primaries = chunks[i].data[0];
+            header->cicp_transfer = chunks[i].data[1];
+            header->has_cicp = 1;
+        }
+    }
+    double gamma = 0;
+    if (png_get_gAMA(d->png, d->info, &gamma) && gamma > 0) header->gamma = gamma;
+    double wx, wy, rx, ry, gx, gy, bx, by;
+    if (png_get_cHRM(d->png, d->info, &wx, &wy, &rx, &ry, &gx, &gy, &bx, &by)) {
+        const double xy[8] = {rx, ry, gx, gy, bx, by, wx, wy};
+        memcpy(header->chromaticities, xy, sizeof xy);
+        header->has_chromaticities = 1;
     }
     if (png_get_rowbytes(d->png, d->info) != (size_t)width * (size_t)header->channels) {
         d->io.status = ATT_ERR_INTERNAL;

@@ -69,9 +69,50 @@ final class ColourProfile {
             return ColourProfile(ignored: "colour not converted: unknown primaries \(primaries)", channels: channels)
         }
         var length = 0
-        guard let profile = xy.withUnsafeBufferPointer({ att_icc_rgb_profile($0.baseAddress, curve, &length) }) else {
+        guard let profile = xy.withUnsafeBufferPointer({ att_icc_rgb_profile($0.baseAddress, curve, 0, &length) })
+        else {
             return ColourProfile(
                 ignored: "colour not converted: no profile for primaries \(primaries)", channels: channels)
+        }
+        defer { att_free(profile) }
+        return ColourProfile(profile: profile, length: length, channels: channels)
+    }
+
+    /// The chromaticities (red, green, blue, white: x, y each) of an ITU-T H.273 colour
+    /// primaries code point, for the ones images use; nil for others.
+    static func primaries(_ code: Int) -> [Double]? {
+        let d65 = [0.3127, 0.3290]
+        switch code {
+        case 1: return [0.640, 0.330, 0.300, 0.600, 0.150, 0.060] + d65  // BT.709, sRGB
+        case 4: return [0.67, 0.33, 0.21, 0.71, 0.14, 0.08, 0.310, 0.316]  // BT.470 M
+        case 5: return [0.64, 0.33, 0.29, 0.60, 0.15, 0.06] + d65  // BT.601 625
+        case 6, 7: return [0.630, 0.340, 0.310, 0.595, 0.155, 0.070] + d65  // BT.601 525
+        case 9: return [0.708, 0.292, 0.170, 0.797, 0.131, 0.046] + d65  // BT.2020
+        case 11: return [0.680, 0.320, 0.265, 0.690, 0.150, 0.060, 0.314, 0.351]  // DCI-P3
+        case 12: return [0.680, 0.320, 0.265, 0.690, 0.150, 0.060] + d65  // Display P3
+        case 22: return [0.630, 0.340, 0.295, 0.605, 0.155, 0.077] + d65  // EBU 3213
+        default: return nil
+        }
+    }
+
+    /// A conversion for a PNG's `cHRM` and `gAMA` (the file gamma, e.g. 0.45455; 0 when absent;
+    /// sRGB's primaries when there is no `cHRM`). nil when they describe sRGB closely enough
+    /// (the primaries within 0.01, the gamma 1/2.2 give or take 3%).
+    static func make(gamma: Double, chromaticities: [Double]?, channels: Int) -> ColourProfile? {
+        guard channels == 3 || channels == 4, gamma > 0 || chromaticities != nil else { return nil }
+        let srgb = primaries(1)!
+        let xy = chromaticities ?? srgb
+        let exponent = gamma > 0 ? 1 / gamma : 2.2
+        let nearSRGB = zip(xy, srgb).allSatisfy { abs($0 - $1) < 0.01 } && abs(exponent - 2.2) < 0.066
+        if nearSRGB { return nil }
+        guard xy.count == 8, xy.allSatisfy({ $0 > 0 && $0 < 1 }), exponent > 0.2, exponent < 5 else {
+            return ColourProfile(ignored: "colour not converted: cHRM or gAMA out of range", channels: channels)
+        }
+        var length = 0
+        guard
+            let profile = xy.withUnsafeBufferPointer({ att_icc_rgb_profile($0.baseAddress, 5, exponent, &length) })
+        else {
+            return ColourProfile(ignored: "colour not converted: no profile for cHRM and gAMA", channels: channels)
         }
         defer { att_free(profile) }
         return ColourProfile(profile: profile, length: length, channels: channels)

@@ -22,7 +22,7 @@ final class PNGDecoder: StillDecoder {
     let isInterlaced: Bool
     /// Orientation from an eXIf chunk before the image data.
     let orientation: Orientation
-    /// The conversion from the iCCP profile to sRGB, if the file has a usable one.
+    /// The conversion to sRGB from the file's cICP, iCCP, or cHRM and gAMA, when they are not sRGB.
     let colour: ColourProfile?
 
     init(bytes: MediaBytes, kind: MediaKind = .png, limits: ImageLimits, deadline: WorkDeadline) throws(AttacheError) {
@@ -51,11 +51,28 @@ final class PNGDecoder: StillDecoder {
         channels = Int(header.channels)
         isInterlaced = header.interlaced != 0
         orientation = Orientation(rawValue: Int(header.orientation)) ?? .up
-        colour = ColourProfile.make(profile: header.icc, length: header.icc_length, channels: channels)
+        colour = Self.colour(header, channels: channels)
         try limits.check(width: width, height: height)
     }
 
     deinit { att_png_close(handle) }
+
+    /// How the file names its colours, the first that applies (PNG, third edition): `cICP`,
+    /// `iCCP`, `sRGB`, then `cHRM` and `gAMA`.
+    private static func colour(_ header: att_png_header, channels: Int) -> ColourProfile? {
+        if header.has_cicp != 0, let xy = ColourProfile.primaries(Int(header.cicp_primaries)) {
+            return ColourProfile.make(
+                primaries: Int(header.cicp_primaries), transfer: Int(header.cicp_transfer), xy: xy, channels: channels)
+        }
+        if header.icc != nil {
+            return ColourProfile.make(profile: header.icc, length: header.icc_length, channels: channels)
+        }
+        guard header.srgb == 0 else { return nil }
+        let chromaticities =
+            header.has_chromaticities != 0
+            ? withUnsafeBytes(of: header.chromaticities) { Array($0.bindMemory(to: Double.self)) } : nil
+        return ColourProfile.make(gamma: header.gamma, chromaticities: chromaticities, channels: channels)
+    }
 
     /// Decodes every row into `sink`, then reads the chunks after the image data.
     func decodeRows(into sink: inout some RowSink) throws(AttacheError) {

@@ -130,6 +130,17 @@ typedef struct {
     /// The iCCP profile (owned by the decoder), or NULL; none when an sRGB chunk says sRGB.
     const uint8_t *icc;
     size_t icc_length;
+    /// An sRGB chunk is present.
+    int32_t srgb;
+    /// A cICP chunk: its colour primaries and transfer characteristics (ITU-T H.273).
+    int32_t has_cicp;
+    int32_t cicp_primaries;
+    int32_t cicp_transfer;
+    /// gAMA (the file gamma, e.g. 0.45455; 0 when absent) and cHRM (red x, y, green x, y, blue
+    /// x, y, white x, y).
+    double gamma;
+    int32_t has_chromaticities;
+    double chromaticities[8];
 } att_png_header;
 
 /// Reads the PNG signature and every chunk up to the image data. `data` must stay valid until
@@ -338,9 +349,10 @@ void att_icc_apply(att_icc_transform *transform, uint8_t *pixels, size_t count);
 void att_icc_free(att_icc_transform *transform);
 
 /// An RGB profile made from primaries and a white point (`xy`: red x, y, green x, y, blue
-/// x, y, white x, y) and a transfer curve: 0 sRGB, 1 BT.709, 2 gamma 2.2, 3 gamma 2.8, 4 linear.
-/// For files that name their colours by code points (HEIF/AVIF `nclx`, PNG `cICP`, `cHRM` +
-/// `gAMA`) instead of embedding a profile. malloc'ed (free with att_free); NULL on failure.
-uint8_t *att_icc_rgb_profile(const double xy[8], int32_t transfer, size_t *length);
+/// x, y, white x, y) and a transfer curve: 0 sRGB, 1 BT.709, 2 gamma 2.2, 3 gamma 2.8, 4 linear,
+/// 5 a pure power `gamma` (the display exponent, e.g. 2.2). For files that name their colours
+/// by code points (HEIF/AVIF `nclx`, PNG `cICP`) or by `cHRM` + `gAMA` instead of embedding a
+/// profile. malloc'ed (free with att_free); NULL on failure.
+uint8_t *att_icc_rgb_profile(const double xy[8], int32_t transfer, double gamma, size_t *length);
 
 #endif
