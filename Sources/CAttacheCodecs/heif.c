@@ -109,6 +109,23 @@ att_heif *att_heif_open(
         tile_width = (uint32_t)heif_image_handle_get_ispe_width(tile);
         tile_height = (uint32_t)heif_image_handle_get_ispe_height(tile);
         heif_image_handle_release(tile);
+        // Every tile must be an image: libheif 1.19.7 dereferences a null image when a grid
+        // names an item that is not one (found by fuzz-modern), so the grid is checked first.
+        uint64_t tiles = (uint64_t)tiling.num_columns * tiling.num_rows;
+        for (uint64_t t = 0; t < tiles && t <= limits.max_tiles; t++) {
+            heif_item_id id = 0;
+            struct heif_image_handle *each = NULL;
+            e = heif_image_handle_get_grid_image_tile_id(h->handle, 0, (uint32_t)(t % tiling.num_columns),
+                                                         (uint32_t)(t / tiling.num_columns), &id);
+            if (e.code == heif_error_Ok) e = heif_context_get_image_handle(h->context, id, &each);
+            if (e.code == heif_error_Ok && each == NULL) e.code = heif_error_Invalid_input;
+            if (each) heif_image_handle_release(each);
+            if (e.code != heif_error_Ok) {
+                set(error, ATT_ERR_CORRUPT, "a grid tile is not an image", NULL);
+                att_heif_close(h);
+                return NULL;
+            }
+        }
     }
     header->shown_width = heif_image_handle_get_width(h->handle);
     header->shown_height = heif_image_handle_get_height(h->handle);
@@ -248,6 +265,87 @@ int32_t att_heif_decode_tile(
     *width = heif_image_get_width(h->tile, heif_channel_interleaved);
     *height = heif_image_get_height(h->tile, heif_channel_interleaved);
     return ATT_OK;
+}
+
+int32_t att_heif_decode_tile_yuv(att_heif *h, uint32_t column, uint32_t row, att_yuv *out, att_error *error) {
+    memset(out, 0, sizeof *out);
+    if (h->tile) {
+        heif_image_release(h->tile);
+        h->tile = NULL;
+    }
+    struct heif_error e = heif_image_handle_decode_image_tile(h->handle, &h->tile, heif_colorspace_YCbCr,
+                                                              heif_chroma_420, h->options, column, row);
+    if (e.code == heif_error_Decoder_plugin_error && h->fallback != NULL) {
+        h->options->decoder_id = h->fallback;
+        h->fallback = NULL;
+        e = heif_image_handle_decode_image_tile(h->handle, &h->tile, heif_colorspace_YCbCr, heif_chroma_420,
+                                                h->options, column, row);
+    }
+    if (e.code != heif_error_Ok) {
+        if (h->tile) heif_image_release(h->tile);
+        h->tile = NULL;
+        if (e.code != heif_error_Canceled && cancelled((void *)h->options->progress_user_data)) {
+            set(error, ATT_ERR_TIMEOUT, "decode deadline passed", NULL);
+            return ATT_ERR_TIMEOUT;
+        }
+        return failed(e, error, "cannot decode the image");
+    }
+    int ys = 0, cbs = 0, crs = 0;
+    out->y = heif_image_get_plane_readonly(h->tile, heif_channel_Y, &ys);
+    out->cb = heif_image_get_plane_readonly(h->tile, heif_channel_Cb, &cbs);
+    out->cr = heif_image_get_plane_readonly(h->tile, heif_channel_Cr, &crs);
+    if (out->y == NULL || out->cb == NULL || out->cr == NULL || ys <= 0 || cbs != crs || cbs <= 0 ||
+        heif_image_get_bits_per_pixel_range(h->tile, heif_channel_Y) != 8) {
+        set(error, ATT_ERR_INTERNAL, "libheif gave no 8-bit 4:2:0 planes", NULL);
+        return ATT_ERR_INTERNAL;
+    }
+    out->y_stride = (size_t)ys;
+    out->c_stride = (size_t)cbs;
+    out->width = heif_image_get_width(h->tile, heif_channel_Y);
+    out->height = heif_image_get_height(h->tile, heif_channel_Y);
+    // The matrix and range of the decoded picture (the colr box, else the bitstream's VUI);
+    // libheif's own default when neither says: BT.601, full range.
+    out->matrix = 6;
+    out->full_range = 1;
+    struct heif_color_profile_nclx *nclx = NULL;
+    if (heif_image_get_nclx_color_profile(h->tile, &nclx).code == heif_error_Ok && nclx) {
+        out->matrix = nclx->matrix_coefficients;
+        out->full_range = nclx->full_range_flag;
+        heif_nclx_color_profile_free(nclx);
+    }
+    return ATT_OK;
+}
+
+void att_yuv420_to_rgb(const att_yuv *p, int32_t y, int32_t x0, int32_t count, uint8_t *out) {
+    // Fixed point, 16 fractional bits. Kr and Kb by the matrix's code point (ITU-T H.273);
+    // BT.601's for unspecified and the rest.
+    double kr = 0.299, kb = 0.114;
+    switch (p->matrix) {
+    case 1: kr = 0.2126, kb = 0.0722; break;
+    case 4: kr = 0.30, kb = 0.11; break;
+    case 7: kr = 0.212, kb = 0.087; break;
+    case 9: kr = 0.2627, kb = 0.0593; break;
+    default: break;
+    }
+    const double kg = 1 - kr - kb;
+    const double ys = p->full_range ? 1.0 : 255.0 / 219.0, cs = p->full_range ? 1.0 : 255.0 / 224.0;
+    const int32_t ym = (int32_t)(ys * 65536 + 0.5), yo = p->full_range ? 0 : 16;
+    const int32_t rv = (int32_t)(2 * (1 - kr) * cs * 65536 + 0.5);
+    const int32_t gu = (int32_t)(2 * (1 - kb) * kb / kg * cs * 65536 + 0.5);
+    const int32_t gv = (int32_t)(2 * (1 - kr) * kr / kg * cs * 65536 + 0.5);
+    const int32_t bu = (int32_t)(2 * (1 - kb) * cs * 65536 + 0.5);
+    const uint8_t *yr = p->y + (size_t)y * p->y_stride;
+    const uint8_t *ur = p->cb + (size_t)(y >> 1) * p->c_stride;
+    const uint8_t *vr = p->cr + (size_t)(y >> 1) * p->c_stride;
+    for (int32_t i = 0; i < count; i++) {
+        const int32_t x = x0 + i;
+        const int32_t l = ((int32_t)yr[x] - yo) * ym + 32768;
+        const int32_t u = (int32_t)ur[x >> 1] - 128, v = (int32_t)vr[x >> 1] - 128;
+        int32_t r = (l + rv * v) >> 16, g = (l - gu * u - gv * v) >> 16, b = (l + bu * u) >> 16;
+        out[3 * i] = (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
+        out[3 * i + 1] = (uint8_t)(g < 0 ? 0 : g > 255 ? 255 : g);
+        out[3 * i + 2] = (uint8_t)(b < 0 ? 0 : b > 255 ? 255 : b);
+    }
 }
 
 void att_heif_close(att_heif *h) {
