@@ -79,6 +79,18 @@ struct HEIFTests {
         #expect(plain.width == 400 && plain == withThumbnail)
     }
 
+    @Test("an iOS 18-shaped photo (gain map with its own XMP, a tmap item) is its primary image")
+    func gainMap() throws {
+        let (image, info) = try ImageProcessor.decode(MediaBytes(Self.file("gainmap.heic")))
+        #expect(info.kind == .heic && info.width == 256 && info.height == 192 && image.channels == 3)
+        // The primary's gradient: red grows to the right, green downwards, blue 64 (the gain map
+        // is a grey half-size image).
+        let q = Self.quarters(image)
+        #expect(q[1][0] > q[0][0] + 80 && q[2][1] > q[0][1] + 80 && abs(q[0][2] - 64) < 16, "\(q)")
+        let rendition = try Self.render(try Self.file("gainmap.heic"), maxSide: 128)
+        #expect(rendition.kind == .jpeg && rendition.width == 128 && rendition.height == 96)
+    }
+
     @Test("10- and 12-bit files come out as 8 bits close to the 8-bit encoding")
     func deepColour() throws {
         let eight = try ImageProcessor.decode(MediaBytes(Self.file("photo.avif"))).image

@@ -4,7 +4,7 @@
 # (libavif-bin). A photo, a photo with a thumbnail, a cropped 2x2 grid, alpha, 10- and 12-bit,
 # a grid turned and mirrored (irot, imir), and the colour patches of ../colour in Display P3,
 # once with the ICC profile embedded (HEIC, lossless) and once named by nclx code points only
-# (AVIF 12/13/0, lossless). Needs: libheif-examples, libheif-plugin-x265, libavif-bin,
+# (AVIF 12/13/0, lossless), and an iOS 18-shaped file with a gain map (gainmap.c). Needs: libheif-examples, libheif-plugin-x265, libavif-bin,
 # libvips-tools, python3-pil.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -54,4 +54,7 @@ avifenc -l -s 8 --ignore-icc --cicp 12/13/0 ../colour/DisplayP3.png DisplayP3.av
 # A flat grey 7000x7000 monochrome AVIF (1 KB) that dav1d 1.0 refuses and aom decodes.
 python3 -c "from PIL import Image; Image.new('L', (7000, 7000), 128).save('$work/grey.png')"
 avifenc -s 10 -y 400 --min 40 --max 63 "$work/grey.png" gray-7000-dav1d-refuses.avif >/dev/null
+# An iOS 18-shaped HEIC (gain map as Apple's auxiliary image with its own XMP, a tmap item),
+# written through libheif's item API by gainmap.c.
+gcc gainmap.c -o "$work/gainmap" -lheif && "$work/gainmap" gainmap.heic
 ls -l
