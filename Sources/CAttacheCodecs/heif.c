@@ -54,6 +54,59 @@ static int has_decoder(enum heif_compression_format format, const char *name) {
     return 0;
 }
 
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+// Finds the child box `type` in [at, end): its payload range, 0 when absent or malformed.
+static int child(const uint8_t *data, size_t at, size_t end, const char *type, size_t *from, size_t *to) {
+    while (at + 8 <= end) {
+        uint64_t size = be32(data + at);
+        size_t header = 8;
+        if (size == 1) {
+            if (at + 16 > end) return 0;
+            size = (uint64_t)be32(data + at + 8) << 32 | be32(data + at + 12);
+            header = 16;
+        } else if (size == 0) {
+            size = end - at;
+        }
+        if (size < header || size > end - at) return 0;
+        if (memcmp(data + at + 4, type, 4) == 0) {
+            *from = at + header;
+            *to = at + (size_t)size;
+            return 1;
+        }
+        at += (size_t)size;
+    }
+    return 0;
+}
+
+// libheif 1.19.7 (as Debian builds it, assertions on) aborts the process on a `clap` box whose
+// fractions do not fit a signed 32-bit number (found by fuzz-modern): such boxes are looked
+// for in meta/iprp/ipco before libheif is given the file, and the file refused.
+static int clap_is_safe(const uint8_t *data, size_t length) {
+    size_t meta_from, meta_to, iprp_from, iprp_to, ipco_from, ipco_to;
+    if (!child(data, 0, length, "meta", &meta_from, &meta_to)) return 1;
+    if (!child(data, meta_from + 4, meta_to, "iprp", &iprp_from, &iprp_to)) return 1;
+    if (!child(data, iprp_from, iprp_to, "ipco", &ipco_from, &ipco_to)) return 1;
+    size_t at = ipco_from;
+    while (at + 8 <= ipco_to) {
+        uint32_t size = be32(data + at);
+        if (size < 8 || size > ipco_to - at) return 1;  // libheif refuses the structure itself
+        if (memcmp(data + at + 4, "clap", 4) == 0) {
+            if (size < 40) return 0;
+            const uint8_t *f = data + at + 8;
+            // width N/D, height N/D, horizontal offset N/D, vertical offset N/D
+            for (int i = 0; i < 8; i++) {
+                uint32_t v = be32(f + 4 * i);
+                int denominator = i & 1, offset_numerator = (i == 4 || i == 6);
+                if (!offset_numerator && v > 0x7FFFFFFFu) return 0;
+                if (denominator && v == 0) return 0;
+            }
+        }
+        at += size;
+    }
+    return 1;
+}
+
 static int cancelled(void *cell) { return cell != NULL && att_deadline_passed(cell); }
 
 att_heif *att_heif_open(
@@ -63,6 +116,11 @@ att_heif *att_heif_open(
     att_heif *h = calloc(1, sizeof *h);
     if (h == NULL) {
         set(error, ATT_ERR_MEMORY_LIMIT, "out of memory", NULL);
+        return NULL;
+    }
+    if (!clap_is_safe(data, length)) {
+        set(error, ATT_ERR_CORRUPT, "a clean-aperture (clap) box out of range", NULL);
+        free(h);
         return NULL;
     }
     h->context = heif_context_alloc();
@@ -95,6 +153,13 @@ att_heif *att_heif_open(
     // image's, and for a grid its first tile's.
     header->width = heif_image_handle_get_ispe_width(h->handle);
     header->height = heif_image_handle_get_ispe_height(h->handle);
+    // No ispe (or a zero one): nothing to size a decode by, and libheif 1.19.7 aborts on a crop
+    // computed against it (found by fuzz-modern).
+    if (header->width <= 0 || header->height <= 0) {
+        set(error, ATT_ERR_CORRUPT, "the image has no size (ispe)", NULL);
+        att_heif_close(h);
+        return NULL;
+    }
     uint32_t tile_width = (uint32_t)header->width, tile_height = (uint32_t)header->height;
     heif_item_id first = 0;
     struct heif_image_handle *tile = NULL;
@@ -166,6 +231,10 @@ att_heif *att_heif_open(
             break;
         case heif_item_property_type_transform_crop: {
             int l = 0, t = 0, r = 0, b = 0;
+            if (w <= 0 || ht <= 0) {
+                header->unknown_step = 1;
+                break;
+            }
             heif_item_get_property_transform_crop_borders(h->context, id, properties[i], w, ht, &l, &t, &r, &b);
             if (header->steps > 0) header->crop_after_turn = 1;
             header->crop_left = l;
