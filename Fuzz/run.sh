@@ -19,7 +19,7 @@ jobs=$(nproc)
 run() {
     local t=$1
     mkdir -p "runs/$t/corpus"
-    ASAN_OPTIONS=detect_leaks=1 ".build/release/fuzz-$t" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
+    ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$PWD/lsan.supp" ".build/release/fuzz-$t" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="runs/$t/" "runs/$t/corpus" "runs/$t/seeds" > "runs/$t/log" 2>&1 || true
 }
 running=0
