@@ -80,6 +80,16 @@ let package = Package(
                 .linkedLibrary("jxl"),
             ]
         ),
+        // Video and audio: container checks and posters (FFmpeg's libavformat, libavcodec, libswscale).
+        .target(
+            name: "CAttacheAV",
+            linkerSettings: [
+                .linkedLibrary("avformat"),
+                .linkedLibrary("avcodec"),
+                .linkedLibrary("swscale"),
+                .linkedLibrary("avutil"),
+            ]
+        ),
         // Shared vocabulary: errors and the one catalogue of codes and limits, media bytes,
         // kinds and the sniffer, byte caps per kind, atomic file writes.
         .target(
@@ -95,7 +105,7 @@ let package = Package(
         // Stages 2 and 3: validation and the transform (codecs, resampler, GIF).
         .target(
             name: "AttacheMedia",
-            dependencies: ["AttacheBase", "CAttacheCodecs"],
+            dependencies: ["AttacheBase", "CAttacheCodecs", "CAttacheAV"],
             swiftSettings: swiftSettings
         ),
         // Stage 4: content-addressed objects, catalog, key ring and scoped tokens, and the backend on

@@ -7,7 +7,8 @@ import AttacheStore
 
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Fully decode each file and report its kind, size, frames and orientation.",
+        abstract:
+            "Fully decode each image and report its kind, size, frames and orientation; check each video or audio container.",
         discussion: "Exits 0 even when files are rejected; each rejection is reported on its line."
     )
 
@@ -16,22 +17,70 @@ struct Inspect: ParsableCommand {
 
     @OptionGroup var limits: LimitOptions
 
-    @Argument(help: "Image files.")
+    @Argument(help: "Image, video or audio files.")
     var files: [String]
 
     func run() throws {
         Attache.tuneAllocatorForBatch()
         let limits = self.limits.imageLimits
         for file in files {
-            let result: Result<ImageInfo, AttacheError>
-            do {
-                let bytes = try MediaBytes(contentsOfFile: file)
-                result = .success(try ImageProcessor.inspect(bytes, limits: limits))
-            } catch let error as AttacheError {
-                result = .failure(error)
+            let bytes: MediaBytes
+            do { bytes = try MediaBytes(contentsOfFile: file) } catch {
+                let failure = error as? AttacheError ?? AttacheError(.ioError, "cannot read \(file)")
+                print(
+                    json ? Self.jsonLine(file: file, .failure(failure)) : Self.textLine(file: file, .failure(failure)))
+                continue
             }
+            if let kind = try? Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength)), kind.category != .image {
+                let checked = Result { () throws(AttacheError) in
+                    try MediaContainer.check(bytes, kind: kind, limits: limits)
+                }
+                print(
+                    json
+                        ? Self.jsonLine(file: file, kind: kind, checked)
+                        : Self.textLine(file: file, kind: kind, checked))
+                continue
+            }
+            let result = Result { () throws(AttacheError) in try ImageProcessor.inspect(bytes, limits: limits) }
             print(json ? Self.jsonLine(file: file, result) : Self.textLine(file: file, result))
         }
+    }
+
+    /// A video or audio file's line: kind, codecs, size, duration.
+    static func textLine(file: String, kind: MediaKind, _ result: Result<ContainerInfo, AttacheError>) -> String {
+        switch result {
+        case .success(let info):
+            let video = info.videoCodec.map { "\t\($0) \(info.width ?? 0)x\(info.height ?? 0)" } ?? ""
+            let audio = info.audioCodec.map { "\t\($0) \(info.sampleRate ?? 0) Hz" } ?? ""
+            let duration = info.duration.map { "\tduration=\((($0 * 1000).rounded() / 1000))s" } ?? ""
+            return "\(file)\tok\t\(kind.rawValue)\(video)\(audio)\(duration)\tstreams=\(info.streams)"
+        case .failure(let error):
+            return "\(file)\terror\t\(error.code)\t\(error.message)"
+        }
+    }
+
+    static func jsonLine(file: String, kind: MediaKind, _ result: Result<ContainerInfo, AttacheError>) -> String {
+        var line = JSONLine()
+        line.add("file", file)
+        line.add("kind", kind.rawValue)
+        switch result {
+        case .success(let info):
+            line.add("ok", true)
+            line.add("format", info.format)
+            line.add("duration_ms", info.duration.map { Int(($0 * 1000).rounded()) })
+            line.add("streams", info.streams)
+            line.add("video_codec", info.videoCodec)
+            line.add("width", info.width)
+            line.add("height", info.height)
+            line.add("audio_codec", info.audioCodec)
+            line.add("sample_rate", info.sampleRate)
+            line.add("index_first", info.indexFirst)
+            line.add("error", object: nil)
+        case .failure(let error):
+            line.add("ok", false)
+            line.add("error", object: JSONLine.error(error))
+        }
+        return line.text
     }
 
     static func textLine(file: String, _ result: Result<ImageInfo, AttacheError>) -> String {

@@ -29,7 +29,8 @@ import Testing
     static let limits: [(AttacheError.Limit, String)] = [
         (.maxPixels, "max_pixels"), (.maxDimension, "max_dimension"), (.maxScans, "max_scans"),
         (.maxDecoderMemory, "max_decoder_memory"), (.maxFrames, "max_frames"),
-        (.maxTotalFramePixels, "max_total_frame_pixels"), (.maxImageBytes, "max_image_bytes"),
+        (.maxTotalFramePixels, "max_total_frame_pixels"), (.maxMediaSeconds, "max_media_seconds"),
+        (.maxVideoPixels, "max_video_pixels"), (.maxStreams, "max_streams"), (.maxImageBytes, "max_image_bytes"),
         (.maxAudioBytes, "max_audio_bytes"), (.maxVideoBytes, "max_video_bytes"), (.maxFetchBytes, "max_fetch_bytes"),
         (.gifMaxBytes, "gif_max_bytes"), (.maxRedirects, "max_redirects"), (.lowSpeed, "low_speed"),
         (.maxStoreBytes, "max_store_bytes"), (.maxStoreObjects, "max_store_objects"),

@@ -130,6 +130,23 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
         #expect(result.report().contains(#""fetched_bytes":1000"#), "\(result.report())")
     }
 
+    @Test("an MP4 cut after its index, or with VP9 an iPhone cannot play, is refused and nothing stored")
+    func unplayableVideoIsRefused() async throws {
+        let pipeline = try makePipeline(directory)
+        for (name, code) in [
+            ("cut-after-index.mp4", AttacheError.Code.truncated), ("vp9.mp4", .unsupportedVariant),
+            ("h264.mp4", nil),
+        ] {
+            let body = try #require(FileManager.default.contents(atPath: Paths.fixtures + "/video/" + name)).map { $0 }
+            server.route("/" + name) { _, c in c.respond(headers: ["Content-Type": "video/mp4"], body: body) }
+            let result = await pipeline.process(
+                payload(["image": JSONValue.quote(server.url("/" + name))]), deadline: .now + .seconds(60))
+            let outcome = try #require(result.outcomes.first)
+            #expect(outcome.error?.code == code, "\(name): \(result.report())")
+            #expect((outcome.attachment == nil) == (code != nil), "\(name)")
+        }
+    }
+
     @Test("a WebP is fetched, converted and attached as a JPEG (a PNG with alpha), its source type said")
     func aWebPIsAttachedAsWhatADeviceTakes() async throws {
         let pipeline = try makePipeline(directory)

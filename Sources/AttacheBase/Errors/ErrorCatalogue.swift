@@ -141,6 +141,15 @@ extension AttacheError.Limit {
     /// Most pixels summed over a GIF's frame rectangles (`ImageLimits.maxTotalFramePixels`).
     public static let maxTotalFramePixels = Self(rawValue: "max_total_frame_pixels")
 
+    // MARK: - Video and audio (checked from the container before anything is stored)
+
+    /// Longest video or audio accepted, in seconds (`ImageLimits.maxMediaSeconds`).
+    public static let maxMediaSeconds = Self(rawValue: "max_media_seconds")
+    /// Largest video frame, width × height (`ImageLimits.maxVideoPixels`).
+    public static let maxVideoPixels = Self(rawValue: "max_video_pixels")
+    /// Most streams a container may hold (`ImageLimits.maxStreams`).
+    public static let maxStreams = Self(rawValue: "max_streams")
+
     // MARK: - Bytes
 
     /// Largest image (`MediaLimits.imageBytes`), on the fetched body and on a GIF rendition.
@@ -192,7 +201,8 @@ extension AttacheError.Limit {
 
     /// Every limit name, in catalogue order.
     public static let all: [Self] = [
-        .maxPixels, .maxDimension, .maxScans, .maxDecoderMemory, .maxFrames, .maxTotalFramePixels, .maxImageBytes,
+        .maxPixels, .maxDimension, .maxScans, .maxDecoderMemory, .maxFrames, .maxTotalFramePixels,
+        .maxMediaSeconds, .maxVideoPixels, .maxStreams, .maxImageBytes,
         .maxAudioBytes, .maxVideoBytes, .maxFetchBytes, .gifMaxBytes, .maxRedirects, .lowSpeed, .maxStoreBytes,
         .maxStoreObjects, .maxInputBytes, .maxJSONDepth, .maxPayloadBytes, .maxSources, .maxPayloadFetchBytes,
         .maxPayloadStoreBytes, .maxRequestBytes, .maxQueued,

@@ -16,6 +16,12 @@ public struct ImageLimits: Hashable, Sendable {
     /// Most pixels summed over every GIF frame's rectangle (default 500,000,000, e.g. 1,000
     /// frames of 0.5 MP).
     public var maxTotalFramePixels: Int
+    /// Longest video or audio, in seconds, from its container (default 600).
+    public var maxMediaSeconds: Double = 600
+    /// Largest video frame, width × height (default 8192 × 4320).
+    public var maxVideoPixels: Int = 8192 * 4320
+    /// Most streams a video or audio container may hold (default 16).
+    public var maxStreams: Int = 16
 
     /// Creates limits; every argument has the documented default.
     public init(

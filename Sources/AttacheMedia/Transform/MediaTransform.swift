@@ -25,11 +25,14 @@ public struct TransformedMedia: Sendable {
     public var small: (bytes: MediaBytes, width: Int, height: Int)? = nil
     /// What the transform noticed and worked around (an embedded ICC profile it could not use).
     public var warnings: [String] = []
+    /// Video and audio: what the container holds (codecs, size, duration).
+    public var container: ContainerInfo? = nil
 }
 
 /// The transform stage: one entry point for every kind. Images are decoded once (the header
 /// opened once, its size deciding the decode scale), downscaled, turned upright and re-encoded
-/// without metadata; audio and video pass through as validated.
+/// without metadata; audio and video pass through as validated, once their container has been
+/// checked (``MediaContainer``).
 public enum MediaTransform {
     /// Transforms `media` into what the store keeps.
     /// - Parameters:
@@ -60,7 +63,16 @@ public enum MediaTransform {
             if let small = rendition.small { transformed.small = (MediaBytes(small.data), small.width, small.height) }
             return transformed
         case .audio, .video:
-            return TransformedMedia(kind: media.kind, bytes: media.bytes)
+            // Read by libavformat before anything is stored: a cut file, a codec an iPhone does
+            // not play in this container, or one over the limits is refused here.
+            let container = try MediaContainer.check(media.bytes, kind: media.kind, limits: limits, deadline: deadline)
+            var transformed = TransformedMedia(kind: media.kind, bytes: media.bytes)
+            transformed.container = container
+            if [.mp4, .m4v, .m4a].contains(media.kind) && !container.indexFirst {
+                transformed.warnings.append(
+                    "the index (moov) is at the end of the file: a device downloads all of it before playing")
+            }
+            return transformed
         }
     }
 }

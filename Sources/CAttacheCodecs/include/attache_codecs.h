@@ -277,29 +277,6 @@ int32_t att_heif_decode_tile(
     att_heif *decoder, uint32_t column, uint32_t row, int32_t channels, const uint8_t **pixels, size_t *stride,
     int32_t *width, int32_t *height, att_error *error);
 
-/// One tile's 8-bit 4:2:0 planes as decoded (lent until the next call), with the matrix
-/// (ITU-T H.273 matrix coefficients) and range that turn them into RGB.
-typedef struct {
-    const uint8_t *y;
-    const uint8_t *cb;
-    const uint8_t *cr;
-    size_t y_stride;
-    size_t c_stride;
-    int32_t width;
-    int32_t height;
-    int32_t matrix;
-    int32_t full_range;
-} att_yuv;
-
-/// Decodes one tile (as stored) to its 8-bit 4:2:0 planes, without libheif's RGB conversion:
-/// for images downscaled afterwards, converted a row at a time by att_yuv420_to_rgb.
-int32_t att_heif_decode_tile_yuv(att_heif *decoder, uint32_t column, uint32_t row, att_yuv *planes, att_error *error);
-
-/// Converts `count` pixels of row `y` from column `x0` to RGB (chroma taken as stored: each
-/// sample covers 2x2 pixels): Kr and Kb of matrix 1 (BT.709), 4, 7 or 9 (BT.2020), BT.601's
-/// otherwise; full or limited range.
-void att_yuv420_to_rgb(const att_yuv *planes, int32_t y, int32_t x0, int32_t count, uint8_t *out);
-
 void att_heif_close(att_heif *decoder);
 
 // MARK: - JPEG XL decoding (libjxl)

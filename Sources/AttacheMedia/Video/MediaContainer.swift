@@ -1,0 +1,148 @@
+public import AttacheBase
+internal import CAttacheAV
+
+/// What a video or audio container holds, read by libavformat from the fetched bytes.
+public struct ContainerInfo: Hashable, Sendable {
+    /// The demuxer that read it (`mov,mp4,m4a,3gp,3g2,mj2`, `avi`, `mpeg`, `mp3`, `wav`, …).
+    public var format: String
+    /// Seconds, nil when the container does not say.
+    public var duration: Double?
+    public var streams: Int
+    /// The first video stream: codec (`h264`, `hevc`, `mpeg4`, `vp9`, …), size and frame rate.
+    public var videoCodec: String?
+    public var width: Int?
+    public var height: Int?
+    public var frameRate: Double?
+    /// The first audio stream: codec (`aac`, `mp3`, `pcm_s16le`, `opus`, …), rate, channels.
+    public var audioCodec: String?
+    public var sampleRate: Int?
+    public var channels: Int?
+    /// MP4/MOV: the index comes before the media (plays while it downloads).
+    public var indexFirst: Bool
+}
+
+/// The container check for video and audio, before anything is stored: libavformat reads the
+/// bytes already fetched through a custom AVIO (no FFmpeg protocol, no file, no network: a
+/// demuxer that asks for another file is refused), with demuxers and decoders on allow-lists,
+/// at most ``ImageLimits/maxStreams`` streams, and the deadline polled by libavformat.
+///
+/// Refused with a type: a file libavformat cannot read (`corrupt_data`, `truncated`); one whose
+/// index points past its end — an MP4 cut after its `moov`, which a device would download and
+/// fail to play (`truncated`); a video or audio stream an iPhone cannot play in the container it
+/// came in (VP9 or AV1 in an `.mp4`, Opus in an `.m4a`: `unsupported_variant`); no stream of its
+/// category; over ``ImageLimits/maxMediaSeconds`` or ``ImageLimits/maxVideoPixels``.
+public enum MediaContainer {
+    /// Checks `bytes` of `kind` (a video or audio kind) and says what they hold.
+    public static func check(
+        _ bytes: MediaBytes, kind: MediaKind, limits: ImageLimits = .default, deadline: WorkDeadline = .none
+    ) throws(AttacheError) -> ContainerInfo {
+        let (handle, info) = try open(bytes, limits: limits, deadline: deadline)
+        att_av_close(handle)
+        try accept(info, kind: kind, size: bytes.count, limits: limits)
+        return info.public
+    }
+
+    /// Opens the container: its streams read, nothing decoded.
+    static func open(
+        _ bytes: MediaBytes, limits: ImageLimits, deadline: WorkDeadline
+    ) throws(AttacheError) -> (
+        OpaquePointer, att_av_info
+    ) {
+        var info = att_av_info()
+        var error = att_av_error()
+        guard
+            let handle = att_av_open(
+                bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, Int32(clamping: limits.maxStreams),
+                5 << 20, deadline.pointer, &info, &error)
+        else { throw AttacheError(av: error, streamsOver: limits.maxStreams) }
+        return (handle, info)
+    }
+
+    /// Codecs an iPhone plays from an MP4/M4V/MOV and an M4A.
+    static let playableVideo: Set = ["h264", "hevc", "mpeg4"]
+    static let playableAudio: Set = ["aac", "mp3", "alac", "ac3", "eac3", "pcm_s16le", "pcm_s16be", "pcm_s24le"]
+
+    static func accept(_ info: att_av_info, kind: MediaKind, size: Int, limits: ImageLimits) throws(AttacheError) {
+        let found = info.public
+        let name = kind.rawValue
+        if found.streams > limits.maxStreams {
+            throw AttacheError(
+                .tooLarge, "\(name): \(found.streams) streams, over the limit of \(limits.maxStreams)",
+                limit: .maxStreams)
+        }
+        if info.indexed_end > Int64(size) {
+            throw AttacheError(
+                .truncated, "\(name): the index points \(info.indexed_end - Int64(size)) bytes past the end (cut short)"
+            )
+        }
+        if let duration = found.duration, duration > limits.maxMediaSeconds {
+            throw AttacheError(
+                .tooLarge, "\(name): \(Int(duration)) s, over the limit of \(Int(limits.maxMediaSeconds)) s",
+                limit: .maxMediaSeconds)
+        }
+        switch kind.category {
+        case .video:
+            guard info.video_streams > 0, let codec = found.videoCodec else {
+                throw AttacheError(.unsupportedVariant, "\(name): no video stream (a video kind with none)")
+            }
+            let (w, h) = (found.width ?? 0, found.height ?? 0)
+            if w * h > limits.maxVideoPixels {
+                throw AttacheError(
+                    .tooManyPixels, "\(name): \(w)x\(h) frames, over the limit of \(limits.maxVideoPixels) pixels",
+                    limit: .maxVideoPixels)
+            }
+            if [.mp4, .m4v].contains(kind) {
+                guard playableVideo.contains(codec) else {
+                    throw AttacheError(.unsupportedVariant, "\(name): an iPhone does not play \(codec) video in MP4")
+                }
+                if let audio = found.audioCodec, !playableAudio.contains(audio) {
+                    throw AttacheError(.unsupportedVariant, "\(name): an iPhone does not play \(audio) audio in MP4")
+                }
+            }
+        case .audio:
+            guard info.audio_streams > 0, let codec = found.audioCodec else {
+                throw AttacheError(.unsupportedVariant, "\(name): no audio stream (an audio kind with none)")
+            }
+            if kind == .m4a && !playableAudio.contains(codec) {
+                throw AttacheError(.unsupportedVariant, "\(name): an iPhone does not play \(codec) audio in M4A")
+            }
+        case .image:
+            break
+        }
+    }
+}
+
+extension att_av_info {
+    var `public`: ContainerInfo {
+        func text<T>(_ tuple: T) -> String {
+            withUnsafeBytes(of: tuple) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        }
+        let video = text(video_codec)
+        let audio = text(audio_codec)
+        return ContainerInfo(
+            format: text(format), duration: duration >= 0 ? duration : nil, streams: Int(streams),
+            videoCodec: video_streams > 0 && !video.isEmpty ? video : nil,
+            width: video_streams > 0 ? Int(width) : nil, height: video_streams > 0 ? Int(height) : nil,
+            frameRate: frame_rate > 0 ? frame_rate : nil, audioCodec: audio_streams > 0 && !audio.isEmpty ? audio : nil,
+            sampleRate: audio_streams > 0 ? Int(sample_rate) : nil, channels: audio_streams > 0 ? Int(channels) : nil,
+            indexFirst: index_first != 0)
+    }
+}
+
+extension AttacheError {
+    /// Maps a container shim failure to a typed error.
+    init(av error: att_av_error, streamsOver maxStreams: Int) {
+        let message = withUnsafeBytes(of: error.message) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }).map { $0 < 0x20 ? 0x20 : $0 }, as: UTF8.self)
+        }
+        let text = "container: \(message.isEmpty ? "unreadable" : message)"
+        switch error.status {
+        case Int32(ATT_AV_TRUNCATED): self.init(.truncated, text)
+        case Int32(ATT_AV_UNSUPPORTED): self.init(.unsupportedVariant, text)
+        case Int32(ATT_AV_MEMORY_LIMIT):
+            self.init(.decoderMemoryExceeded, text, limit: .maxDecoderMemory)
+        case Int32(ATT_AV_TIMEOUT): self.init(.timedOut, text)
+        default: self.init(.corruptData, text)
+        }
+    }
+}
