@@ -80,15 +80,12 @@ let package = Package(
                 .linkedLibrary("jxl"),
             ]
         ),
-        // Video and audio: container checks and posters (FFmpeg's libavformat, libavcodec, libswscale).
+        // Video and audio: container checks and posters (FFmpeg's libavformat, libavcodec,
+        // libswscale), loaded with dlopen on first use so that a process never pays for them at
+        // start-up.
         .target(
             name: "CAttacheAV",
-            linkerSettings: [
-                .linkedLibrary("avformat"),
-                .linkedLibrary("avcodec"),
-                .linkedLibrary("swscale"),
-                .linkedLibrary("avutil"),
-            ]
+            linkerSettings: [.linkedLibrary("dl")]
         ),
         // Shared vocabulary: errors and the one catalogue of codes and limits, media bytes,
         // kinds and the sniffer, byte caps per kind, atomic file writes.

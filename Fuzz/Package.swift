@@ -32,5 +32,6 @@ let package = Package(
         fuzzer("fuzz-seal", "Seal"),
         fuzzer("fuzz-icc", "ICC"),
         fuzzer("fuzz-modern", "Modern"),
+        fuzzer("fuzz-av", "AV"),
     ]
 )

@@ -21,7 +21,7 @@ public enum FuzzChecks {
     /// The targets, by name (`Fuzz/Targets/<Name>`, `Tests/Fixtures/fuzz/<name>`).
     public static let targets: [String: @Sendable ([UInt8]) throws(FuzzFinding) -> Void] = [
         "json": json, "sniffer": sniffer, "exif": exif, "token": token, "url": url, "gif": gif, "image": image,
-        "seal": seal, "modern": modern,
+        "seal": seal, "modern": modern, "av": av,
     ]
 
     /// The key the seal target's streams are sealed under: bytes 0…31, the key of the
@@ -243,5 +243,27 @@ public enum FuzzChecks {
         guard let again = try? ImageProcessor.inspect(MediaBytes(rendition.data)),
             again.width == rendition.width, again.height == rendition.height
         else { throw FuzzFinding("a rendition does not decode again at its size") }
+    }
+
+    /// The container check (libavformat through the shim) on any bytes after the first, which
+    /// picks the kind it is checked as: every outcome is a typed error or a check that holds
+    /// (its streams within the limit, its sizes within theirs).
+    public static func av(_ bytes: [UInt8]) throws(FuzzFinding) {
+        guard let first = bytes.first else { return }
+        let kinds: [MediaKind] = [.mp4, .m4v, .m4a, .mp3, .wav, .aiff, .avi, .mpeg]
+        let kind = kinds[Int(first) % kinds.count]
+        var limits = ImageLimits.default
+        limits.maxStreams = 8
+        let info: ContainerInfo
+        do throws(AttacheError) {
+            info = try MediaContainer.check(MediaBytes(bytes.dropFirst()), kind: kind, limits: limits)
+        } catch {
+            if error.code == .internalError { throw FuzzFinding("\(error)") }
+            return
+        }
+        guard info.streams <= limits.maxStreams else { throw FuzzFinding("\(info.streams) streams passed") }
+        if let w = info.width, let h = info.height, w * h > limits.maxVideoPixels {
+            throw FuzzFinding("\(w)x\(h) frames passed")
+        }
     }
 }
