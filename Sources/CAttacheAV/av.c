@@ -14,114 +14,78 @@
 
 // FFmpeg is loaded when a container is first checked, not when the process starts: linked
 // in, its libraries and theirs (x264, x265, vpx, aom, …: over a hundred) cost every process
-// 26 ms at start-up, images-only runs included (measured).
+// 26 ms at start-up, images-only runs included (measured). Every function used, by library:
+#define FFMPEG_FUNCTIONS \
+    X(avutil, av_log_set_level) \
+    X(avutil, av_max_alloc) \
+    X(avutil, av_malloc) \
+    X(avutil, av_free) \
+    X(avutil, av_freep) \
+    X(avutil, av_strdup) \
+    X(avutil, av_strerror) \
+    X(avutil, av_dict_set) \
+    X(avutil, av_dict_free) \
+    X(avutil, av_get_pix_fmt_name) \
+    X(avutil, av_frame_alloc) \
+    X(avutil, av_frame_unref) \
+    X(avutil, av_frame_free) \
+    X(avformat, avio_alloc_context) \
+    X(avformat, avio_context_free) \
+    X(avformat, avformat_alloc_context) \
+    X(avformat, avformat_open_input) \
+    X(avformat, avformat_find_stream_info) \
+    X(avformat, avformat_close_input) \
+    X(avformat, avformat_index_get_entries_count) \
+    X(avformat, avformat_index_get_entry) \
+    X(avformat, av_find_best_stream) \
+    X(avformat, av_seek_frame) \
+    X(avformat, av_read_frame) \
+    X(avcodec, avcodec_get_name) \
+    X(avcodec, avcodec_alloc_context3) \
+    X(avcodec, avcodec_parameters_to_context) \
+    X(avcodec, avcodec_open2) \
+    X(avcodec, avcodec_send_packet) \
+    X(avcodec, avcodec_receive_frame) \
+    X(avcodec, avcodec_free_context) \
+    X(avcodec, av_packet_alloc) \
+    X(avcodec, av_packet_unref) \
+    X(avcodec, av_packet_free) \
+    X(swscale, sws_getContext) \
+    X(swscale, sws_scale) \
+    X(swscale, sws_freeContext)
+
 static struct {
-    __typeof__(av_log_set_level) *av_log_set_level;
-    __typeof__(av_max_alloc) *av_max_alloc;
-    __typeof__(av_malloc) *av_malloc;
-    __typeof__(av_free) *av_free;
-    __typeof__(av_freep) *av_freep;
-    __typeof__(av_strdup) *av_strdup;
-    __typeof__(av_strerror) *av_strerror;
-    __typeof__(av_dict_set) *av_dict_set;
-    __typeof__(av_dict_free) *av_dict_free;
-    __typeof__(av_get_pix_fmt_name) *av_get_pix_fmt_name;
-    __typeof__(avio_alloc_context) *avio_alloc_context;
-    __typeof__(avio_context_free) *avio_context_free;
-    __typeof__(avformat_alloc_context) *avformat_alloc_context;
-    __typeof__(avformat_open_input) *avformat_open_input;
-    __typeof__(avformat_find_stream_info) *avformat_find_stream_info;
-    __typeof__(avformat_close_input) *avformat_close_input;
-    __typeof__(avformat_index_get_entries_count) *avformat_index_get_entries_count;
-    __typeof__(avformat_index_get_entry) *avformat_index_get_entry;
-    __typeof__(av_find_best_stream) *av_find_best_stream;
-    __typeof__(av_seek_frame) *av_seek_frame;
-    __typeof__(av_read_frame) *av_read_frame;
-    __typeof__(avcodec_get_name) *avcodec_get_name;
-    __typeof__(avcodec_alloc_context3) *avcodec_alloc_context3;
-    __typeof__(avcodec_parameters_to_context) *avcodec_parameters_to_context;
-    __typeof__(avcodec_open2) *avcodec_open2;
-    __typeof__(avcodec_send_packet) *avcodec_send_packet;
-    __typeof__(avcodec_receive_frame) *avcodec_receive_frame;
-    __typeof__(avcodec_free_context) *avcodec_free_context;
-    __typeof__(av_packet_alloc) *av_packet_alloc;
-    __typeof__(av_packet_unref) *av_packet_unref;
-    __typeof__(av_packet_free) *av_packet_free;
-    __typeof__(av_frame_alloc) *av_frame_alloc;
-    __typeof__(av_frame_unref) *av_frame_unref;
-    __typeof__(av_frame_free) *av_frame_free;
-    __typeof__(sws_getContext) *sws_getContext;
-    __typeof__(sws_scale) *sws_scale;
-    __typeof__(sws_freeContext) *sws_freeContext;
+#define X(library, name) __typeof__(name) *name;
+    FFMPEG_FUNCTIONS
+#undef X
 } ff;
 
 static pthread_once_t loaded = PTHREAD_ONCE_INIT;
 static const char *load_error = NULL;
 
+static void *open_library(const char *name) {
+    void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL && load_error == NULL) load_error = "FFmpeg's libraries cannot be loaded";
+    return handle;
+}
+
 static void load(void) {
-    void *avutil = dlopen("libavutil.so." AV_STRINGIFY(LIBAVUTIL_VERSION_MAJOR), RTLD_NOW | RTLD_LOCAL);
-    if (avutil == NULL) {
-        load_error = "libavutil (FFmpeg) cannot be loaded";
-        return;
-    }
-    if ((ff.av_log_set_level = dlsym(avutil, "av_log_set_level")) == NULL) load_error = "FFmpeg lacks av_log_set_level";
-    if ((ff.av_max_alloc = dlsym(avutil, "av_max_alloc")) == NULL) load_error = "FFmpeg lacks av_max_alloc";
-    if ((ff.av_malloc = dlsym(avutil, "av_malloc")) == NULL) load_error = "FFmpeg lacks av_malloc";
-    if ((ff.av_free = dlsym(avutil, "av_free")) == NULL) load_error = "FFmpeg lacks av_free";
-    if ((ff.av_freep = dlsym(avutil, "av_freep")) == NULL) load_error = "FFmpeg lacks av_freep";
-    if ((ff.av_strdup = dlsym(avutil, "av_strdup")) == NULL) load_error = "FFmpeg lacks av_strdup";
-    if ((ff.av_strerror = dlsym(avutil, "av_strerror")) == NULL) load_error = "FFmpeg lacks av_strerror";
-    if ((ff.av_dict_set = dlsym(avutil, "av_dict_set")) == NULL) load_error = "FFmpeg lacks av_dict_set";
-    if ((ff.av_dict_free = dlsym(avutil, "av_dict_free")) == NULL) load_error = "FFmpeg lacks av_dict_free";
-    if ((ff.av_get_pix_fmt_name = dlsym(avutil, "av_get_pix_fmt_name")) == NULL) load_error = "FFmpeg lacks av_get_pix_fmt_name";
-    if ((ff.av_frame_alloc = dlsym(avutil, "av_frame_alloc")) == NULL) load_error = "FFmpeg lacks av_frame_alloc";
-    if ((ff.av_frame_unref = dlsym(avutil, "av_frame_unref")) == NULL) load_error = "FFmpeg lacks av_frame_unref";
-    if ((ff.av_frame_free = dlsym(avutil, "av_frame_free")) == NULL) load_error = "FFmpeg lacks av_frame_free";
-    void *avformat = dlopen("libavformat.so." AV_STRINGIFY(LIBAVFORMAT_VERSION_MAJOR), RTLD_NOW | RTLD_LOCAL);
-    if (avformat == NULL) {
-        load_error = "libavformat (FFmpeg) cannot be loaded";
-        return;
-    }
-    if ((ff.avio_alloc_context = dlsym(avformat, "avio_alloc_context")) == NULL) load_error = "FFmpeg lacks avio_alloc_context";
-    if ((ff.avio_context_free = dlsym(avformat, "avio_context_free")) == NULL) load_error = "FFmpeg lacks avio_context_free";
-    if ((ff.avformat_alloc_context = dlsym(avformat, "avformat_alloc_context")) == NULL) load_error = "FFmpeg lacks avformat_alloc_context";
-    if ((ff.avformat_open_input = dlsym(avformat, "avformat_open_input")) == NULL) load_error = "FFmpeg lacks avformat_open_input";
-    if ((ff.avformat_find_stream_info = dlsym(avformat, "avformat_find_stream_info")) == NULL) load_error = "FFmpeg lacks avformat_find_stream_info";
-    if ((ff.avformat_close_input = dlsym(avformat, "avformat_close_input")) == NULL) load_error = "FFmpeg lacks avformat_close_input";
-    if ((ff.avformat_index_get_entries_count = dlsym(avformat, "avformat_index_get_entries_count")) == NULL) load_error = "FFmpeg lacks avformat_index_get_entries_count";
-    if ((ff.avformat_index_get_entry = dlsym(avformat, "avformat_index_get_entry")) == NULL) load_error = "FFmpeg lacks avformat_index_get_entry";
-    if ((ff.av_find_best_stream = dlsym(avformat, "av_find_best_stream")) == NULL) load_error = "FFmpeg lacks av_find_best_stream";
-    if ((ff.av_seek_frame = dlsym(avformat, "av_seek_frame")) == NULL) load_error = "FFmpeg lacks av_seek_frame";
-    if ((ff.av_read_frame = dlsym(avformat, "av_read_frame")) == NULL) load_error = "FFmpeg lacks av_read_frame";
-    void *avcodec = dlopen("libavcodec.so." AV_STRINGIFY(LIBAVCODEC_VERSION_MAJOR), RTLD_NOW | RTLD_LOCAL);
-    if (avcodec == NULL) {
-        load_error = "libavcodec (FFmpeg) cannot be loaded";
-        return;
-    }
-    if ((ff.avcodec_get_name = dlsym(avcodec, "avcodec_get_name")) == NULL) load_error = "FFmpeg lacks avcodec_get_name";
-    if ((ff.avcodec_alloc_context3 = dlsym(avcodec, "avcodec_alloc_context3")) == NULL) load_error = "FFmpeg lacks avcodec_alloc_context3";
-    if ((ff.avcodec_parameters_to_context = dlsym(avcodec, "avcodec_parameters_to_context")) == NULL) load_error = "FFmpeg lacks avcodec_parameters_to_context";
-    if ((ff.avcodec_open2 = dlsym(avcodec, "avcodec_open2")) == NULL) load_error = "FFmpeg lacks avcodec_open2";
-    if ((ff.avcodec_send_packet = dlsym(avcodec, "avcodec_send_packet")) == NULL) load_error = "FFmpeg lacks avcodec_send_packet";
-    if ((ff.avcodec_receive_frame = dlsym(avcodec, "avcodec_receive_frame")) == NULL) load_error = "FFmpeg lacks avcodec_receive_frame";
-    if ((ff.avcodec_free_context = dlsym(avcodec, "avcodec_free_context")) == NULL) load_error = "FFmpeg lacks avcodec_free_context";
-    if ((ff.av_packet_alloc = dlsym(avcodec, "av_packet_alloc")) == NULL) load_error = "FFmpeg lacks av_packet_alloc";
-    if ((ff.av_packet_unref = dlsym(avcodec, "av_packet_unref")) == NULL) load_error = "FFmpeg lacks av_packet_unref";
-    if ((ff.av_packet_free = dlsym(avcodec, "av_packet_free")) == NULL) load_error = "FFmpeg lacks av_packet_free";
-    void *swscale = dlopen("libswscale.so." AV_STRINGIFY(LIBSWSCALE_VERSION_MAJOR), RTLD_NOW | RTLD_LOCAL);
-    if (swscale == NULL) {
-        load_error = "libswscale (FFmpeg) cannot be loaded";
-        return;
-    }
-    if ((ff.sws_getContext = dlsym(swscale, "sws_getContext")) == NULL) load_error = "FFmpeg lacks sws_getContext";
-    if ((ff.sws_scale = dlsym(swscale, "sws_scale")) == NULL) load_error = "FFmpeg lacks sws_scale";
-    if ((ff.sws_freeContext = dlsym(swscale, "sws_freeContext")) == NULL) load_error = "FFmpeg lacks sws_freeContext";
+    void *avutil = open_library("libavutil.so." AV_STRINGIFY(LIBAVUTIL_VERSION_MAJOR));
+    void *avformat = open_library("libavformat.so." AV_STRINGIFY(LIBAVFORMAT_VERSION_MAJOR));
+    void *avcodec = open_library("libavcodec.so." AV_STRINGIFY(LIBAVCODEC_VERSION_MAJOR));
+    void *swscale = open_library("libswscale.so." AV_STRINGIFY(LIBSWSCALE_VERSION_MAJOR));
+    if (load_error != NULL) return;
+#define X(library, name) \
+    if ((ff.name = dlsym(library, #name)) == NULL) load_error = "FFmpeg lacks " #name;
+    FFMPEG_FUNCTIONS
+#undef X
     // No single FFmpeg allocation over 64 MiB (an 8K 4:2:0 frame is 53 MB): a header that
     // declares a huge chunk (a WAV's LIST INFO of 2.5 GB, found by fuzz-av) is refused by
     // av_malloc instead of reserved.
     if (load_error == NULL) ff.av_max_alloc((size_t)64 << 20);
 }
 
+// Calls below go through the table.
 #define av_log_set_level ff.av_log_set_level
 #define av_max_alloc ff.av_max_alloc
 #define av_malloc ff.av_malloc
@@ -132,6 +96,9 @@ static void load(void) {
 #define av_dict_set ff.av_dict_set
 #define av_dict_free ff.av_dict_free
 #define av_get_pix_fmt_name ff.av_get_pix_fmt_name
+#define av_frame_alloc ff.av_frame_alloc
+#define av_frame_unref ff.av_frame_unref
+#define av_frame_free ff.av_frame_free
 #define avio_alloc_context ff.avio_alloc_context
 #define avio_context_free ff.avio_context_free
 #define avformat_alloc_context ff.avformat_alloc_context
@@ -153,9 +120,6 @@ static void load(void) {
 #define av_packet_alloc ff.av_packet_alloc
 #define av_packet_unref ff.av_packet_unref
 #define av_packet_free ff.av_packet_free
-#define av_frame_alloc ff.av_frame_alloc
-#define av_frame_unref ff.av_frame_unref
-#define av_frame_free ff.av_frame_free
 #define sws_getContext ff.sws_getContext
 #define sws_scale ff.sws_scale
 #define sws_freeContext ff.sws_freeContext

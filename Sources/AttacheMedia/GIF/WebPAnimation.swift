@@ -15,8 +15,7 @@ enum WebPAnimation {
     ) throws(AttacheError) -> Rendition {
         let header = try header(bytes, limits: limits)
         let (width, height, frames) = (Int(header.width), Int(header.height), Int(header.frames))
-        // WebP counts plays (0 = forever); GIF's NETSCAPE2.0 counts repeats, absent = once.
-        let loopCount: Int? = header.loop_count == 0 ? 0 : (header.loop_count > 1 ? Int(header.loop_count) - 1 : nil)
+        let loopCount = gifLoopCount(header)
         var actions: [String] = []
         var keep = min(frames, max(1, spec.gifMaxFrames))
         if keep < frames { actions.append("dropped \(frames - keep) of \(frames) frames (max_frames)") }
@@ -96,7 +95,7 @@ enum WebPAnimation {
         var info = ImageInfo(
             kind: .webp, width: Int(header.width), height: Int(header.height), frames: Int(header.frames),
             orientation: .up, isProgressive: false)
-        info.loopCount = header.loop_count == 0 ? 0 : (header.loop_count > 1 ? Int(header.loop_count) - 1 : nil)
+        info.loopCount = gifLoopCount(header)
         guard decode else { return info }
         var error = att_error()
         guard att_webp_anim_start(handle, &error) == 0 else { throw AttacheError(shim: error, format: "webp") }
@@ -111,6 +110,11 @@ enum WebPAnimation {
         }
         info.duration = (Int(end) + 5) / 10
         return info
+    }
+
+    /// WebP counts plays (0 = forever); GIF's NETSCAPE2.0 counts repeats, absent = once.
+    static func gifLoopCount(_ header: att_webp_anim_header) -> Int? {
+        header.loop_count == 0 ? 0 : (header.loop_count > 1 ? Int(header.loop_count) - 1 : nil)
     }
 
     /// The header, checked against `limits` (the animation closed again).

@@ -28,9 +28,7 @@ final class ColourProfile {
         var error = att_error()
         transform = att_icc_new(profile, length, Int32(channels), 1, &error)
         self.channels = channels
-        let reason = withUnsafeBytes(of: error.message) { raw in
-            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-        }
+        let reason = AttacheError.line(error.message)
         ignored = transform == nil ? "ICC profile not used: \(reason.isEmpty ? "unreadable" : reason)" : nil
     }
 

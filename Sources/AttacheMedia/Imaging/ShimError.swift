@@ -5,10 +5,7 @@ internal import Foundation
 extension AttacheError {
     /// Maps a C shim failure to a typed error; `format` names the codec in the message.
     init(shim error: att_error, format: String) {
-        // One line: a library's message may end in a newline or hold control characters.
-        let message = withUnsafeBytes(of: error.message) { raw in
-            String(decoding: raw.prefix(while: { $0 != 0 }).map { $0 < 0x20 ? 0x20 : $0 }, as: UTF8.self)
-        }.trimmingCharacters(in: .whitespaces)
+        let message = Self.line(error.message)
         let text = "\(format): \(message.isEmpty ? "decoder failed" : message)"
         switch error.status {
         case Int32(ATT_ERR_TRUNCATED.rawValue):
@@ -28,5 +25,15 @@ extension AttacheError {
         default:
             self.init(.internalError, text)
         }
+    }
+}
+
+extension AttacheError {
+    /// A C shim's NUL-terminated message buffer as one line: a library's message may end in a
+    /// newline or hold control characters.
+    static func line<Buffer>(_ buffer: Buffer) -> String {
+        withUnsafeBytes(of: buffer) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }).map { $0 < 0x20 ? 0x20 : $0 }, as: UTF8.self)
+        }.trimmingCharacters(in: .whitespaces)
     }
 }

@@ -132,9 +132,7 @@ extension att_av_info {
 extension AttacheError {
     /// Maps a container shim failure to a typed error.
     init(av error: att_av_error, streamsOver maxStreams: Int) {
-        let message = withUnsafeBytes(of: error.message) { raw in
-            String(decoding: raw.prefix(while: { $0 != 0 }).map { $0 < 0x20 ? 0x20 : $0 }, as: UTF8.self)
-        }
+        let message = Self.line(error.message)
         let text = "container: \(message.isEmpty ? "unreadable" : message)"
         switch error.status {
         case Int32(ATT_AV_TRUNCATED): self.init(.truncated, text)
