@@ -88,10 +88,14 @@ public struct BatchReport {
                 totals.bytesOut += bytesOut
                 totals.count += 1
                 kinds[kind] = totals
-                if samples.count < sampleSize, ["jpeg", "png", "gif"].contains(kind) {
+                // Images by their rendition; videos by their poster (the small rendition).
+                let video =
+                    entry["small_type"]?.stringValue == MediaKind.jpeg.uti && entry["type"] != entry["small_type"]
+                if samples.count < sampleSize, ["jpeg", "png", "gif"].contains(kind) || video {
                     samples.append(
                         Sample(
-                            reference: record.reference, url: url, id: id, type: kind, bytesIn: bytesIn,
+                            reference: record.reference, url: url,
+                            id: video ? entry["small_id"]?.stringValue ?? id : id, type: kind, bytesIn: bytesIn,
                             bytesOut: bytesOut, sourceSize: Self.size(entry["source_width"], entry["source_height"]),
                             size: Self.size(entry["width"], entry["height"]),
                             keptSource: entry["kept_source"] == .bool(true)))
@@ -247,8 +251,12 @@ public struct BatchReport {
                 spec.maxSide = 200
                 spec.jpegQuality = 70
                 spec.gifMaxFrames = 24
-                guard let rendition = try? ImageProcessor.render(bytes, spec: spec, timeBudget: .seconds(60))
-                else { return continuation.resume(returning: nil) }
+                guard let rendition = try? ImageProcessor.render(bytes, spec: spec, timeBudget: .seconds(60)) else {
+                    // A video (the source of a poster): its first frame.
+                    let poster = try? MediaPoster.jpeg(bytes, maxSide: 200, quality: 70)
+                    return continuation.resume(
+                        returning: poster.map { "data:image/jpeg;base64," + Base64.encodeToString(bytes: $0.bytes) })
+                }
                 let mime =
                     switch rendition.kind {
                     case .png: "image/png"

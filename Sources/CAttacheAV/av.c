@@ -1,145 +1,23 @@
 #include "attache_av.h"
 
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
-#include <libavutil/imgutils.h>
-#include <libswscale/swscale.h>
+#include "ff.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <dlfcn.h>
-#include <pthread.h>
 #include <libavutil/avstring.h>
-
-// FFmpeg is loaded when a container is first checked, not when the process starts: linked
-// in, its libraries and theirs (x264, x265, vpx, aom, …: over a hundred) cost every process
-// 26 ms at start-up, images-only runs included (measured). Every function used, by library:
-#define FFMPEG_FUNCTIONS \
-    X(avutil, av_log_set_level) \
-    X(avutil, av_max_alloc) \
-    X(avutil, av_malloc) \
-    X(avutil, av_free) \
-    X(avutil, av_freep) \
-    X(avutil, av_strdup) \
-    X(avutil, av_strerror) \
-    X(avutil, av_dict_set) \
-    X(avutil, av_dict_free) \
-    X(avutil, av_get_pix_fmt_name) \
-    X(avutil, av_frame_alloc) \
-    X(avutil, av_frame_unref) \
-    X(avutil, av_frame_free) \
-    X(avformat, avio_alloc_context) \
-    X(avformat, avio_context_free) \
-    X(avformat, avformat_alloc_context) \
-    X(avformat, avformat_open_input) \
-    X(avformat, avformat_find_stream_info) \
-    X(avformat, avformat_close_input) \
-    X(avformat, avformat_index_get_entries_count) \
-    X(avformat, avformat_index_get_entry) \
-    X(avformat, av_find_best_stream) \
-    X(avformat, av_seek_frame) \
-    X(avformat, av_read_frame) \
-    X(avcodec, avcodec_get_name) \
-    X(avcodec, avcodec_alloc_context3) \
-    X(avcodec, avcodec_parameters_to_context) \
-    X(avcodec, avcodec_open2) \
-    X(avcodec, avcodec_send_packet) \
-    X(avcodec, avcodec_receive_frame) \
-    X(avcodec, avcodec_free_context) \
-    X(avcodec, av_packet_alloc) \
-    X(avcodec, av_packet_unref) \
-    X(avcodec, av_packet_free) \
-    X(swscale, sws_getContext) \
-    X(swscale, sws_scale) \
-    X(swscale, sws_freeContext)
-
-static struct {
-#define X(library, name) __typeof__(name) *name;
-    FFMPEG_FUNCTIONS
-#undef X
-} ff;
-
-static pthread_once_t loaded = PTHREAD_ONCE_INIT;
-static const char *load_error = NULL;
-
-static void *open_library(const char *name) {
-    void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (handle == NULL && load_error == NULL) load_error = "FFmpeg's libraries cannot be loaded";
-    return handle;
-}
-
-static void load(void) {
-    void *avutil = open_library("libavutil.so." AV_STRINGIFY(LIBAVUTIL_VERSION_MAJOR));
-    void *avformat = open_library("libavformat.so." AV_STRINGIFY(LIBAVFORMAT_VERSION_MAJOR));
-    void *avcodec = open_library("libavcodec.so." AV_STRINGIFY(LIBAVCODEC_VERSION_MAJOR));
-    void *swscale = open_library("libswscale.so." AV_STRINGIFY(LIBSWSCALE_VERSION_MAJOR));
-    if (load_error != NULL) return;
-#define X(library, name) \
-    if ((ff.name = dlsym(library, #name)) == NULL) load_error = "FFmpeg lacks " #name;
-    FFMPEG_FUNCTIONS
-#undef X
-    // No single FFmpeg allocation over 64 MiB (an 8K 4:2:0 frame is 53 MB): a header that
-    // declares a huge chunk (a WAV's LIST INFO of 2.5 GB, found by fuzz-av) is refused by
-    // av_malloc instead of reserved.
-    if (load_error == NULL) ff.av_max_alloc((size_t)64 << 20);
-}
-
-// Calls below go through the table.
-#define av_log_set_level ff.av_log_set_level
-#define av_max_alloc ff.av_max_alloc
-#define av_malloc ff.av_malloc
-#define av_free ff.av_free
-#define av_freep ff.av_freep
-#define av_strdup ff.av_strdup
-#define av_strerror ff.av_strerror
-#define av_dict_set ff.av_dict_set
-#define av_dict_free ff.av_dict_free
-#define av_get_pix_fmt_name ff.av_get_pix_fmt_name
-#define av_frame_alloc ff.av_frame_alloc
-#define av_frame_unref ff.av_frame_unref
-#define av_frame_free ff.av_frame_free
-#define avio_alloc_context ff.avio_alloc_context
-#define avio_context_free ff.avio_context_free
-#define avformat_alloc_context ff.avformat_alloc_context
-#define avformat_open_input ff.avformat_open_input
-#define avformat_find_stream_info ff.avformat_find_stream_info
-#define avformat_close_input ff.avformat_close_input
-#define avformat_index_get_entries_count ff.avformat_index_get_entries_count
-#define avformat_index_get_entry ff.avformat_index_get_entry
-#define av_find_best_stream ff.av_find_best_stream
-#define av_seek_frame ff.av_seek_frame
-#define av_read_frame ff.av_read_frame
-#define avcodec_get_name ff.avcodec_get_name
-#define avcodec_alloc_context3 ff.avcodec_alloc_context3
-#define avcodec_parameters_to_context ff.avcodec_parameters_to_context
-#define avcodec_open2 ff.avcodec_open2
-#define avcodec_send_packet ff.avcodec_send_packet
-#define avcodec_receive_frame ff.avcodec_receive_frame
-#define avcodec_free_context ff.avcodec_free_context
-#define av_packet_alloc ff.av_packet_alloc
-#define av_packet_unref ff.av_packet_unref
-#define av_packet_free ff.av_packet_free
-#define sws_getContext ff.sws_getContext
-#define sws_scale ff.sws_scale
-#define sws_freeContext ff.sws_freeContext
 
 // Demuxers a notification's media may come in (the names FFmpeg 5.1 registers them under).
 static const char *const demuxers =
     "mov,mp4,m4a,3gp,3g2,mj2,mpeg,mpegts,mpegvideo,avi,matroska,webm,ogg,wav,aiff,mp3,flac,aac";
-// Decoders a poster may need.
-static const char *const decoders = "h264,hevc,mpeg4,mpeg1video,mpeg2video,mjpeg,vp8,vp9,av1,libdav1d,theora,h263";
+// Decoders a poster or a transcode may need.
+const char *const att_av_decoders =
+    "h264,hevc,mpeg4,mpeg1video,mpeg2video,mjpeg,vp8,vp9,av1,libdav1d,theora,h263,aac,aac_fixed,mp3,mp3float,mp2,"
+    "mp2float,opus,vorbis,flac,alac,ac3,eac3,pcm_s16le,pcm_s16be,pcm_s24le,pcm_s24be,pcm_s32le,pcm_f32le,pcm_u8,"
+    "pcm_mulaw,pcm_alaw,adpcm_ima_wav,adpcm_ms";
 
-struct att_av {
-    AVFormatContext *format;
-    AVIOContext *io;
-    const uint8_t *data;
-    size_t length;
-    int64_t position;
-    const uint64_t *deadline;
-};
-
-static void set(att_av_error *error, int32_t status, const char *what, int code) {
+void att_av_set(att_av_error *error, int32_t status, const char *what, int code) {
     if (!error) return;
     error->status = status;
     char reason[AV_ERROR_MAX_STRING_SIZE] = {0};
@@ -147,7 +25,7 @@ static void set(att_av_error *error, int32_t status, const char *what, int code)
     snprintf(error->message, sizeof error->message, "%s%s%s", what, code < 0 ? ": " : "", code < 0 ? reason : "");
 }
 
-static int passed(const uint64_t *cell) {
+int att_av_passed(const uint64_t *cell) {
     if (cell == NULL) return 0;
     uint64_t deadline = __atomic_load_n(cell, __ATOMIC_RELAXED);
     if (deadline == 0) return 0;
@@ -156,7 +34,7 @@ static int passed(const uint64_t *cell) {
     return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec > deadline;
 }
 
-static int interrupted(void *opaque) { return passed(((att_av *)opaque)->deadline); }
+static int interrupted(void *opaque) { return att_av_passed(((att_av *)opaque)->deadline); }
 
 static int read_packet(void *opaque, uint8_t *buffer, int size) {
     att_av *av = opaque;
@@ -189,7 +67,7 @@ static int refuse_open(struct AVFormatContext *s, AVIOContext **pb, const char *
     return AVERROR(EPERM);
 }
 
-static int32_t status_of(int code) {
+int32_t att_av_status(int code) {
     if (code == AVERROR_EXIT) return ATT_AV_TIMEOUT;
     if (code == AVERROR(ENOMEM)) return ATT_AV_MEMORY_LIMIT;
     if (code == AVERROR_EOF) return ATT_AV_TRUNCATED;
@@ -205,7 +83,7 @@ att_av *att_av_open(
     const uint8_t *data, size_t length, int32_t max_streams, int64_t probe_bytes, const uint64_t *deadline,
     att_av_info *info, att_av_error *error) {
     memset(info, 0, sizeof *info);
-    pthread_once(&loaded, load);
+    const char *load_error = att_ff_load();
     if (load_error != NULL) {
         if (error) {
             error->status = ATT_AV_UNSUPPORTED;
@@ -213,10 +91,9 @@ att_av *att_av_open(
         }
         return NULL;
     }
-    av_log_set_level(AV_LOG_QUIET);
     att_av *av = calloc(1, sizeof *av);
     if (av == NULL) {
-        set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
+        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
         return NULL;
     }
     av->data = data;
@@ -228,7 +105,7 @@ att_av *att_av_open(
     av->format = avformat_alloc_context();
     if (av->io == NULL || av->format == NULL) {
         if (av->io == NULL) av_free(buffer);
-        set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
+        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
         att_av_close(av);
         return NULL;
     }
@@ -239,7 +116,7 @@ att_av *att_av_open(
     f->interrupt_callback.opaque = av;
     f->io_open = refuse_open;
     f->format_whitelist = av_strdup(demuxers);
-    f->codec_whitelist = av_strdup(decoders);
+    f->codec_whitelist = av_strdup(att_av_decoders);
     f->protocol_whitelist = av_strdup("none");
     // The caller's stream limit is checked on what was read (a typed refusal); FFmpeg's own cap,
     // a few times higher, stops a file of thousands of streams while it is read.
@@ -280,9 +157,9 @@ att_av *att_av_open(
         if (cut != NULL) {
             char what[96];
             snprintf(what, sizeof what, "the file ends inside its %s box (cut short)", cut);
-            set(error, ATT_AV_TRUNCATED, what, 0);
+            att_av_set(error, ATT_AV_TRUNCATED, what, 0);
         } else {
-            set(error, status_of(code), code == AVERROR(ENOMEM) ? "the container cannot be read (over 1,000 streams, or out of memory)" : "the container cannot be read", code);
+            att_av_set(error, att_av_status(code), code == AVERROR(ENOMEM) ? "the container cannot be read (over 1,000 streams, or out of memory)" : "the container cannot be read", code);
         }
         att_av_close(av);
         return NULL;
@@ -290,7 +167,7 @@ att_av *att_av_open(
     f = av->format;
     code = avformat_find_stream_info(f, NULL);
     if (code < 0) {
-        set(error, status_of(code), "the streams cannot be read", code);
+        att_av_set(error, att_av_status(code), "the streams cannot be read", code);
         att_av_close(av);
         return NULL;
     }
@@ -348,48 +225,62 @@ att_av *att_av_open(
     return av;
 }
 
+int32_t att_av_rotation(att_av *av) {
+    int index = av_find_best_stream(av->format, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
+    if (index < 0) return 0;
+    const int32_t *matrix =
+        (const int32_t *)av_stream_get_side_data(av->format->streams[index], AV_PKT_DATA_DISPLAYMATRIX, NULL);
+    if (matrix == NULL) return 0;
+    double degrees = -av_display_rotation_get(matrix);  // FFmpeg's angle is counter-clockwise
+    if (degrees != degrees) return 0;
+    int turn = (int)((degrees < 0 ? degrees - 45 : degrees + 45) / 90);
+    return ((turn % 4) + 4) % 4 * 90;
+}
+
 int32_t att_av_poster(
-    att_av *av, double seconds, int32_t max_frames, int64_t max_pixels, uint8_t **rgb, int32_t *width,
-    int32_t *height, double *shown, att_av_error *error) {
+    att_av *av, double seconds, int32_t max_frames, int64_t max_pixels, int32_t max_side, uint8_t **rgb,
+    int32_t *width, int32_t *height, double *shown, att_av_error *error) {
     *rgb = NULL;
     AVFormatContext *f = av->format;
     const AVCodec *codec = NULL;
     int index = av_find_best_stream(f, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
     if (index < 0 || codec == NULL) {
-        set(error, ATT_AV_UNSUPPORTED, "no video stream with a decoder here", index < 0 ? index : 0);
+        att_av_set(error, ATT_AV_UNSUPPORTED, "no video stream with a decoder here", index < 0 ? index : 0);
         return ATT_AV_UNSUPPORTED;
     }
     AVStream *stream = f->streams[index];
     if ((int64_t)stream->codecpar->width * stream->codecpar->height > max_pixels) {
-        set(error, ATT_AV_MEMORY_LIMIT, "the video's frames are over the pixel limit", 0);
+        att_av_set(error, ATT_AV_MEMORY_LIMIT, "the video's frames are over the pixel limit", 0);
         return ATT_AV_MEMORY_LIMIT;
     }
     AVCodecContext *decoder = avcodec_alloc_context3(codec);
     AVPacket *packet = av_packet_alloc();
     AVFrame *frame = av_frame_alloc();
+    AVFrame *last = av_frame_alloc();
     int32_t result = ATT_AV_OK;
-    if (decoder == NULL || packet == NULL || frame == NULL) {
-        set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
+    if (decoder == NULL || packet == NULL || frame == NULL || last == NULL) {
+        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
         result = ATT_AV_MEMORY_LIMIT;
         goto done;
     }
     avcodec_parameters_to_context(decoder, stream->codecpar);
     // One thread: the pipeline's workers are the threads.
     decoder->thread_count = 1;
-    decoder->codec_whitelist = av_strdup(decoders);
+    decoder->codec_whitelist = av_strdup(att_av_decoders);
     int code = avcodec_open2(decoder, codec, NULL);
     if (code < 0) {
-        set(error, status_of(code), "the video decoder cannot start", code);
-        result = status_of(code);
+        att_av_set(error, att_av_status(code), "the video decoder cannot start", code);
+        result = att_av_status(code);
         goto done;
     }
     int64_t target = (int64_t)(seconds / av_q2d(stream->time_base));
     if (stream->start_time != AV_NOPTS_VALUE) target += stream->start_time;
+    // From the keyframe at or before the time; frames before the time are decoded, not kept.
     if (seconds > 0) av_seek_frame(f, index, target, AVSEEK_FLAG_BACKWARD);
     int decoded = 0, have = 0;
     while (!have && decoded < max_frames) {
-        if (passed(av->deadline)) {
-            set(error, ATT_AV_TIMEOUT, "the poster's deadline passed", 0);
+        if (att_av_passed(av->deadline)) {
+            att_av_set(error, ATT_AV_TIMEOUT, "the poster's deadline passed", 0);
             result = ATT_AV_TIMEOUT;
             goto done;
         }
@@ -401,61 +292,76 @@ int32_t att_av_poster(
         }
         code = avcodec_send_packet(decoder, draining ? NULL : packet);
         av_packet_unref(packet);
-        while (code >= 0) {
+        while (code >= 0 || code == AVERROR(EAGAIN)) {
             code = avcodec_receive_frame(decoder, frame);
             if (code < 0) break;
             decoded++;
             int64_t pts = frame->best_effort_timestamp;
-            // The first frame at or past the asked time, or the last one decoded.
+            // The first frame at or past the asked time, or the last one the budget allows.
             if (pts == AV_NOPTS_VALUE || pts >= target || decoded >= max_frames) {
                 have = 1;
                 break;
             }
-            av_frame_unref(frame);
+            av_frame_unref(last);
+            av_frame_move_ref(last, frame);
         }
-        if (draining && !have) {
-            if (decoded == 0) {
-                set(error, ATT_AV_CORRUPT, "no frame could be decoded", 0);
-                result = ATT_AV_CORRUPT;
-            } else {
-                set(error, ATT_AV_CORRUPT, "the stream ended before the asked time", 0);
-                result = ATT_AV_CORRUPT;
-            }
-            goto done;
-        }
+        if (draining && !have) break;
+    }
+    // The asked time is past the last frame: the last frame decoded is the poster.
+    if (!have && last->width > 0) {
+        av_frame_move_ref(frame, last);
+        have = 1;
     }
     if (!have) {
-        set(error, ATT_AV_CORRUPT, "no frame within the frame budget", 0);
+        att_av_set(error, ATT_AV_CORRUPT, "no frame could be decoded", 0);
         result = ATT_AV_CORRUPT;
         goto done;
     }
     if (frame->width <= 0 || frame->height <= 0 || (int64_t)frame->width * frame->height > max_pixels) {
-        set(error, ATT_AV_MEMORY_LIMIT, "a decoded frame is over the pixel limit", 0);
+        att_av_set(error, ATT_AV_MEMORY_LIMIT, "a decoded frame is over the pixel limit", 0);
         result = ATT_AV_MEMORY_LIMIT;
         goto done;
     }
-    struct SwsContext *scale = sws_getContext(frame->width, frame->height, frame->format, frame->width, frame->height,
-                                              AV_PIX_FMT_RGB24, SWS_BILINEAR, NULL, NULL, NULL);
-    uint8_t *out = malloc((size_t)frame->width * frame->height * 3);
-    if (scale == NULL || out == NULL) {
-        sws_freeContext(scale);
+    // The shown size: the stored size stretched by the sample aspect ratio, then fit inside
+    // `max_side` (scaled once, by swscale, straight from the decoder's planes).
+    double shown_width = frame->width;
+    AVRational sar = frame->sample_aspect_ratio.num > 0 ? frame->sample_aspect_ratio : stream->sample_aspect_ratio;
+    if (sar.num > 0 && sar.den > 0 && sar.num != sar.den) shown_width = shown_width * sar.num / sar.den;
+    double scale = 1;
+    double longest = shown_width > frame->height ? shown_width : frame->height;
+    if (max_side > 0 && longest > max_side) scale = max_side / longest;
+    int out_width = (int)(shown_width * scale + 0.5), out_height = (int)(frame->height * scale + 0.5);
+    if (out_width < 1) out_width = 1;
+    if (out_height < 1) out_height = 1;
+    if ((int64_t)out_width * out_height > max_pixels) {
+        att_av_set(error, ATT_AV_MEMORY_LIMIT, "the poster is over the pixel limit", 0);
+        result = ATT_AV_MEMORY_LIMIT;
+        goto done;
+    }
+    struct SwsContext *scaler = sws_getContext(
+        frame->width, frame->height, frame->format, out_width, out_height, AV_PIX_FMT_RGB24,
+        SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, NULL, NULL, NULL);
+    uint8_t *out = malloc((size_t)out_width * out_height * 3);
+    if (scaler == NULL || out == NULL) {
+        sws_freeContext(scaler);
         free(out);
-        set(error, ATT_AV_UNSUPPORTED, "the frame's pixel format cannot be converted", 0);
+        att_av_set(error, ATT_AV_UNSUPPORTED, "the frame's pixel format cannot be converted", 0);
         result = ATT_AV_UNSUPPORTED;
         goto done;
     }
     uint8_t *planes[4] = {out, NULL, NULL, NULL};
-    int strides[4] = {frame->width * 3, 0, 0, 0};
-    sws_scale(scale, (const uint8_t *const *)frame->data, frame->linesize, 0, frame->height, planes, strides);
-    sws_freeContext(scale);
+    int strides[4] = {out_width * 3, 0, 0, 0};
+    sws_scale(scaler, (const uint8_t *const *)frame->data, frame->linesize, 0, frame->height, planes, strides);
+    sws_freeContext(scaler);
     *rgb = out;
-    *width = frame->width;
-    *height = frame->height;
+    *width = out_width;
+    *height = out_height;
     int64_t pts = frame->best_effort_timestamp;
     if (pts != AV_NOPTS_VALUE && stream->start_time != AV_NOPTS_VALUE) pts -= stream->start_time;
     *shown = pts == AV_NOPTS_VALUE ? 0 : (double)pts * av_q2d(stream->time_base);
 done:
     av_frame_free(&frame);
+    av_frame_free(&last);
     av_packet_free(&packet);
     avcodec_free_context(&decoder);
     return result;

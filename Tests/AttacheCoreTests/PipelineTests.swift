@@ -89,6 +89,28 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
         #expect(photo.outcomes.first?.cached == true, "the second request reused the stored rendition")
     }
 
+    @Test func aVideoGetsItsPosterAtTheSendersTimeAsItsSmallRendition() async throws {
+        let pipeline = try makePipeline(directory)
+        let airship = #"{"url":"\#(server.url("/clip.mp4"))","options":{"time":0.2}}"#
+        let result = await pipeline.process(
+            payload(["com.urbanairship.media_attachment": airship]), deadline: .now + .seconds(300))
+        let entry = try #require(result.outcomes.first?.attachment, "\(result.outcomes)")
+        #expect(entry.type == "public.mpeg-4")
+        let small = try #require(entry.small)
+        #expect(small.type == "public.jpeg" && small.url.hasSuffix(".jpg"))
+        #expect(entry.thumbnail.time == 0.2)
+        let id = try #require(AttachmentID(hex: String(small.url.split(separator: "/").last!.prefix(64))))
+        let poster = try pipeline.store.contents(of: try #require(try pipeline.store.attachment(id)))
+        #expect(Array(poster).starts(with: [0xFF, 0xD8, 0xFF]))
+        // The block says the poster's type; without a time the first frame is taken.
+        let block = try #require(try JSONParser.parse(result.payload)["attachments"])
+        #expect(block.text.contains(#""small":{"url":"#) && block.text.contains(#""type":"public.jpeg""#))
+        let plain = await pipeline.process(
+            payload(["image": JSONValue.quote(server.url("/clip.m4v"))]), deadline: .now + .seconds(300))
+        let first = try #require(plain.outcomes.first?.attachment)
+        #expect(first.thumbnail.time == 0 && first.small?.type == "public.jpeg")
+    }
+
     @Test func refusedAndSpoofedMediaAreReportedAndThePayloadStillGoesOut() async throws {
         let pipeline = try makePipeline(directory)
         let input = payload([
@@ -101,7 +123,9 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
         let byURL = Dictionary(uniqueKeysWithValues: result.outcomes.map { ($0.url, $0) })
         #expect(byURL[server.url("/page-named-as.png")]?.error?.detail == "html")
         #expect(byURL[server.url("/tone.aac")]?.error?.code == .unsupportedType)
-        #expect(byURL[server.url("/clip.mov")]?.error?.code == .unsupportedType)
+        // A QuickTime movie is not an attachment type: it is transcoded (an MP4 and its poster).
+        let movie = try #require(byURL[server.url("/clip.mov")]?.attachment)
+        #expect(movie.type == "public.mpeg-4" && movie.small?.type == "public.jpeg", "\(movie)")
         let lying = try #require(byURL[server.url("/lying.png")])
         #expect(lying.attachment?.type == "public.jpeg", "the bytes decide the kind")
         #expect(lying.warnings.contains { $0.contains("Content-Type image/png") })
@@ -111,7 +135,7 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
             try JSONParser.parse(result.payload)["attachments"].map { value -> Int in
                 if case .array(let items) = value { return items.count }
                 return -1
-            } == 1)
+            } == 2)
     }
 
     @Test("an outcome whose fetch failed reports the bytes the fetch read")
@@ -130,13 +154,15 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
         #expect(result.report().contains(#""fetched_bytes":1000"#), "\(result.report())")
     }
 
-    @Test("an MP4 cut after its index, or with VP9 an iPhone cannot play, is refused and nothing stored")
+    @Test(
+        "an MP4 cut after its index is refused and nothing stored; VP9 in MP4 is transcoded, or refused with transcodes off"
+    )
     func unplayableVideoIsRefused() async throws {
-        let pipeline = try makePipeline(directory)
-        for (name, code) in [
-            ("cut-after-index.mp4", AttacheError.Code.truncated), ("vp9.mp4", .unsupportedVariant),
-            ("h264.mp4", nil),
+        for (name, code, transcodes) in [
+            ("cut-after-index.mp4", AttacheError.Code.truncated, true), ("vp9.mp4", nil, true),
+            ("vp9.mp4", .unsupportedVariant, false), ("h264.mp4", nil, true),
         ] {
+            let pipeline = try makePipeline(directory) { $0.rendition.video.enabled = transcodes }
             let body = try #require(FileManager.default.contents(atPath: Paths.fixtures + "/video/" + name)).map { $0 }
             server.route("/" + name) { _, c in c.respond(headers: ["Content-Type": "video/mp4"], body: body) }
             let result = await pipeline.process(
@@ -144,6 +170,10 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
             let outcome = try #require(result.outcomes.first)
             #expect(outcome.error?.code == code, "\(name): \(result.report())")
             #expect((outcome.attachment == nil) == (code != nil), "\(name)")
+            if name == "vp9.mp4" && transcodes {
+                #expect(outcome.actions.first?.hasPrefix("transcoded to H.264/AAC MP4") == true, "\(outcome.actions)")
+                #expect(result.report().contains(#""actions":["transcoded"#))
+            }
         }
     }
 
@@ -327,7 +357,9 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
                 "attachment-url": JSONValue.quote(server.url("/clip.mp4")),
             ]))
         let after = try pipeline.store.stats()
-        let stored = result.outcomes.compactMap(\.attachment).reduce(Int64(0)) { $0 + $1.bytes }
+        let stored = result.outcomes.compactMap(\.attachment).reduce(Int64(0)) {
+            $0 + $1.bytes + ($1.small?.bytes ?? 0)
+        }
         #expect(after.bytes - before.bytes <= 10_000 && after.bytes - before.bytes == stored)
         let refused = result.outcomes.filter { $0.error?.code == .budgetExceeded }
         #expect(!refused.isEmpty && refused.allSatisfy { $0.error?.limit == .maxPayloadStoreBytes })

@@ -12,7 +12,7 @@ import Testing
         ("gray.jpg", .jpeg), ("palette-transparent.png", .png), ("tone.aiff", .aiff), ("tone.aifc", .aifc),
         ("tone.wav", .wav), ("tone.mp3", .mp3), ("tone-frames.mp3", .mp3), ("tone.m4a", .m4a),
         ("clip-mpeg1.mpg", .mpeg), ("clip-mpeg2.mpg", .mpeg2), ("clip.m2v", .mpeg2), ("clip.mp4", .mp4),
-        ("clip.m4v", .m4v), ("clip.avi", .avi), ("tone.aac", nil), ("clip.mov", nil), ("page-named-as.png", nil),
+        ("clip.m4v", .m4v), ("clip.avi", .avi), ("tone.aac", nil), ("clip.mov", .mov), ("page-named-as.png", nil),
     ]
 
     @Test(arguments: expected.map(\.0))

@@ -5,6 +5,7 @@ import AttacheMedia
 /// of the spec has its entry here, so a new field cannot be left out of the key unnoticed.
 public let renditionSpecVariants: [(field: String, change: @Sendable (inout RenditionSpec) -> Void)] = [
     ("maxSide", { $0.maxSide = 512 }),
+    ("video", { $0.video.preset = "medium" }),
     ("jpegQuality", { $0.jpegQuality = 70 }),
     ("pngCompressionLevel", { $0.pngCompressionLevel = 6 }),
     ("jpegShrinkHeadroom", { $0.jpegShrinkHeadroom = 1.5 }),

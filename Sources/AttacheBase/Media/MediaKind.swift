@@ -23,6 +23,12 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
     case avif
     /// Read only: JPEG XL, converted like a WebP.
     case jxl
+    /// Read only: QuickTime movies, WebM/Matroska clips, Ogg (Opus, Vorbis) and FLAC audio are
+    /// transcoded to H.264/AAC MP4 or AAC M4A, never stored as they came.
+    case mov
+    case webm
+    case ogg
+    case flac
 
     /// Image, audio or video: decides the byte cap and what the pipeline does with it.
     public enum Category: String, Hashable, Sendable {
@@ -35,8 +41,8 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
     public var category: Category {
         switch self {
         case .jpeg, .png, .gif, .webp, .heic, .avif, .jxl: .image
-        case .aiff, .aifc, .wav, .mp3, .m4a: .audio
-        case .mpeg, .mpeg2, .mp4, .m4v, .avi: .video
+        case .aiff, .aifc, .wav, .mp3, .m4a, .ogg, .flac: .audio
+        case .mpeg, .mpeg2, .mp4, .m4v, .avi, .mov, .webm: .video
         }
     }
 
@@ -60,6 +66,10 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
         case .heic: "public.heic"
         case .avif: "public.avif"
         case .jxl: "public.jpeg-xl"
+        case .mov: "com.apple.quicktime-movie"
+        case .webm: "org.webmproject.webm"
+        case .ogg: "org.xiph.ogg"
+        case .flac: "org.xiph.flac"
         }
     }
 
@@ -83,6 +93,10 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
         case .heic: "heic"
         case .avif: "avif"
         case .jxl: "jxl"
+        case .mov: "mov"
+        case .webm: "webm"
+        case .ogg: "ogg"
+        case .flac: "flac"
         }
     }
 
@@ -104,6 +118,10 @@ public enum MediaKind: String, Hashable, Sendable, CaseIterable {
         case .heic: "image/heic"
         case .avif: "image/avif"
         case .jxl: "image/jxl"
+        case .mov: "video/quicktime"
+        case .webm: "video/webm"
+        case .ogg: "audio/ogg"
+        case .flac: "audio/flac"
         }
     }
 }

@@ -49,7 +49,7 @@ public enum Sniffer {
             if let heif = heifKind(major: brand, b) { return heif }
             if ["M4A ", "M4B ", "M4P "].contains(brand) { return .accepted(.m4a) }
             if ["M4V ", "M4VH", "M4VP"].contains(brand) { return .accepted(.m4v) }
-            if brand == "qt  " { return .refused("quicktime") }
+            if brand == "qt  " { return .accepted(.mov) }
             if brand.hasPrefix("3g") { return .refused("3gpp") }
             if ["isom", "iso2", "iso4", "iso5", "iso6", "mp41", "mp42", "avc1", "dash", "MSNV", "f4v "]
                 .contains(brand)
@@ -62,6 +62,10 @@ public enum Sniffer {
         // JPEG XL: a bare codestream, or the ISO media container's signature box.
         if starts([0xFF, 0x0A]) && b.count >= 3 { return .accepted(.jxl) }
         if starts([0x00, 0x00, 0x00, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]) { return .accepted(.jxl) }
+        // Matroska/WebM (EBML), Ogg pages, FLAC: read to be transcoded.
+        if starts([0x1A, 0x45, 0xDF, 0xA3]) { return .accepted(.webm) }
+        if starts(Array("OggS".utf8)) && b.count >= 5 && b[4] == 0 { return .accepted(.ogg) }
+        if starts(Array("fLaC".utf8)) { return .accepted(.flac) }
         if starts(Array("%PDF".utf8)) { return .refused("pdf") }
         if starts([0x50, 0x4B, 0x03, 0x04]) { return .refused("zip") }
         if starts([0x1F, 0x8B]) { return .refused("gzip") }

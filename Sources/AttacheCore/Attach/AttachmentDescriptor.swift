@@ -34,18 +34,22 @@ public struct AttachmentDescriptor: Hashable, Sendable {
         public var sha256: String
     }
 
-    /// A small rendition (longest side ≤ ``PipelineConfiguration/smallSide``), same kind.
+    /// A small rendition (longest side ≤ ``PipelineConfiguration/smallSide``): the same kind,
+    /// or for a video its poster (a JPEG, with its own `type`).
     public struct SmallRendition: Hashable, Sendable {
         public var url: String
         public var bytes: Int64
         public var width: Int?
         public var height: Int?
         public var seal: SealedObject?
+        /// The UTI when it is not the entry's (a video's poster: `public.jpeg`).
+        public var type: String? = nil
 
         var json: JSONValue {
             var members: [JSONValue.Member] = [
                 .init(key: "url", value: .string(url)), .init(key: "bytes", value: .number(String(bytes))),
             ]
+            if let type { members.append(.init(key: "type", value: .string(type))) }
             if let width { members.append(.init(key: "width", value: .number(String(width)))) }
             if let height { members.append(.init(key: "height", value: .number(String(height)))) }
             if let seal { members += seal.members }

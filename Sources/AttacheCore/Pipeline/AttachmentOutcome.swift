@@ -14,6 +14,9 @@ public struct AttachmentOutcome: Sendable {
     public var cached = false
     /// Non-fatal findings, e.g. a `Content-Type` or URL extension that disagrees with the bytes.
     public var warnings: [String] = []
+    /// What the transform did beyond a plain downscale: GIF frames dropped or shrunk, an
+    /// animation made MP4, a video or audio file transcoded.
+    public var actions: [String] = []
     /// Milliseconds spent per stage.
     public var timings = StageTimings()
     /// Body bytes the fetch read (0 when nothing was fetched).

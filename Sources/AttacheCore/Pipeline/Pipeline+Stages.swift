@@ -20,6 +20,7 @@ struct PayloadBudgets: Sendable {
 /// store — the plaintext, or for a sealed payload the segmented ciphertext — and how to open them.
 struct Piece: Sendable {
     var plain: MediaBytes
+    var kind: MediaKind
     var width: Int?
     var height: Int?
     var sealed: [UInt8]? = nil
@@ -50,7 +51,10 @@ extension Pipeline {
         let smallSide = configuration.smallSide > 0 ? configuration.smallSide : nil
         let cacheKey = spec.cacheKey
         // The small rendition is stored under its own key: the rendition's, and its side.
-        let smallKey = smallSide.map { cacheKey + ",small=\($0)" }
+        // A video's small rendition is its poster, taken at the sender's thumbnail time.
+        let smallKey = smallSide.map { side in
+            cacheKey + ",small=\(side)" + (source.options.time.map { ",at=\($0)" } ?? "")
+        }
         // The time of the stage under way goes to its field, whether it ends well or not.
         var stage: WritableKeyPath<StageTimings, Double> = \.fetch
         var started = ContinuousClock.now
@@ -70,7 +74,7 @@ extension Pipeline {
                     else { return nil }
                     var entry = try describe(stored, kind: kind, source: source)
                     if let smallKey, let (small, _) = try self.store.lookup(url: source.url, spec: smallKey) {
-                        entry.small = try describeSmall(small, seal: nil)
+                        entry.small = try describeSmall(small, seal: nil, of: kind)
                     }
                     return entry
                 })
@@ -80,15 +84,18 @@ extension Pipeline {
                 return outcome
             }
 
+            // Video, audio and GIFs may be read past their attachment caps when they can be
+            // re-encoded under them.
+            let readLimits = configuration.sourceLimits
             let media = try await fetcher.fetch(
-                source.url, deadline: deadline, limits: configuration.mediaLimits, budget: budgets.fetch)
+                source.url, deadline: deadline, limits: readLimits, budget: budgets.fetch)
             outcome.fetchedBytes = Int64(media.bytes.count)
             next(\.validate)
 
             // The kind the fetch found in the first bytes travels on; the URL and Content-Type
             // only warn.
             let validated = try MediaValidator.validate(
-                media.bytes, sniffedKind: media.kind, limits: configuration.mediaLimits)
+                media.bytes, sniffedKind: media.kind, limits: readLimits)
             outcome.sourceKind = validated.kind.rawValue
             outcome.warnings = MediaValidator.mismatches(
                 kind: validated.kind, contentType: media.contentType, url: media.finalURL)
@@ -100,13 +107,20 @@ extension Pipeline {
             // there too.
             let work = WorkDeadline(deadline)
             let limits = configuration.imageLimits
+            let caps = configuration.mediaLimits
+            let posterTime = source.options.time
             let (transformed, main, small) = try await withTaskCancellationHandler {
                 await OffPool.run { () -> Result<(TransformedMedia, Piece, Piece?), AttacheError> in
                     Result { () throws(AttacheError) in
                         let transformed = try MediaTransform.apply(
-                            validated, spec: spec, limits: limits, deadline: work, smallSide: smallSide)
-                        var main = Piece(plain: transformed.bytes, width: transformed.width, height: transformed.height)
-                        var small = transformed.small.map { Piece(plain: $0.bytes, width: $0.width, height: $0.height) }
+                            validated, spec: spec, limits: limits, deadline: work, smallSide: smallSide, caps: caps,
+                            posterTime: posterTime)
+                        var main = Piece(
+                            plain: transformed.bytes, kind: transformed.kind, width: transformed.width,
+                            height: transformed.height)
+                        var small = transformed.small.map {
+                            Piece(plain: $0.bytes, kind: $0.kind, width: $0.width, height: $0.height)
+                        }
                         if sealed {
                             try main.encrypt()
                             try small?.encrypt()
@@ -120,6 +134,7 @@ extension Pipeline {
             (outcome.sourceWidth, outcome.sourceHeight) = (transformed.sourceWidth, transformed.sourceHeight)
             outcome.warnings += transformed.warnings
             outcome.keptSource = transformed.keptSource
+            outcome.actions += transformed.actions
             next(\.store)
             try Task.checkCancellation(or: .timedOut)
             try budgets.store.take(Int64(main.storedCount + (small?.storedCount ?? 0)))
@@ -151,6 +166,7 @@ extension Pipeline {
                     let stored = try put(main, metadata, reference)
                     var smallMetadata = metadata
                     (smallMetadata.width, smallMetadata.height, smallMetadata.frames) = (small?.width, small?.height, 1)
+                    smallMetadata.kind = .media(small?.kind ?? kind)
                     smallMetadata.posterTime = nil
                     let storedSmall = try small.map { piece throws(AttacheError) in
                         try put(piece, smallMetadata, smallReference)
@@ -158,7 +174,7 @@ extension Pipeline {
                     return (
                         try describe(stored, kind: kind, source: source),
                         try storedSmall.map { stored throws(AttacheError) in
-                            try describeSmall(stored, seal: small?.seal)
+                            try describeSmall(stored, seal: small?.seal, of: kind)
                         }
                     )
                 }
@@ -214,13 +230,15 @@ extension Pipeline {
     }
 
     /// The entry's `small` member for a stored small rendition, with a token of its own.
+    /// A small rendition of another kind than the attachment's (a video's poster) says its type.
     func describeSmall(
-        _ stored: StoredAttachment, seal: AttachmentDescriptor.SealedObject?
+        _ stored: StoredAttachment, seal: AttachmentDescriptor.SealedObject?, of kind: MediaKind
     ) throws(AttacheError) -> AttachmentDescriptor.SmallRendition {
         let token = try store.issueToken(for: stored.id, ttl: configuration.tokenTTL)
+        let smallKind: MediaKind? = if case .media(let own) = stored.kind, own != kind { own } else { nil }
         return .init(
             url: AttachmentDescriptor.url(stored, token: token, baseURL: configuration.baseURL), bytes: stored.bytes,
-            width: stored.width, height: stored.height, seal: seal)
+            width: stored.width, height: stored.height, seal: seal, type: smallKind?.uti)
     }
 }
 

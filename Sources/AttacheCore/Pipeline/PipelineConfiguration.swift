@@ -55,6 +55,10 @@ public struct PipelineConfiguration: Sendable {
     /// The defaults.
     public init() {}
 
+    /// What a fetch may read: ``mediaLimits``, or where re-encoding is on (``RenditionSpec/video``)
+    /// the source caps, since video, audio and GIFs over their caps are made to fit them.
+    public var sourceLimits: MediaLimits { rendition.video.enabled ? mediaLimits.forSources : mediaLimits }
+
     /// The spec the transform runs with: ``rendition`` with GIF output held under the image
     /// byte cap. Its cache key names the stored renditions.
     public var effectiveRendition: RenditionSpec {

@@ -37,6 +37,14 @@ extension AttachmentOutcome {
             item.add("bytes", Int(attachment.bytes))
             item.add("width", attachment.width)
             item.add("height", attachment.height)
+            // The small rendition (a video's poster), for the batch report's pictures.
+            if let small = attachment.small, let name = small.url.split(separator: "/").last {
+                item.add("small_id", String(name.prefix { $0 != "." }))
+                item.add("small_type", small.type ?? attachment.type)
+            }
+            if let time = attachment.thumbnail.time, attachment.kind.category == .video {
+                item.add("poster_time", time)
+            }
         }
         item.add("fetched_bytes", Int(fetchedBytes))
         if let sourceKind { item.add("source_type", sourceKind) }
@@ -46,6 +54,7 @@ extension AttachmentOutcome {
         if let error { item.add("error", object: JSONLine.error(error)) }
         if let failedStage { item.add("failed_stage", failedStage) }
         item.addRaw("warnings", "[" + warnings.map(JSONLine.quote).joined(separator: ",") + "]")
+        if !actions.isEmpty { item.addRaw("actions", "[" + actions.map(JSONLine.quote).joined(separator: ",") + "]") }
         item.add("ms", object: timings.json)
         return item
     }

@@ -21,8 +21,9 @@ public struct TransformedMedia: Sendable {
     /// Images: whether the source's own bytes were kept, metadata removed, instead of a
     /// re-encoded rendition (nil for audio and video, which always pass as they came).
     public var keptSource: Bool? = nil
-    /// The small rendition, when one was asked for and the image is larger.
-    public var small: (bytes: MediaBytes, width: Int, height: Int)? = nil
+    /// The small rendition, when one was asked for and the image is larger, or a video's
+    /// poster (a JPEG): the device's fallback.
+    public var small: (bytes: MediaBytes, width: Int, height: Int, kind: MediaKind)? = nil
     /// What the transform noticed and worked around (an embedded ICC profile it could not use).
     public var warnings: [String] = []
     /// Video and audio: what the container holds (codecs, size, duration).
@@ -42,37 +43,140 @@ public enum MediaTransform {
     ///     the transform stops within one band or frame and throws `timed_out`.
     ///   - smallSide: also make a small rendition of an image larger than this, from the pixels
     ///     already decoded (an animated GIF's: its poster frame, a still GIF), for
-    ///     ``TransformedMedia/small``.
+    ///     ``TransformedMedia/small``; a video's small rendition is its poster.
+    ///   - caps: the attachment caps (Apple's): video, audio and animated GIFs over them (or in
+    ///     what an iPhone cannot play) are re-encoded to fit when ``RenditionSpec/video`` allows.
+    ///   - posterTime: when a video's poster is taken (the sender's thumbnail time), else
+    ///     ``MediaPoster/defaultTime``.
     public static func apply(
         _ media: ValidatedMedia, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline,
-        smallSide: Int? = nil
+        smallSide: Int? = nil, caps: MediaLimits = MediaLimits(), posterTime: Double? = nil
     ) throws(AttacheError) -> TransformedMedia {
         try deadline.check()
         switch media.kind.category {
+        case .image where media.kind == .gif && spec.video.enabled && MediaEncoder.isAvailable:
+            // An animation the GIF budgets would clip (frames dropped, shrunk, or over the
+            // image cap) plays whole as an MP4, a fraction of the bytes.
+            let attempt = Result { () throws(AttacheError) in
+                try ImageProcessor.render(
+                    media.bytes, kind: media.kind, spec: spec, limits: limits, deadline: deadline,
+                    smallSide: smallSide)
+            }
+            switch attempt {
+            case .success(let rendition) where rendition.frames <= 1 || rendition.actions.isEmpty:
+                return image(rendition)
+            case .failure(let error) where error.limit != .gifMaxBytes:
+                throw error
+            case .success(let rendition):
+                return try gifVideo(
+                    media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide,
+                    caps: caps, clipped: rendition.actions.joined(separator: "; "))
+            case .failure(let error):
+                return try gifVideo(
+                    media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide,
+                    caps: caps, clipped: error.message)
+            }
         case .image:
-            let rendition = try ImageProcessor.render(
-                media.bytes, kind: media.kind, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide)
-            let animated = rendition.frames > 1
-            var transformed = TransformedMedia(
-                kind: rendition.kind, bytes: MediaBytes(rendition.data), width: rendition.width,
-                height: rendition.height, frames: rendition.frames,
-                posterTime: animated ? rendition.posterTime : nil, actions: rendition.actions,
-                sourceWidth: rendition.source.width, sourceHeight: rendition.source.height)
-            transformed.keptSource = rendition.keptSource
-            if let warning = rendition.source.colourWarning { transformed.warnings.append(warning) }
-            if let small = rendition.small { transformed.small = (MediaBytes(small.data), small.width, small.height) }
-            return transformed
+            return image(
+                try ImageProcessor.render(
+                    media.bytes, kind: media.kind, spec: spec, limits: limits, deadline: deadline,
+                    smallSide: smallSide))
         case .audio, .video:
-            // Read by libavformat before anything is stored: a cut file, a codec an iPhone does
-            // not play in this container, or one over the limits is refused here.
-            let container = try MediaContainer.check(media.bytes, kind: media.kind, limits: limits, deadline: deadline)
-            var transformed = TransformedMedia(kind: media.kind, bytes: media.bytes)
-            transformed.container = container
+            return try audioVisual(
+                media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide, caps: caps,
+                posterTime: posterTime)
+        }
+    }
+
+    private static func image(_ rendition: Rendition) -> TransformedMedia {
+        let animated = rendition.frames > 1
+        var transformed = TransformedMedia(
+            kind: rendition.kind, bytes: MediaBytes(rendition.data), width: rendition.width,
+            height: rendition.height, frames: rendition.frames,
+            posterTime: animated ? rendition.posterTime : nil, actions: rendition.actions,
+            sourceWidth: rendition.source.width, sourceHeight: rendition.source.height)
+        transformed.keptSource = rendition.keptSource
+        if let warning = rendition.source.colourWarning { transformed.warnings.append(warning) }
+        if let small = rendition.small {
+            transformed.small = (MediaBytes(small.data), small.width, small.height, rendition.kind)
+        }
+        return transformed
+    }
+
+    /// An animated GIF made MP4, with its poster from the video.
+    private static func gifVideo(
+        _ media: ValidatedMedia, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline, smallSide: Int?,
+        caps: MediaLimits, clipped: String
+    ) throws(AttacheError) -> TransformedMedia {
+        let video = try MediaEncoder.video(
+            fromGIF: media.bytes, spec: spec, limits: limits, cap: caps.videoBytes, deadline: deadline)
+        var transformed = TransformedMedia(
+            kind: .mp4, bytes: MediaBytes(video.bytes), width: video.width, height: video.height, frames: video.frames)
+        transformed.actions.append(
+            "made an H.264 MP4 of \(video.frames ?? 0) frames, \(video.bytes.count) bytes (as a GIF: \(clipped))")
+        try poster(
+            of: transformed.bytes, into: &transformed, at: nil, smallSide: smallSide, spec: spec, limits: limits,
+            deadline: deadline)
+        return transformed
+    }
+
+    /// Video and audio: checked by libavformat before anything is stored (a cut file, or one
+    /// over the limits, is refused), passed as they came when an iPhone plays them and they fit
+    /// the cap, else re-encoded; a video's poster is its small rendition.
+    private static func audioVisual(
+        _ media: ValidatedMedia, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline, smallSide: Int?,
+        caps: MediaLimits, posterTime: Double?
+    ) throws(AttacheError) -> TransformedMedia {
+        let encode = spec.video.enabled && MediaEncoder.isAvailable
+        let container = try MediaContainer.check(
+            media.bytes, kind: media.kind, limits: limits, deadline: deadline, allowUnplayable: encode)
+        let isVideo = media.kind.category == .video
+        let cap = caps.maxBytes(for: media.kind)
+        var transformed: TransformedMedia
+        if container.unplayable != nil || media.bytes.count > cap {
+            guard encode else {
+                try caps.check(media.kind, bytes: Int64(media.bytes.count))
+                throw AttacheError(
+                    .unsupportedVariant, "\(media.kind.rawValue): \(container.unplayable ?? "unplayable")")
+            }
+            let why = container.unplayable ?? "\(media.bytes.count) bytes, over the cap of \(cap)"
+            let output = try MediaEncoder.transcode(
+                media.bytes, info: container, video: isVideo, spec: spec, limits: limits, cap: cap, deadline: deadline)
+            transformed = TransformedMedia(
+                kind: output.kind, bytes: MediaBytes(output.bytes), width: output.width, height: output.height)
+            transformed.actions.append(
+                "transcoded to \(isVideo ? "H.264/AAC MP4" : "AAC M4A"), \(output.bytes.count) bytes (\(why))")
+        } else {
+            transformed = TransformedMedia(kind: media.kind, bytes: media.bytes)
             if [.mp4, .m4v, .m4a].contains(media.kind) && !container.indexFirst {
                 transformed.warnings.append(
                     "the index (moov) is at the end of the file: a device downloads all of it before playing")
             }
-            return transformed
+        }
+        transformed.container = container
+        if isVideo {
+            try poster(
+                of: media.bytes, into: &transformed, at: posterTime, smallSide: smallSide, spec: spec, limits: limits,
+                deadline: deadline)
+        }
+        return transformed
+    }
+
+    /// A video's poster as its small rendition: a poster that cannot be made is a warning, never
+    /// the video's failure (but the deadline is).
+    private static func poster(
+        of bytes: MediaBytes, into transformed: inout TransformedMedia, at time: Double?, smallSide: Int?,
+        spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline
+    ) throws(AttacheError) {
+        guard let smallSide else { return }
+        do throws(AttacheError) {
+            let poster = try MediaPoster.jpeg(
+                bytes, at: time, maxSide: smallSide, quality: spec.jpegQuality, limits: limits, deadline: deadline)
+            transformed.small = (MediaBytes(poster.bytes), poster.width, poster.height, .jpeg)
+            transformed.posterTime = poster.shown
+        } catch {
+            if error.code == .timedOut { throw error }
+            transformed.warnings.append("no poster: \(error.message)")
         }
     }
 }

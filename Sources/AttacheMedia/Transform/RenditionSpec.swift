@@ -30,6 +30,8 @@ public struct RenditionSpec: Hashable, Sendable {
     /// GIF: keep the frames decoded before a truncation instead of failing with `truncated`
     /// (default off).
     public var gifAllowPartial = false
+    /// Video and audio re-encoding, and GIFs made MP4 (``VideoEncoding``).
+    public var video = VideoEncoding()
     /// What still images are written as (default ``OutputFormat/auto``: what every iOS device
     /// shows). Animations stay animated GIF whatever this says.
     public var outputFormat = OutputFormat.auto
@@ -67,6 +69,7 @@ public struct RenditionSpec: Hashable, Sendable {
         // Named only when not the default, so renditions stored before the option stay valid.
         if outputFormat != .auto { key += ",format=\(outputFormat.rawValue)" }
         key += ",gif-partial=\(gifAllowPartial ? 1 : 0)"
+        key += video.cacheKey
         return key
     }
 

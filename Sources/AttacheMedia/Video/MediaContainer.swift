@@ -19,6 +19,9 @@ public struct ContainerInfo: Hashable, Sendable {
     public var channels: Int?
     /// MP4/MOV: the index comes before the media (plays while it downloads).
     public var indexFirst: Bool
+    /// Why an iPhone cannot play it as it is (a codec its container does not carry there, or a
+    /// read-only kind: QuickTime, WebM, Ogg, FLAC); nil when it can.
+    public var unplayable: String? = nil
 }
 
 /// The container check for video and audio, before anything is stored: libavformat reads the
@@ -32,14 +35,21 @@ public struct ContainerInfo: Hashable, Sendable {
 /// came in (VP9 or AV1 in an `.mp4`, Opus in an `.m4a`: `unsupported_variant`); no stream of its
 /// category; over ``ImageLimits/maxMediaSeconds`` or ``ImageLimits/maxVideoPixels``.
 public enum MediaContainer {
-    /// Checks `bytes` of `kind` (a video or audio kind) and says what they hold.
+    /// Checks `bytes` of `kind` (a video or audio kind) and says what they hold. With
+    /// `allowUnplayable`, what an iPhone cannot play is said in ``ContainerInfo/unplayable``
+    /// (for a transcode) instead of refused with `unsupported_variant`.
     public static func check(
-        _ bytes: MediaBytes, kind: MediaKind, limits: ImageLimits = .default, deadline: WorkDeadline = .none
+        _ bytes: MediaBytes, kind: MediaKind, limits: ImageLimits = .default, deadline: WorkDeadline = .none,
+        allowUnplayable: Bool = false
     ) throws(AttacheError) -> ContainerInfo {
         let (handle, info) = try open(bytes, limits: limits, deadline: deadline)
         att_av_close(handle)
-        try accept(info, kind: kind, size: bytes.count, limits: limits)
-        return info.public
+        var found = info.public
+        found.unplayable = try accept(info, kind: kind, size: bytes.count, limits: limits)
+        if let reason = found.unplayable, !allowUnplayable {
+            throw AttacheError(.unsupportedVariant, "\(kind.rawValue): \(reason)")
+        }
+        return found
     }
 
     /// Opens the container: its streams read, nothing decoded.
@@ -62,7 +72,17 @@ public enum MediaContainer {
     static let playableVideo: Set = ["h264", "hevc", "mpeg4"]
     static let playableAudio: Set = ["aac", "mp3", "alac", "ac3", "eac3", "pcm_s16le", "pcm_s16be", "pcm_s24le"]
 
-    static func accept(_ info: att_av_info, kind: MediaKind, size: Int, limits: ImageLimits) throws(AttacheError) {
+    /// Kinds read only to be transcoded.
+    static let readOnly: [MediaKind: String] = [
+        .mov: "a QuickTime movie is not an attachment type", .webm: "WebM/Matroska is not an attachment type",
+        .ogg: "Ogg is not an attachment type", .flac: "FLAC is not an attachment type",
+    ]
+
+    /// Refuses what no transcode may take (too many streams, cut short, too long, too many
+    /// pixels, no stream of its category) and says why an iPhone cannot play the rest, if so.
+    static func accept(
+        _ info: att_av_info, kind: MediaKind, size: Int, limits: ImageLimits
+    ) throws(AttacheError) -> String? {
         let found = info.public
         let name = kind.rawValue
         if found.streams > limits.maxStreams {
@@ -91,24 +111,23 @@ public enum MediaContainer {
                     .tooManyPixels, "\(name): \(w)x\(h) frames, over the limit of \(limits.maxVideoPixels) pixels",
                     limit: .maxVideoPixels)
             }
+            if let reason = readOnly[kind] { return reason }
             if [.mp4, .m4v].contains(kind) {
-                guard playableVideo.contains(codec) else {
-                    throw AttacheError(.unsupportedVariant, "\(name): an iPhone does not play \(codec) video in MP4")
-                }
+                guard playableVideo.contains(codec) else { return "an iPhone does not play \(codec) video in MP4" }
                 if let audio = found.audioCodec, !playableAudio.contains(audio) {
-                    throw AttacheError(.unsupportedVariant, "\(name): an iPhone does not play \(audio) audio in MP4")
+                    return "an iPhone does not play \(audio) audio in MP4"
                 }
             }
         case .audio:
             guard info.audio_streams > 0, let codec = found.audioCodec else {
                 throw AttacheError(.unsupportedVariant, "\(name): no audio stream (an audio kind with none)")
             }
-            if kind == .m4a && !playableAudio.contains(codec) {
-                throw AttacheError(.unsupportedVariant, "\(name): an iPhone does not play \(codec) audio in M4A")
-            }
+            if let reason = readOnly[kind] { return reason }
+            if kind == .m4a && !playableAudio.contains(codec) { return "an iPhone does not play \(codec) audio in M4A" }
         case .image:
             break
         }
+        return nil
     }
 }
 

@@ -60,11 +60,75 @@ att_av *att_av_open(
     att_av_info *info, att_av_error *error);
 
 /// Decodes the video frame shown at `seconds` (from the keyframe before it, at most
-/// `max_frames` decoded) into RGB24 at the stream's size, malloc'ed into `*rgb` (att_av_free).
-/// `*shown` is the frame's own time. At most `max_pixels` pixels.
+/// `max_frames` decoded; the last frame when the time is past the end) into RGB24, scaled by
+/// swscale to its shown shape (sample aspect ratio) fitting inside `max_side` (0 = as stored),
+/// malloc'ed into `*rgb` (att_av_free). `*shown` is the frame's own time. At most `max_pixels`
+/// pixels decoded.
 int32_t att_av_poster(
-    att_av *av, double seconds, int32_t max_frames, int64_t max_pixels, uint8_t **rgb, int32_t *width,
-    int32_t *height, double *shown, att_av_error *error);
+    att_av *av, double seconds, int32_t max_frames, int64_t max_pixels, int32_t max_side, uint8_t **rgb,
+    int32_t *width, int32_t *height, double *shown, att_av_error *error);
+
+/// The first video stream's display rotation, clockwise: 0, 90, 180 or 270.
+int32_t att_av_rotation(att_av *av);
+
+/// What an encoded MP4 or M4A is to be.
+typedef struct {
+    /// Video: the output size (even), 0 = no video (an M4A).
+    int32_t width;
+    int32_t height;
+    /// The time base of the timestamps given to att_av_writer_rgba (a transcode uses its source's).
+    int32_t time_base_num;
+    int32_t time_base_den;
+    /// Frames a second, a hint for rate control.
+    double frame_rate;
+    /// H.264 by libx264: `crf` (0 = 23), capped by `max_rate` bits a second when over 0 (a VBV
+    /// of twice that); `bit_rate` over 0 asks for that average instead of a constant quality.
+    int32_t crf;
+    int64_t bit_rate;
+    int64_t max_rate;
+    /// x264's preset (`veryfast`, `medium`, …).
+    char preset[16];
+    /// AAC bits a second, 0 = no audio; the output rate and channels (1 or 2).
+    int32_t audio_bit_rate;
+    int32_t sample_rate;
+    int32_t channels;
+    /// The output may not pass this many bytes: writing past it fails the encode.
+    int64_t max_bytes;
+    /// At most this many video frames are decoded (a transcode).
+    int64_t max_frames;
+    /// Colour tags for the video (FFmpeg's AVColorPrimaries, AVColorTransferCharacteristic,
+    /// AVColorSpace; 0 = not said). Frames given as RGBA are converted with BT.709's matrix.
+    int32_t color_primaries;
+    int32_t color_trc;
+    int32_t colorspace;
+    /// The source's display matrix, kept on the video track (transcodes): `has_matrix` 1.
+    int32_t display_matrix[9];
+    int32_t has_matrix;
+} att_av_output;
+
+/// Whether this FFmpeg has libx264 (H.264 encoding); without it posters and checks still work.
+int32_t att_av_can_encode(void);
+
+typedef struct att_av_writer att_av_writer;
+
+/// An MP4 (H.264, faststart) or M4A (AAC) written into memory.
+att_av_writer *att_av_writer_open(const att_av_output *output, const uint64_t *deadline, att_av_error *error);
+
+/// Adds a frame of `width`×`height` RGBA pixels (`stride` bytes a row), shown from `pts` for
+/// `duration` (the writer's time base); scaled to the output size.
+int32_t att_av_writer_rgba(
+    att_av_writer *writer, const uint8_t *rgba, int32_t width, int32_t height, int32_t stride, int64_t pts,
+    int64_t duration, att_av_error *error);
+
+/// Flushes the encoders and finishes the file: `*bytes` (att_av_free) of `*length`.
+int32_t att_av_writer_finish(att_av_writer *writer, uint8_t **bytes, size_t *length, att_av_error *error);
+
+void att_av_writer_close(att_av_writer *writer);
+
+/// Re-encodes an opened container's first video stream (when `output->width` > 0) and first
+/// audio stream (when `output->audio_bit_rate` > 0) into an MP4 (or an M4A when there is no
+/// video), decoding and encoding on the calling thread only.
+int32_t att_av_transcode(att_av *av, const att_av_output *output, uint8_t **bytes, size_t *length, att_av_error *error);
 
 void att_av_close(att_av *av);
 void att_av_free(void *pointer);

@@ -20,4 +20,19 @@ ffmpeg -v error -y -f lavfi -i "sine=frequency=440:duration=0.2" "${args[@]}" -c
 ffmpeg -v error -y -f lavfi -i "sine=frequency=440:duration=1" -c:a libopus -b:a 32k -f mp4 opus.m4a
 # The mp4 muxer writes the `isom` brand; an .m4a from a phone says `M4A `.
 printf 'M4A ' | dd of=opus.m4a bs=1 seek=8 conv=notrunc status=none
+
+# Read-only kinds, transcoded: VP9/Opus WebM, QuickTime (H.264 in a `qt  ` movie), Opus in Ogg,
+# FLAC; a portrait clip stored landscape with a 90° display matrix; playlists that name a file.
+ffmpeg -v error -y "${source[@]}" -c:v libvpx-vp9 -b:v 200k -c:a libopus -b:a 32k clip.webm
+ffmpeg -v error -y "${source[@]}" -c:v libx264 -pix_fmt yuv420p -c:a aac -b:a 64k -f mov clip.mov
+ffmpeg -v error -y -f lavfi -i "sine=frequency=440:duration=2" -c:a libopus -b:a 32k tone.ogg
+ffmpeg -v error -y -f lavfi -i "sine=frequency=440:duration=2" -c:a flac tone.flac
+ffmpeg -v error -y -i h264.mp4 -c copy -metadata:s:v:0 rotate=90 -movflags +faststart rotated.mp4
+printf '#EXTM3U\n#EXTINF:2,\nfile:///etc/passwd\n' > playlist.m3u8
+printf 'ffconcat version 1.0\nfile /etc/passwd\n' > list.ffconcat
+# An animated GIF of 300 frames (over the 200-frame budget): made MP4 whole.
+ffmpeg -v error -y -f lavfi -i "testsrc=size=160x120:rate=25:duration=12" -vf "split[a][b];[a]palettegen[p];[b][p]paletteuse" long.gif
+# Six seconds of a busy pattern at 1 Mbit/s (~750 KB): re-encoded under half its size.
+ffmpeg -v error -y -f lavfi -i "testsrc2=size=320x240:rate=25:duration=6" -f lavfi -i "sine=frequency=440:duration=6" \
+    -c:v libx264 -b:v 1M -pix_fmt yuv420p -c:a aac -b:a 64k -movflags +faststart dense.mp4
 ls -l

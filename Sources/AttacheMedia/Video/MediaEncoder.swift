@@ -1,0 +1,192 @@
+public import AttacheBase
+internal import CAttacheAV
+
+/// How video and audio are re-encoded when they must be: H.264 (libx264, High profile,
+/// yuv420p) and AAC in an MP4 with its index first, or AAC in an M4A.
+public struct VideoEncoding: Hashable, Sendable {
+    /// Re-encode at all (default on where FFmpeg has libx264): animated GIFs the GIF budgets
+    /// would clip become MP4, videos over the cap or in what an iPhone cannot play become
+    /// H.264/AAC MP4, audio over the cap or in Ogg/FLAC/Opus becomes AAC M4A. Off: such media
+    /// are refused as before (`too_large`, `unsupported_variant`).
+    public var enabled = true
+    /// libx264's preset (default `veryfast`: a service's deadline; batch runs may take `medium`).
+    public var preset = "veryfast"
+    /// libx264's constant quality (default 23), capped by the rate that fits the byte cap.
+    public var crf = 23
+    /// The video's longest side (default 1920); lower rates shrink it further.
+    public var maxSide = 1920
+    /// AAC bits a second (default 128,000; less when the cap asks for it).
+    public var audioBitRate = 128_000
+
+    public init() {}
+
+    /// What the cache key says of it (empty for the defaults, so keys made before stay valid).
+    var cacheKey: String {
+        self == VideoEncoding()
+            ? "" : ",video=\(enabled ? 1 : 0):\(preset):\(crf):\(maxSide):\(audioBitRate)"
+    }
+}
+
+/// The encodes: GIF frames into an MP4, and transcodes of a container libavformat opened.
+/// Everything runs on the calling thread (libx264's and the decoders' thread pools off), stops
+/// at the deadline, and writes only into memory, never past the byte cap.
+public enum MediaEncoder {
+    /// Whether this FFmpeg can encode H.264 (libx264) and AAC. Without it (a build of FFmpeg
+    /// without GPL parts, or `ATTACHE_NO_X264=1` at build time) posters and checks still work.
+    public static let isAvailable: Bool = att_av_can_encode() != 0
+
+    /// What an encode made.
+    public struct Output: Sendable {
+        public var bytes: [UInt8]
+        public var kind: MediaKind
+        public var width: Int?
+        public var height: Int?
+        public var frames: Int?
+        /// Seconds.
+        public var duration: Double?
+    }
+
+    /// `width` × `height` fit inside `side` with both even (H.264 4:2:0 needs it), at least 2.
+    static func evenFit(width: Int, height: Int, side: Int) -> (width: Int, height: Int) {
+        let fitted = RenditionSpec.fit(width: width, height: height, into: side)
+        return (max(2, fitted.width & ~1), max(2, fitted.height & ~1))
+    }
+
+    static func output(preset: String) -> att_av_output {
+        var output = att_av_output()
+        withUnsafeMutableBytes(of: &output.preset) { buffer in
+            for (i, byte) in preset.utf8.prefix(buffer.count - 1).enumerated() { buffer[i] = byte }
+        }
+        return output
+    }
+
+    /// An animated GIF as an H.264 MP4: every frame kept with its delay (the total duration
+    /// kept), composited as a browser shows it, scaled to fit the rendition's side (even).
+    public static func video(
+        fromGIF bytes: MediaBytes, spec: RenditionSpec, limits: ImageLimits, cap: Int64,
+        deadline: WorkDeadline = .none
+    ) throws(AttacheError) -> Output {
+        let info = try ImageProcessor.scanGIF(bytes, limits: limits, deadline: deadline)
+        let size = evenFit(
+            width: info.width, height: info.height, side: spec.maxSide(forWidth: info.width, height: info.height))
+        var settings = output(preset: spec.video.preset)
+        (settings.width, settings.height) = (Int32(size.width), Int32(size.height))
+        (settings.time_base_num, settings.time_base_den) = (1, 100)
+        settings.frame_rate = info.duration > 0 ? Double(info.frames) * 100 / Double(info.duration) : 10
+        settings.crf = Int32(spec.video.crf)
+        settings.max_bytes = cap
+        settings.color_primaries = 1  // BT.709 (sRGB's primaries)
+        settings.color_trc = 1
+        settings.colorspace = 1
+        var error = att_av_error()
+        guard let writer = att_av_writer_open(&settings, deadline.pointer, &error) else {
+            throw AttacheError(encode: error, cap: cap)
+        }
+        defer { att_av_writer_close(writer) }
+        let decoder = try GIFDecoder(bytes: bytes, limits: limits)
+        var compositor = GIFCompositor(width: decoder.width, height: decoder.height)
+        var time = 0
+        var frames = 0
+        while let frame = try decoder.next() {
+            try deadline.check()
+            compositor.draw(frame)
+            let status = compositor.canvas.withUnsafeBufferPointer {
+                att_av_writer_rgba(
+                    writer, $0.baseAddress, Int32(decoder.width), Int32(decoder.height), Int32(decoder.width * 4),
+                    Int64(time), Int64(frame.delay), &error)
+            }
+            guard status == Int32(ATT_AV_OK) else { throw AttacheError(encode: error, cap: cap) }
+            time += frame.delay
+            frames += 1
+        }
+        let data = try finish(writer, cap: cap)
+        return Output(
+            bytes: data, kind: .mp4, width: size.width, height: size.height, frames: frames,
+            duration: Double(time) / 100)
+    }
+
+    /// Re-encodes video (to an H.264/AAC MP4) or audio (to an AAC M4A) so it plays on an
+    /// iPhone and fits `cap` bytes: a constant quality capped at the rate that fits the cap over
+    /// the duration (libx264's VBV), the picture made smaller when that rate is low.
+    public static func transcode(
+        _ bytes: MediaBytes, info: ContainerInfo, video: Bool, spec: RenditionSpec, limits: ImageLimits,
+        cap: Int64, deadline: WorkDeadline = .none
+    ) throws(AttacheError) -> Output {
+        let seconds = max(info.duration ?? 0, 0.1)
+        // 92% of the cap for the media: the index and the rate control's slack take the rest.
+        let budget = Double(cap) * 8 * 0.92 / seconds
+        var settings = output(preset: spec.video.preset)
+        settings.max_bytes = cap
+        settings.max_frames = Int64(limits.maxMediaSeconds * 240)
+        let hasAudio = info.audioCodec != nil
+        if hasAudio {
+            let rate = min(Double(spec.video.audioBitRate), video ? budget / 8 : budget)
+            guard rate >= 24_000 else {
+                throw AttacheError(
+                    .tooLarge, "\(Int(seconds)) s of audio cannot fit \(cap) bytes at 24 kbit/s",
+                    limit: .maxBytes(of: video ? .video : .audio))
+            }
+            settings.audio_bit_rate = Int32(rate)
+            settings.sample_rate = info.sampleRate == 48_000 ? 48_000 : 44_100
+            settings.channels = info.channels == 1 ? 1 : 2
+        }
+        var size: (width: Int, height: Int)?
+        if video {
+            guard let width = info.width, let height = info.height, width > 0, height > 0 else {
+                throw AttacheError(.unsupportedVariant, "video: no picture size to encode")
+            }
+            let rate = budget - Double(settings.audio_bit_rate)
+            guard rate >= 100_000 else {
+                throw AttacheError(
+                    .tooLarge, "\(Int(seconds)) s of video cannot fit \(cap) bytes at 100 kbit/s",
+                    limit: .maxBytes(of: .video))
+            }
+            // Fewer pixels where the rate is low (about 0.1 bit a pixel a frame at 30 fps).
+            let side =
+                rate < 400_000 ? 640 : rate < 900_000 ? 854 : rate < 2_000_000 ? 1280 : spec.video.maxSide
+            size = evenFit(width: width, height: height, side: min(side, spec.video.maxSide))
+            (settings.width, settings.height) = (Int32(size!.width), Int32(size!.height))
+            settings.crf = Int32(spec.video.crf)
+            settings.max_rate = Int64(rate)
+        } else if !hasAudio {
+            throw AttacheError(.unsupportedVariant, "audio: no audio stream to encode")
+        }
+        let (handle, _) = try MediaContainer.open(bytes, limits: limits, deadline: deadline)
+        defer { att_av_close(handle) }
+        var data: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        var error = att_av_error()
+        let status = att_av_transcode(handle, &settings, &data, &length, &error)
+        guard status == Int32(ATT_AV_OK), let data else { throw AttacheError(encode: error, cap: cap) }
+        defer { att_av_free(data) }
+        return Output(
+            bytes: Array(UnsafeBufferPointer(start: data, count: length)), kind: video ? .mp4 : .m4a,
+            width: size?.width, height: size?.height, frames: nil, duration: info.duration)
+    }
+
+    private static func finish(_ writer: OpaquePointer, cap: Int64) throws(AttacheError) -> [UInt8] {
+        var data: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        var error = att_av_error()
+        let status = att_av_writer_finish(writer, &data, &length, &error)
+        guard status == Int32(ATT_AV_OK), let data else { throw AttacheError(encode: error, cap: cap) }
+        defer { att_av_free(data) }
+        return Array(UnsafeBufferPointer(start: data, count: length))
+    }
+}
+
+extension AttacheError {
+    /// Maps an encode's failure to a typed error.
+    init(encode error: att_av_error, cap: Int64) {
+        let message = Self.line(error.message)
+        let text = "encode: \(message.isEmpty ? "failed" : message)"
+        switch error.status {
+        case Int32(ATT_AV_MEMORY_LIMIT) where message.contains("byte cap"):
+            self.init(.tooLarge, "\(text) (\(cap) bytes)", limit: .maxBytes(of: .video))
+        case Int32(ATT_AV_MEMORY_LIMIT) where message.contains("frames"):
+            self.init(.tooLarge, text, limit: .maxMediaSeconds)
+        default:
+            self.init(av: error, streamsOver: 0)
+        }
+    }
+}

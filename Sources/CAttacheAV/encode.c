@@ -1,0 +1,599 @@
+// MP4 (H.264 + AAC, faststart) and M4A (AAC) written into memory with libavcodec and
+// libavformat: GIF animations made video, and transcodes of what an iPhone cannot play or what
+// is over Apple's caps. One thread (libx264's and the decoders' own pools off), the deadline
+// polled between frames and by libavformat, the output capped in bytes, nothing written but
+// the memory buffer handed back.
+#include "ff.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The output: a growable buffer the muxer writes and seeks in (faststart moves the index to
+// the front in a second pass that reads it back).
+typedef struct {
+    uint8_t *data;
+    size_t size;
+    size_t capacity;
+    int64_t position;
+    int64_t max;
+    int over;
+} buffer;
+
+typedef struct {
+    buffer *target;
+    int64_t position;
+} reader;
+
+static int buffer_write(void *opaque, uint8_t *bytes, int count) {
+    buffer *b = opaque;
+    int64_t end = b->position + count;
+    if (end > b->max) {
+        b->over = 1;
+        return AVERROR(EFBIG);
+    }
+    if ((size_t)end > b->capacity) {
+        size_t capacity = b->capacity ? b->capacity : 1 << 20;
+        while (capacity < (size_t)end) capacity *= 2;
+        if (capacity > (size_t)b->max) capacity = (size_t)b->max;
+        uint8_t *grown = realloc(b->data, capacity);
+        if (grown == NULL) return AVERROR(ENOMEM);
+        b->data = grown;
+        b->capacity = capacity;
+    }
+    if (b->position > (int64_t)b->size) memset(b->data + b->size, 0, (size_t)b->position - b->size);
+    memcpy(b->data + b->position, bytes, (size_t)count);
+    b->position = end;
+    if ((size_t)end > b->size) b->size = (size_t)end;
+    return count;
+}
+
+static int64_t buffer_seek(void *opaque, int64_t offset, int whence) {
+    buffer *b = opaque;
+    switch (whence & ~AVSEEK_FORCE) {
+    case AVSEEK_SIZE: return (int64_t)b->size;
+    case SEEK_SET: break;
+    case SEEK_CUR: offset += b->position; break;
+    case SEEK_END: offset += (int64_t)b->size; break;
+    default: return AVERROR(EINVAL);
+    }
+    if (offset < 0 || offset > b->max) return AVERROR(EINVAL);
+    b->position = offset;
+    return offset;
+}
+
+static int reader_read(void *opaque, uint8_t *bytes, int count) {
+    reader *r = opaque;
+    buffer *b = r->target;
+    if (r->position >= (int64_t)b->size) return AVERROR_EOF;
+    size_t n = b->size - (size_t)r->position;
+    if (n > (size_t)count) n = (size_t)count;
+    memcpy(bytes, b->data + r->position, n);
+    r->position += (int64_t)n;
+    return (int)n;
+}
+
+static int64_t reader_seek(void *opaque, int64_t offset, int whence) {
+    reader *r = opaque;
+    switch (whence & ~AVSEEK_FORCE) {
+    case AVSEEK_SIZE: return (int64_t)r->target->size;
+    case SEEK_SET: break;
+    case SEEK_CUR: offset += r->position; break;
+    case SEEK_END: offset += (int64_t)r->target->size; break;
+    default: return AVERROR(EINVAL);
+    }
+    if (offset < 0 || offset > (int64_t)r->target->size) return AVERROR(EINVAL);
+    r->position = offset;
+    return offset;
+}
+
+// The muxer's only other open: faststart reading back what it wrote. Anything else is refused.
+static int open_own_output(struct AVFormatContext *s, AVIOContext **pb, const char *url, int flags, AVDictionary **options) {
+    (void)url, (void)options;
+    if ((flags & AVIO_FLAG_WRITE) || s->pb == NULL) return AVERROR(EPERM);
+    reader *r = calloc(1, sizeof *r);
+    uint8_t *chunk = av_malloc(64 << 10);
+    AVIOContext *io = r && chunk ? avio_alloc_context(chunk, 64 << 10, 0, r, reader_read, NULL, reader_seek) : NULL;
+    if (io == NULL) {
+        free(r);
+        av_free(chunk);
+        return AVERROR(ENOMEM);
+    }
+    r->target = s->pb->opaque;
+    *pb = io;
+    return 0;
+}
+
+static int close_own_output(struct AVFormatContext *s, AVIOContext *pb) {
+    (void)s;
+    if (pb == NULL) return 0;
+    free(pb->opaque);
+    av_freep(&pb->buffer);
+    avio_context_free(&pb);
+    return 0;
+}
+
+// The duration of each frame sent to libx264, found again by timestamp when its packet comes
+// out (libx264 keeps a few frames and reorders them; the last frame's duration is the file's end).
+enum { DURATIONS = 512 };
+
+struct att_av_writer {
+    att_av_output output;
+    const uint64_t *deadline;
+    buffer out;
+    AVIOContext *io;
+    AVFormatContext *mux;
+    AVCodecContext *video;
+    AVCodecContext *audio;
+    AVStream *video_stream;
+    AVStream *audio_stream;
+    AVPacket *packet;
+    AVFrame *picture;
+    struct SwsContext *scaler;
+    int scaler_width, scaler_height, scaler_format;
+    int64_t last_pts;
+    int64_t frames;
+    struct {
+        int64_t pts, duration;
+    } durations[DURATIONS];
+    int next_duration;
+    SwrContext *resampler;
+    AVAudioFifo *fifo;
+    AVFrame *samples;
+    int64_t audio_pts;
+    int header_written;
+};
+
+int32_t att_av_can_encode(void) {
+    if (att_ff_load() != NULL) return 0;
+    return avcodec_find_encoder_by_name("libx264") != NULL && avcodec_find_encoder_by_name("aac") != NULL;
+}
+
+static int failed(att_av_writer *w, att_av_error *error, const char *what, int code) {
+    if (w->out.over) {
+        att_av_set(error, ATT_AV_MEMORY_LIMIT, "the encoded file is over its byte cap", 0);
+        return ATT_AV_MEMORY_LIMIT;
+    }
+    if (code == AVERROR_EXIT || att_av_passed(w->deadline)) {
+        att_av_set(error, ATT_AV_TIMEOUT, "the encode's deadline passed", 0);
+        return ATT_AV_TIMEOUT;
+    }
+    int32_t status = att_av_status(code);
+    if (status == ATT_AV_TRUNCATED || status == ATT_AV_CORRUPT) status = ATT_AV_INTERNAL;
+    att_av_set(error, status, what, code);
+    return status;
+}
+
+static int interrupted(void *opaque) { return att_av_passed(((att_av_writer *)opaque)->deadline); }
+
+att_av_writer *att_av_writer_open(const att_av_output *o, const uint64_t *deadline, att_av_error *error) {
+    const char *load_error = att_ff_load();
+    if (load_error != NULL) {
+        att_av_set(error, ATT_AV_UNSUPPORTED, load_error, 0);
+        return NULL;
+    }
+    att_av_writer *w = calloc(1, sizeof *w);
+    if (w == NULL) {
+        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
+        return NULL;
+    }
+    w->output = *o;
+    w->deadline = deadline;
+    w->out.max = o->max_bytes > 0 ? o->max_bytes : (int64_t)1 << 30;
+    w->last_pts = INT64_MIN;
+    const int video = o->width > 0 && o->height > 0;
+    const int audio = o->audio_bit_rate > 0;
+    const AVCodec *h264 = video ? avcodec_find_encoder_by_name("libx264") : NULL;
+    const AVCodec *aac = audio ? avcodec_find_encoder_by_name("aac") : NULL;
+    if ((video && h264 == NULL) || (audio && aac == NULL) || (!video && !audio)) {
+        att_av_set(
+            error, ATT_AV_UNSUPPORTED,
+            video && h264 == NULL ? "this FFmpeg has no libx264 (H.264 encoding)" : "nothing to encode", 0);
+        free(w);
+        return NULL;
+    }
+    int code = avformat_alloc_output_context2(&w->mux, NULL, video ? "mp4" : "ipod", NULL);
+    uint8_t *chunk = code >= 0 ? av_malloc(64 << 10) : NULL;
+    w->io = chunk ? avio_alloc_context(chunk, 64 << 10, 1, &w->out, NULL, buffer_write, buffer_seek) : NULL;
+    w->packet = av_packet_alloc();
+    if (w->mux == NULL || w->io == NULL || w->packet == NULL) {
+        if (w->io == NULL) av_free(chunk);
+        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", code);
+        att_av_writer_close(w);
+        return NULL;
+    }
+    w->mux->pb = w->io;
+    w->mux->flags |= AVFMT_FLAG_CUSTOM_IO;
+    w->mux->io_open = open_own_output;
+    w->mux->io_close2 = close_own_output;
+    w->mux->interrupt_callback.callback = interrupted;
+    w->mux->interrupt_callback.opaque = w;
+    if (video) {
+        AVCodecContext *c = w->video = avcodec_alloc_context3(h264);
+        w->video_stream = avformat_new_stream(w->mux, NULL);
+        w->picture = av_frame_alloc();
+        if (c == NULL || w->video_stream == NULL || w->picture == NULL) {
+            att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
+            att_av_writer_close(w);
+            return NULL;
+        }
+        c->width = o->width;
+        c->height = o->height;
+        c->pix_fmt = AV_PIX_FMT_YUV420P;
+        c->time_base = (AVRational){o->time_base_num, o->time_base_den};
+        if (o->frame_rate > 0) c->framerate = (AVRational){(int)(o->frame_rate * 1000 + 0.5), 1000};
+        c->sample_aspect_ratio = (AVRational){1, 1};
+        c->thread_count = 1;
+        c->color_range = AVCOL_RANGE_MPEG;
+        if (o->color_primaries > 0) c->color_primaries = o->color_primaries;
+        if (o->color_trc > 0) c->color_trc = o->color_trc;
+        if (o->colorspace > 0) c->colorspace = o->colorspace;
+        if (o->bit_rate > 0) c->bit_rate = o->bit_rate;
+        if (o->max_rate > 0) {
+            c->rc_max_rate = o->max_rate;
+            c->rc_buffer_size = (int)(o->max_rate * 2 > INT32_MAX ? INT32_MAX : o->max_rate * 2);
+        }
+        if (w->mux->oformat->flags & AVFMT_GLOBALHEADER) c->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+        av_opt_set(c->priv_data, "preset", o->preset[0] ? o->preset : "veryfast", 0);
+        av_opt_set(c->priv_data, "profile", "high", 0);
+        if (o->bit_rate <= 0) av_opt_set_int(c->priv_data, "crf", o->crf > 0 ? o->crf : 23, 0);
+        w->picture->format = AV_PIX_FMT_YUV420P;
+        w->picture->width = o->width;
+        w->picture->height = o->height;
+        code = av_frame_get_buffer(w->picture, 0);
+        if (code >= 0) code = avcodec_open2(c, h264, NULL);
+        if (code >= 0) code = avcodec_parameters_from_context(w->video_stream->codecpar, c);
+        if (code < 0) {
+            failed(w, error, "the H.264 encoder cannot start", code);
+            att_av_writer_close(w);
+            return NULL;
+        }
+        w->video_stream->time_base = c->time_base;
+        if (o->has_matrix) {
+            uint8_t *matrix = av_stream_new_side_data(w->video_stream, AV_PKT_DATA_DISPLAYMATRIX, sizeof o->display_matrix);
+            if (matrix) memcpy(matrix, o->display_matrix, sizeof o->display_matrix);
+        }
+    }
+    if (audio) {
+        AVCodecContext *c = w->audio = avcodec_alloc_context3(aac);
+        w->audio_stream = avformat_new_stream(w->mux, NULL);
+        w->samples = av_frame_alloc();
+        if (c == NULL || w->audio_stream == NULL || w->samples == NULL) {
+            att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
+            att_av_writer_close(w);
+            return NULL;
+        }
+        c->sample_fmt = AV_SAMPLE_FMT_FLTP;
+        c->sample_rate = o->sample_rate > 0 ? o->sample_rate : 44100;
+        av_channel_layout_default(&c->ch_layout, o->channels == 1 ? 1 : 2);
+        c->bit_rate = o->audio_bit_rate;
+        c->time_base = (AVRational){1, c->sample_rate};
+        c->thread_count = 1;
+        if (w->mux->oformat->flags & AVFMT_GLOBALHEADER) c->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+        code = avcodec_open2(c, aac, NULL);
+        if (code >= 0) code = avcodec_parameters_from_context(w->audio_stream->codecpar, c);
+        w->fifo = code >= 0 ? av_audio_fifo_alloc(c->sample_fmt, c->ch_layout.nb_channels, c->frame_size * 4) : NULL;
+        if (code < 0 || w->fifo == NULL) {
+            failed(w, error, "the AAC encoder cannot start", code < 0 ? code : AVERROR(ENOMEM));
+            att_av_writer_close(w);
+            return NULL;
+        }
+        w->audio_stream->time_base = c->time_base;
+    }
+    AVDictionary *options = NULL;
+    // The index first (the device plays while it downloads), by a second pass in memory.
+    av_dict_set(&options, "movflags", "+faststart", 0);
+    code = avformat_write_header(w->mux, &options);
+    av_dict_free(&options);
+    if (code < 0) {
+        failed(w, error, "the MP4 header cannot be written", code);
+        att_av_writer_close(w);
+        return NULL;
+    }
+    w->header_written = 1;
+    return w;
+}
+
+static int64_t duration_of(att_av_writer *w, int64_t pts) {
+    for (int i = 0; i < DURATIONS; i++) {
+        if (w->durations[i].pts == pts && w->durations[i].duration > 0) return w->durations[i].duration;
+    }
+    return 0;
+}
+
+// Sends a frame (NULL: flush) and writes the packets that come out.
+static int encode(att_av_writer *w, AVCodecContext *c, AVStream *stream, AVFrame *frame) {
+    int code = avcodec_send_frame(c, frame);
+    while (code >= 0) {
+        code = avcodec_receive_packet(c, w->packet);
+        if (code == AVERROR(EAGAIN) || code == AVERROR_EOF) return 0;
+        if (code < 0) return code;
+        if (c == w->video) w->packet->duration = duration_of(w, w->packet->pts);
+        av_packet_rescale_ts(w->packet, c->time_base, stream->time_base);
+        w->packet->stream_index = stream->index;
+        code = av_interleaved_write_frame(w->mux, w->packet);
+    }
+    return code;
+}
+
+// A picture (any pixel format swscale reads) scaled into the encoder's frame and sent.
+static int add_picture(
+    att_av_writer *w, const uint8_t *const planes[4], const int strides[4], int width, int height, int format,
+    int from_rgb, int64_t pts, int64_t duration) {
+    if (att_av_passed(w->deadline)) return AVERROR_EXIT;
+    if (w->scaler == NULL || w->scaler_width != width || w->scaler_height != height || w->scaler_format != format) {
+        sws_freeContext(w->scaler);
+        w->scaler = sws_getContext(
+            width, height, format, w->output.width, w->output.height, AV_PIX_FMT_YUV420P, SWS_BICUBIC, NULL, NULL,
+            NULL);
+        if (w->scaler == NULL) return AVERROR(EINVAL);
+        (w->scaler_width = width, w->scaler_height = height, w->scaler_format = format);
+        if (from_rgb) {
+            // sRGB pixels into BT.709 limited-range YUV, and the stream says so.
+            const int *bt709 = sws_getCoefficients(SWS_CS_ITU709);
+            sws_setColorspaceDetails(w->scaler, bt709, 1, bt709, 0, 0, 1 << 16, 1 << 16);
+        }
+    }
+    int code = av_frame_make_writable(w->picture);
+    if (code < 0) return code;
+    sws_scale(w->scaler, planes, strides, 0, height, w->picture->data, w->picture->linesize);
+    // Timestamps strictly rising, as libx264 needs.
+    if (pts == AV_NOPTS_VALUE) pts = w->last_pts == INT64_MIN ? 0 : w->last_pts + (duration > 0 ? duration : 1);
+    if (w->last_pts != INT64_MIN && pts <= w->last_pts) pts = w->last_pts + 1;
+    w->last_pts = pts;
+    w->picture->pts = pts;
+    w->durations[w->next_duration].pts = pts;
+    w->durations[w->next_duration].duration = duration;
+    w->next_duration = (w->next_duration + 1) % DURATIONS;
+    w->frames++;
+    return encode(w, w->video, w->video_stream, w->picture);
+}
+
+int32_t att_av_writer_rgba(
+    att_av_writer *w, const uint8_t *rgba, int32_t width, int32_t height, int32_t stride, int64_t pts,
+    int64_t duration, att_av_error *error) {
+    if (w->video == NULL) {
+        att_av_set(error, ATT_AV_INTERNAL, "this writer has no video", 0);
+        return ATT_AV_INTERNAL;
+    }
+    const uint8_t *planes[4] = {rgba, NULL, NULL, NULL};
+    int strides[4] = {stride, 0, 0, 0};
+    int code = add_picture(w, planes, strides, width, height, AV_PIX_FMT_RGBA, 1, pts, duration);
+    return code < 0 ? failed(w, error, "a frame cannot be encoded", code) : ATT_AV_OK;
+}
+
+// Decoded samples converted to the encoder's format and sent in its frame size (NULL: flush).
+static int add_samples(att_av_writer *w, const AVFrame *decoded) {
+    AVCodecContext *c = w->audio;
+    int code;
+    if (decoded != NULL && w->resampler == NULL) {
+        code = swr_alloc_set_opts2(
+            &w->resampler, &c->ch_layout, c->sample_fmt, c->sample_rate, (AVChannelLayout *)&decoded->ch_layout, decoded->format,
+            decoded->sample_rate, 0, NULL);
+        if (code < 0) return code;
+        if ((code = swr_init(w->resampler)) < 0) return code;
+    }
+    if (w->resampler != NULL) {
+        int room = (decoded ? (int)((int64_t)decoded->nb_samples * c->sample_rate / (decoded->sample_rate > 0 ? decoded->sample_rate : 1)) : 0) + 4096;
+        AVFrame *converted = av_frame_alloc();
+        if (converted == NULL) return AVERROR(ENOMEM);
+        converted->format = c->sample_fmt;
+        converted->nb_samples = room;
+        av_channel_layout_copy(&converted->ch_layout, &c->ch_layout);
+        code = av_frame_get_buffer(converted, 0);
+        if (code >= 0) {
+            code = swr_convert(
+                w->resampler, converted->data, room, decoded ? (const uint8_t **)decoded->extended_data : NULL,
+                decoded ? decoded->nb_samples : 0);
+            if (code > 0) code = av_audio_fifo_write(w->fifo, (void **)converted->data, code);
+        }
+        av_frame_free(&converted);
+        if (code < 0) return code;
+    }
+    int size = c->frame_size > 0 ? c->frame_size : 1024;
+    while (av_audio_fifo_size(w->fifo) >= size || (decoded == NULL && av_audio_fifo_size(w->fifo) > 0)) {
+        int n = av_audio_fifo_size(w->fifo) < size ? av_audio_fifo_size(w->fifo) : size;
+        av_frame_unref(w->samples);
+        w->samples->format = c->sample_fmt;
+        w->samples->nb_samples = n;
+        w->samples->sample_rate = c->sample_rate;
+        av_channel_layout_copy(&w->samples->ch_layout, &c->ch_layout);
+        if ((code = av_frame_get_buffer(w->samples, 0)) < 0) return code;
+        if (av_audio_fifo_read(w->fifo, (void **)w->samples->data, n) < n) return AVERROR(EINVAL);
+        w->samples->pts = w->audio_pts;
+        w->audio_pts += n;
+        if ((code = encode(w, c, w->audio_stream, w->samples)) < 0) return code;
+    }
+    return 0;
+}
+
+int32_t att_av_writer_finish(att_av_writer *w, uint8_t **bytes, size_t *length, att_av_error *error) {
+    *bytes = NULL;
+    *length = 0;
+    int code = 0;
+    if (w->video != NULL && w->frames == 0) {
+        att_av_set(error, ATT_AV_CORRUPT, "no frame was decoded", 0);
+        return ATT_AV_CORRUPT;
+    }
+    if (w->video != NULL) code = encode(w, w->video, w->video_stream, NULL);
+    if (code >= 0 && w->audio != NULL) {
+        code = add_samples(w, NULL);
+        if (code >= 0) code = encode(w, w->audio, w->audio_stream, NULL);
+    }
+    if (code >= 0) code = av_write_trailer(w->mux);
+    w->header_written = 0;
+    if (code >= 0 && w->io->error < 0) code = w->io->error;
+    if (code < 0) return failed(w, error, "the file cannot be finished", code);
+    avio_flush(w->io);
+    *bytes = w->out.data;
+    *length = w->out.size;
+    w->out.data = NULL;
+    return ATT_AV_OK;
+}
+
+void att_av_writer_close(att_av_writer *w) {
+    if (w == NULL) return;
+    avcodec_free_context(&w->video);
+    avcodec_free_context(&w->audio);
+    if (w->mux) {
+        avformat_free_context(w->mux);
+        w->mux = NULL;
+    }
+    if (w->io) {
+        av_freep(&w->io->buffer);
+        avio_context_free(&w->io);
+    }
+    av_packet_free(&w->packet);
+    av_frame_free(&w->picture);
+    av_frame_free(&w->samples);
+    sws_freeContext(w->scaler);
+    swr_free(&w->resampler);
+    if (w->fifo) av_audio_fifo_free(w->fifo);
+    free(w->out.data);
+    free(w);
+}
+
+static AVCodecContext *open_decoder(AVStream *stream, const AVCodec *codec, int *code) {
+    AVCodecContext *c = avcodec_alloc_context3(codec);
+    if (c == NULL) {
+        *code = AVERROR(ENOMEM);
+        return NULL;
+    }
+    avcodec_parameters_to_context(c, stream->codecpar);
+    c->thread_count = 1;
+    c->codec_whitelist = av_strdup(att_av_decoders);
+    c->pkt_timebase = stream->time_base;
+    if ((*code = avcodec_open2(c, codec, NULL)) < 0) avcodec_free_context(&c);
+    return c;
+}
+
+int32_t att_av_transcode(att_av *av, const att_av_output *given, uint8_t **bytes, size_t *length, att_av_error *error) {
+    *bytes = NULL;
+    *length = 0;
+    AVFormatContext *f = av->format;
+    att_av_output o = *given;
+    const AVCodec *video_codec = NULL, *audio_codec = NULL;
+    int vi = o.width > 0 ? av_find_best_stream(f, AVMEDIA_TYPE_VIDEO, -1, -1, &video_codec, 0) : -1;
+    if (o.width > 0 && (vi < 0 || video_codec == NULL)) {
+        att_av_set(error, ATT_AV_UNSUPPORTED, "no video stream with a decoder here", 0);
+        return ATT_AV_UNSUPPORTED;
+    }
+    int ai = o.audio_bit_rate > 0 ? av_find_best_stream(f, AVMEDIA_TYPE_AUDIO, -1, vi, &audio_codec, 0) : -1;
+    if (ai < 0 || audio_codec == NULL) {
+        ai = -1;
+        o.audio_bit_rate = 0;
+    }
+    if (vi < 0 && ai < 0) {
+        att_av_set(error, ATT_AV_UNSUPPORTED, "no stream to encode", 0);
+        return ATT_AV_UNSUPPORTED;
+    }
+    AVStream *vs = vi >= 0 ? f->streams[vi] : NULL;
+    AVStream *as = ai >= 0 ? f->streams[ai] : NULL;
+    if (vs != NULL) {
+        o.time_base_num = vs->time_base.num;
+        o.time_base_den = vs->time_base.den;
+        AVRational rate = vs->avg_frame_rate.num > 0 ? vs->avg_frame_rate : vs->r_frame_rate;
+        if (rate.num > 0 && rate.den > 0) o.frame_rate = av_q2d(rate);
+        // The source's colours are kept as they were tagged.
+        o.color_primaries = vs->codecpar->color_primaries != AVCOL_PRI_UNSPECIFIED ? vs->codecpar->color_primaries : 0;
+        o.color_trc = vs->codecpar->color_trc != AVCOL_TRC_UNSPECIFIED ? vs->codecpar->color_trc : 0;
+        o.colorspace = vs->codecpar->color_space != AVCOL_SPC_UNSPECIFIED ? vs->codecpar->color_space : 0;
+        const int32_t *matrix = (const int32_t *)av_stream_get_side_data(vs, AV_PKT_DATA_DISPLAYMATRIX, NULL);
+        if (matrix) {
+            memcpy(o.display_matrix, matrix, sizeof o.display_matrix);
+            o.has_matrix = 1;
+        }
+    }
+    int code = 0;
+    int32_t result = ATT_AV_OK;
+    AVCodecContext *vd = NULL, *ad = NULL;
+    att_av_writer *w = NULL;
+    AVPacket *packet = av_packet_alloc();
+    AVFrame *frame = av_frame_alloc();
+    if (packet == NULL || frame == NULL) {
+        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
+        result = ATT_AV_MEMORY_LIMIT;
+        goto done;
+    }
+    if (vs != NULL && (vd = open_decoder(vs, video_codec, &code)) == NULL) {
+        att_av_set(error, att_av_status(code), "the video decoder cannot start", code);
+        result = att_av_status(code);
+        goto done;
+    }
+    if (as != NULL && (ad = open_decoder(as, audio_codec, &code)) == NULL) {
+        att_av_set(error, att_av_status(code), "the audio decoder cannot start", code);
+        result = att_av_status(code);
+        goto done;
+    }
+    if ((w = att_av_writer_open(&o, av->deadline, error)) == NULL) {
+        result = error ? error->status : ATT_AV_INTERNAL;
+        goto done;
+    }
+    int64_t video_start = vs && vs->start_time != AV_NOPTS_VALUE ? vs->start_time : 0;
+    int64_t decoded = 0;
+    int draining = 0;
+    while (!draining) {
+        if (att_av_passed(av->deadline)) {
+            code = AVERROR_EXIT;
+            break;
+        }
+        code = av_read_frame(f, packet);
+        if (code == AVERROR_EXIT) break;
+        draining = code < 0;
+        code = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            AVCodecContext *d = pass == 0 ? vd : ad;
+            int index = pass == 0 ? vi : ai;
+            if (d == NULL || (!draining && packet->stream_index != index)) continue;
+            code = avcodec_send_packet(d, draining ? NULL : packet);
+            // A damaged packet is skipped, as players do; the stream goes on.
+            if (code == AVERROR_INVALIDDATA) code = 0;
+            while (code >= 0) {
+                code = avcodec_receive_frame(d, frame);
+                if (code == AVERROR(EAGAIN) || code == AVERROR_EOF) {
+                    code = 0;
+                    break;
+                }
+                if (code == AVERROR_INVALIDDATA) {
+                    code = 0;
+                    continue;
+                }
+                if (code < 0) break;
+                if (d == vd) {
+                    if (++decoded > o.max_frames && o.max_frames > 0) {
+                        code = AVERROR(E2BIG);
+                        break;
+                    }
+                    int64_t pts = frame->best_effort_timestamp;
+                    if (pts != AV_NOPTS_VALUE) pts -= video_start;
+                    code = add_picture(
+                        w, (const uint8_t *const *)frame->data, frame->linesize, frame->width, frame->height,
+                        frame->format, 0, pts, frame->pkt_duration);
+                } else {
+                    code = add_samples(w, frame);
+                }
+                av_frame_unref(frame);
+            }
+            if (code < 0) break;
+        }
+        av_packet_unref(packet);
+        if (code < 0) break;
+    }
+    if (code == AVERROR(E2BIG)) {
+        att_av_set(error, ATT_AV_MEMORY_LIMIT, "more frames than the limit allows", 0);
+        result = ATT_AV_MEMORY_LIMIT;
+        goto done;
+    }
+    if (code < 0) {
+        result = failed(w, error, "the media cannot be transcoded", code);
+        goto done;
+    }
+    result = att_av_writer_finish(w, bytes, length, error);
+done:
+    att_av_writer_close(w);
+    avcodec_free_context(&vd);
+    avcodec_free_context(&ad);
+    av_frame_free(&frame);
+    av_packet_free(&packet);
+    return result;
+}
