@@ -276,12 +276,16 @@ public struct AttacheClient: Sendable {
         let full = request(
             entry, url: url, type: type, hash: entry["sha256"] as? String ?? (entry["key"] == nil ? id : nil),
             to: prepared.fileURL)
+        // A video's small rendition is its poster: a JPEG that says its own type.
         let small = (entry["small"] as? [String: Any]).flatMap { small -> DownloadRequest? in
             guard let text = small["url"] as? String, let url = URL(string: text) else { return nil }
+            let smallType = small["type"] as? String ?? type
+            guard let smallExt = AttachmentTypes.extensions[smallType] else { return nil }
             let stem = url.deletingPathExtension().lastPathComponent
             return request(
-                small, url: url, type: type, hash: small["sha256"] as? String ?? (small["key"] == nil ? stem : nil),
-                to: directory.appendingPathComponent("\(id)-small.\(ext)"))
+                small, url: url, type: smallType,
+                hash: small["sha256"] as? String ?? (small["key"] == nil ? stem : nil),
+                to: directory.appendingPathComponent("\(id)-small.\(smallExt)"))
         }
         return .success(
             Entry(
@@ -308,6 +312,7 @@ public struct AttacheClient: Sendable {
             guard let small else { return .failure(.notEnoughMemory) }
             prepared.rendition = .small
             prepared.fileURL = small.destination
+            prepared.typeHint = small.type
             return await Self.fetch(small, deadline: deadline).map { prepared }
         }
         guard let small else { return await Self.fetch(full, deadline: deadline).map { prepared } }
@@ -322,6 +327,7 @@ public struct AttacheClient: Sendable {
         case .success:
             prepared.rendition = .small
             prepared.fileURL = small.destination
+            prepared.typeHint = small.type
             return .success(prepared)
         case .failure:
             return fullDone.map { prepared }

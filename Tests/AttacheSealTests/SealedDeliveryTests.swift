@@ -311,6 +311,32 @@ import Testing
         #expect(ContinuousClock.now - textStart < .seconds(3))
         #expect(try FileManager.default.contentsOfDirectory(atPath: lastDownloads.path).isEmpty)
     }
+
+    /// A sealed video's small rendition is its poster (a sealed JPEG): against a host too slow
+    /// for the video, the device gets the poster in time, typed as a JPEG.
+    @Test func aSealedVideoFallsBackToItsPoster() async throws {
+        let (recipient, key) = try Self.recipientP256()
+        let result = await pipeline().process(Self.payload(["image": media.url("/clip.mp4")]), sealTo: recipient)
+        let opened = try Self.open(result.payload, key)
+        let entry = try #require((opened["attachments"] as? [[String: Any]])?.first)
+        #expect(entry["type"] as? String == "public.mpeg-4")
+        let small = try #require(entry["small"] as? [String: Any], "a video gets its poster")
+        #expect(small["type"] as? String == "public.jpeg" && small["key"] != nil && small["sha256"] != nil)
+        let fullURL = try #require(entry["url"] as? String)
+        try serveStore(opened)
+        drip(fullURL, body: try object(fullURL), bytes: 500, every: 200_000)
+        let (kit, downloads) = try client(.p256(key), memory: 24_000_000)
+        let start = ContinuousClock.now
+        let prepared = await kit.prepare(json: Data(result.payload), deadline: start + .seconds(2))
+        let attachment = try #require(prepared.attachments.first, "\(prepared.failures)")
+        #expect(attachment.rendition == .small && attachment.typeHint == "public.jpeg")
+        #expect(attachment.fileURL.pathExtension == "jpg")
+        let poster = try Data(contentsOf: attachment.fileURL)
+        #expect(Array(poster.prefix(3)) == [0xFF, 0xD8, 0xFF], "the poster arrives opened")
+        #expect(ContinuousClock.now - start < .seconds(3))
+        let files = try FileManager.default.contentsOfDirectory(atPath: downloads.path)
+        #expect(files.count == 1 && files[0].hasSuffix("-small.jpg"), "\(files)")
+    }
 }
 
 /// What a test server saw.

@@ -186,6 +186,8 @@ extension Pipeline {
                 if entry.thumbnail.time == nil { entry.thumbnail.time = transformed.posterTime }
             }
             if var smallEntry, let small {
+                // A sealed object does not say its kind: the piece does (a video's poster).
+                if small.kind != kind { smallEntry.type = small.kind.uti }
                 if small.seal != nil {
                     (smallEntry.bytes, smallEntry.width, smallEntry.height) =
                         (Int64(small.plain.count), small.width, small.height)
