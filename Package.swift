@@ -7,6 +7,10 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+// `ATTACHE_NO_X264=1 swift build`: a build that never encodes H.264 (libx264 is GPL): posters and
+// container checks only; GIFs stay GIFs and what would be transcoded is refused as before.
+let withoutX264 = Context.environment["ATTACHE_NO_X264"] == "1"
+
 // One target per stage, so the compiler keeps the data flow one-way:
 //   AttacheBase  ←  AttacheFetch (CAttacheFetch: libcurl)
 //                ←  AttacheMedia (CAttacheCodecs: libjpeg-turbo, libpng, giflib)
@@ -80,11 +84,12 @@ let package = Package(
                 .linkedLibrary("jxl"),
             ]
         ),
-        // Video and audio: container checks and posters (FFmpeg's libavformat, libavcodec,
-        // libswscale), loaded with dlopen on first use so that a process never pays for them at
-        // start-up.
+        // Video and audio: container checks, posters and encodes (FFmpeg's libavformat,
+        // libavcodec, libswscale, libswresample; H.264 by libx264 through libavcodec), loaded with
+        // dlopen on first use so that a process never pays for them at start-up.
         .target(
             name: "CAttacheAV",
+            cSettings: withoutX264 ? [.define("ATT_AV_NO_X264")] : [],
             linkerSettings: [.linkedLibrary("dl")]
         ),
         // Shared vocabulary: errors and the one catalogue of codes and limits, media bytes,

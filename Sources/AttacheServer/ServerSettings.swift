@@ -99,6 +99,14 @@ public enum ServerSettings {
             key: "format",
             help: "Still renditions as auto (Apple-safe), jpeg or webp; a request may ask with ?format=.",
             defaultText: "auto", secret: false),
+        .init(
+            key: "transcode",
+            help:
+                "Re-encode what does not fit: GIFs the budgets would clip to MP4, video over 50 MB or unplayable to H.264/AAC MP4, audio to AAC M4A.",
+            defaultText: "true", secret: false),
+        .init(
+            key: "videoPreset", help: "libx264's preset for those encodes (ultrafast ... veryslow).",
+            defaultText: "veryfast", secret: false),
         .init(key: "maxSources", help: "Media sources considered per payload.", defaultText: "8", secret: false),
         .init(
             key: "smallSide", help: "Longest side of the small rendition beside each image (0: none).",
@@ -314,6 +322,16 @@ public enum ServerSettings {
                 configuration.pipeline.rendition.outputFormat = chosen
             } else {
                 problems.append("\(where_("format")): '\(format)' is not auto, jpeg or webp")
+            }
+        }
+        if text("transcode") != nil { configuration.pipeline.rendition.video.enabled = flag("transcode") }
+        if let preset = text("videoPreset") {
+            if VideoEncoding.presets.contains(preset) {
+                configuration.pipeline.rendition.video.preset = preset
+            } else {
+                problems.append(
+                    "\(where_("videoPreset")): '\(preset)' is not one of \(VideoEncoding.presets.joined(separator: ", "))"
+                )
             }
         }
         configuration.pipeline.maxSources = integer("maxSources", 1...1000, configuration.pipeline.maxSources)

@@ -145,6 +145,9 @@ struct att_av_writer {
 };
 
 int32_t att_av_can_encode(void) {
+#ifdef ATT_AV_NO_X264
+    return 0;
+#endif
     if (att_ff_load() != NULL) return 0;
     return avcodec_find_encoder_by_name("libx264") != NULL && avcodec_find_encoder_by_name("aac") != NULL;
 }
@@ -183,7 +186,11 @@ att_av_writer *att_av_writer_open(const att_av_output *o, const uint64_t *deadli
     w->last_pts = INT64_MIN;
     const int video = o->width > 0 && o->height > 0;
     const int audio = o->audio_bit_rate > 0;
+#ifdef ATT_AV_NO_X264
+    const AVCodec *h264 = NULL;  // built without H.264 encoding
+#else
     const AVCodec *h264 = video ? avcodec_find_encoder_by_name("libx264") : NULL;
+#endif
     const AVCodec *aac = audio ? avcodec_find_encoder_by_name("aac") : NULL;
     if ((video && h264 == NULL) || (audio && aac == NULL) || (!video && !audio)) {
         att_av_set(

@@ -28,6 +28,19 @@ struct PipelineOptions: ParsableArguments {
     @Option(help: "Still renditions as: auto (Apple-safe), jpeg (JPEG unless transparent), webp (for Android).")
     var format = FormatOption(.auto)
 
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Re-encode what does not fit: GIFs the budgets would clip to H.264 MP4, video over the cap or unplayable to H.264/AAC MP4, audio to AAC M4A."
+    )
+    var transcode = true
+
+    @Option(help: "libx264's preset for those encodes (ultrafast ... veryslow; batch runs may take medium).")
+    var videoPreset = VideoEncoding().preset
+
+    @Option(help: "Longest side of a transcoded video.")
+    var maxVideoSide = VideoEncoding().maxSide
+
     @Option(help: "Largest mutated payload in bytes.")
     var maxPayloadBytes = PipelineConfiguration().maxPayloadBytes
 
@@ -69,6 +82,11 @@ struct PipelineOptions: ParsableArguments {
         if (sealKey == nil) != (sealKid == nil) { throw ValidationError("--seal-key and --seal-kid go together") }
         try Ranges.check(deadline.value, 1...Ranges.maxDeadlineMilliseconds, "--deadline (milliseconds)")
         try Ranges.check(maxSide, 1...32_767, "--max-side")
+        try Ranges.check(maxVideoSide, 16...8192, "--max-video-side")
+        if !VideoEncoding.presets.contains(videoPreset) {
+            throw ValidationError(
+                "--video-preset '\(videoPreset)' is not one of \(VideoEncoding.presets.joined(separator: ", "))")
+        }
         if let decodedMemoryBudget { try Ranges.check(decodedMemoryBudget, 4...(1 << 40), "--decoded-memory-budget") }
         try Ranges.check(maxPayloadBytes, 1...JSONParser.maxBytes, "--max-payload-bytes")
         try Ranges.check(maxSources, 1...1_000, "--max-sources")
@@ -94,6 +112,9 @@ struct PipelineOptions: ParsableArguments {
         configuration.rendition.maxSide = maxSide
         configuration.rendition.decodedMemoryBudget = decodedMemoryBudget
         configuration.rendition.outputFormat = format.value
+        configuration.rendition.video.enabled = transcode
+        configuration.rendition.video.preset = videoPreset
+        configuration.rendition.video.maxSide = maxVideoSide
         configuration.maxPayloadBytes = maxPayloadBytes
         configuration.maxSources = maxSources
         configuration.maxPayloadFetchBytes = maxPayloadFetchBytes

@@ -55,6 +55,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: Self.help("gcInterval")) var gcInterval: String?
     @Option(help: Self.help("maxSide")) var maxSide: String?
     @Option(help: Self.help("maxSources")) var maxSources: String?
+    @Flag(inversion: .prefixedNo, help: Self.help("transcode")) var transcode: Bool?
+    @Option(help: Self.help("videoPreset")) var videoPreset: String?
     @Option(help: Self.help("smallSide")) var smallSide: String?
     @Option(help: Self.help("sealPlaceholder")) var sealPlaceholder: String?
     @Option(help: Self.help("categories")) var categories: String?
@@ -74,7 +76,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         var flags: [String: String] = [:]
-        for (key, value) in [
+        let given: [(String, String?)] = [
             ("host", host),
             ("port", port),
             ("baseUrl", baseUrl),
@@ -97,6 +99,8 @@ struct Serve: AsyncParsableCommand {
             ("gcInterval", gcInterval),
             ("maxSide", maxSide),
             ("maxSources", maxSources),
+            ("transcode", transcode.map(String.init)),
+            ("videoPreset", videoPreset),
             ("smallSide", smallSide),
             ("sealPlaceholder", sealPlaceholder),
             ("categories", categories),
@@ -108,7 +112,8 @@ struct Serve: AsyncParsableCommand {
             ("receipts", receipts.map(String.init)),
             ("allowPrivate", allowPrivate.map(String.init)),
             ("logLevel", logLevel),
-        ] {
+        ]
+        for (key, value) in given {
             if let value { flags[key] = value }
         }
         let environment = ProcessInfo.processInfo.environment

@@ -20,6 +20,11 @@ public struct VideoEncoding: Hashable, Sendable {
 
     public init() {}
 
+    /// libx264's presets, fastest first.
+    public static let presets = [
+        "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow",
+    ]
+
     /// What the cache key says of it (empty for the defaults, so keys made before stay valid).
     var cacheKey: String {
         self == VideoEncoding()
