@@ -33,5 +33,6 @@ let package = Package(
         fuzzer("fuzz-icc", "ICC"),
         fuzzer("fuzz-modern", "Modern"),
         fuzzer("fuzz-av", "AV"),
+        fuzzer("fuzz-poster", "Poster"),
     ]
 )

@@ -119,11 +119,16 @@ for folder in ["heif", "jxl", "webp"]:
         write("modern", "m-" + os.path.basename(path), b"\0" + read(path))
 
 # AV: the video fixtures and the sample clips and tones, each after the byte naming its kind.
-kinds = {".mp4": 0, ".m4v": 1, ".m4a": 2, ".mp3": 3, ".wav": 4, ".aiff": 5, ".aifc": 5, ".avi": 6, ".mpg": 7, ".m2v": 7}
+kinds = {".mp4": 0, ".m4v": 1, ".m4a": 2, ".mp3": 3, ".wav": 4, ".aiff": 5, ".aifc": 5, ".avi": 6, ".mpg": 7, ".m2v": 7, ".mov": 8, ".webm": 9, ".ogg": 10, ".flac": 11}
 for path in sorted(glob.glob(os.path.join(root, "Tests", "Fixtures", "video", "*")) + glob.glob(os.path.join(root, "Samples", "media", "*"))):
     ext = os.path.splitext(path)[1]
     if ext in kinds and os.path.getsize(path) < 200_000:
         write("av", "v-" + os.path.basename(path), bytes([kinds[ext]]) + read(path))
 
-for target in ["json", "sniffer", "exif", "token", "url", "gif", "image", "seal", "icc", "modern", "av"]:
+# Poster: the video fixtures and sample clips, each after a byte that picks the time (1 s).
+for path in sorted(glob.glob(os.path.join(root, "Tests", "Fixtures", "video", "*")) + glob.glob(os.path.join(root, "Samples", "media", "*"))):
+    if os.path.splitext(path)[1] in (".mp4", ".m4v", ".avi", ".mpg", ".m2v", ".mov", ".webm") and os.path.getsize(path) < 200_000:
+        write("poster", "p-" + os.path.basename(path), b"\x20" + read(path))
+
+for target in ["json", "sniffer", "exif", "token", "url", "gif", "image", "seal", "icc", "modern", "av", "poster"]:
     print("%s: %d seeds" % (target, len(os.listdir(os.path.join(work, target, "seeds")))))

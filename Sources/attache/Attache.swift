@@ -10,7 +10,7 @@ struct Attache: AsyncParsableCommand {
         subcommands: [
             ProcessCommand.self, BatchCommand.self, Inspect.self, Resize.self, Fetch.self, StoreCommand.self,
             TokenCommand.self,
-            KeyCommand.self, GC.self, Serve.self, ServeFiles.self,
+            KeyCommand.self, GC.self, Serve.self, ServeFiles.self, VideoCommand.self,
         ]
     )
 

@@ -21,7 +21,7 @@ public enum FuzzChecks {
     /// The targets, by name (`Fuzz/Targets/<Name>`, `Tests/Fixtures/fuzz/<name>`).
     public static let targets: [String: @Sendable ([UInt8]) throws(FuzzFinding) -> Void] = [
         "json": json, "sniffer": sniffer, "exif": exif, "token": token, "url": url, "gif": gif, "image": image,
-        "seal": seal, "modern": modern, "av": av,
+        "seal": seal, "modern": modern, "av": av, "poster": poster,
     ]
 
     /// The key the seal target's streams are sealed under: bytes 0…31, the key of the
@@ -248,7 +248,7 @@ public enum FuzzChecks {
     /// (its streams within the limit, its sizes within theirs).
     public static func av(_ bytes: [UInt8]) throws(FuzzFinding) {
         guard let first = bytes.first else { return }
-        let kinds: [MediaKind] = [.mp4, .m4v, .m4a, .mp3, .wav, .aiff, .avi, .mpeg]
+        let kinds: [MediaKind] = [.mp4, .m4v, .m4a, .mp3, .wav, .aiff, .avi, .mpeg, .mov, .webm, .ogg, .flac]
         let kind = kinds[Int(first) % kinds.count]
         var limits = ImageLimits.default
         limits.maxStreams = 8
@@ -263,5 +263,29 @@ public enum FuzzChecks {
         if let w = info.width, let h = info.height, w * h > limits.maxVideoPixels {
             throw FuzzFinding("\(w)x\(h) frames passed")
         }
+    }
+
+    /// The poster path: any bytes as a video, the time from the first byte; a poster is made
+    /// or refused with a type (never an internal error), at most 64 px a side, its pixels
+    /// exactly its size, within a 1080p frame limit (memory stays bounded).
+    public static func poster(_ bytes: [UInt8]) throws(FuzzFinding) {
+        guard let first = bytes.first else { return }
+        var limits = ImageLimits.default
+        limits.maxStreams = 8
+        limits.maxVideoPixels = 1920 * 1088
+        let time = Double(first) / 32
+        let made: (image: PixelImage, shown: Double)
+        do throws(AttacheError) {
+            made = try MediaPoster.frame(MediaBytes(bytes.dropFirst()), at: time, maxSide: 64, limits: limits)
+        } catch {
+            if error.code == .internalError { throw FuzzFinding("\(error)") }
+            return
+        }
+        let image = made.image
+        guard image.width >= 1, image.height >= 1, max(image.width, image.height) <= 64 else {
+            throw FuzzFinding("a poster of \(image.width)x\(image.height)")
+        }
+        guard image.pixels.count == image.width * image.height * 3 else { throw FuzzFinding("poster pixels") }
+        guard made.shown.isFinite else { throw FuzzFinding("shown at \(made.shown)") }
     }
 }
