@@ -64,7 +64,8 @@ struct VideoCommand: ParsableCommand {
             for path in files {
                 let started = ContinuousClock.now
                 VideoCommand.report(path, started) { () throws(AttacheError) in
-                    let poster = try MediaPoster.jpeg(try VideoCommand.read(path), at: at, maxSide: side, quality: quality)
+                    let poster = try MediaPoster.jpeg(
+                        try VideoCommand.read(path), at: at, maxSide: side, quality: quality)
                     let name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
                     try VideoCommand.write(poster.bytes, to: out + "/" + name + ".jpg")
                     return "\(poster.width)x\(poster.height) at \(poster.shown) s, \(poster.bytes.count) bytes"
@@ -75,7 +76,8 @@ struct VideoCommand: ParsableCommand {
 
     struct Fit: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Re-encode each file to fit a cap: an animated GIF to an H.264 MP4, video to H.264/AAC MP4, audio to AAC M4A.",
+            abstract:
+                "Re-encode each file to fit a cap: an animated GIF to an H.264 MP4, video to H.264/AAC MP4, audio to AAC M4A.",
             discussion: """
                 Without --force, as the pipeline does: only what an iPhone cannot play or what is over \
                 the cap is re-encoded (and a GIF only as an MP4). Writes DIR/<name>.<mp4|m4a>.
@@ -105,7 +107,8 @@ struct VideoCommand: ParsableCommand {
 
         func validate() throws {
             if !VideoEncoding.presets.contains(preset) {
-                throw ValidationError("--preset '\(preset)' is not one of \(VideoEncoding.presets.joined(separator: ", "))")
+                throw ValidationError(
+                    "--preset '\(preset)' is not one of \(VideoEncoding.presets.joined(separator: ", "))")
             }
             try Ranges.check(crf, 1...51, "--crf")
             try Ranges.check(maxSide, 16...8192, "--max-side")

@@ -198,6 +198,24 @@ struct VideoTests {
         } throws: { ($0 as? AttacheError)?.code == .timedOut }
     }
 
+    @Test("a video transcode that runs out of its share of the time leaves the poster as the best attempt")
+    func posterIsTheBestAttempt() throws {
+        guard MediaEncoder.isAvailable else { return }
+        let media = try MediaValidator.validate(try Self.bytes("clip.webm"), limits: MediaLimits().forSources)
+        var spec = RenditionSpec()
+        // No time at all for the encode; the payload's own deadline is far.
+        spec.video.encodeShare = 0
+        let deadline = WorkDeadline(budget: .seconds(600))
+        let out = try MediaTransform.apply(
+            media, spec: spec, limits: .default, deadline: deadline, smallSide: 100, posterTime: 1)
+        #expect(out.kind == .jpeg && out.width == 100 && out.height == 75)
+        #expect(out.bytes.buffer.starts(with: [0xFF, 0xD8, 0xFF]))
+        #expect(out.warnings.contains { $0.contains("the poster is attached instead") }, "\(out.warnings)")
+        // Without a poster to fall back to, the encode has the whole deadline.
+        let whole = try MediaTransform.apply(media, spec: spec, limits: .default, deadline: deadline)
+        #expect(whole.kind == .mp4)
+    }
+
     @Test("playlists naming files are never opened: refused by the allow-lists")
     func playlists() throws {
         for name in ["playlist.m3u8", "list.ffconcat"] {

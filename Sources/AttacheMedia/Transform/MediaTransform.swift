@@ -132,6 +132,13 @@ public enum MediaTransform {
             media.bytes, kind: media.kind, limits: limits, deadline: deadline, allowUnplayable: encode)
         let isVideo = media.kind.category == .video
         let cap = caps.maxBytes(for: media.kind)
+        // The poster first: a transcode that cannot finish in time leaves it as the best attempt.
+        var posterOf = TransformedMedia(kind: media.kind, bytes: media.bytes)
+        if isVideo {
+            try poster(
+                of: media.bytes, into: &posterOf, at: posterTime, smallSide: smallSide, spec: spec, limits: limits,
+                deadline: deadline)
+        }
         var transformed: TransformedMedia
         if container.unplayable != nil || media.bytes.count > cap {
             guard encode else {
@@ -140,12 +147,29 @@ public enum MediaTransform {
                     .unsupportedVariant, "\(media.kind.rawValue): \(container.unplayable ?? "unplayable")")
             }
             let why = container.unplayable ?? "\(media.bytes.count) bytes, over the cap of \(cap)"
-            let output = try MediaEncoder.transcode(
-                media.bytes, info: container, video: isVideo, spec: spec, limits: limits, cap: cap, deadline: deadline)
-            transformed = TransformedMedia(
-                kind: output.kind, bytes: MediaBytes(output.bytes), width: output.width, height: output.height)
-            transformed.actions.append(
-                "transcoded to \(isVideo ? "H.264/AAC MP4" : "AAC M4A"), \(output.bytes.count) bytes (\(why))")
+            // A tenth of the time left stays for storing the poster should the encode run out.
+            let work = isVideo && posterOf.small != nil ? deadline.leaving(share: spec.video.encodeShare) : deadline
+            let encoded = Result { () throws(AttacheError) in
+                try MediaEncoder.transcode(
+                    media.bytes, info: container, video: isVideo, spec: spec, limits: limits, cap: cap, deadline: work)
+            }
+            switch encoded {
+            case .success(let output):
+                transformed = TransformedMedia(
+                    kind: output.kind, bytes: MediaBytes(output.bytes), width: output.width, height: output.height)
+                transformed.actions.append(
+                    "transcoded to \(isVideo ? "H.264/AAC MP4" : "AAC M4A"), \(output.bytes.count) bytes (\(why))")
+            case .failure(let error) where error.code == .timedOut && !deadline.hasExpired && posterOf.small != nil:
+                let still = posterOf.small!
+                var best = TransformedMedia(
+                    kind: still.kind, bytes: still.bytes, width: still.width, height: still.height, frames: 1)
+                best.warnings.append(
+                    "the transcode (\(why)) did not finish before the deadline: the poster is attached instead")
+                best.container = container
+                return best
+            case .failure(let error):
+                throw error
+            }
         } else {
             transformed = TransformedMedia(kind: media.kind, bytes: media.bytes)
             if [.mp4, .m4v, .m4a].contains(media.kind) && !container.indexFirst {
@@ -154,11 +178,9 @@ public enum MediaTransform {
             }
         }
         transformed.container = container
-        if isVideo {
-            try poster(
-                of: media.bytes, into: &transformed, at: posterTime, smallSide: smallSide, spec: spec, limits: limits,
-                deadline: deadline)
-        }
+        transformed.small = posterOf.small
+        transformed.posterTime = posterOf.posterTime
+        transformed.warnings += posterOf.warnings
         return transformed
     }
 

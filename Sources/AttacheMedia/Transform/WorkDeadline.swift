@@ -1,5 +1,6 @@
 public import AttacheBase
 internal import CAttacheCodecs
+internal import Synchronization
 
 /// When a transform must stop: a point on the monotonic clock, which another thread may move
 /// to now (``cancel()``) so work for a payload that is already answered stops at once.
@@ -10,6 +11,8 @@ internal import CAttacheCodecs
 public final class WorkDeadline: Sendable {
     /// The cell: CLOCK_MONOTONIC nanoseconds, 0 = none. Read and written atomically in C.
     private nonisolated(unsafe) let cell: UnsafeMutablePointer<UInt64>
+    /// Deadlines made from this one (``leaving(_:)``): cancelled with it.
+    private let children = Mutex<[WorkDeadline]>([])
 
     /// No deadline (but ``cancel()`` still stops the work).
     public static var none: WorkDeadline { WorkDeadline(nanoseconds: 0) }
@@ -36,7 +39,24 @@ public final class WorkDeadline: Sendable {
     deinit { cell.deallocate() }
 
     /// Moves the deadline to the past: every later check fails with `timed_out`.
-    public func cancel() { att_deadline_store(cell, 1) }
+    public func cancel() {
+        att_deadline_store(cell, 1)
+        for child in children.withLock({ $0 }) { child.cancel() }
+    }
+
+    /// A deadline `share` of the time left before this one (all of it when there is none),
+    /// cancelled with this one: for work that must leave time for a fallback after it.
+    public func leaving(share: Double) -> WorkDeadline {
+        let end = att_deadline_load(cell)
+        let now = att_monotonic_ns()
+        let child =
+            end == 0
+            ? WorkDeadline(nanoseconds: 0)
+            : WorkDeadline(nanoseconds: end <= now ? 1 : now + UInt64(Double(end - now) * min(max(share, 0), 1)))
+        children.withLock { $0.append(child) }
+        if hasExpired { child.cancel() }
+        return child
+    }
 
     /// Whether the deadline has passed (or the work was cancelled).
     public var hasExpired: Bool { att_deadline_passed(cell) != 0 }

@@ -17,6 +17,10 @@ public struct VideoEncoding: Hashable, Sendable {
     public var maxSide = 1920
     /// AAC bits a second (default 128,000; less when the cap asks for it).
     public var audioBitRate = 128_000
+    /// The share of the time left that a video's transcode may take (default 0.9); the rest
+    /// stays for storing its poster instead when the transcode cannot finish. Not in the cache
+    /// key: it changes only whether an encode finishes.
+    public var encodeShare = 0.9
 
     public init() {}
 
@@ -27,7 +31,9 @@ public struct VideoEncoding: Hashable, Sendable {
 
     /// What the cache key says of it (empty for the defaults, so keys made before stay valid).
     var cacheKey: String {
-        self == VideoEncoding()
+        var plain = self
+        plain.encodeShare = VideoEncoding().encodeShare
+        return plain == VideoEncoding()
             ? "" : ",video=\(enabled ? 1 : 0):\(preset):\(crf):\(maxSide):\(audioBitRate)"
     }
 }
