@@ -13,11 +13,13 @@ bin=$(cd .. && swift build -c release --show-bin-path)/attache
 work=$(realpath work)/video
 mkdir -p "$work"
 make() { [ -s "$work/$1" ] || ffmpeg -hide_banner -loglevel error -y "${@:2}" "$work/$1"; }
-# A 1080p H.264/AAC MP4 near Apple's 50 MB cap (60 s at 6.4 Mbit/s), one over it (30 s at
+# A 1080p H.264/AAC MP4 near Apple's 50 MB cap (60 s at 6.4 Mbit/s; a keyframe every 250 frames,
+# x264's default, and every 30 frames, as phones record), one over it (30 s at
 # 16 Mbit/s), a 1080p VP9/Opus WebM (20 s), a 1080p QuickTime movie (10 s), a FLAC and an Ogg
 # Opus voice note (60 s).
 pattern=(-f lavfi -i "testsrc2=size=1920x1080:rate=30" -f lavfi -i "sine=frequency=440:sample_rate=48000")
 make cap.mp4 "${pattern[@]}" -t 60 -c:v libx264 -preset veryfast -b:v 6400k -maxrate 6400k -bufsize 12M -pix_fmt yuv420p -c:a aac -b:a 128k -movflags +faststart
+make phone.mp4 "${pattern[@]}" -t 60 -c:v libx264 -preset veryfast -g 30 -b:v 6400k -maxrate 6400k -bufsize 12M -pix_fmt yuv420p -c:a aac -b:a 128k -movflags +faststart
 make over.mp4 "${pattern[@]}" -t 30 -c:v libx264 -preset veryfast -b:v 16M -maxrate 16M -bufsize 32M -pix_fmt yuv420p -c:a aac -b:a 128k
 make clip.webm "${pattern[@]}" -t 20 -c:v libvpx-vp9 -deadline realtime -cpu-used 8 -b:v 3M -c:a libopus -b:a 96k
 make clip.mov "${pattern[@]}" -t 10 -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p -c:a aac -b:a 128k -f mov

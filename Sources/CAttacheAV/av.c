@@ -165,7 +165,13 @@ att_av *att_av_open(
         return NULL;
     }
     f = av->format;
-    code = avformat_find_stream_info(f, NULL);
+    // Decoders opened to find the streams' parameters run on this thread only, like every
+    // decoder here (FFmpeg's default is a frame thread per core, each with its own frames).
+    AVDictionary **per_stream = f->nb_streams > 0 ? av_calloc(f->nb_streams, sizeof *per_stream) : NULL;
+    for (unsigned i = 0; per_stream != NULL && i < f->nb_streams; i++) av_dict_set(&per_stream[i], "threads", "1", 0);
+    code = avformat_find_stream_info(f, per_stream);
+    for (unsigned i = 0; per_stream != NULL && i < f->nb_streams; i++) av_dict_free(&per_stream[i]);
+    av_free(per_stream);
     if (code < 0) {
         att_av_set(error, att_av_status(code), "the streams cannot be read", code);
         att_av_close(av);
@@ -289,6 +295,12 @@ int32_t att_av_poster(
         if (!draining && packet->stream_index != index) {
             av_packet_unref(packet);
             continue;
+        }
+        // A frame that ends before the asked time and that no other frame refers to is never
+        // shown nor needed: the decoder skips it (a B-frame between the keyframe and the time).
+        if (!draining) {
+            int early = packet->pts != AV_NOPTS_VALUE && packet->pts + (packet->duration > 0 ? packet->duration : 1) <= target;
+            decoder->skip_frame = early ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
         }
         code = avcodec_send_packet(decoder, draining ? NULL : packet);
         av_packet_unref(packet);

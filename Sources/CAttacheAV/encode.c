@@ -244,6 +244,7 @@ att_av_writer *att_av_writer_open(const att_av_output *o, const uint64_t *deadli
         av_opt_set(c->priv_data, "preset", o->preset[0] ? o->preset : "veryfast", 0);
         av_opt_set(c->priv_data, "profile", "high", 0);
         if (o->bit_rate <= 0) av_opt_set_int(c->priv_data, "crf", o->crf > 0 ? o->crf : 23, 0);
+        if (o->no_b_frames) c->max_b_frames = 0;
         w->picture->format = AV_PIX_FMT_YUV420P;
         w->picture->width = o->width;
         w->picture->height = o->height;

@@ -18,6 +18,7 @@
     X(avutil, av_log_set_level) \
     X(avutil, av_max_alloc) \
     X(avutil, av_malloc) \
+    X(avutil, av_calloc) \
     X(avutil, av_free) \
     X(avutil, av_freep) \
     X(avutil, av_strdup) \
@@ -103,6 +104,7 @@ const char *att_ff_load(void);
 #define av_log_set_level att_ff.av_log_set_level
 #define av_max_alloc att_ff.av_max_alloc
 #define av_malloc att_ff.av_malloc
+#define av_calloc att_ff.av_calloc
 #define av_free att_ff.av_free
 #define av_freep att_ff.av_freep
 #define av_strdup att_ff.av_strdup

@@ -86,6 +86,9 @@ public enum MediaEncoder {
         settings.frame_rate = info.duration > 0 ? Double(info.frames) * 100 / Double(info.duration) : 10
         settings.crf = Int32(spec.video.crf)
         settings.max_bytes = cap
+        // No B-frames: a GIF's delays run to seconds, and reordering across them would start
+        // the track seconds before zero (an edit list some players mishandle).
+        settings.no_b_frames = 1
         settings.color_primaries = 1  // BT.709 (sRGB's primaries)
         settings.color_trc = 1
         settings.colorspace = 1

@@ -88,6 +88,8 @@ typedef struct {
     int64_t max_rate;
     /// x264's preset (`veryfast`, `medium`, …).
     char preset[16];
+    /// 1: no B-frames (frames never reordered).
+    int32_t no_b_frames;
     /// AAC bits a second, 0 = no audio; the output rate and channels (1 or 2).
     int32_t audio_bit_rate;
     int32_t sample_rate;
