@@ -32,7 +32,7 @@ let chromium: String? = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr
         func run() async throws {
             let names = [
                 "gray.jpg", "missing.jpg", "palette-transparent.png", "text.jpg", "animated-chi.gif", "tone.mp3",
-                "portrait-progressive.jpg", "missing.jpg?again", "<b>.jpg",
+                "portrait-progressive.jpg", "missing.jpg?again", "<b>.jpg", "clip.mp4",
             ]
             let list = directory.path + "/campaign <7>.txt"
             let text = names.map { server.url("/" + $0) }.joined(separator: "\n")
@@ -80,8 +80,10 @@ let chromium: String? = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr
         let images = lines.flatMap { line -> [String] in
             guard case .array(let entries)? = line.value["items"] else { return [] }
             return entries.compactMap { $0["id"] == nil ? nil : $0["source_type"]?.stringValue }
-        }.filter { ["jpeg", "png", "gif"].contains($0) }
-        #expect(images.count >= 4)
+        }.filter { ["jpeg", "png", "gif", "mp4"].contains($0) }
+        // The video is shown by its poster: before (its first frame) and after (the stored poster).
+        #expect(images.count >= 5 && images.contains("mp4"))
+        #expect(page.contains("MP4 "), "the video's sample is captioned")
         #expect(sources.count == 2 * images.count, "before and after for each sampled image")
         for source in sources { #expect(source.hasPrefix("data:image/")) }
         for needle in ["<script", "<link", "http-equiv=\"refresh\"", "url(http", "@import", "href=\"http"] {

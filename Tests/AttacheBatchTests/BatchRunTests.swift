@@ -12,7 +12,9 @@ import Testing
 /// answers.
 func batchMediaServer() throws -> TestHTTPServer {
     let server = try TestHTTPServer()
-    for name in ["gray.jpg", "palette-transparent.png", "animated-chi.gif", "tone.mp3", "portrait-progressive.jpg"] {
+    for name in [
+        "gray.jpg", "palette-transparent.png", "animated-chi.gif", "tone.mp3", "portrait-progressive.jpg", "clip.mp4",
+    ] {
         let body = Array(FileManager.default.contents(atPath: Paths.samples + "/" + name)!)
         server.route("/" + name) { _, c in c.respond(body: body) }
     }
