@@ -54,18 +54,20 @@ public enum MediaTransform {
     ) throws(AttacheError) -> TransformedMedia {
         try deadline.check()
         switch media.kind.category {
-        case .image where media.kind == .gif && spec.video.enabled && MediaEncoder.isAvailable:
+        case .image where media.kind == .gif && spec.video.enabled:
             // An animation the GIF budgets would clip (frames dropped, shrunk, or over the
-            // image cap) plays whole as an MP4, a fraction of the bytes.
+            // image cap) plays whole as an MP4, a fraction of the bytes. FFmpeg is loaded only
+            // then: a GIF that fits never pays for it.
             let attempt = Result { () throws(AttacheError) in
                 try ImageProcessor.render(
                     media.bytes, kind: media.kind, spec: spec, limits: limits, deadline: deadline,
                     smallSide: smallSide)
             }
             switch attempt {
-            case .success(let rendition) where rendition.frames <= 1 || rendition.actions.isEmpty:
+            case .success(let rendition)
+            where rendition.frames <= 1 || rendition.actions.isEmpty || !MediaEncoder.isAvailable:
                 return image(rendition)
-            case .failure(let error) where error.limit != .gifMaxBytes:
+            case .failure(let error) where error.limit != .gifMaxBytes || !MediaEncoder.isAvailable:
                 throw error
             case .success(let rendition):
                 return try gifVideo(
