@@ -5,6 +5,7 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 bash scripts/api-tools.sh
 bash scripts/browser.sh
+bash scripts/media-tools.sh
 bash scripts/shared-servers.sh install
 # The project's own code builds without warnings: a new one fails the run (dependencies' are
 # not ours to fix). A clean checkout compiles every file, so every warning is seen.
