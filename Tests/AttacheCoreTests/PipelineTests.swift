@@ -32,6 +32,10 @@ func makePipeline(
 ) throws -> Pipeline {
     var configuration = PipelineConfiguration()
     configuration.baseURL = "https://cdn.test/a/"
+    // No test here is about the payload's deadline: the suite's tests run side by side (posters
+    // and transcodes among them) on a machine whose cores others keep busy, so a payload gets a
+    // deadline no such machine reaches; the deadline's own tests are in DeadlineTests.
+    configuration.deadline = .seconds(300)
     change(&configuration)
     let store = try AttachmentStore(StoreConfiguration(root: directory.path + "/store"))
     return Pipeline(configuration: configuration, fetcher: Fetcher(policy: loopbackPolicy()), store: store)
