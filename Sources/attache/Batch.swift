@@ -99,6 +99,10 @@ struct BatchCommand: AsyncParsableCommand {
         if let workers { PipelineWorkers.use(workers) }
         ImageProcessor.boundAllocator()
         let jobs = self.jobs ?? 8 * (workers ?? PipelineWorkers.count)
+        // Every option is turned into its part before the manifest is locked, so a refused
+        // value never holds the lock another batch in this directory is waiting for.
+        let store = try options.storeOptions.open()
+        let runner = BatchRunner(pipeline: try options.pipeline(store: store), jobs: jobs)
         let manifest = try BatchManifest(path: manifestPath)
         if manifest.cut > 0 {
             FileHandle.standardError.write(Data("batch: the manifest's last line was torn; its item is redone\n".utf8))
@@ -106,8 +110,6 @@ struct BatchCommand: AsyncParsableCommand {
         let output = try out.map { path throws(AttacheError) in
             try BatchOutput(path: path, recordedEnd: manifest.outputEnd)
         }
-        let store = try options.storeOptions.open()
-        let runner = BatchRunner(pipeline: try options.pipeline(store: store), jobs: jobs)
         let display = ProgressDisplay(interval: progressInterval)
         let progress = try await runner.run(input, manifest: manifest, output: output) { display.show($0) }
         try await conclude(progress, title: input.path, store: store)

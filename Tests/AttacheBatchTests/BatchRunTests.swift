@@ -320,6 +320,36 @@ extension BatchRunTests {
         #expect(server.accepted == 0, "nothing fetched")
     }
 
+    @Test("a batch with a refused option says so even while another batch holds the manifest")
+    func aRefusedOptionIsNamedWhileTheManifestIsHeld() throws {
+        let held = try BatchManifest(path: directory.path + "/out.manifest.jsonl")
+        defer { withExtendedLifetime(held) {} }
+        for (option, words) in [
+            ("--blobs=ftp://bucket", "--blobs"), ("--seal-kid=bad kid!", "--seal-kid"),
+        ] {
+            let process = try batch([option])
+            let stderr = Pipe()
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = stderr
+            try process.run()
+            let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus != 0)
+            #expect(said.contains(words) && !said.contains("in use"), "\(option): \(said)")
+        }
+        // A batch with nothing wrong is the one told the manifest is taken.
+        let process = try batch()
+        let stderr = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = stderr
+        try process.run()
+        let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0)
+        #expect(said.contains("in use by another batch"), "\(said)")
+        #expect(server.accepted == 0, "nothing fetched")
+    }
+
     @Test("the help names the default manifest the command writes")
     func theHelpNamesTheDefaultManifest() throws {
         gate.open()
