@@ -25,6 +25,14 @@ void att_av_set(att_av_error *error, int32_t status, const char *what, int code)
     snprintf(error->message, sizeof error->message, "%s%s%s", what, code < 0 ? ": " : "", code < 0 ? reason : "");
 }
 
+void att_av_set_memory(att_av_error *error, int64_t cap) {
+    if (!error) return;
+    error->status = ATT_AV_MEMORY_LIMIT;
+    snprintf(
+        error->message, sizeof error->message, "the decoder needs more than the decoder memory cap (%lld bytes)",
+        (long long)cap);
+}
+
 int att_av_passed(const uint64_t *cell) {
     if (cell == NULL) return 0;
     uint64_t deadline = __atomic_load_n(cell, __ATOMIC_RELAXED);
@@ -244,8 +252,8 @@ int32_t att_av_rotation(att_av *av) {
 }
 
 int32_t att_av_poster(
-    att_av *av, double seconds, int32_t max_frames, int64_t max_pixels, int32_t max_side, uint8_t **rgb,
-    int32_t *width, int32_t *height, double *shown, att_av_error *error) {
+    att_av *av, double seconds, int32_t max_frames, int64_t max_pixels, int64_t max_decoder_bytes, int32_t max_side,
+    uint8_t **rgb, int32_t *width, int32_t *height, double *shown, att_av_error *error) {
     *rgb = NULL;
     AVFormatContext *f = av->format;
     const AVCodec *codec = NULL;
@@ -263,8 +271,9 @@ int32_t att_av_poster(
     AVPacket *packet = av_packet_alloc();
     AVFrame *frame = av_frame_alloc();
     AVFrame *last = av_frame_alloc();
+    att_av_budget *budget = att_av_budget_new(max_decoder_bytes);
     int32_t result = ATT_AV_OK;
-    if (decoder == NULL || packet == NULL || frame == NULL || last == NULL) {
+    if (decoder == NULL || packet == NULL || frame == NULL || last == NULL || budget == NULL) {
         att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
         result = ATT_AV_MEMORY_LIMIT;
         goto done;
@@ -273,6 +282,7 @@ int32_t att_av_poster(
     // One thread: the pipeline's workers are the threads.
     decoder->thread_count = 1;
     decoder->codec_whitelist = av_strdup(att_av_decoders);
+    att_av_budget_attach(decoder, budget);
     int code = avcodec_open2(decoder, codec, NULL);
     if (code < 0) {
         att_av_set(error, att_av_status(code), "the video decoder cannot start", code);
@@ -290,6 +300,7 @@ int32_t att_av_poster(
             result = ATT_AV_TIMEOUT;
             goto done;
         }
+        if (att_av_budget_exceeded(budget)) break;
         code = av_read_frame(f, packet);
         int draining = code < 0;
         if (!draining && packet->stream_index != index) {
@@ -318,6 +329,11 @@ int32_t att_av_poster(
             av_frame_move_ref(last, frame);
         }
         if (draining && !have) break;
+    }
+    if (att_av_budget_exceeded(budget)) {
+        att_av_set_memory(error, max_decoder_bytes);
+        result = ATT_AV_MEMORY_LIMIT;
+        goto done;
     }
     // The asked time is past the last frame: the last frame decoded is the poster.
     if (!have && last->width > 0) {
@@ -376,6 +392,7 @@ done:
     av_frame_free(&last);
     av_packet_free(&packet);
     avcodec_free_context(&decoder);
+    att_av_budget_release(budget);
     return result;
 }
 

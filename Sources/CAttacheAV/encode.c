@@ -461,7 +461,7 @@ void att_av_writer_close(att_av_writer *w) {
     free(w);
 }
 
-static AVCodecContext *open_decoder(AVStream *stream, const AVCodec *codec, int *code) {
+static AVCodecContext *open_decoder(AVStream *stream, const AVCodec *codec, att_av_budget *budget, int *code) {
     AVCodecContext *c = avcodec_alloc_context3(codec);
     if (c == NULL) {
         *code = AVERROR(ENOMEM);
@@ -471,6 +471,7 @@ static AVCodecContext *open_decoder(AVStream *stream, const AVCodec *codec, int 
     c->thread_count = 1;
     c->codec_whitelist = av_strdup(att_av_decoders);
     c->pkt_timebase = stream->time_base;
+    att_av_budget_attach(c, budget);
     if ((*code = avcodec_open2(c, codec, NULL)) < 0) avcodec_free_context(&c);
     return c;
 }
@@ -518,17 +519,18 @@ int32_t att_av_transcode(att_av *av, const att_av_output *given, uint8_t **bytes
     att_av_writer *w = NULL;
     AVPacket *packet = av_packet_alloc();
     AVFrame *frame = av_frame_alloc();
-    if (packet == NULL || frame == NULL) {
+    att_av_budget *budget = att_av_budget_new(o.max_decoder_bytes);
+    if (packet == NULL || frame == NULL || budget == NULL) {
         att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
         result = ATT_AV_MEMORY_LIMIT;
         goto done;
     }
-    if (vs != NULL && (vd = open_decoder(vs, video_codec, &code)) == NULL) {
+    if (vs != NULL && (vd = open_decoder(vs, video_codec, budget, &code)) == NULL) {
         att_av_set(error, att_av_status(code), "the video decoder cannot start", code);
         result = att_av_status(code);
         goto done;
     }
-    if (as != NULL && (ad = open_decoder(as, audio_codec, &code)) == NULL) {
+    if (as != NULL && (ad = open_decoder(as, audio_codec, budget, &code)) == NULL) {
         att_av_set(error, att_av_status(code), "the audio decoder cannot start", code);
         result = att_av_status(code);
         goto done;
@@ -540,7 +542,7 @@ int32_t att_av_transcode(att_av *av, const att_av_output *given, uint8_t **bytes
     int64_t video_start = vs && vs->start_time != AV_NOPTS_VALUE ? vs->start_time : 0;
     int64_t decoded = 0;
     int draining = 0;
-    while (!draining) {
+    while (!draining && !att_av_budget_exceeded(budget)) {
         if (att_av_passed(av->deadline)) {
             code = AVERROR_EXIT;
             break;
@@ -587,6 +589,11 @@ int32_t att_av_transcode(att_av *av, const att_av_output *given, uint8_t **bytes
         av_packet_unref(packet);
         if (code < 0) break;
     }
+    if (att_av_budget_exceeded(budget)) {
+        att_av_set_memory(error, o.max_decoder_bytes);
+        result = ATT_AV_MEMORY_LIMIT;
+        goto done;
+    }
     if (code == AVERROR(E2BIG)) {
         att_av_set(error, ATT_AV_MEMORY_LIMIT, "more frames than the limit allows", 0);
         result = ATT_AV_MEMORY_LIMIT;
@@ -603,5 +610,6 @@ done:
     avcodec_free_context(&ad);
     av_frame_free(&frame);
     av_packet_free(&packet);
+    att_av_budget_release(budget);
     return result;
 }

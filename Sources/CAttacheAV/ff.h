@@ -26,6 +26,8 @@
     X(avutil, av_dict_set) \
     X(avutil, av_dict_free) \
     X(avutil, av_get_pix_fmt_name) \
+    X(avutil, av_buffer_create) \
+    X(avutil, av_buffer_unref) \
     X(avutil, av_frame_alloc) \
     X(avutil, av_frame_unref) \
     X(avutil, av_frame_move_ref) \
@@ -66,6 +68,7 @@
     X(avformat, av_stream_new_side_data) \
     X(avcodec, avcodec_get_name) \
     X(avcodec, avcodec_alloc_context3) \
+    X(avcodec, avcodec_default_get_buffer2) \
     X(avcodec, avcodec_parameters_to_context) \
     X(avcodec, avcodec_open2) \
     X(avcodec, avcodec_send_packet) \
@@ -112,6 +115,8 @@ const char *att_ff_load(void);
 #define av_dict_set att_ff.av_dict_set
 #define av_dict_free att_ff.av_dict_free
 #define av_get_pix_fmt_name att_ff.av_get_pix_fmt_name
+#define av_buffer_create att_ff.av_buffer_create
+#define av_buffer_unref att_ff.av_buffer_unref
 #define av_frame_alloc att_ff.av_frame_alloc
 #define av_frame_unref att_ff.av_frame_unref
 #define av_frame_move_ref att_ff.av_frame_move_ref
@@ -152,6 +157,7 @@ const char *att_ff_load(void);
 #define av_stream_new_side_data att_ff.av_stream_new_side_data
 #define avcodec_get_name att_ff.avcodec_get_name
 #define avcodec_alloc_context3 att_ff.avcodec_alloc_context3
+#define avcodec_default_get_buffer2 att_ff.avcodec_default_get_buffer2
 #define avcodec_parameters_to_context att_ff.avcodec_parameters_to_context
 #define avcodec_open2 att_ff.avcodec_open2
 #define avcodec_send_packet att_ff.avcodec_send_packet
@@ -191,9 +197,24 @@ struct att_av {
 extern const char *const att_av_decoders;
 /// Fills `error` with `what` and FFmpeg's reason for `code` (when negative).
 void att_av_set(att_av_error *error, int32_t status, const char *what, int code);
+/// Fills `error`: a decoder's frames would pass the decoder memory cap of `cap` bytes.
+void att_av_set_memory(att_av_error *error, int64_t cap);
 /// The deadline cell (CLOCK_MONOTONIC nanoseconds, 0 none) has passed.
 int att_av_passed(const uint64_t *cell);
 /// An outcome code for an FFmpeg error.
 int32_t att_av_status(int code);
+
+/// The bytes of frames one job's decoders hold at once (budget.c): every frame buffer a
+/// decoder asks for is counted while it is alive, and one that would pass `cap` is refused
+/// (the decoder fails with ENOMEM and `exceeded` is set).
+typedef struct att_av_budget att_av_budget;
+att_av_budget *att_av_budget_new(int64_t cap);
+/// Lets `decoder` take its frames from `budget` (before avcodec_open2).
+void att_av_budget_attach(AVCodecContext *decoder, att_av_budget *budget);
+/// Whether a frame was refused; the most held at once.
+int att_av_budget_exceeded(const att_av_budget *budget);
+int64_t att_av_budget_peak(const att_av_budget *budget);
+/// The job's hold on the budget; frames still alive keep it until they are freed.
+void att_av_budget_release(att_av_budget *budget);
 
 #endif

@@ -187,6 +187,33 @@ struct VideoTests {
         #expect(kept.bytes.count == source.count && kept.kind == .mp4)
     }
 
+    @Test("the decoders' frames count against the job's decoder memory cap: over it, decoder_memory_exceeded")
+    func decoderFramesAreCapped() throws {
+        var small = ImageLimits.default
+        small.maxDecoderMemory = 16 << 10  // under one 160×120 frame's planes
+        let clip = try Self.bytes("h264.mp4")
+        #expect {
+            try MediaPoster.frame(clip, at: 1, maxSide: 64, limits: small)
+        } throws: {
+            let error = $0 as? AttacheError
+            return error?.code == .decoderMemoryExceeded && error?.limit == .maxDecoderMemory
+                && error?.message.contains("\(16 << 10) bytes") == true
+        }
+        // A cap a few frames wide is enough: the decoder holds its references, not the clip.
+        small.maxDecoderMemory = 1 << 20
+        let poster = try MediaPoster.frame(clip, at: 1.5, maxSide: 64, limits: small)
+        #expect(poster.image.width == 64 && abs(poster.shown - 1.5) < 0.05)
+        guard MediaEncoder.isAvailable else { return }
+        let media = try MediaValidator.validate(try Self.bytes("clip.webm"), limits: MediaLimits().forSources)
+        small.maxDecoderMemory = 16 << 10
+        #expect {
+            try MediaTransform.apply(media, spec: RenditionSpec(), limits: small, deadline: .none)
+        } throws: { ($0 as? AttacheError)?.code == .decoderMemoryExceeded }
+        small.maxDecoderMemory = 4 << 20
+        let out = try MediaTransform.apply(media, spec: RenditionSpec(), limits: small, deadline: .none)
+        #expect(out.kind == .mp4 && out.bytes.count > 0)
+    }
+
     @Test("a transcode stops at its deadline with timed_out")
     func transcodeDeadline() throws {
         guard MediaEncoder.isAvailable else { return }

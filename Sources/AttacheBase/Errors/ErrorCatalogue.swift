@@ -134,7 +134,7 @@ extension AttacheError.Limit {
     public static let maxDimension = Self(rawValue: "max_dimension")
     /// Most progressive JPEG scans (`ImageLimits.maxScans`).
     public static let maxScans = Self(rawValue: "max_scans")
-    /// Cap on whole-image decoder buffers (`ImageLimits.maxDecoderMemory`).
+    /// Cap on whole-image decoder buffers and on a video job's decoded frames (`ImageLimits.maxDecoderMemory`).
     public static let maxDecoderMemory = Self(rawValue: "max_decoder_memory")
     /// Most frames a GIF may hold (`ImageLimits.maxFrames`).
     public static let maxFrames = Self(rawValue: "max_frames")

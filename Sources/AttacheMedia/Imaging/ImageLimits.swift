@@ -9,7 +9,8 @@ public struct ImageLimits: Hashable, Sendable {
     /// Most progressive JPEG scans accepted (default 100).
     public var maxScans: Int
     /// Cap on whole-image decoder buffers: progressive or multi-scan JPEG coefficients and
-    /// interlaced PNG rows (default 256 MiB).
+    /// interlaced PNG rows; and on the frames a video job's decoders hold at once (default
+    /// 256 MiB).
     public var maxDecoderMemory: Int
     /// Most frames a GIF may hold (default 1,000).
     public var maxFrames: Int

@@ -132,6 +132,7 @@ public enum MediaEncoder {
         var settings = output(preset: spec.video.preset)
         settings.max_bytes = cap
         settings.max_frames = Int64(limits.maxMediaSeconds * 240)
+        settings.max_decoder_bytes = Int64(limits.maxDecoderMemory)
         let hasAudio = info.audioCodec != nil
         if hasAudio {
             let rate = min(Double(spec.video.audioBitRate), video ? budget / 8 : budget)

@@ -28,7 +28,8 @@ public enum MediaPoster {
         // The side is asked of the stored frame; a turned track swaps it after.
         let status = att_av_poster(
             handle, max(0, time ?? defaultTime).isFinite ? max(0, time ?? defaultTime) : 0, Int32(frameBudget),
-            Int64(limits.maxVideoPixels), Int32(clamping: maxSide), &rgb, &width, &height, &shown, &error)
+            Int64(limits.maxVideoPixels), Int64(limits.maxDecoderMemory), Int32(clamping: maxSide), &rgb, &width,
+            &height, &shown, &error)
         guard status == Int32(ATT_AV_OK), let rgb else { throw AttacheError(av: error, streamsOver: limits.maxStreams) }
         defer { att_av_free(rgb) }
         let pixels = Array(UnsafeBufferPointer(start: rgb, count: Int(width) * Int(height) * 3))

@@ -63,10 +63,10 @@ att_av *att_av_open(
 /// `max_frames` decoded; the last frame when the time is past the end) into RGB24, scaled by
 /// swscale to its shown shape (sample aspect ratio) fitting inside `max_side` (0 = as stored),
 /// malloc'ed into `*rgb` (att_av_free). `*shown` is the frame's own time. At most `max_pixels`
-/// pixels decoded.
+/// pixels decoded; the decoder's frames hold at most `max_decoder_bytes` at once (0: no cap).
 int32_t att_av_poster(
-    att_av *av, double seconds, int32_t max_frames, int64_t max_pixels, int32_t max_side, uint8_t **rgb,
-    int32_t *width, int32_t *height, double *shown, att_av_error *error);
+    att_av *av, double seconds, int32_t max_frames, int64_t max_pixels, int64_t max_decoder_bytes, int32_t max_side,
+    uint8_t **rgb, int32_t *width, int32_t *height, double *shown, att_av_error *error);
 
 /// The first video stream's display rotation, clockwise: 0, 90, 180 or 270.
 int32_t att_av_rotation(att_av *av);
@@ -98,6 +98,8 @@ typedef struct {
     int64_t max_bytes;
     /// At most this many video frames are decoded (a transcode).
     int64_t max_frames;
+    /// The decoders' frames hold at most this many bytes at once (a transcode; 0: no cap).
+    int64_t max_decoder_bytes;
     /// Colour tags for the video (FFmpeg's AVColorPrimaries, AVColorTransferCharacteristic,
     /// AVColorSpace; 0 = not said). Frames given as RGBA are converted with BT.709's matrix.
     int32_t color_primaries;
