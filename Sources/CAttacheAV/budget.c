@@ -8,7 +8,6 @@
 
 struct att_av_budget {
     int64_t used;
-    int64_t peak;
     int64_t cap;
     int exceeded;
     int holds;  // the job's, plus one per live frame buffer
@@ -33,8 +32,6 @@ void att_av_budget_release(att_av_budget *b) {
 }
 
 int att_av_budget_exceeded(const att_av_budget *b) { return b != NULL && __atomic_load_n(&b->exceeded, __ATOMIC_RELAXED); }
-
-int64_t att_av_budget_peak(const att_av_budget *b) { return b ? __atomic_load_n(&b->peak, __ATOMIC_RELAXED) : 0; }
 
 static void held_free(void *opaque, uint8_t *data) {
     (void)data;
@@ -66,9 +63,6 @@ static int wrap(att_av_budget *b, AVBufferRef **slot) {
     h->inner = inner;
     h->size = size;
     __atomic_add_fetch(&b->holds, 1, __ATOMIC_ACQ_REL);
-    int64_t peak = __atomic_load_n(&b->peak, __ATOMIC_RELAXED);
-    while (used > peak && !__atomic_compare_exchange_n(&b->peak, &peak, used, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
     *slot = outer;
     return 0;
 }

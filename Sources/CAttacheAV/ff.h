@@ -211,9 +211,8 @@ typedef struct att_av_budget att_av_budget;
 att_av_budget *att_av_budget_new(int64_t cap);
 /// Lets `decoder` take its frames from `budget` (before avcodec_open2).
 void att_av_budget_attach(AVCodecContext *decoder, att_av_budget *budget);
-/// Whether a frame was refused; the most held at once.
+/// Whether a frame was refused.
 int att_av_budget_exceeded(const att_av_budget *budget);
-int64_t att_av_budget_peak(const att_av_budget *budget);
 /// The job's hold on the budget; frames still alive keep it until they are freed.
 void att_av_budget_release(att_av_budget *budget);
 

@@ -249,6 +249,18 @@ extension BatchRunTests {
         return process
     }
 
+    /// Runs a batch with `extra` to its end: its exit status and what it said on standard error.
+    func batchSays(_ extra: [String] = []) throws -> (status: Int32, said: String) {
+        let process = try batch(extra)
+        let stderr = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = stderr
+        try process.run()
+        let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, said)
+    }
+
     func manifestLines() -> Int {
         let text = (try? String(contentsOfFile: directory.path + "/out.manifest.jsonl", encoding: .utf8)) ?? ""
         return text.split(separator: "\n").count
@@ -307,14 +319,8 @@ extension BatchRunTests {
     func aManifestOptionNamingAnotherFileIsRefused() throws {
         let notes = directory.path + "/notes.txt"
         try Data("my notes, one line\n".utf8).write(to: URL(fileURLWithPath: notes))
-        let process = try batch(["--manifest", notes])
-        let stderr = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = stderr
-        try process.run()
-        let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus != 0)
+        let (status, said) = try batchSays(["--manifest", notes])
+        #expect(status != 0)
         #expect(said.contains("not a batch manifest"), "\(said)")
         #expect(try String(contentsOfFile: notes, encoding: .utf8) == "my notes, one line\n")
         #expect(server.accepted == 0, "nothing fetched")
@@ -327,25 +333,13 @@ extension BatchRunTests {
         for (option, words) in [
             ("--blobs=ftp://bucket", "--blobs"), ("--seal-kid=bad kid!", "--seal-kid"),
         ] {
-            let process = try batch([option])
-            let stderr = Pipe()
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = stderr
-            try process.run()
-            let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus != 0)
+            let (status, said) = try batchSays([option])
+            #expect(status != 0)
             #expect(said.contains(words) && !said.contains("in use"), "\(option): \(said)")
         }
         // A batch with nothing wrong is the one told the manifest is taken.
-        let process = try batch()
-        let stderr = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = stderr
-        try process.run()
-        let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus != 0)
+        let (status, said) = try batchSays()
+        #expect(status != 0)
         #expect(said.contains("in use by another batch"), "\(said)")
         #expect(server.accepted == 0, "nothing fetched")
     }
@@ -395,14 +389,8 @@ extension BatchRunTests {
 
     @Test func withoutATerminalProgressIsPlainLinesAndTheSummaryATable() throws {
         gate.open()
-        let process = try batch()
-        let stderr = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = stderr
-        try process.run()
-        let text = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let (status, text) = try batchSays()
+        #expect(status == 0)
         #expect(!text.contains("\r") && !text.contains("\u{1B}"), "\(text)")
         #expect(text.contains("batch: \(count)/\(count),"), "\(text)")
         #expect(text.contains("attached "), "\(text)")
