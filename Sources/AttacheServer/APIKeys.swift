@@ -13,16 +13,23 @@ struct APIKeys: Sendable {
     var isEmpty: Bool { digests.isEmpty }
 
     /// Whether `presented` is one of the keys.
-    func accepts(_ presented: Substring) -> Bool {
+    func accepts(_ presented: Substring) -> Bool { index(of: presented) != nil }
+
+    /// Which of the keys `presented` is (its place in the list: the tenant the work is counted
+    /// for, never the key itself); nil when it is none of them.
+    func index(of presented: Substring) -> Int? {
         let digest = Array(SHA256.hash(data: Array(presented.utf8)))
-        var matched: UInt8 = 0
-        for key in digests {
+        var matched = 0
+        var found = 0
+        for (index, key) in digests.enumerated() {
             var difference: UInt8 = 0
             for i in 0..<32 { difference |= key[i] ^ digest[i] }
-            // 1 when equal, without a branch on secret data.
-            matched |= UInt8(truncatingIfNeeded: (Int(difference) - 1) >> 8) & 1
+            // All ones when equal, without a branch on secret data.
+            let equal = (Int(difference) - 1) >> 8
+            matched |= equal & 1
+            found |= equal & index
         }
-        return matched == 1
+        return matched == 1 ? found : nil
     }
 
     /// The key from an `Authorization: Bearer <key>` header value; nil when there is none.

@@ -24,7 +24,7 @@ struct NotificationRoute: Sendable {
     func handle(_ request: Request, context: AttacheRequestContext) async throws -> Response {
         let arrived = ContinuousClock.now
         context.notes.route = "notifications"
-        try authenticate(request)
+        let tenant = try authenticate(request)
         let deadline = arrived + (try requestedDeadline(request))
         let seal = try requestedSeal(request)
         let envelope = try wantsEnvelope(request)
@@ -57,7 +57,7 @@ struct NotificationRoute: Sendable {
         // The work stops when the client hangs up (its connection closes) or the deadline passes.
         let bytes = Array(buffer: body)
         let pipeline = format.map(pipelines.current.writing) ?? pipelines.current
-        let work = Task { await pipeline.process(bytes, deadline: deadline, seal: seal) }
+        let work = Task { await pipeline.process(bytes, deadline: deadline, seal: seal, tenant: tenant) }
         let watch = hangUps.watch(context.channel) { work.cancel() }
         let result = await withTaskCancellationHandler {
             await work.value
@@ -108,16 +108,18 @@ struct NotificationRoute: Sendable {
 
     /// A request without credentials passes only with `--allow-anonymous`; one that presents
     /// credentials passes only when they are an accepted key, whatever `--allow-anonymous` says
-    /// (a wrong key is a client to tell, not one to let through).
-    private func authenticate(_ request: Request) throws {
+    /// (a wrong key is a client to tell, not one to let through). Returns the tenant the
+    /// payload's work is counted for: `key-N` for the N-th accepted key, `anonymous` without one.
+    private func authenticate(_ request: Request) throws -> String {
         guard let header = request.headers[.authorization] else {
-            if configuration.allowAnonymous { return }
+            if configuration.allowAnonymous { return "anonymous" }
             throw Problem.unauthorized("an API key is required: Authorization: Bearer <key>")
         }
         guard let key = APIKeys.bearer(header) else {
             throw Problem.unauthorized("the Authorization header is not Bearer <key>")
         }
-        guard keys.accepts(key) else { throw Problem.unauthorized("the API key is not accepted") }
+        guard let index = keys.index(of: key) else { throw Problem.unauthorized("the API key is not accepted") }
+        return "key-\(index)"
     }
 
     /// `Attache-Deadline` header or `deadline` query (`800ms`, `2s`, or seconds), capped by

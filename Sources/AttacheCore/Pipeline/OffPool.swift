@@ -1,5 +1,5 @@
 public import AttacheBase
-import AttacheMedia
+public import AttacheMedia
 import Dispatch
 import Foundation
 import Synchronization
@@ -9,24 +9,40 @@ import Glibc
 #endif
 
 /// Runs blocking work (codecs, fsync) on threads of its own instead of Swift's cooperative
-/// pool, so deadlines, timers and fetch completions never wait behind a decode: one worker
-/// per core, taking jobs in order. A service can run the workers at a lower scheduling
-/// priority (``PipelineWorkers/niceness``): then, when every core is decoding, the threads
-/// that answer requests (health checks, refusals, downloads) still get a core at once.
+/// pool, so deadlines, timers and fetch completions never wait behind a decode. The codecs run
+/// on a ``AttacheMedia/WorkScheduler``: one job per core at a time, the cores shared fairly
+/// between tenants and payloads and, within a payload, the job expected to finish first going
+/// first; each job admitted by the memory it says it will hold. A service can run the workers
+/// at a lower scheduling priority (``PipelineWorkers/niceness``): then, when every core is
+/// decoding, the threads that answer requests (health checks, refusals, downloads) still get a
+/// core at once.
 ///
 /// Work handed over here cannot be interrupted from outside: each job is given a
 /// ``AttacheMedia/WorkDeadline`` that the pipeline cancels when its payload is answered, and
-/// the job checks it between bands and frames.
+/// the job checks it between bands and frames — where it also gives its core up when its slice
+/// is over and another job comes first.
 enum OffPool {
     /// How much lower than the rest of the process the workers are scheduled (Linux nice).
     static let niceness = Atomic<Int32>(0)
     /// Workers asked for before the first job (0: one per core).
     static let requested = Atomic<Int>(0)
+    /// Memory the transforms may hold together, asked for before the first job (0: the default).
+    static let requestedMemory = Atomic<Int>(0)
     static let workers: Int = {
         let asked = requested.load(ordering: .relaxed)
         return asked > 0 ? asked : max(1, ProcessInfo.processInfo.activeProcessorCount)
     }()
-    private static let jobs = JobQueue(workers: workers, name: "attache-work")
+    /// The transforms' scheduler: cores shared by tenant, payload and expected cost, work
+    /// admitted by its memory (``WorkScheduler``).
+    static let scheduler: WorkScheduler = {
+        let asked = requestedMemory.load(ordering: .relaxed)
+        let scheduler = WorkScheduler(.init(cores: workers, memory: asked > 0 ? asked : defaultMemory))
+        return scheduler
+    }()
+    /// A quarter of the machine's memory, at most 256 MiB per core.
+    static var defaultMemory: Int {
+        min(Int(clamping: ProcessInfo.processInfo.physicalMemory / 4), workers * (256 << 20))
+    }
     /// The store's writes (hash, write, fsync, rename, catalog commit) on threads of their
     /// own: a worker waiting for the disk would otherwise leave its core idle while decodes
     /// queue behind it.
@@ -34,36 +50,26 @@ enum OffPool {
     /// A shared store's catalog statements (lookups, token issues, campaign claims) on threads
     /// of their own: a network round trip each, never queued behind an upload.
     private static let catalogs = JobQueue(workers: 4, name: "attache-catalog")
-    /// Every job submitted and not yet finished (queued or running).
-    private static let work = DispatchGroup()
-    private static let pending = Atomic<Int>(0)
-    private static let last = Mutex<JobRecord?>(nil)
 
-    /// What one finished job cost.
-    struct JobRecord: Sendable {
-        /// When it got its worker and when it finished.
-        var started: ContinuousClock.Instant
-        var finished: ContinuousClock.Instant
-        /// CPU time its thread spent on it (does not grow while the thread waits for a core).
-        var cpu: Duration
-    }
-
-    /// Jobs submitted and not yet finished.
-    static var inFlight: Int { pending.load(ordering: .relaxed) }
+    /// Jobs submitted and not yet finished (queued or running).
+    static var inFlight: Int { scheduler.inFlight }
 
     /// The most recently finished job.
-    static var lastJob: JobRecord? { last.withLock { $0 } }
+    static var lastJob: WorkScheduler.JobRecord? { scheduler.lastJob }
 
     /// Waits until no job is queued or running; false when `timeout` passed first.
     static func waitUntilIdle(timeout: Duration) -> Bool {
-        let nanoseconds =
-            Int(timeout.components.seconds) * 1_000_000_000 + Int(timeout.components.attoseconds / 1_000_000_000)
-        return work.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success
+        scheduler.waitUntilIdle(timeout: timeout)
     }
 
-    /// Runs `body` (CPU work: codecs) on a worker.
-    static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await run(on: jobs, body)
+    /// Runs `body` (CPU work: codecs) on the scheduler, for `group`, under `deadline`.
+    static func run<T: Sendable>(
+        group: WorkGroup, estimate: WorkEstimate, deadline: WorkDeadline, _ body: @escaping @Sendable () -> T
+    ) async -> T {
+        scheduler.niceness = niceness.load(ordering: .relaxed)
+        let value = await scheduler.run(group: group, estimate: estimate, deadline: deadline, body)
+        releaseMemoryIfIdle()
+        return value
     }
 
     /// Runs `body` (a store write, mostly waiting for the disk) on a store thread.
@@ -77,19 +83,8 @@ enum OffPool {
     }
 
     private static func run<T: Sendable>(on queue: JobQueue, _ body: @escaping @Sendable () -> T) async -> T {
-        pending.add(1, ordering: .relaxed)
-        work.enter()
-        return await withCheckedContinuation { continuation in
-            queue.submit {
-                let started = ContinuousClock.now
-                let cpuStart = threadCPUTime()
-                let value = body()
-                let record = JobRecord(started: started, finished: .now, cpu: threadCPUTime() - cpuStart)
-                last.withLock { $0 = record }
-                pending.subtract(1, ordering: .relaxed)
-                work.leave()
-                continuation.resume(returning: value)
-            }
+        await withCheckedContinuation { continuation in
+            queue.submit { continuation.resume(returning: body()) }
         }
     }
 
@@ -97,7 +92,7 @@ enum OffPool {
     /// the heap's free pages go back to the kernel: decoders free large buffers, and the
     /// allocator would otherwise keep them in whichever thread's arena they came from.
     static func releaseMemoryIfIdle() {
-        guard pending.load(ordering: .relaxed) == 0 else { return }
+        guard scheduler.inFlight == 0 else { return }
         let now = ContinuousClock.now
         // Now if the last release is old enough, else once when it will be (if still idle).
         let wait = release.withLock { state -> Duration? in
@@ -133,21 +128,10 @@ enum OffPool {
             for index in 0..<workers {
                 let thread = Thread { [self] in
                     Thread.current.name = "\(name)-\(index)"
-                    var applied: Int32 = 0
                     while true {
                         available.wait()
                         guard let job = state.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { continue }
-                        let wanted = OffPool.niceness.load(ordering: .relaxed)
-                        if wanted != applied {
-                            #if os(Linux)
-                            // On Linux the nice value is per thread, and `who` 0 is the calling
-                            // thread. Lowering it again needs privilege; a refusal leaves it.
-                            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, wanted)
-                            #endif
-                            applied = wanted
-                        }
                         job()
-                        OffPool.releaseMemoryIfIdle()
                     }
                 }
                 thread.stackSize = 8 << 20
@@ -161,11 +145,6 @@ enum OffPool {
         }
     }
 
-    private static func threadCPUTime() -> Duration {
-        var now = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
-        return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
-    }
 }
 
 /// The threads that run the codecs and the store's writes for every pipeline in the process.
@@ -178,6 +157,19 @@ public enum PipelineWorkers {
     public static func use(_ count: Int) {
         OffPool.requested.store(max(1, count), ordering: .relaxed)
     }
+
+    /// Memory the transforms may hold together (bytes): a job is started only while what it
+    /// says it will hold fits beside the others'. Only before the first job. Default: a quarter
+    /// of the machine's memory, at most 256 MiB per worker.
+    public static func useMemory(_ bytes: Int) {
+        OffPool.requestedMemory.store(max(1 << 20, bytes), ordering: .relaxed)
+    }
+
+    /// The memory budget in use.
+    public static var memory: Int { OffPool.scheduler.settings.memory }
+
+    /// What the workers are doing now.
+    public static var load: WorkScheduler.Load { OffPool.scheduler.load }
 
     /// Their Linux nice value (0, the default: as the rest of the process; up to 19). A
     /// service raises it so that request handling is never queued behind decoding; a batch

@@ -43,7 +43,8 @@ struct Piece: Sendable {
 
 extension Pipeline {
     func run(
-        _ source: AttachmentSource, deadline: ContinuousClock.Instant, budgets: PayloadBudgets, sealed: Bool
+        _ source: AttachmentSource, deadline: ContinuousClock.Instant, budgets: PayloadBudgets, sealed: Bool,
+        group: WorkGroup
     ) async -> AttachmentOutcome {
         var outcome = AttachmentOutcome(url: source.url, convention: source.convention)
         let configuration = self.configuration
@@ -110,7 +111,8 @@ extension Pipeline {
             let caps = configuration.mediaLimits
             let posterTime = source.options.time
             let (transformed, main, small) = try await withTaskCancellationHandler {
-                await OffPool.run { () -> Result<(TransformedMedia, Piece, Piece?), AttacheError> in
+                await OffPool.run(group: group, estimate: .unread(bytes: validated.bytes.count), deadline: work) {
+                    () -> Result<(TransformedMedia, Piece, Piece?), AttacheError> in
                     Result { () throws(AttacheError) in
                         let transformed = try MediaTransform.apply(
                             validated, spec: spec, limits: limits, deadline: work, smallSide: smallSide, caps: caps,

@@ -66,15 +66,20 @@ public final class Pipeline: Sendable {
     /// `encrypted-content`, every attachment is stored encrypted under a key of its own, and
     /// the placeholder alert is what shows until the device opens the seal.
     public func process(
-        _ payload: [UInt8], deadline: ContinuousClock.Instant? = nil, sealTo recipient: SealRecipient? = nil
+        _ payload: [UInt8], deadline: ContinuousClock.Instant? = nil, sealTo recipient: SealRecipient? = nil,
+        tenant: String = ""
     ) async -> PipelineResult {
-        await process(payload, deadline: deadline, seal: recipient.map { .success($0) })
+        await process(payload, deadline: deadline, seal: recipient.map { .success($0) }, tenant: tenant)
     }
 
-    /// ``process(_:deadline:sealTo:)`` with a seal the caller asked for and could not name a
-    /// key for (`failure`): the placeholder goes out alone, as for a bad `attache-seal`.
+    /// ``process(_:deadline:sealTo:tenant:)`` with a seal the caller asked for and could not name
+    /// a key for (`failure`): the placeholder goes out alone, as for a bad `attache-seal`.
+    ///
+    /// `tenant` names whom the payload is for (a service's API key): the workers' cores are
+    /// shared between tenants first, then between their payloads (``AttacheMedia/WorkScheduler``).
     public func process(
-        _ payload: [UInt8], deadline: ContinuousClock.Instant? = nil, seal: Result<SealRecipient, AttacheError>?
+        _ payload: [UInt8], deadline: ContinuousClock.Instant? = nil, seal: Result<SealRecipient, AttacheError>?,
+        tenant: String = ""
     ) async -> PipelineResult {
         let start = ContinuousClock.now
         let deadline = deadline ?? start + configuration.deadline
@@ -164,11 +169,12 @@ public final class Pipeline: Sendable {
         // Each source runs in its own task; the collector hands back what finished by the deadline.
         let collector = Collector(count: sources.count)
         let sealed = shape.seal != nil
+        let group = WorkGroup.payload(of: tenant)
         var tasks: [Task<Void, Never>] = []
         for (index, source) in sources.enumerated() {
             tasks.append(
                 Task { [self] in
-                    let outcome = await run(source, deadline: deadline, budgets: budgets, sealed: sealed)
+                    let outcome = await run(source, deadline: deadline, budgets: budgets, sealed: sealed, group: group)
                     collector.finish(index, outcome)
                 })
         }
@@ -183,8 +189,12 @@ public final class Pipeline: Sendable {
 
         var outcomes: [AttachmentOutcome] = []
         var unfinished = false
+        let late = ContinuousClock.now >= deadline
         for (index, source) in sources.enumerated() {
             if let outcome = finished[index] {
+                // Work that stopped because the deadline passed is unfinished too, even when it
+                // said so a moment before the wait ended.
+                if late, outcome.error?.code == .timedOut { unfinished = true }
                 outcomes.append(outcome)
             } else {
                 unfinished = true

@@ -77,6 +77,13 @@ final class GIFDecoder {
         guard framesRead < limits.maxFrames else {
             throw AttacheError(.tooManyFrames, "gif: more than \(limits.maxFrames) frames", limit: .maxFrames)
         }
+        // One frame is held as indices while it is decoded: as large as a still may be, at most.
+        guard w * h <= limits.maxPixels else {
+            throw AttacheError(
+                .tooManyPixels,
+                "gif: frame \(framesRead + 1) is \(w)x\(h), over the pixel limit of \(limits.maxPixels)",
+                limit: .maxPixels)
+        }
         totalPixels += w * h
         guard w <= 65_535, h <= 65_535, totalPixels <= limits.maxTotalFramePixels else {
             throw AttacheError(
@@ -197,8 +204,18 @@ struct GIFCompositor {
                             repeating: fill, count: (pending.right - pending.left) * bytes)
                     }
                 }
-            case 3 where !saved.isEmpty:
-                swap(&canvas, &saved)
+            case 3:
+                let rowBytes = (pending.right - pending.left) * bytes
+                if rowBytes > 0, saved.count == rowBytes * (pending.bottom - pending.top) {
+                    canvas.withUnsafeMutableBufferPointer { canvas in
+                        saved.withUnsafeBufferPointer { saved in
+                            for y in pending.top..<pending.bottom {
+                                (canvas.baseAddress! + (y * width + pending.left) * bytes).update(
+                                    from: saved.baseAddress! + (y - pending.top) * rowBytes, count: rowBytes)
+                            }
+                        }
+                    }
+                }
             default:
                 break
             }
@@ -209,11 +226,15 @@ struct GIFCompositor {
         let bottom = min(height, frame.top + frame.height)
         pending = (frame.disposal, left, top, max(left, right), max(top, bottom))
         if frame.disposal == 3 {
-            if saved.count != canvas.count {
-                saved = canvas
-            } else {
-                saved.withUnsafeMutableBufferPointer { dst in
-                    canvas.withUnsafeBufferPointer { dst.baseAddress!.update(from: $0.baseAddress!, count: $0.count) }
+            // Only the frame's rectangle is restored, so only it is kept: a whole screen copied
+            // for each frame would make a many-frame GIF on a large screen cost screen × frames.
+            saved.removeAll(keepingCapacity: true)
+            canvas.withUnsafeBufferPointer { canvas in
+                for y in top..<max(top, bottom) {
+                    let start = (y * width + left) * bytes
+                    saved.append(
+                        contentsOf: UnsafeBufferPointer(
+                            start: canvas.baseAddress! + start, count: max(0, right - left) * bytes))
                 }
             }
         }

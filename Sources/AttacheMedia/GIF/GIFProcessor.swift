@@ -9,6 +9,10 @@ public struct GIFInfo: Hashable, Sendable {
     public var loopCount: Int?
     /// Total duration in centiseconds, delays as browsers play them.
     public var duration: Int
+    /// Pixels summed over every frame's rectangle (what decoding them costs), and the largest
+    /// rectangle's.
+    public var framePixels: Int = 0
+    public var largestFrame: Int = 0
     /// The global palette (RGB triples; empty when none).
     var globalPalette: [UInt8] = []
     /// The transparent index most frames using the global palette declare.
@@ -62,6 +66,8 @@ extension ImageProcessor {
         let decoder = try GIFDecoder(bytes: bytes, limits: limits, allowPartial: allowPartial)
         var frames = 0
         var duration = 0
+        var framePixels = 0
+        var largestFrame = 0
         var transparentVotes: [Int: Int] = [:]
         var onePalette = !decoder.globalPalette.isEmpty
         var sharedTransparent: Int?? = .none
@@ -69,6 +75,8 @@ extension ImageProcessor {
             if frames & 63 == 0 { try deadline.check() }
             frames += 1
             duration += frame.delay
+            framePixels += frame.width * frame.height
+            largestFrame = max(largestFrame, frame.width * frame.height)
             if frame.palette == decoder.globalPalette {
                 transparentVotes[frame.transparent ?? -1, default: 0] += 1
             } else {
@@ -93,7 +101,8 @@ extension ImageProcessor {
         }
         return GIFInfo(
             width: decoder.width, height: decoder.height, frames: frames, loopCount: decoder.loopCount,
-            duration: duration, globalPalette: decoder.globalPalette,
+            duration: duration, framePixels: framePixels, largestFrame: largestFrame,
+            globalPalette: decoder.globalPalette,
             globalTransparent: transparent == -1 ? nil : transparent, screenBlank: blank)
     }
 
@@ -146,7 +155,18 @@ extension ImageProcessor {
         var actions: [String] = []
         var keep = min(info.frames, max(1, spec.gifMaxFrames))
         if keep < info.frames { actions.append("dropped \(info.frames - keep) of \(info.frames) frames (max_frames)") }
+        let shown = keepWithinWork(info, keep: keep, limits: limits)
+        if shown < keep {
+            actions.append(
+                "dropped \(keep - shown) more frames: each frame shown composes the whole \(info.width)x\(info.height) "
+                    + "screen (max_total_frame_pixels)")
+            keep = shown
+        }
         var maxSide = spec.maxSide(forWidth: info.width, height: info.height)
+        try deadline.expect(
+            workEstimate(
+                info, frames: keep, output: RenditionSpec.fit(width: info.width, height: info.height, into: maxSide),
+                spec: spec))
         for _ in 0..<8 {
             var rendition = try renderGIF(
                 bytes, info: info, keep: keep, maxSide: maxSide, spec: spec, limits: limits, deadline: deadline)
@@ -169,6 +189,38 @@ extension ImageProcessor {
             }
         }
         throw AttacheError(.tooLarge, "gif: cannot fit \(spec.gifMaxBytes) bytes", limit: .gifMaxBytes)
+    }
+
+    /// How many of `keep` frames can be shown within the work budget. Two costs are counted,
+    /// each against ``ImageLimits/maxTotalFramePixels``: decoding, every frame's rectangle (the
+    /// decoder refuses a file over it), and composing, the whole screen for each frame shown
+    /// (composed, resampled, mapped): a thousand one-pixel frames on a 7000 × 7000 screen cost
+    /// little to decode and 49 billion pixels to show. At least one frame is always shown.
+    static func keepWithinWork(_ info: GIFInfo, keep: Int, limits: ImageLimits) -> Int {
+        let screen = max(1, info.width * info.height)
+        let (total, overflow) = keep.multipliedReportingOverflow(by: screen)
+        guard overflow || total > limits.maxTotalFramePixels else { return keep }
+        return max(1, min(keep, limits.maxTotalFramePixels / screen))
+    }
+
+    /// What rendering `frames` frames of the GIF `info` describes at `output` costs.
+    static func workEstimate(
+        _ info: GIFInfo, frames: Int, output: (width: Int, height: Int), spec: RenditionSpec
+    ) -> WorkEstimate {
+        let screen = info.width * info.height
+        let out = output.width * output.height
+        let resampled = out != screen
+        let nanoseconds =
+            Double(info.framePixels) * WorkEstimate.PerPixel.gifDecode + Double(frames) * Double(screen)
+            * (WorkEstimate.PerPixel.composite + (resampled ? WorkEstimate.PerPixel.shrink : 0)) + Double(frames)
+            * Double(out) * (WorkEstimate.PerPixel.lanczos + WorkEstimate.PerPixel.encode)
+        // The screen (indices or RGBA) and a frame's rectangle kept for disposal 3, one frame's
+        // indices as decoded, the resampled frame, its indices, the poster, and the file.
+        let screenBytes = info.screenBlank == nil ? 4 : 1
+        let memory =
+            screen * screenBytes + info.largestFrame * (screenBytes + 1) + out * (4 * 4 + 1)
+            + min(spec.gifMaxBytes, frames * out) + (2 << 20)
+        return WorkEstimate(seconds: nanoseconds / 1e9, memory: memory)
     }
 
     private static func renderGIF(

@@ -16,7 +16,7 @@ final class HEIFDecoder: StillDecoder {
     private let handle: OpaquePointer
     /// Kept alive: libheif reads from its memory until closed.
     private let bytes: MediaBytes
-    private let deadline: WorkDeadline
+    let deadline: WorkDeadline
     private let kind: MediaKind
     private let header: att_heif_header
     /// Width and height as stored (the grid's output size).
@@ -82,6 +82,9 @@ final class HEIFDecoder: StillDecoder {
     /// pool: three times the coded planes, measured with libheif 1.19 and dav1d at 7.1 bytes a
     /// pixel for 8-bit 4:2:0 and 12.9 for 4:4:4), the converted RGB, and the strip a row of
     /// tiles is assembled in when there is more than one column.
+    var heldBytes: Int { decoderMemory }
+    static var decodeCost: Double { WorkEstimate.PerPixel.heifDecode }
+
     private var decoderMemory: Int {
         let tilePixels = Int(header.tile_width) * Int(header.tile_height)
         let sampleBytes = header.bit_depth > 8 ? 2 : 1

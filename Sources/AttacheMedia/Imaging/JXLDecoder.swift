@@ -13,7 +13,7 @@ final class JXLDecoder: StillDecoder {
     private let handle: OpaquePointer
     /// Kept alive: libjxl reads from its memory until closed.
     private let bytes: MediaBytes
-    private let deadline: WorkDeadline
+    let deadline: WorkDeadline
     let width: Int
     let height: Int
     let hasAlpha: Bool
@@ -46,6 +46,9 @@ final class JXLDecoder: StillDecoder {
     }
 
     deinit { att_jxl_close(handle) }
+
+    var heldBytes: Int { width * height * Self.bytesPerPixel }
+    static var decodeCost: Double { WorkEstimate.PerPixel.jxlDecode }
 
     var channels: Int { hasAlpha ? 4 : 3 }
 

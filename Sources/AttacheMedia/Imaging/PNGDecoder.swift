@@ -10,7 +10,7 @@ final class PNGDecoder: StillDecoder {
     private let handle: OpaquePointer
     /// Kept alive: the C decoder reads from its memory until closed.
     private let bytes: MediaBytes
-    private let deadline: WorkDeadline
+    let deadline: WorkDeadline
     private let limits: ImageLimits
     /// Width in pixels.
     let width: Int
@@ -73,6 +73,10 @@ final class PNGDecoder: StillDecoder {
             ? withUnsafeBytes(of: header.chromaticities) { Array($0.bindMemory(to: Double.self)) } : nil
         return ColourProfile.make(gamma: header.gamma, chromaticities: chromaticities, channels: channels)
     }
+
+    /// An interlaced image is held whole.
+    var heldBytes: Int { isInterlaced ? width * channels * height : 0 }
+    static var decodeCost: Double { WorkEstimate.PerPixel.pngDecode }
 
     /// Decodes every row into `sink`, then reads the chunks after the image data.
     func decodeRows(into sink: inout some RowSink) throws(AttacheError) {

@@ -16,6 +16,8 @@ protocol StillDecoder: AnyObject, RowSource {
     var colour: ColourProfile? { get }
     /// What the header says.
     var info: ImageInfo { get }
+    /// The deadline the decoder checks (and the scheduler's checkpoints with it).
+    var deadline: WorkDeadline { get }
     /// Readies the rows for an output of `target`: a codec that can shrink as it decodes (JPEG's
     /// DCT scaling, libwebp's scaler) does so. Returns the factor left to Lanczos after the
     /// resampler's box shrink.
@@ -23,6 +25,11 @@ protocol StillDecoder: AnyObject, RowSource {
     /// Whether an alpha channel that is opaque everywhere is dropped (formats converted to JPEG
     /// when they have no transparency).
     static var dropsOpaqueAlpha: Bool { get }
+    /// Whole-image buffers the decode holds beyond a few rows (bytes), as checked against
+    /// ``ImageLimits/maxDecoderMemory``; read after ``prepare(target:spec:)``.
+    var heldBytes: Int { get }
+    /// CPU per decoded pixel, in nanoseconds (``WorkEstimate``).
+    static var decodeCost: Double { get }
 }
 
 extension StillDecoder {
@@ -58,6 +65,12 @@ extension ImageProcessor {
     ) {
         let target = spec.outputSize(width: decoder.size.width, height: decoder.size.height)
         let reserve = try decoder.prepare(target: target, spec: spec)
+        // What the decode will cost is known now, before its buffers are allocated.
+        try decoder.deadline.expect(
+            .still(
+                decodeCost: type(of: decoder).decodeCost, source: decoder.size.width * decoder.size.height,
+                decoded: decoder.rowWidth * decoder.rowCount, output: target.width * target.height,
+                rowBytes: decoder.rowWidth * decoder.channels, buffers: decoder.heldBytes))
         var image = try resample(decoder, target: target, lanczosReserve: reserve)
         decoder.colour?.convert(&image)
         if type(of: decoder).dropsOpaqueAlpha { image = image.droppingOpaqueAlpha() }

@@ -10,12 +10,13 @@ internal import CAttacheCodecs
 /// WebP goes to ``WebPAnimation`` (this type refuses it as `unsupported_variant`).
 final class WebPDecoder: StillDecoder {
     private let bytes: MediaBytes
-    private let deadline: WorkDeadline
+    let deadline: WorkDeadline
     let width: Int
     let height: Int
     let hasAlpha: Bool
     /// The size libwebp decodes at (set by ``prepare(target:spec:)``; the stored size before).
     private var target: (width: Int, height: Int)
+    private let lossless: Bool
 
     init(
         bytes: MediaBytes, kind: MediaKind = .webp, limits: ImageLimits, deadline: WorkDeadline
@@ -34,6 +35,7 @@ final class WebPDecoder: StillDecoder {
         width = Int(header.width)
         height = Int(header.height)
         hasAlpha = header.has_alpha != 0
+        lossless = header.lossless != 0
         target = (width, height)
         try limits.check(width: width, height: height)
         if header.lossless != 0 {
@@ -51,6 +53,9 @@ final class WebPDecoder: StillDecoder {
 
     var channels: Int { hasAlpha ? 4 : 3 }
     var size: (width: Int, height: Int) { (width, height) }
+    /// libwebp decodes into one buffer: the stored size for lossless, the scaled one for lossy.
+    var heldBytes: Int { lossless ? width * height * 4 : target.width * target.height * 4 }
+    static var decodeCost: Double { WorkEstimate.PerPixel.webpDecode }
     var rowWidth: Int { target.width }
     var rowCount: Int { target.height }
     var orientation: Orientation { .up }

@@ -13,6 +13,9 @@ public final class WorkDeadline: Sendable {
     private nonisolated(unsafe) let cell: UnsafeMutablePointer<UInt64>
     /// Deadlines made from this one (``leaving(_:)``): cancelled with it.
     private let children = Mutex<[WorkDeadline]>([])
+    /// The scheduler's job this deadline's work runs as, when it runs on a ``WorkScheduler``:
+    /// each check is also a point where the job may give its core to another.
+    private let job = Mutex<WorkScheduler.Job?>(nil)
 
     /// No deadline (but ``cancel()`` still stops the work).
     public static var none: WorkDeadline { WorkDeadline(nanoseconds: 0) }
@@ -42,6 +45,20 @@ public final class WorkDeadline: Sendable {
     public func cancel() {
         att_deadline_store(cell, 1)
         for child in children.withLock({ $0 }) { child.cancel() }
+        if let job = job.withLock({ $0 }) { job.scheduler.interrupt(job) }
+    }
+
+    /// Says what the work is now known to cost (read from its header, before the memory is
+    /// allocated): on a ``WorkScheduler`` the job waits here until its memory is admitted, and
+    /// gives its core up if the order now puts another job first. Nothing elsewhere.
+    public func expect(_ estimate: WorkEstimate) throws(AttacheError) {
+        if let job = job.withLock({ $0 }) { job.scheduler.expect(job, estimate) }
+        try check()
+    }
+
+    /// Runs the work under `job` from now on (nil: no longer).
+    func attach(_ job: WorkScheduler.Job?) {
+        self.job.withLock { $0 = job }
     }
 
     /// A deadline `share` of the time left before this one (all of it when there is none),
@@ -54,6 +71,7 @@ public final class WorkDeadline: Sendable {
             ? WorkDeadline(nanoseconds: 0)
             : WorkDeadline(nanoseconds: end <= now ? 1 : now + UInt64(Double(end - now) * min(max(share, 0), 1)))
         children.withLock { $0.append(child) }
+        child.attach(job.withLock { $0 })
         if hasExpired { child.cancel() }
         return child
     }
@@ -63,6 +81,7 @@ public final class WorkDeadline: Sendable {
 
     /// Throws `timed_out` once the deadline has passed.
     public func check() throws(AttacheError) {
+        if let job = job.withLock({ $0 }) { job.scheduler.checkpoint(job) }
         if att_deadline_passed(cell) != 0 { throw AttacheError(.timedOut, "the transform's deadline passed") }
     }
 

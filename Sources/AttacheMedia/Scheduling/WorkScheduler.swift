@@ -1,0 +1,579 @@
+internal import CAttacheCodecs
+import Dispatch
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Who a job is done for: the tenant (a service's API key; empty for the command line) and the
+/// payload (or batch item) it belongs to.
+public struct WorkGroup: Hashable, Sendable {
+    /// The tenant: payloads of one tenant share that tenant's part of the cores.
+    public var tenant: String
+    /// The payload: its jobs share the payload's part of its tenant's.
+    public var payload: UInt64
+
+    /// A group of its own for a new payload of `tenant`.
+    public static func payload(of tenant: String = "") -> WorkGroup {
+        WorkGroup(tenant: tenant, payload: nextPayload.add(1, ordering: .relaxed).newValue)
+    }
+
+    private static let nextPayload = Atomic<UInt64>(0)
+}
+
+/// Runs the transforms (the codecs: blocking C work) on threads of its own, sharing the cores
+/// fairly and admitting work by the memory it will hold.
+///
+/// **Order** — start-time fair queueing in two levels, with the shortest work first inside:
+/// - *Tenants* share the cores equally: each has a virtual time (the core time it has had
+///   since it became busy, joined at the tenants' virtual clock), and the tenant furthest behind
+///   goes first, so one tenant's campaign of heavy payloads takes that tenant's part and no more.
+/// - *Within a tenant* a job's key is its payload's virtual time plus the CPU the job is still
+///   expected to need (from its header: ``WorkEstimate``); the smallest key goes first. A payload
+///   joins at its tenant's clock (which moves by the tenant's core time over its busy
+///   payloads), so a light payload that arrives beside heavy ones is served at once; a running
+///   job's key stays put (its payload's time grows as its need shrinks), so equal work finishes
+///   in the order it came instead of all of it late together; within a payload the job expected
+///   to finish first goes first; and a heavy payload that waits keeps its time while the clock
+///   moves on, so lighter work passes it for a bounded while only (ageing).
+///
+/// **Slices** — a job holds a core for a slice (``Settings/slice``); then, at its next checkpoint
+/// (the deadline checks between row bands, tiles and frames), it gives the core up when a
+/// waiting job comes first by more than a small margin, and waits on its own thread, keeping
+/// what it has allocated, until its turn comes again. Work inside one library call keeps its
+/// core until it reaches a checkpoint.
+///
+/// **Memory** — a job says what it will hold as soon as its header is read
+/// (``WorkDeadline/expect(_:)``), before it allocates it; a job is started, or let go on past
+/// that point, only while everything admitted fits ``Settings/memory`` — or when nothing else
+/// holds memory, so a job larger than the budget still runs alone (its own limits decide it).
+public final class WorkScheduler: Sendable {
+    /// How the scheduler shares its cores.
+    public struct Settings: Sendable {
+        /// Jobs running at once (one per core).
+        public var cores: Int
+        /// Memory all admitted jobs may hold together, in bytes.
+        public var memory: Int
+        /// How long a job keeps its core before it gives way to a job the order puts first.
+        public var slice: Duration
+        /// Jobs started and not finished (running or waiting mid-way), each on a thread.
+        public var started: Int
+
+        /// `cores` cores, `memory` bytes, 20 ms slices, up to 4 jobs started per core.
+        public init(cores: Int, memory: Int, slice: Duration = .milliseconds(20), started: Int? = nil) {
+            self.cores = max(1, cores)
+            self.memory = max(1 << 20, memory)
+            self.slice = slice
+            self.started = max(self.cores, started ?? 4 * self.cores)
+        }
+    }
+
+    /// What one finished job cost.
+    public struct JobRecord: Sendable {
+        /// When it first got a core and when it finished.
+        public var started: ContinuousClock.Instant
+        public var finished: ContinuousClock.Instant
+        /// CPU time its thread spent on it (does not grow while the thread waits for a core).
+        public var cpu: Duration
+        /// How often it gave its core up for another job.
+        public var yields: Int
+    }
+
+    /// The scheduler's figures at one moment, for gauges and tests.
+    public struct Load: Sendable, Equatable {
+        /// Jobs holding a core.
+        public var running: Int
+        /// Jobs started and waiting for a core (yielded) or for memory.
+        public var waiting: Int
+        /// Jobs not started yet.
+        public var queued: Int
+        /// Memory the started jobs hold, in bytes.
+        public var memory: Int
+    }
+
+    public let settings: Settings
+    private let state = Mutex(State())
+    private let threads: ThreadPool
+    private let idle = DispatchGroup()
+    private let last = Mutex<JobRecord?>(nil)
+    private let nice = Atomic<Int32>(0)
+
+    /// The threads' Linux nice value, applied before each job they start.
+    public var niceness: Int32 {
+        get { nice.load(ordering: .relaxed) }
+        set { nice.store(newValue, ordering: .relaxed) }
+    }
+
+    /// A scheduler with `settings`, its threads named `name`.
+    public init(_ settings: Settings, name: String = "attache-work") {
+        self.settings = settings
+        threads = ThreadPool(name: name)
+    }
+
+    /// The figures now.
+    public var load: Load {
+        state.withLock { s in
+            let waiting = s.jobs.values.filter { $0.phase == .ready || $0.phase == .memory }.count
+            return Load(
+                running: s.running, waiting: waiting, queued: s.jobs.values.filter { $0.phase == .queued }.count,
+                memory: s.memoryHeld)
+        }
+    }
+
+    /// Jobs submitted and not finished.
+    public var inFlight: Int { state.withLock { $0.jobs.count } }
+
+    /// The most recently finished job.
+    public var lastJob: JobRecord? { last.withLock { $0 } }
+
+    /// Waits until no job is queued or running; false when `timeout` passed first.
+    public func waitUntilIdle(timeout: Duration) -> Bool {
+        idle.wait(timeout: .now() + .nanoseconds(Int(timeout.nanoseconds))) == .success
+    }
+
+    /// Runs `body` on one of the scheduler's threads when its turn comes, and returns its value.
+    ///
+    /// - Parameters:
+    ///   - group: whom the job is for (its tenant and payload).
+    ///   - estimate: what it is expected to cost before its header is read; it says more with
+    ///     ``WorkDeadline/expect(_:)``.
+    ///   - deadline: the job's deadline: its checks are the job's checkpoints, and a job
+    ///     waiting for its turn stops waiting when it passes or is cancelled.
+    public func run<T: Sendable>(
+        group: WorkGroup, estimate: WorkEstimate, deadline: WorkDeadline, _ body: @escaping @Sendable () -> T
+    ) async -> T {
+        await withCheckedContinuation { continuation in
+            let job = Job(scheduler: self, group: group, estimate: estimate, deadline: deadline)
+            job.body = { [self] in
+                let cpuStart = Self.threadCPUTime()
+                deadline.attach(job)
+                let value = body()
+                deadline.attach(nil)
+                let record = JobRecord(
+                    started: job.firstRun ?? .now, finished: .now, cpu: Self.threadCPUTime() - cpuStart,
+                    yields: job.yields)
+                last.withLock { $0 = record }
+                finish(job)
+                continuation.resume(returning: value)
+            }
+            idle.enter()
+            let actions = state.withLock { s -> [Action] in
+                s.add(job)
+                return s.dispatch(settings)
+            }
+            perform(actions)
+        }
+    }
+
+    // MARK: - Checkpoints (called on the job's own thread)
+
+    /// At a checkpoint: gives the core up when the slice is over and another job comes first.
+    func checkpoint(_ job: Job) {
+        let now = att_monotonic_ns()
+        guard now >= job.checkAfter.load(ordering: .relaxed) else { return }
+        let cpu = Self.threadCPU()
+        let yield = state.withLock { s -> [Action]? in
+            guard job.phase == .running else { return nil }
+            s.charge(job, now: cpu)
+            guard s.shouldYield(job, settings) else {
+                job.checkAfter.store(now + settings.slice.nanoseconds, ordering: .relaxed)
+                return nil
+            }
+            job.phase = .ready
+            job.yields += 1
+            s.running -= 1
+            return s.dispatch(settings)
+        }
+        guard let yield else { return }
+        perform(yield)
+        waitForTurn(job)
+    }
+
+    /// The job now knows what it costs: a larger memory figure is admitted before the job goes
+    /// on (it waits, its core given up, until it fits), and the order is looked at again.
+    func expect(_ job: Job, _ estimate: WorkEstimate) {
+        let cpu = Self.threadCPU()
+        let actions = state.withLock { s -> [Action]? in
+            guard job.phase == .running else { return nil }
+            s.charge(job, now: cpu)
+            job.estimate = estimate
+            job.estimate.seconds = max(estimate.seconds, Double(job.attained) / 1e9)
+            if estimate.memory > job.reserved {
+                let others = s.memoryHeld - job.reserved
+                if others > 0 && others + estimate.memory > settings.memory {
+                    job.phase = .memory
+                    s.running -= 1
+                    return s.dispatch(settings)
+                }
+                s.memoryHeld += estimate.memory - job.reserved
+                job.reserved = estimate.memory
+            }
+            guard s.shouldYield(job, settings) else { return nil }
+            job.phase = .ready
+            job.yields += 1
+            s.running -= 1
+            return s.dispatch(settings)
+        }
+        guard let actions else { return }
+        perform(actions)
+        waitForTurn(job)
+    }
+
+    /// The deadline was cancelled: a job waiting for its turn stops waiting.
+    func interrupt(_ job: Job) {
+        job.wake.signal()
+    }
+
+    /// Blocks the job's thread until it is given a core again, or its deadline passes (then it
+    /// goes on without one, only to unwind: its next check throws).
+    private func waitForTurn(_ job: Job) {
+        while true {
+            _ = job.wake.wait(timeout: .now() + .milliseconds(50))
+            let done = state.withLock { s -> Bool in
+                if job.phase == .running { return true }
+                guard job.deadline.hasExpired else { return false }
+                // Out of the queue; it holds no core, and unwinds at once.
+                job.phase = .leaving
+                return true
+            }
+            if done { break }
+        }
+        let cpu = Self.threadCPU()
+        state.withLock { _ in job.counted = cpu }
+        job.checkAfter.store(att_monotonic_ns() + settings.slice.nanoseconds, ordering: .relaxed)
+    }
+
+    private func finish(_ job: Job) {
+        let cpu = Self.threadCPU()
+        let actions = state.withLock { s -> [Action] in
+            if job.phase == .running {
+                s.charge(job, now: cpu)
+                s.running -= 1
+            }
+            s.remove(job)
+            return s.dispatch(settings)
+        }
+        perform(actions)
+        idle.leave()
+    }
+
+    private func perform(_ actions: [Action]) {
+        for action in actions {
+            switch action {
+            case .start(let job):
+                threads.run(nice: niceness) {
+                    let cpu = Self.threadCPU()
+                    self.state.withLock { _ in job.counted = cpu }
+                    job.checkAfter.store(att_monotonic_ns() + self.settings.slice.nanoseconds, ordering: .relaxed)
+                    job.body?()
+                    job.body = nil
+                }
+            case .resume(let job):
+                job.wake.signal()
+            }
+        }
+    }
+
+    /// The calling thread's CPU clock, in nanoseconds (never 0).
+    static func threadCPU() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return max(1, UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec))
+    }
+
+    static func threadCPUTime() -> Duration {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
+    }
+}
+
+extension WorkScheduler {
+    enum Phase {
+        /// Submitted, not started: no thread, no memory.
+        case queued
+        /// Holding a core.
+        case running
+        /// Started, waiting for a core.
+        case ready
+        /// Started, waiting for memory to be admitted.
+        case memory
+        /// Its deadline passed while it waited: unwinding without a core.
+        case leaving
+    }
+
+    enum Action {
+        case start(Job)
+        case resume(Job)
+    }
+
+    /// One job; its fields other than the atomics are read and written under the scheduler's lock.
+    final class Job: @unchecked Sendable {
+        let id: UInt64
+        let group: WorkGroup
+        let deadline: WorkDeadline
+        let scheduler: WorkScheduler
+        var estimate: WorkEstimate
+        var phase = Phase.queued
+        /// CPU time had so far, and the job thread's CPU clock when it was last counted
+        /// (nanoseconds; 0 while it is not running).
+        var attained: UInt64 = 0
+        var counted: UInt64 = 0
+        /// Memory admitted for it.
+        var reserved = 0
+        var yields = 0
+        var firstRun: ContinuousClock.Instant?
+        var body: (@Sendable () -> Void)?
+        let wake = DispatchSemaphore(value: 0)
+        /// Before this (monotonic nanoseconds) a checkpoint returns at once.
+        let checkAfter = Atomic<UInt64>(0)
+
+        private static let ids = Atomic<UInt64>(0)
+
+        init(scheduler: WorkScheduler, group: WorkGroup, estimate: WorkEstimate, deadline: WorkDeadline) {
+            id = Self.ids.add(1, ordering: .relaxed).newValue
+            self.scheduler = scheduler
+            self.group = group
+            self.estimate = estimate
+            self.deadline = deadline
+        }
+
+        /// The CPU it is expected to need in all, in nanoseconds (at least a millisecond). A job
+        /// that runs past its estimate was underestimated: past twice the estimate it is taken
+        /// to need twice as much again as it has run over, so work that said too little of
+        /// itself (or nothing) soon gives way to lighter work.
+        var expected: UInt64 {
+            let estimated = UInt64(min(max(estimate.seconds * 1e9, 1e6), 1e15))
+            if attained <= estimated { return estimated }
+            if attained <= 2 * estimated { return attained }
+            return attained + (attained - 2 * estimated)
+        }
+    }
+
+    /// A tenant's or a payload's virtual time: the core time its jobs have had since it became
+    /// busy, counted from the virtual clock it joined at.
+    struct Share {
+        var virtual: UInt64
+        var jobs: Int
+        /// A tenant's clock for its payloads: it moves by the core time the tenant gets over
+        /// the number of its busy payloads, so a payload that joins now starts level with
+        /// what a payload busy all along is owed.
+        var clock: UInt64 = 0
+        var payloads = 0
+    }
+
+    /// How far ahead of a waiting job a running one may be before it gives its core up: less
+    /// than this is not worth the switch.
+    static let granularity: UInt64 = 10_000_000
+    /// The same between tenants.
+    static let tenantGranularity: UInt64 = 50_000_000
+
+    struct State {
+        var jobs: [UInt64: Job] = [:]
+        var tenants: [String: Share] = [:]
+        var payloads: [WorkGroup: Share] = [:]
+        /// The tenants' virtual clock: core time over the number of busy tenants.
+        var clock: UInt64 = 0
+        var running = 0
+        var started = 0
+        var memoryHeld = 0
+
+        mutating func add(_ job: Job) {
+            jobs[job.id] = job
+            let tenant = job.group.tenant
+            if tenants[tenant] == nil { tenants[tenant] = Share(virtual: clock, jobs: 0) }
+            tenants[tenant]!.jobs += 1
+            if payloads[job.group] == nil {
+                payloads[job.group] = Share(virtual: tenants[tenant]!.clock, jobs: 0)
+                tenants[tenant]!.payloads += 1
+            }
+            payloads[job.group]!.jobs += 1
+        }
+
+        mutating func remove(_ job: Job) {
+            jobs[job.id] = nil
+            if job.phase != .queued { started -= 1 }
+            memoryHeld -= job.reserved
+            job.reserved = 0
+            job.phase = .leaving
+            let tenant = job.group.tenant
+            payloads[job.group]!.jobs -= 1
+            if payloads[job.group]!.jobs == 0 {
+                payloads[job.group] = nil
+                tenants[tenant]!.payloads -= 1
+            }
+            tenants[tenant]!.jobs -= 1
+            if tenants[tenant]!.jobs == 0 { tenants[tenant] = nil }
+        }
+
+        /// Counts the CPU time a running job has had since it was last counted (`now`: its
+        /// thread's CPU clock).
+        mutating func charge(_ job: Job, now: UInt64) {
+            guard job.counted != 0, now > job.counted else {
+                job.counted = now
+                return
+            }
+            let spent = now - job.counted
+            job.counted = now
+            job.attained += spent
+            payloads[job.group]?.virtual += spent
+            if var share = tenants[job.group.tenant] {
+                share.virtual += spent
+                share.clock += spent / UInt64(max(1, share.payloads))
+                tenants[job.group.tenant] = share
+            }
+            clock += spent / UInt64(max(1, tenants.count))
+        }
+
+        /// A job's key within its tenant: its payload's virtual time, less the core time the job
+        /// itself has had, plus the CPU it is expected to need — the payloads' fair shares, and
+        /// within a payload the shortest job first. A running job's key stays put (its payload's
+        /// time grows with its own), so equal work is done in the order it came, while lighter
+        /// work that arrives passes heavier work already running; a payload that waits keeps its
+        /// time while the clock moves on, so it is passed for a bounded while only.
+        func key(_ job: Job) -> UInt64 {
+            (payloads[job.group]?.virtual ?? job.attained) &- job.attained &+ job.expected
+        }
+
+        /// Whether `job` may be given a core now (as for memory and threads).
+        func eligible(_ job: Job, _ settings: Settings) -> Bool {
+            switch job.phase {
+            case .ready: return true
+            case .queued:
+                guard started < settings.started else { return false }
+                return memoryHeld == 0 || memoryHeld + job.estimate.memory <= settings.memory
+            case .memory:
+                let others = memoryHeld - job.reserved
+                return others == 0 || others + job.estimate.memory <= settings.memory
+            case .running, .leaving: return false
+            }
+        }
+
+        /// The order: the tenant with the least virtual time (by more than `tenantMargin`),
+        /// then the smallest key (by more than `margin`), then the earliest job.
+        func precedes(_ a: Job, _ b: Job, tenantMargin: UInt64 = 0, margin: UInt64 = 0) -> Bool {
+            if a.group.tenant != b.group.tenant {
+                let (x, y) = (tenants[a.group.tenant]!.virtual, tenants[b.group.tenant]!.virtual)
+                if x &+ tenantMargin < y { return true }
+                if y &+ tenantMargin < x { return false }
+            }
+            let (x, y) = (key(a), key(b))
+            if margin > 0 { return x &+ margin < y }
+            return x != y ? x < y : a.id < b.id
+        }
+
+        func best(_ settings: Settings) -> Job? {
+            var best: Job?
+            for job in jobs.values where eligible(job, settings) {
+                if best == nil || precedes(job, best!) { best = job }
+            }
+            return best
+        }
+
+        /// Whether a running job should give its core to a waiting one: only when that one
+        /// comes first by more than the granularity.
+        func shouldYield(_ job: Job, _ settings: Settings) -> Bool {
+            guard let other = best(settings) else { return false }
+            return precedes(
+                other, job, tenantMargin: WorkScheduler.tenantGranularity, margin: WorkScheduler.granularity)
+        }
+
+        /// Gives free cores to the jobs the order puts first.
+        mutating func dispatch(_ settings: Settings) -> [Action] {
+            var actions: [Action] = []
+            while running < settings.cores {
+                var next = best(settings)
+                if next == nil, running == 0 {
+                    // Nothing runs and nothing fits: the job waiting for the least memory goes
+                    // (else the jobs holding memory would wait for each other forever).
+                    next = jobs.values.filter { $0.phase == .memory }.min { $0.estimate.memory < $1.estimate.memory }
+                }
+                guard let job = next else { break }
+                running += 1
+                switch job.phase {
+                case .queued:
+                    started += 1
+                    memoryHeld += job.estimate.memory
+                    job.reserved = job.estimate.memory
+                    job.firstRun = .now
+                    job.phase = .running
+                    actions.append(.start(job))
+                case .memory:
+                    memoryHeld += job.estimate.memory - job.reserved
+                    job.reserved = job.estimate.memory
+                    job.phase = .running
+                    actions.append(.resume(job))
+                default:
+                    job.phase = .running
+                    actions.append(.resume(job))
+                }
+            }
+            return actions
+        }
+    }
+
+    /// Threads kept for the jobs: one per started job, kept idle when its job is done.
+    final class ThreadPool: Sendable {
+        private let idle = Mutex<[Worker]>([])
+        private let name: String
+        private let count = Atomic<Int>(0)
+
+        init(name: String) { self.name = name }
+
+        func run(nice: Int32, _ body: @escaping @Sendable () -> Void) {
+            let worker =
+                idle.withLock { $0.popLast() }
+                ?? Worker(name: "\(name)-\(count.add(1, ordering: .relaxed).newValue)", pool: self)
+            worker.give(nice: nice, body)
+        }
+
+        fileprivate func park(_ worker: Worker) {
+            idle.withLock { $0.append(worker) }
+        }
+    }
+
+    fileprivate final class Worker: Sendable {
+        private let job = Mutex<(body: (@Sendable () -> Void)?, nice: Int32)>((nil, 0))
+        private let ready = DispatchSemaphore(value: 0)
+
+        init(name: String, pool: ThreadPool) {
+            let thread = Thread { [self] in
+                var applied: Int32 = 0
+                while true {
+                    ready.wait()
+                    guard let (body, nice) = job.withLock({ s in s.body.map { ($0, s.nice) } }) else { continue }
+                    job.withLock { $0.body = nil }
+                    if nice != applied {
+                        #if os(Linux)
+                        // On Linux the nice value is per thread, and `who` 0 is the calling
+                        // thread. Lowering it again needs privilege; a refusal leaves it.
+                        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice)
+                        #endif
+                        applied = nice
+                    }
+                    body()
+                    pool.park(self)
+                }
+            }
+            thread.name = name
+            thread.stackSize = 8 << 20
+            thread.start()
+        }
+
+        func give(nice: Int32, _ body: @escaping @Sendable () -> Void) {
+            job.withLock { $0 = (body, nice) }
+            ready.signal()
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (0 for negative ones).
+    var nanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        guard seconds >= 0 else { return 0 }
+        return UInt64(seconds) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+    }
+}

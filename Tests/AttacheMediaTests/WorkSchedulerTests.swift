@@ -1,0 +1,230 @@
+import AttacheBase
+import Foundation
+import Synchronization
+import Testing
+
+@testable import AttacheMedia
+
+/// The scheduler's order, slices and memory admission, with synthetic jobs that do CPU work and
+/// check their deadline as the decoders do. Every test asserts the order events happened in,
+/// never how long anything took, so a busy machine cannot make one pass or fail.
+@Suite struct WorkSchedulerTests {
+    final class Recorder<T: Sendable>: Sendable {
+        private let list = Mutex<[T]>([])
+        var values: [T] { list.withLock { $0 } }
+        func append(_ value: T) { list.withLock { $0.append(value) } }
+    }
+
+    final class Flag: Sendable {
+        private let value = Atomic<Bool>(false)
+        var isSet: Bool { value.load(ordering: .relaxed) }
+        func set() { value.store(true, ordering: .relaxed) }
+    }
+
+    /// Burns CPU until this thread has spent `cpu`, checking `deadline` as a decoder does between
+    /// bands; stops early (returning false) once `until` says so.
+    static func work(
+        _ cpu: Duration, _ deadline: WorkDeadline, until: () -> Bool = { false }
+    ) throws(AttacheError) -> Bool {
+        let start = WorkScheduler.threadCPUTime()
+        var sink = 0
+        while WorkScheduler.threadCPUTime() - start < cpu {
+            for i in 0..<20_000 { sink = sink &* 31 &+ i }
+            try deadline.check()
+            if until() { return false }
+        }
+        return sink != 42
+    }
+
+    /// Waits (polling) until `condition` holds, for at most a minute.
+    static func eventually(_ condition: () -> Bool) async {
+        for _ in 0..<6_000 where !condition() { try? await Task.sleep(for: .milliseconds(10)) }
+    }
+
+    @Test("a light job passes a heavy one that holds the only core")
+    func lightPassesHeavy() async throws {
+        let scheduler = WorkScheduler(.init(cores: 1, memory: 1 << 30))
+        let lightDone = Flag()
+        let heavyStarted = Flag()
+        let heavy = Task {
+            let deadline = WorkDeadline.none
+            return await scheduler.run(
+                group: .payload(), estimate: WorkEstimate(seconds: 30, memory: 1 << 20), deadline: deadline
+            ) { () -> Bool in
+                heavyStarted.set()
+                // Without slices this job would hold the core for all of its minute of CPU and
+                // the light job below would wait until it ended.
+                let finished = (try? Self.work(.seconds(60), deadline) { lightDone.isSet }) ?? true
+                return !finished
+            }
+        }
+        await Self.eventually { heavyStarted.isSet }
+        let light = await scheduler.run(
+            group: .payload(), estimate: WorkEstimate(seconds: 0.001, memory: 1 << 20), deadline: .none
+        ) { () -> Bool in
+            lightDone.set()
+            return true
+        }
+        #expect(light)
+        #expect(await heavy.value, "the heavy job was still running when the light one finished")
+        #expect(scheduler.lastJob?.yields ?? 0 >= 1)
+    }
+
+    @Test("within a payload the job expected to finish first goes first")
+    func shortestFirstWithinAPayload() async throws {
+        let scheduler = WorkScheduler(.init(cores: 1, memory: 1 << 30))
+        let order = Recorder<String>()
+        let release = Flag()
+        let group = WorkGroup.payload()
+        // A blocker holds the core until both jobs are queued behind it.
+        let blocker = Task {
+            await scheduler.run(group: group, estimate: .init(seconds: 0.001, memory: 0), deadline: .none) {
+                while !release.isSet { usleep(1000) }
+            }
+        }
+        await Self.eventually { scheduler.load.running == 1 }
+        let heavy = Task {
+            await scheduler.run(group: group, estimate: .init(seconds: 20, memory: 0), deadline: .none) {
+                _ = try? Self.work(.milliseconds(30), .none)
+                order.append("heavy")
+            }
+        }
+        await Self.eventually { scheduler.load.queued == 1 }
+        let light = Task {
+            await scheduler.run(group: group, estimate: .init(seconds: 0.01, memory: 0), deadline: .none) {
+                _ = try? Self.work(.milliseconds(5), .none)
+                order.append("light")
+            }
+        }
+        await Self.eventually { scheduler.load.queued == 2 }
+        release.set()
+        _ = await (blocker.value, heavy.value, light.value)
+        #expect(order.values == ["light", "heavy"])
+    }
+
+    @Test("equal work in separate payloads is done in the order it came, not all of it late together")
+    func equalWorkInOrder() async throws {
+        let scheduler = WorkScheduler(.init(cores: 1, memory: 1 << 30))
+        let order = Recorder<Int>()
+        var tasks: [Task<Void, Never>] = []
+        for index in 0..<4 {
+            tasks.append(
+                Task {
+                    let deadline = WorkDeadline.none
+                    await scheduler.run(
+                        group: .payload(), estimate: .init(seconds: 0.08, memory: 0), deadline: deadline
+                    ) {
+                        _ = try? Self.work(.milliseconds(80), deadline)
+                        order.append(index)
+                    }
+                })
+            await Self.eventually { scheduler.inFlight == index + 1 }
+        }
+        for task in tasks { await task.value }
+        #expect(order.values == [0, 1, 2, 3])
+    }
+
+    @Test("a tenant's payloads take its part of the cores, not another tenant's")
+    func tenantsShare() async throws {
+        let scheduler = WorkScheduler(.init(cores: 1, memory: 1 << 30))
+        let order = Recorder<String>()
+        var campaign: [Task<Void, Never>] = []
+        for index in 0..<4 {
+            campaign.append(
+                Task {
+                    let deadline = WorkDeadline.none
+                    await scheduler.run(
+                        group: .payload(of: "campaign"), estimate: .init(seconds: 0.3, memory: 0), deadline: deadline
+                    ) {
+                        _ = try? Self.work(.milliseconds(300), deadline)
+                        order.append("campaign-\(index)")
+                    }
+                })
+        }
+        await Self.eventually { scheduler.load.running == 1 && scheduler.inFlight == 4 }
+        let deadline = WorkDeadline.none
+        await scheduler.run(group: .payload(of: "other"), estimate: .init(seconds: 0.3, memory: 0), deadline: deadline)
+        {
+            _ = try? Self.work(.milliseconds(300), deadline)
+            order.append("other")
+        }
+        for task in campaign { await task.value }
+        let finished = order.values
+        // The other tenant's payload, as heavy as each of the campaign's, is not last: it got
+        // half of the core from the moment it came.
+        #expect(finished.firstIndex(of: "other")! < 3, "\(finished)")
+    }
+
+    @Test("a job whose memory does not fit waits, before allocating it, until the memory is free")
+    func memoryAdmission() async throws {
+        let scheduler = WorkScheduler(.init(cores: 2, memory: 100 << 20))
+        let firstHolds = Flag()
+        let release = Flag()
+        let secondPassed = Flag()
+        let first = Task {
+            let deadline = WorkDeadline.none
+            await scheduler.run(group: .payload(), estimate: .unread(bytes: 0), deadline: deadline) {
+                try? deadline.expect(.init(seconds: 1, memory: 80 << 20))
+                firstHolds.set()
+                while !release.isSet { usleep(1000) }
+            }
+        }
+        await Self.eventually { firstHolds.isSet }
+        let second = Task {
+            let deadline = WorkDeadline.none
+            await scheduler.run(group: .payload(), estimate: .unread(bytes: 0), deadline: deadline) {
+                try? deadline.expect(.init(seconds: 1, memory: 80 << 20))
+                secondPassed.set()
+            }
+        }
+        await Self.eventually { scheduler.load.waiting == 1 }
+        #expect(scheduler.load.waiting == 1, "the second job waits for memory")
+        #expect(!secondPassed.isSet)
+        #expect(scheduler.load.memory <= 100 << 20)
+        release.set()
+        await first.value
+        await second.value
+        #expect(secondPassed.isSet)
+        #expect(scheduler.load == .init(running: 0, waiting: 0, queued: 0, memory: 0))
+    }
+
+    @Test("a job larger than the whole budget still runs when it is alone")
+    func aloneOverBudget() async throws {
+        let scheduler = WorkScheduler(.init(cores: 1, memory: 8 << 20))
+        let deadline = WorkDeadline.none
+        let ran = await scheduler.run(group: .payload(), estimate: .unread(bytes: 0), deadline: deadline) {
+            (try? deadline.expect(.init(seconds: 1, memory: 64 << 20))) != nil
+        }
+        #expect(ran)
+    }
+
+    @Test("a job waiting for memory stops waiting when its deadline is cancelled")
+    func cancelledWhileWaiting() async throws {
+        let scheduler = WorkScheduler(.init(cores: 2, memory: 100 << 20))
+        let release = Flag()
+        let holds = Flag()
+        let first = Task {
+            let deadline = WorkDeadline.none
+            await scheduler.run(group: .payload(), estimate: .unread(bytes: 0), deadline: deadline) {
+                try? deadline.expect(.init(seconds: 1, memory: 90 << 20))
+                holds.set()
+                while !release.isSet { usleep(1000) }
+            }
+        }
+        await Self.eventually { holds.isSet }
+        let deadline = WorkDeadline.none
+        let waiting = Task {
+            await scheduler.run(group: .payload(), estimate: .unread(bytes: 0), deadline: deadline) {
+                Result { () throws(AttacheError) in try deadline.expect(.init(seconds: 1, memory: 90 << 20)) }
+            }
+        }
+        await Self.eventually { scheduler.load.waiting == 1 }
+        deadline.cancel()
+        let result = await waiting.value
+        #expect(throws: AttacheError.self) { try result.get() }
+        #expect(holds.isSet && !release.isSet, "the first job still holds")
+        release.set()
+        await first.value
+        #expect(scheduler.load.memory == 0)
+    }
+}
