@@ -114,7 +114,7 @@ def main():
     ap.add_argument("bin")
     ap.add_argument("work")
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--light", type=int, default=60)
+    ap.add_argument("--light", type=int, default=300)
     ap.add_argument("--media-port", type=int, default=8941)
     ap.add_argument("--service-port", type=int, default=8942)
     a = ap.parse_args()
@@ -191,8 +191,8 @@ def main():
             n = 0
             while not stop.is_set():
                 n += 1
-                post(body.replace(f"?c={i}", f"?c={i}-{n}"), "10s")
-                heavy_done.append(1)
+                status, attached = post(body.replace(f"?c={i}", f"?c={i}-{n}"), "10s")
+                heavy_done.append(attached)
 
         threads = [threading.Thread(target=heavy_client, args=(i,), daemon=True) for i in range(3)]
         for t in threads:
@@ -210,9 +210,11 @@ def main():
         stop.set()
         p50, p95, worst = percentile(latencies, 50), percentile(latencies, 95), max(latencies)
         results["service"] = {"light": a.light, "attached": attached, "p50_s": round(p50, 3), "p95_s": round(p95, 3),
-                              "max_s": round(worst, 3), "statuses": statuses, "heavy_payloads": len(heavy_done)}
+                              "max_s": round(worst, 3), "statuses": statuses, "heavy_payloads": len(heavy_done),
+                              "heavy_gifs_attached": sum(heavy_done)}
         print(f"   {a.light} light payloads: {attached} attached, p50 {p50:.3f} s, p95 {p95:.3f} s, "
-              f"max {worst:.3f} s, statuses {statuses}; {len(heavy_done)} heavy payloads answered meanwhile")
+              f"max {worst:.3f} s, statuses {statuses}; {len(heavy_done)} heavy payloads answered meanwhile "
+              f"({sum(heavy_done)} of their {2 * len(heavy_done)} GIFs attached)")
         print(json.dumps(results))
     finally:
         for p in procs:

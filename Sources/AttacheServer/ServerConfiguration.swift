@@ -33,8 +33,11 @@ public struct ServerConfiguration: Sendable {
     public var maxRequestBytes = 64 << 10
     /// Longest deadline a request may ask for; a request without one gets the pipeline's.
     public var maxDeadline: Duration = .seconds(25)
-    /// Payloads in the pipeline at once (default: the cores).
-    public var maxConcurrent = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    /// Payloads in the pipeline at once (default: 8 × cores). A payload holds its place while
+    /// it fetches and while its transforms wait: the cores and the decoders' memory are shared
+    /// between the payloads admitted by the workers' scheduler (by tenant, payload and expected
+    /// cost), so this bounds the fetched bytes held, not how the CPU is shared.
+    public var maxConcurrent = 8 * max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
     /// Payloads waiting for a slot (default: 4 × cores); beyond them, 503 at once.
     public var maxQueued = 4 * max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
     /// The `Retry-After` a 503 carries, in seconds.

@@ -79,7 +79,8 @@ public enum ServerSettings {
         .init(
             key: "maxDeadline", help: "Longest deadline a request may ask for.", defaultText: "25s", secret: false),
         .init(
-            key: "maxConcurrent", help: "Payloads in the pipeline at once.", defaultText: "\(cores) (the cores)",
+            key: "maxConcurrent", help: "Payloads in the pipeline at once (fetching or transforming).",
+            defaultText: "\(8 * cores) (8 × the cores)",
             secret: false),
         .init(
             key: "maxQueued", help: "Payloads waiting for a slot; beyond them, 503.", defaultText: "\(4 * cores)",

@@ -171,19 +171,19 @@ int32_t att_gif_skip_pixels(att_gif_decoder *d, att_error *error) {
     return 0;
 }
 
-int32_t att_gif_read_pixels(att_gif_decoder *d, uint8_t *indices, att_error *error) {
+int32_t att_gif_read_pixels(
+    att_gif_decoder *d, uint8_t *indices, int (*checkpoint)(void *), void *context, att_error *error) {
     static const int offsets[4] = {0, 4, 2, 1}, steps[4] = {8, 8, 4, 2};
-    if (d->interlaced) {
-        for (int pass = 0; pass < 4; pass++) {
-            for (int y = offsets[pass]; y < d->height; y += steps[pass]) {
-                if (DGifGetLine(d->gif, indices + (size_t)y * d->width, d->width) == GIF_ERROR) {
-                    fail(error, d->gif->Error, "pixels");
-                    return -1;
-                }
+    int passes = d->interlaced ? 4 : 1;
+    long rows = 0;
+    for (int pass = 0; pass < passes; pass++) {
+        int first = d->interlaced ? offsets[pass] : 0, step = d->interlaced ? steps[pass] : 1;
+        for (int y = first; y < d->height; y += step) {
+            if (checkpoint != NULL && (++rows & 63) == 0 && checkpoint(context) != 0) {
+                error->status = ATT_ERR_TIMEOUT;
+                snprintf(error->message, sizeof error->message, "decode deadline passed");
+                return -1;
             }
-        }
-    } else {
-        for (int y = 0; y < d->height; y++) {
             if (DGifGetLine(d->gif, indices + (size_t)y * d->width, d->width) == GIF_ERROR) {
                 fail(error, d->gif->Error, "pixels");
                 return -1;

@@ -1,10 +1,84 @@
 #include "attache_codecs.h"
 
 #include <lcms2.h>
+#include <lcms2_plugin.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+// Everything lcms2 allocates for one profile and its transform comes from a budget of its own
+// (a memory plug-in per context), checked before each allocation: a 400-byte profile can
+// declare a lookup table of 255^3 grid points and 15 outputs, half a gigabyte that lcms2 would
+// allocate and clear before it finds the table's data missing. A real profile's tables are in
+// its bytes (at most ATT_ICC_MAX_BYTES), so a few times that is plenty for it and its transform.
+typedef struct {
+    size_t used, cap;
+    int refused;
+} att_icc_budget;
+
+#define ATT_ICC_HEADER 16
+
+static void *budget_malloc(cmsContext id, cmsUInt32Number size) {
+    att_icc_budget *budget = cmsGetContextUserData(id);
+    if (budget != NULL && (size > budget->cap || budget->used > budget->cap - size)) {
+        budget->refused = 1;
+        return NULL;
+    }
+    unsigned char *block = malloc((size_t)size + ATT_ICC_HEADER);
+    if (block == NULL) return NULL;
+    *(size_t *)block = size;
+    if (budget != NULL) budget->used += size;
+    return block + ATT_ICC_HEADER;
+}
+
+static void budget_free(cmsContext id, void *pointer) {
+    if (pointer == NULL) return;
+    unsigned char *block = (unsigned char *)pointer - ATT_ICC_HEADER;
+    att_icc_budget *budget = cmsGetContextUserData(id);
+    if (budget != NULL) budget->used -= *(size_t *)block;
+    free(block);
+}
+
+static void *budget_realloc(cmsContext id, void *pointer, cmsUInt32Number size) {
+    if (pointer == NULL) return budget_malloc(id, size);
+    size_t old = *(size_t *)((unsigned char *)pointer - ATT_ICC_HEADER);
+    void *moved = budget_malloc(id, size);
+    if (moved == NULL) return NULL;
+    memcpy(moved, pointer, old < size ? old : size);
+    budget_free(id, pointer);
+    return moved;
+}
+
+static cmsPluginMemHandler budget_plugin = {
+    {cmsPluginMagicNumber, 2060, cmsPluginMemHandlerSig, NULL}, budget_malloc, budget_free, budget_realloc,
+    NULL, NULL, NULL};
+
+// A context whose allocations are counted against `ATT_ICC_MAX_MEMORY`; the budget is freed by
+// `release`, after the context.
+static cmsContext budgeted(void) {
+    att_icc_budget *budget = calloc(1, sizeof *budget);
+    if (budget == NULL) return NULL;
+    budget->cap = ATT_ICC_MAX_MEMORY;
+    cmsContext context = cmsCreateContext(&budget_plugin, budget);
+    if (context == NULL) free(budget);
+    return context;
+}
+
+// Whether the context's budget turned an allocation down.
+static int over_budget(cmsContext context) {
+    att_icc_budget *budget = context ? cmsGetContextUserData(context) : NULL;
+    return budget != NULL && budget->refused;
+}
+
+#define ATT_ICC_OVER_BUDGET "the embedded ICC profile's tables would need more than 16 MiB"
+
+static void release(cmsContext context) {
+    if (context == NULL) return;
+    void *budget = cmsGetContextUserData(context);
+    cmsDeleteContext(context);
+    free(budget);
+}
 
 struct att_icc_transform {
     cmsContext context;
@@ -102,13 +176,13 @@ att_icc_transform *att_icc_new(
         }
         return NULL;
     }
-    cmsContext context = cmsCreateContext(NULL, NULL);
+    cmsContext context = budgeted();
     if (context == NULL) return NULL;
     cmsSetLogErrorHandlerTHR(context, quiet);
     cmsHPROFILE input = cmsOpenProfileFromMemTHR(context, profile, (cmsUInt32Number)length);
     const char *problem = NULL;
     if (input == NULL) {
-        problem = "the embedded ICC profile cannot be read";
+        problem = over_budget(context) ? ATT_ICC_OVER_BUDGET : "the embedded ICC profile cannot be read";
     } else if (cmsGetColorSpace(input) != cmsSigRgbData) {
         problem = "the embedded ICC profile is not an RGB profile";
     }
@@ -128,7 +202,9 @@ att_icc_transform *att_icc_new(
         transform = cmsCreateTransformTHR(
             context, input, format, output, format, INTENT_PERCEPTUAL,
             cmsFLAGS_BLACKPOINTCOMPENSATION | (channels == 4 ? cmsFLAGS_COPY_ALPHA : 0));
-        if (transform == NULL) problem = "no transform from the embedded ICC profile to sRGB";
+        if (transform == NULL) {
+            problem = over_budget(context) ? ATT_ICC_OVER_BUDGET : "no transform from the embedded ICC profile to sRGB";
+        }
     }
     if (input) cmsCloseProfile(input);
     if (output) cmsCloseProfile(output);
@@ -137,13 +213,13 @@ att_icc_transform *att_icc_new(
             error->status = ATT_ERR_CORRUPT;
             snprintf(error->message, sizeof error->message, "%s", problem);
         }
-        cmsDeleteContext(context);
+        release(context);
         return NULL;
     }
     att_icc_transform *t = calloc(1, sizeof *t);
     if (t == NULL) {
         cmsDeleteTransform(transform);
-        cmsDeleteContext(context);
+        release(context);
         return NULL;
     }
     t->context = context;
@@ -161,7 +237,7 @@ static inline uint8_t encoded(const att_icc_transform *t, float linear) {
 att_icc_transform *att_icc_new_cmyk(const uint8_t *profile, size_t length, int32_t inverted, att_error *error) {
     const char *problem = NULL;
     if (profile == NULL || length < 132 || length > ATT_ICC_MAX_BYTES) problem = "the ICC profile's size is out of range";
-    cmsContext context = problem ? NULL : cmsCreateContext(NULL, NULL);
+    cmsContext context = problem ? NULL : budgeted();
     if (!problem && context == NULL) problem = "lcms2 could not make a context";
     cmsHPROFILE input = NULL, output = NULL;
     cmsHTRANSFORM transform = NULL;
@@ -169,7 +245,7 @@ att_icc_transform *att_icc_new_cmyk(const uint8_t *profile, size_t length, int32
         cmsSetLogErrorHandlerTHR(context, quiet);
         input = cmsOpenProfileFromMemTHR(context, profile, (cmsUInt32Number)length);
         if (input == NULL) {
-            problem = "the embedded ICC profile cannot be read";
+            problem = over_budget(context) ? ATT_ICC_OVER_BUDGET : "the embedded ICC profile cannot be read";
         } else if (cmsGetColorSpace(input) != cmsSigCmykData) {
             problem = "the embedded ICC profile is not a CMYK profile";
         }
@@ -180,7 +256,9 @@ att_icc_transform *att_icc_new_cmyk(const uint8_t *profile, size_t length, int32
         transform = cmsCreateTransformTHR(
             context, input, inverted ? TYPE_CMYK_8_REV : TYPE_CMYK_8, output, TYPE_RGB_8, INTENT_PERCEPTUAL,
             cmsFLAGS_BLACKPOINTCOMPENSATION);
-        if (transform == NULL) problem = "no transform from the embedded CMYK profile to sRGB";
+        if (transform == NULL) {
+            problem = over_budget(context) ? ATT_ICC_OVER_BUDGET : "no transform from the embedded CMYK profile to sRGB";
+        }
     }
     if (input) cmsCloseProfile(input);
     if (output) cmsCloseProfile(output);
@@ -191,7 +269,7 @@ att_icc_transform *att_icc_new_cmyk(const uint8_t *profile, size_t length, int32
             snprintf(error->message, sizeof error->message, "%s", problem ? problem : "out of memory");
         }
         if (transform) cmsDeleteTransform(transform);
-        if (context) cmsDeleteContext(context);
+        if (context) release(context);
         return NULL;
     }
     t->context = context;
@@ -222,13 +300,13 @@ void att_icc_apply(att_icc_transform *t, uint8_t *pixels, size_t count) {
 void att_icc_free(att_icc_transform *t) {
     if (!t) return;
     if (t->transform) cmsDeleteTransform(t->transform);
-    cmsDeleteContext(t->context);
+    release(t->context);
     free(t);
 }
 
 uint8_t *att_icc_rgb_profile(const double xy[8], int32_t transfer, double gamma, size_t *length) {
     *length = 0;
-    cmsContext context = cmsCreateContext(NULL, NULL);
+    cmsContext context = budgeted();
     if (context == NULL) return NULL;
     cmsSetLogErrorHandlerTHR(context, quiet);
     cmsCIExyY white = {xy[6], xy[7], 1.0};
@@ -270,6 +348,6 @@ uint8_t *att_icc_rgb_profile(const double xy[8], int32_t transfer, double gamma,
         if (profile != NULL) cmsCloseProfile(profile);
         cmsFreeToneCurve(curve);
     }
-    cmsDeleteContext(context);
+    release(context);
     return out;
 }

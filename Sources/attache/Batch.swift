@@ -52,6 +52,13 @@ struct BatchCommand: AsyncParsableCommand {
     @Option(help: "Threads for decoding and encoding. Default: one per core.")
     var workers: Int?
 
+    @Option(
+        help: """
+            Memory (MiB) the decodes may hold together: one waits, before it allocates, until what \
+            it needs fits. Default: 64 per worker, at least 128, at most a quarter of the machine's.
+            """)
+    var workMemory: Int?
+
     @Option(help: "Seconds between progress lines when standard error is not a terminal.")
     var progressInterval: Double = 5
 
@@ -70,6 +77,7 @@ struct BatchCommand: AsyncParsableCommand {
     func validate() throws {
         if let jobs { try Ranges.check(jobs, 1...4_096, "--jobs") }
         if let workers { try Ranges.check(workers, 1...256, "--workers") }
+        if let workMemory { try Ranges.check(workMemory, 16...1_048_576, "--work-memory") }
         try Ranges.check(lease, 1...86_400, "--lease")
         guard progressInterval > 0, progressInterval <= 3600 else {
             throw ValidationError("--progress-interval must be between 0 and 3600 seconds")
@@ -97,6 +105,7 @@ struct BatchCommand: AsyncParsableCommand {
         if let campaign { return try await runCampaign(campaign, input: input) }
         if dryRun { return try listPending(input) }
         if let workers { PipelineWorkers.use(workers) }
+        if let workMemory { PipelineWorkers.useMemory(workMemory << 20) }
         ImageProcessor.boundAllocator()
         let jobs = self.jobs ?? 8 * (workers ?? PipelineWorkers.count)
         // Every option is turned into its part before the manifest is locked, so a refused
@@ -130,6 +139,7 @@ struct BatchCommand: AsyncParsableCommand {
             return
         }
         if let workers { PipelineWorkers.use(workers) }
+        if let workMemory { PipelineWorkers.useMemory(workMemory << 20) }
         ImageProcessor.boundAllocator()
         let jobs = self.jobs ?? 8 * (workers ?? PipelineWorkers.count)
         let runner = BatchRunner(pipeline: try options.pipeline(store: store), jobs: jobs)

@@ -171,6 +171,41 @@ struct ICCTests {
     }
 }
 
+extension ICCTests {
+    /// An RGB profile of a few hundred bytes whose A2B0 (lut16) declares 255³ grid points and
+    /// 15 outputs: 497 MB of table that is not in the file.
+    static func amplifyingProfile() -> [UInt8] {
+        func u32(_ v: UInt32) -> [UInt8] {
+            [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)]
+        }
+        func text(_ s: String) -> [UInt8] { Array(s.utf8) }
+        var tag = text("mft2") + u32(0) + [3, 15, 255, 0]
+        for row in 0..<3 { for column in 0..<3 { tag += u32(row == column ? 0x1_0000 : 0) } }
+        tag += [0, 2, 0, 2]  // two input and two output table entries
+        tag += [UInt8](repeating: 0, count: 12)  // the input tables
+        tag += [UInt8](repeating: 0x55, count: 200)  // the start of a table that never ends
+        var header = u32(UInt32(144 + tag.count)) + u32(0) + u32(0x0210_0000) + text("mntrRGB XYZ ")
+        header += [UInt8](repeating: 0, count: 12) + text("acsp") + [UInt8](repeating: 0, count: 24)
+        header += u32(0) + u32(0x0000_F6D6) + u32(0x0001_0000) + u32(0x0000_D32D)
+        header += [UInt8](repeating: 0, count: 128 - header.count)
+        return header + u32(1) + text("A2B0") + u32(144) + u32(UInt32(tag.count)) + tag
+    }
+
+    @Test("a profile that declares a table far larger than itself is refused before lcms2 allocates it")
+    func amplifyingTable() throws {
+        let profile = Self.amplifyingProfile()
+        #expect(profile.count < 420)
+        var error = att_error()
+        #expect(att_icc_new(profile, profile.count, 3, 1, &error) == nil)
+        let message = withUnsafeBytes(of: error.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        #expect(message.contains("more than 16 MiB"), "\(message)")
+        // In a JPEG: the image decodes, the profile is not used, and the warning says why.
+        let base = try #require(FileManager.default.contents(atPath: Self.directory + "/AdobeRGB1998.jpg")).map { $0 }
+        let info = try decode(Self.jpeg(base, app2: [Self.iccChunk(1, of: 1, profile)]))
+        #expect(!info.colourConverted && info.colourWarning?.contains("more than 16 MiB") == true)
+    }
+}
+
 /// CIEDE2000 between two sRGB colours (D65).
 func deltaE2000(_ a: [Int], _ b: [Int]) -> Double {
     func lab(_ c: [Int]) -> (Double, Double, Double) {

@@ -76,4 +76,99 @@ struct MediaContainerTests {
             }
         }
     }
+
+    /// The top-level boxes of ISO media (or the children of one box's payload): type and range.
+    static func boxes(_ data: [UInt8], in range: Range<Int>) -> [(type: String, range: Range<Int>)] {
+        var found: [(String, Range<Int>)] = []
+        var at = range.lowerBound
+        while at + 8 <= range.upperBound {
+            let size = data[at..<at + 4].reduce(0) { $0 << 8 | Int($1) }
+            guard size >= 8, at + size <= range.upperBound else { break }
+            found.append((String(decoding: data[at + 4..<at + 8], as: UTF8.self), at..<at + size))
+            at += size
+        }
+        return found
+    }
+
+    static func box(_ type: String, _ payload: [UInt8]) -> [UInt8] {
+        let size = payload.count + 8
+        return [UInt8(size >> 24 & 0xFF), UInt8(size >> 16 & 0xFF), UInt8(size >> 8 & 0xFF), UInt8(size & 0xFF)]
+            + Array(type.utf8) + payload
+    }
+
+    @Test("an MP4 whose moov declares 2,000 tracks is refused by their count, before libavformat reads them")
+    func tracksCountedFirst() throws {
+        let whole = [UInt8](FileManager.default.contents(atPath: Self.directory + "/h264.mp4") ?? Data())
+        let top = Self.boxes(whole, in: 0..<whole.count)
+        let moov = try #require(top.first { $0.type == "moov" })
+        let children = Self.boxes(whole, in: moov.range.lowerBound + 8..<moov.range.upperBound)
+        let trak = try #require(children.first { $0.type == "trak" })
+        var inner: [UInt8] = []
+        for child in children where child.type != "trak" { inner += whole[child.range] }
+        for _ in 0..<2000 { inner += whole[trak.range] }
+        var forged: [UInt8] = []
+        for box in top { forged += box.type == "moov" ? Self.box("moov", inner) : Array(whole[box.range]) }
+        #expect(forged.count > 2000 * trak.range.count)
+        do {
+            _ = try MediaContainer.check(MediaBytes(forged), kind: .mp4)
+            Issue.record("2,000 tracks were accepted")
+        } catch {
+            #expect(error.code == .tooLarge && error.limit == .maxStreams, "\(error)")
+            #expect(error.message.contains("2000 tracks"), "\(error.message)")
+        }
+    }
+
+    @Test("frames the decoder could not hold within max_decoder_memory are refused from the header's size")
+    func decoderMemoryFromTheHeader() throws {
+        // 160×120 H.264: six frames of 1.5 bytes a pixel, 172,800 bytes.
+        var small = ImageLimits.default
+        small.maxDecoderMemory = 100_000
+        do {
+            _ = try Self.check(Self.directory + "/h264.mp4", limits: small)
+            Issue.record("a decoder over its memory cap was accepted")
+        } catch {
+            #expect(error.code == .decoderMemoryExceeded && error.limit == .maxDecoderMemory, "\(error)")
+            #expect(error.message.contains("160x120 h264 frames"), "\(error.message)")
+        }
+        small.maxDecoderMemory = 200_000
+        let info = try Self.check(Self.directory + "/h264.mp4", limits: small)
+        #expect(info.decoderBytes == 160 * 120 * 3 / 2 * 6)
+    }
+
+    @Test("an MP4 whose header says it is short is measured by its packets: longer than the limit, too_large")
+    func durationFromThePackets() throws {
+        // Every duration the header gives (mvhd, tkhd, mdhd) set to one unit: 2 s of packets.
+        var whole = [UInt8](FileManager.default.contents(atPath: Self.directory + "/h264.mp4") ?? Data())
+        func patch(_ range: Range<Int>) {
+            for child in Self.boxes(whole, in: range.lowerBound + 8..<range.upperBound) {
+                let body = child.range.lowerBound + 8
+                let version = whole[body]
+                // version 0: created, modified (4 each), then timescale and duration (mvhd,
+                // mdhd); tkhd: created, modified, track id, reserved, then duration.
+                let at: Int? =
+                    switch child.type {
+                    case "mvhd", "mdhd": body + 4 + (version == 1 ? 16 : 8) + 4
+                    case "tkhd": body + 4 + (version == 1 ? 16 : 8) + 8
+                    default: nil
+                    }
+                if let at {
+                    let width = version == 1 ? 8 : 4
+                    for k in 0..<width { whole[at + k] = k == width - 1 ? 1 : 0 }
+                }
+                if ["trak", "mdia"].contains(child.type) { patch(child.range) }
+            }
+        }
+        let moov = try #require(Self.boxes(whole, in: 0..<whole.count).first { $0.type == "moov" })
+        patch(moov.range)
+        var short = ImageLimits.default
+        short.maxMediaSeconds = 1.5
+        do {
+            let info = try MediaContainer.check(MediaBytes(whole), kind: .mp4, limits: short)
+            Issue.record("2 s of packets passed a 1.5 s limit: \(info)")
+        } catch {
+            #expect(error.code == .tooLarge && error.limit == .maxMediaSeconds, "\(error)")
+        }
+        short.maxMediaSeconds = 3
+        _ = try MediaContainer.check(MediaBytes(whole), kind: .mp4, limits: short)
+    }
 }

@@ -33,9 +33,15 @@ final class GIFDecoder {
     /// Set when a truncation ended the file early and partial results were allowed.
     private(set) var truncated = false
 
+    /// Checked every 64 rows while a frame's pixels are decoded (a frame may hold 50 MP).
+    private let deadline: WorkDeadline
+
     /// Opens a GIF and checks its screen against `limits`; with `allowPartial` a file cut
-    /// after its first frame ends early instead of failing with `truncated`.
-    init(bytes: MediaBytes, limits: ImageLimits, allowPartial: Bool = false) throws(AttacheError) {
+    /// after its first frame ends early instead of failing with `truncated`. `deadline` is
+    /// checked every 64 rows of a frame.
+    init(
+        bytes: MediaBytes, limits: ImageLimits, allowPartial: Bool = false, deadline: WorkDeadline = .none
+    ) throws(AttacheError) {
         var screen = att_gif_screen()
         var error = att_error()
         guard let decoder = att_gif_open(bytes.buffer.baseAddress, bytes.count, &screen, &error) else {
@@ -47,6 +53,7 @@ final class GIFDecoder {
         height = Int(screen.height)
         self.limits = limits
         self.allowPartial = allowPartial
+        self.deadline = deadline
         globalPalette = withUnsafeBytes(of: screen.palette) { Array($0.prefix(Int(screen.colors) * 3)) }
         // Once every property is set a throwing init still runs deinit, which closes the file.
         try limits.check(width: width, height: height)
@@ -93,7 +100,14 @@ final class GIFDecoder {
         var indices = [UInt8](repeating: 0, count: pixels ? w * h : 0)
         let read =
             pixels
-            ? indices.withUnsafeMutableBufferPointer { att_gif_read_pixels(decoder, $0.baseAddress, &error) }
+            ? indices.withUnsafeMutableBufferPointer { buffer in
+                att_gif_read_pixels(
+                    decoder, buffer.baseAddress,
+                    { context in
+                        let deadline = Unmanaged<WorkDeadline>.fromOpaque(context!).takeUnretainedValue()
+                        return (try? deadline.check()) == nil ? 1 : 0
+                    }, Unmanaged.passUnretained(deadline).toOpaque(), &error)
+            }
             : att_gif_skip_pixels(decoder, &error)
         if read != 0 {
             let failure = AttacheError(shim: error, format: "gif")

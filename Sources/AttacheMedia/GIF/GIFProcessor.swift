@@ -63,7 +63,7 @@ extension ImageProcessor {
         _ bytes: MediaBytes, limits: ImageLimits = .default, allowPartial: Bool = false,
         deadline: WorkDeadline = .none
     ) throws(AttacheError) -> GIFInfo {
-        let decoder = try GIFDecoder(bytes: bytes, limits: limits, allowPartial: allowPartial)
+        let decoder = try GIFDecoder(bytes: bytes, limits: limits, allowPartial: allowPartial, deadline: deadline)
         var frames = 0
         var duration = 0
         var framePixels = 0
@@ -114,7 +114,7 @@ extension ImageProcessor {
     {
         // The scan (no pixel decoded) says whether the screen can be kept as indices.
         var compositor = GIFCompositor(screenOf: try scanGIF(bytes, limits: limits, deadline: deadline))
-        let decoder = try GIFDecoder(bytes: bytes, limits: limits)
+        let decoder = try GIFDecoder(bytes: bytes, limits: limits, deadline: deadline)
         var frames = 0
         var duration = 0
         while let frame = try decoder.next() {
@@ -228,7 +228,8 @@ extension ImageProcessor {
         deadline: WorkDeadline
     ) throws(AttacheError) -> GIFRendition {
         let target = RenditionSpec.fit(width: info.width, height: info.height, into: maxSide)
-        let decoder = try GIFDecoder(bytes: bytes, limits: limits, allowPartial: spec.gifAllowPartial)
+        let decoder = try GIFDecoder(
+            bytes: bytes, limits: limits, allowPartial: spec.gifAllowPartial, deadline: deadline)
         var compositor = GIFCompositor(screenOf: info)
         // Premultiplied colours of an indexed screen, for the resampler.
         var screenColors = [SIMD4<Float>](repeating: .zero, count: 256)

@@ -82,7 +82,7 @@ final class HEIFDecoder: StillDecoder {
     /// pool: three times the coded planes, measured with libheif 1.19 and dav1d at 7.1 bytes a
     /// pixel for 8-bit 4:2:0 and 12.9 for 4:4:4), the converted RGB, and the strip a row of
     /// tiles is assembled in when there is more than one column.
-    var heldBytes: Int { decoderMemory }
+    func heldBytes(for target: (width: Int, height: Int)) -> Int { decoderMemory }
     static var decodeCost: Double { WorkEstimate.PerPixel.heifDecode }
 
     private var decoderMemory: Int {

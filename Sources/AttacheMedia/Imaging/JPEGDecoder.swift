@@ -51,14 +51,15 @@ final class JPEGDecoder: StillDecoder {
             header.color_family == 3
             ? ColourProfile.make(profile: header.icc, length: header.icc_length, channels: 3) : nil
         try limits.check(width: width, height: height)
-        heldBytes = header.multi_scan != 0 ? Int(header.coefficient_bytes) : 0
+        coefficientBytes = header.multi_scan != 0 ? Int(header.coefficient_bytes) : 0
         if header.multi_scan != 0 {
             try limits.checkDecoderMemory(Int(header.coefficient_bytes), what: "multi-scan JPEG coefficients")
         }
     }
 
     /// A multi-scan file's coefficients, held whole.
-    let heldBytes: Int
+    let coefficientBytes: Int
+    func heldBytes(for target: (width: Int, height: Int)) -> Int { coefficientBytes }
     static var decodeCost: Double { WorkEstimate.PerPixel.jpegDecode }
 
     deinit { att_jpeg_close(handle) }

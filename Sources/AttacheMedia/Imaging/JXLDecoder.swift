@@ -47,7 +47,7 @@ final class JXLDecoder: StillDecoder {
 
     deinit { att_jxl_close(handle) }
 
-    var heldBytes: Int { width * height * Self.bytesPerPixel }
+    func heldBytes(for target: (width: Int, height: Int)) -> Int { width * height * Self.bytesPerPixel }
     static var decodeCost: Double { WorkEstimate.PerPixel.jxlDecode }
 
     var channels: Int { hasAlpha ? 4 : 3 }

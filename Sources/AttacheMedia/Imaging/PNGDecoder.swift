@@ -75,7 +75,7 @@ final class PNGDecoder: StillDecoder {
     }
 
     /// An interlaced image is held whole.
-    var heldBytes: Int { isInterlaced ? width * channels * height : 0 }
+    func heldBytes(for target: (width: Int, height: Int)) -> Int { isInterlaced ? width * channels * height : 0 }
     static var decodeCost: Double { WorkEstimate.PerPixel.pngDecode }
 
     /// Decodes every row into `sink`, then reads the chunks after the image data.

@@ -25,9 +25,10 @@ protocol StillDecoder: AnyObject, RowSource {
     /// Whether an alpha channel that is opaque everywhere is dropped (formats converted to JPEG
     /// when they have no transparency).
     static var dropsOpaqueAlpha: Bool { get }
-    /// Whole-image buffers the decode holds beyond a few rows (bytes), as checked against
-    /// ``ImageLimits/maxDecoderMemory``; read after ``prepare(target:spec:)``.
-    var heldBytes: Int { get }
+    /// Whole-image buffers a decode for an output of `target` holds beyond a few rows (bytes),
+    /// as checked against ``ImageLimits/maxDecoderMemory``; known from the header, before
+    /// ``prepare(target:spec:)`` allocates anything.
+    func heldBytes(for target: (width: Int, height: Int)) -> Int
     /// CPU per decoded pixel, in nanoseconds (``WorkEstimate``).
     static var decodeCost: Double { get }
 }
@@ -64,13 +65,19 @@ extension ImageProcessor {
         image: PixelImage, info: ImageInfo
     ) {
         let target = spec.outputSize(width: decoder.size.width, height: decoder.size.height)
-        let reserve = try decoder.prepare(target: target, spec: spec)
-        // What the decode will cost is known now, before its buffers are allocated.
-        try decoder.deadline.expect(
+        // What the decode will hold is known from the header: said before `prepare` allocates
+        // (a multi-scan JPEG's coefficients are allocated there), at full size as far as the
+        // CPU goes; once the decode scale is known, the CPU is said again.
+        let source = decoder.size.width * decoder.size.height
+        let buffers = decoder.heldBytes(for: target)
+        func estimate() -> WorkEstimate {
             .still(
-                decodeCost: type(of: decoder).decodeCost, source: decoder.size.width * decoder.size.height,
-                decoded: decoder.rowWidth * decoder.rowCount, output: target.width * target.height,
-                rowBytes: decoder.rowWidth * decoder.channels, buffers: decoder.heldBytes))
+                decodeCost: type(of: decoder).decodeCost, source: source, decoded: decoder.rowWidth * decoder.rowCount,
+                output: target.width * target.height, rowBytes: decoder.rowWidth * decoder.channels, buffers: buffers)
+        }
+        try decoder.deadline.expect(estimate())
+        let reserve = try decoder.prepare(target: target, spec: spec)
+        try decoder.deadline.expect(estimate())
         var image = try resample(decoder, target: target, lanczosReserve: reserve)
         decoder.colour?.convert(&image)
         if type(of: decoder).dropsOpaqueAlpha { image = image.droppingOpaqueAlpha() }

@@ -54,7 +54,9 @@ final class WebPDecoder: StillDecoder {
     var channels: Int { hasAlpha ? 4 : 3 }
     var size: (width: Int, height: Int) { (width, height) }
     /// libwebp decodes into one buffer: the stored size for lossless, the scaled one for lossy.
-    var heldBytes: Int { lossless ? width * height * 4 : target.width * target.height * 4 }
+    func heldBytes(for target: (width: Int, height: Int)) -> Int {
+        lossless ? width * height * 4 : min(width, target.width) * min(height, target.height) * 4
+    }
     static var decodeCost: Double { WorkEstimate.PerPixel.webpDecode }
     var rowWidth: Int { target.width }
     var rowCount: Int { target.height }

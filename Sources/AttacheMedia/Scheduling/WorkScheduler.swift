@@ -49,6 +49,8 @@ public struct WorkGroup: Hashable, Sendable {
 /// (``WorkDeadline/expect(_:)``), before it allocates it; a job is started, or let go on past
 /// that point, only while everything admitted fits ``Settings/memory`` — or when nothing else
 /// holds memory, so a job larger than the budget still runs alone (its own limits decide it).
+/// Large jobs (over an eighth of the budget each) may hold three quarters of it together, so a
+/// light job never waits for memory that heavy ones hold while they wait their turn.
 public final class WorkScheduler: Sendable {
     /// How the scheduler shares its cores.
     public struct Settings: Sendable {
@@ -61,13 +63,18 @@ public final class WorkScheduler: Sendable {
         /// Jobs started and not finished (running or waiting mid-way), each on a thread.
         public var started: Int
 
-        /// `cores` cores, `memory` bytes, 20 ms slices, up to 4 jobs started per core.
+        /// `cores` cores, `memory` bytes, 20 ms slices, up to 32 jobs started per core.
         public init(cores: Int, memory: Int, slice: Duration = .milliseconds(20), started: Int? = nil) {
             self.cores = max(1, cores)
             self.memory = max(1 << 20, memory)
             self.slice = slice
-            self.started = max(self.cores, started ?? 4 * self.cores)
+            self.started = max(self.cores, started ?? 32 * self.cores)
         }
+
+        /// A job that holds more than an eighth of the budget is large: large jobs together
+        /// may hold three quarters of it, so light work always finds memory beside them.
+        func isLarge(_ bytes: Int) -> Bool { bytes > memory / 8 }
+        var largeShare: Int { memory / 4 * 3 }
     }
 
     /// What one finished job cost.
@@ -198,17 +205,20 @@ public final class WorkScheduler: Sendable {
         let actions = state.withLock { s -> [Action]? in
             guard job.phase == .running else { return nil }
             s.charge(job, now: cpu)
-            job.estimate = estimate
-            job.estimate.seconds = max(estimate.seconds, Double(job.attained) / 1e9)
-            if estimate.memory > job.reserved {
-                let others = s.memoryHeld - job.reserved
-                if others > 0 && others + estimate.memory > settings.memory {
+            // What it said at the start (the bytes it was given) stays held beside its work.
+            job.estimate = WorkEstimate(seconds: estimate.seconds, memory: job.given + estimate.memory)
+            if job.estimate.memory > job.reserved {
+                // Memory it has not allocated yet: when another job comes first, or the memory
+                // does not fit, it waits to be admitted holding only what it holds now.
+                if !s.fits(job, settings) || s.shouldYield(job, settings) {
                     job.phase = .memory
+                    job.yields += 1
                     s.running -= 1
                     return s.dispatch(settings)
                 }
-                s.memoryHeld += estimate.memory - job.reserved
-                job.reserved = estimate.memory
+                s.memoryHeld += job.estimate.memory - job.reserved
+                job.reserved = job.estimate.memory
+                return nil
             }
             guard s.shouldYield(job, settings) else { return nil }
             job.phase = .ready
@@ -316,6 +326,8 @@ extension WorkScheduler {
         let deadline: WorkDeadline
         let scheduler: WorkScheduler
         var estimate: WorkEstimate
+        /// The memory it was submitted with (its input), held until it ends.
+        let given: Int
         var phase = Phase.queued
         /// CPU time had so far, and the job thread's CPU clock when it was last counted
         /// (nanoseconds; 0 while it is not running).
@@ -337,6 +349,7 @@ extension WorkScheduler {
             self.scheduler = scheduler
             self.group = group
             self.estimate = estimate
+            given = estimate.memory
             self.deadline = deadline
         }
 
@@ -443,12 +456,35 @@ extension WorkScheduler {
             case .ready: return true
             case .queued:
                 guard started < settings.started else { return false }
-                return memoryHeld == 0 || memoryHeld + job.estimate.memory <= settings.memory
-            case .memory:
-                let others = memoryHeld - job.reserved
-                return others == 0 || others + job.estimate.memory <= settings.memory
+                return fits(job, settings)
+            case .memory: return fits(job, settings)
             case .running, .leaving: return false
             }
+        }
+
+        /// Whether the memory `job` says it needs fits beside what the others hold. A small job
+        /// (an eighth of the budget or less) fits within the budget, or within the quarter of it
+        /// kept for small jobs whatever the large ones hold; a large job fits within the budget
+        /// and the large jobs' three quarters of it — or when no other large job holds memory,
+        /// so a job larger than that share still runs (its own limits decide it) beside small
+        /// work only.
+        func fits(_ job: Job, _ settings: Settings) -> Bool {
+            let need = job.estimate.memory
+            var held = (small: 0, large: 0)
+            for other in jobs.values where other !== job && other.reserved > 0 {
+                if settings.isLarge(other.reserved) {
+                    held.large += other.reserved
+                } else {
+                    held.small += other.reserved
+                }
+            }
+            let others = held.small + held.large
+            guard others > 0 else { return true }
+            guard settings.isLarge(need) else {
+                return others + need <= settings.memory || held.small + need <= settings.memory - settings.largeShare
+            }
+            if held.large == 0 { return true }
+            return others + need <= settings.memory && held.large + need <= settings.largeShare
         }
 
         /// The order: the tenant with the least virtual time (by more than `tenantMargin`),
@@ -464,9 +500,21 @@ extension WorkScheduler {
             return x != y ? x < y : a.id < b.id
         }
 
+        /// The job the order puts first among those that may go now. A large job waiting for
+        /// memory is not passed by large jobs after it in the order (else a stream of them
+        /// could keep it waiting for ever); small ones pass it in the memory kept for them.
         func best(_ settings: Settings) -> Job? {
+            var waiting: Job?
+            for job in jobs.values where job.phase == .memory && settings.isLarge(job.estimate.memory) {
+                if waiting == nil || precedes(job, waiting!) { waiting = job }
+            }
             var best: Job?
             for job in jobs.values where eligible(job, settings) {
+                if let waiting, job !== waiting, job.phase != .ready, settings.isLarge(job.estimate.memory),
+                    precedes(waiting, job)
+                {
+                    continue
+                }
                 if best == nil || precedes(job, best!) { best = job }
             }
             return best

@@ -134,6 +134,11 @@ public enum MediaTransform {
             media.bytes, kind: media.kind, limits: limits, deadline: deadline, allowUnplayable: encode)
         let isVideo = media.kind.category == .video
         let cap = caps.maxBytes(for: media.kind)
+        let transcodes = encode && (container.unplayable != nil || media.bytes.count > cap)
+        try deadline.expect(
+            MediaEncoder.workEstimate(
+                container, video: isVideo, poster: isVideo && smallSide != nil, transcode: transcodes, spec: spec,
+                cap: cap))
         // The poster first: a transcode that cannot finish in time leaves it as the best attempt.
         var posterOf = TransformedMedia(kind: media.kind, bytes: media.bytes)
         if isVideo {

@@ -22,6 +22,8 @@ public struct ContainerInfo: Hashable, Sendable {
     /// Why an iPhone cannot play it as it is (a codec its container does not carry there, or a
     /// read-only kind: QuickTime, WebM, Ogg, FLAC); nil when it can.
     public var unplayable: String? = nil
+    /// What the first video stream's decoder holds at most (its reference frames), in bytes.
+    public var decoderBytes: Int = 0
 }
 
 /// The container check for video and audio, before anything is stored: libavformat reads the
@@ -42,7 +44,7 @@ public enum MediaContainer {
         _ bytes: MediaBytes, kind: MediaKind, limits: ImageLimits = .default, deadline: WorkDeadline = .none,
         allowUnplayable: Bool = false
     ) throws(AttacheError) -> ContainerInfo {
-        let (handle, info) = try open(bytes, limits: limits, deadline: deadline)
+        let (handle, info) = try open(bytes, limits: limits, deadline: deadline, scan: true)
         att_av_close(handle)
         var found = info.public
         found.unplayable = try accept(info, kind: kind, size: bytes.count, limits: limits)
@@ -52,19 +54,25 @@ public enum MediaContainer {
         return found
     }
 
-    /// Opens the container: its streams read, nothing decoded.
+    /// Opens the container: its streams read, nothing decoded but what finding their
+    /// parameters takes — and that only once the header's frame size says the decoder's frames
+    /// fit ``ImageLimits/maxDecoderMemory``. With `scan`, every packet is read (not decoded) so
+    /// that how long the media run is counted, not taken from the header.
     static func open(
-        _ bytes: MediaBytes, limits: ImageLimits, deadline: WorkDeadline
+        _ bytes: MediaBytes, limits: ImageLimits, deadline: WorkDeadline, scan: Bool = false
     ) throws(AttacheError) -> (
         OpaquePointer, att_av_info
     ) {
         var info = att_av_info()
         var error = att_av_error()
+        var bounds = att_av_limits(
+            max_streams: Int32(clamping: limits.maxStreams), probe_bytes: 5 << 20,
+            max_pixels: Int64(limits.maxVideoPixels), max_decoder_bytes: Int64(limits.maxDecoderMemory),
+            scan: scan ? 1 : 0, max_seconds: limits.maxMediaSeconds)
         guard
             let handle = att_av_open(
-                bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, Int32(clamping: limits.maxStreams),
-                5 << 20, deadline.pointer, &info, &error)
-        else { throw AttacheError(av: error, streamsOver: limits.maxStreams) }
+                bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, &bounds, deadline.pointer, &info, &error)
+        else { throw AttacheError(av: error) }
         return (handle, info)
     }
 
@@ -95,7 +103,9 @@ public enum MediaContainer {
                 .truncated, "\(name): the index points \(info.indexed_end - Int64(size)) bytes past the end (cut short)"
             )
         }
-        if let duration = found.duration, duration > limits.maxMediaSeconds {
+        if let duration = [found.duration, info.demuxed_duration >= 0 ? info.demuxed_duration : nil]
+            .compactMap({ $0 }).max(), duration > limits.maxMediaSeconds
+        {
             throw AttacheError(
                 .tooLarge, "\(name): \(Int(duration)) s, over the limit of \(Int(limits.maxMediaSeconds)) s",
                 limit: .maxMediaSeconds)
@@ -144,16 +154,18 @@ extension att_av_info {
             width: video_streams > 0 ? Int(width) : nil, height: video_streams > 0 ? Int(height) : nil,
             frameRate: frame_rate > 0 ? frame_rate : nil, audioCodec: audio_streams > 0 && !audio.isEmpty ? audio : nil,
             sampleRate: audio_streams > 0 ? Int(sample_rate) : nil, channels: audio_streams > 0 ? Int(channels) : nil,
-            indexFirst: index_first != 0)
+            indexFirst: index_first != 0, decoderBytes: Int(decoder_bytes))
     }
 }
 
 extension AttacheError {
     /// Maps a container shim failure to a typed error.
-    init(av error: att_av_error, streamsOver maxStreams: Int) {
+    init(av error: att_av_error) {
         let message = Self.line(error.message)
         let text = "container: \(message.isEmpty ? "unreadable" : message)"
         switch error.status {
+        case Int32(ATT_AV_STREAMS): self.init(.tooLarge, text, limit: .maxStreams)
+        case Int32(ATT_AV_DURATION): self.init(.tooLarge, text, limit: .maxMediaSeconds)
         case Int32(ATT_AV_TRUNCATED): self.init(.truncated, text)
         case Int32(ATT_AV_UNSUPPORTED): self.init(.unsupportedVariant, text)
         case Int32(ATT_AV_MEMORY_LIMIT):

@@ -57,6 +57,39 @@ public enum MediaEncoder {
         public var duration: Double?
     }
 
+    /// What a video's or audio's work costs, from its container: the poster (the decoder's
+    /// frames, a GOP's worth of decoding) and the transcode (every frame decoded and encoded;
+    /// libx264's lookahead and reference frames at the output size, the output buffer).
+    static func workEstimate(
+        _ info: ContainerInfo, video: Bool, poster: Bool, transcode: Bool, spec: RenditionSpec, cap: Int64
+    ) -> WorkEstimate {
+        let pixels = (info.width ?? 0) * (info.height ?? 0)
+        let decoder = max(info.decoderBytes, pixels * 3)
+        let seconds = info.duration ?? 10
+        let frames = seconds * (info.frameRate ?? 30)
+        var estimate = WorkEstimate(seconds: 0, memory: 0)
+        if video && poster {
+            estimate =
+                estimate
+                + WorkEstimate(
+                    seconds: 60 * Double(pixels) * WorkEstimate.PerPixel.videoDecode / 1e9, memory: decoder + (4 << 20))
+        }
+        if transcode {
+            let out =
+                video ? evenFit(width: info.width ?? 2, height: info.height ?? 2, side: spec.video.maxSide) : (0, 0)
+            let outPixels = out.0 * out.1
+            let nanoseconds =
+                frames
+                * (Double(pixels) * WorkEstimate.PerPixel.videoDecode + Double(outPixels)
+                    * WorkEstimate.PerPixel.videoEncode) + seconds * 48_000 * 50
+            // libx264 (veryfast): about 30 frames of the output held (lookahead, references,
+            // frames in flight), and the output itself, written into memory up to the cap.
+            let memory = (video ? decoder + outPixels * 3 / 2 * 30 : 0) + Int(min(cap, 64 << 20)) + (8 << 20)
+            estimate = WorkEstimate(seconds: estimate.seconds + nanoseconds / 1e9, memory: max(estimate.memory, memory))
+        }
+        return estimate
+    }
+
     /// `width` × `height` fit inside `side` with both even (H.264 4:2:0 needs it), at least 2.
     static func evenFit(width: Int, height: Int, side: Int) -> (width: Int, height: Int) {
         let fitted = RenditionSpec.fit(width: width, height: height, into: side)
@@ -97,7 +130,7 @@ public enum MediaEncoder {
             throw AttacheError(encode: error, cap: cap)
         }
         defer { att_av_writer_close(writer) }
-        let decoder = try GIFDecoder(bytes: bytes, limits: limits)
+        let decoder = try GIFDecoder(bytes: bytes, limits: limits, deadline: deadline)
         var compositor = GIFCompositor(width: decoder.width, height: decoder.height)
         var time = 0
         var frames = 0
@@ -201,7 +234,7 @@ extension AttacheError {
         case Int32(ATT_AV_MEMORY_LIMIT) where message.contains("frames"):
             self.init(.tooLarge, text, limit: .maxMediaSeconds)
         default:
-            self.init(av: error, streamsOver: 0)
+            self.init(av: error)
         }
     }
 }

@@ -30,7 +30,7 @@ public enum MediaPoster {
             handle, max(0, time ?? defaultTime).isFinite ? max(0, time ?? defaultTime) : 0, Int32(frameBudget),
             Int64(limits.maxVideoPixels), Int64(limits.maxDecoderMemory), Int32(clamping: maxSide), &rgb, &width,
             &height, &shown, &error)
-        guard status == Int32(ATT_AV_OK), let rgb else { throw AttacheError(av: error, streamsOver: limits.maxStreams) }
+        guard status == Int32(ATT_AV_OK), let rgb else { throw AttacheError(av: error) }
         defer { att_av_free(rgb) }
         let pixels = Array(UnsafeBufferPointer(start: rgb, count: Int(width) * Int(height) * 3))
         let image = PixelImage(width: Int(width), height: Int(height), channels: 3, pixels: pixels)

@@ -17,6 +17,10 @@ enum {
     ATT_AV_MEMORY_LIMIT = 4,
     ATT_AV_TIMEOUT = 7,
     ATT_AV_INTERNAL = 8,
+    /// Over the stream limit (`max_streams`).
+    ATT_AV_STREAMS = 9,
+    /// Longer than `max_seconds`, counted from the packets.
+    ATT_AV_DURATION = 10,
 };
 
 typedef struct {
@@ -48,16 +52,38 @@ typedef struct {
     int64_t indexed_end;
     /// MP4/MOV: the index (moov) comes before the media (mdat).
     int32_t index_first;
+    /// Seconds the packets span, from a pass over every packet (nothing decoded); negative
+    /// when the pass was not asked for.
+    double demuxed_duration;
+    /// What the first video stream's decoder holds at most (its reference frames), in bytes.
+    int64_t decoder_bytes;
 } att_av_info;
+
+/// What opening a container may cost, checked before it is spent.
+typedef struct {
+    /// Streams at most (more: ATT_AV_STREAMS, before libavformat reads them where the file
+    /// says how many it has).
+    int32_t max_streams;
+    /// Bytes read to find the streams.
+    int64_t probe_bytes;
+    /// Pixels of one video frame at most, for the decoders opened to find the streams.
+    int64_t max_pixels;
+    /// What a video decoder may hold: a stream whose size (from the header) needs more is
+    /// refused (ATT_AV_MEMORY_LIMIT) before a frame is decoded. 0: no cap.
+    int64_t max_decoder_bytes;
+    /// 1: every packet is read (not decoded) to find how long the media really are, whatever
+    /// the header says; longer than `max_seconds` is ATT_AV_DURATION.
+    int32_t scan;
+    double max_seconds;
+} att_av_limits;
 
 typedef struct att_av att_av;
 
-/// Opens `data` with the allowed demuxers and reads its streams (at most `max_streams`, at
-/// most `probe_bytes` of it to find them), checking `deadline` (a CLOCK_MONOTONIC nanosecond
-/// cell, 0 = none) as it goes.
+/// Opens `data` with the allowed demuxers and reads its streams within `limits`, checking
+/// `deadline` (a CLOCK_MONOTONIC nanosecond cell, 0 = none) as it goes.
 att_av *att_av_open(
-    const uint8_t *data, size_t length, int32_t max_streams, int64_t probe_bytes, const uint64_t *deadline,
-    att_av_info *info, att_av_error *error);
+    const uint8_t *data, size_t length, const att_av_limits *limits, const uint64_t *deadline, att_av_info *info,
+    att_av_error *error);
 
 /// Decodes the video frame shown at `seconds` (from the keyframe before it, at most
 /// `max_frames` decoded; the last frame when the time is past the end) into RGB24, scaled by

@@ -321,6 +321,9 @@ void att_jxl_close(att_jxl *decoder);
 
 /// Profiles larger than this are not used (a display profile is a few kilobytes).
 #define ATT_ICC_MAX_BYTES ((size_t)1 << 20)
+/// What lcms2 may allocate for one profile and its transform (a table declared larger is
+/// refused before it is allocated, and the profile is not used).
+#define ATT_ICC_MAX_MEMORY ((size_t)16 << 20)
 
 typedef struct att_icc_transform att_icc_transform;
 

@@ -40,7 +40,10 @@ int32_t att_gif_next_frame(att_gif_decoder *decoder, att_gif_frame *frame, int32
 /// Skips the current frame's compressed data without decoding it (frame scans).
 int32_t att_gif_skip_pixels(att_gif_decoder *decoder, att_error *error);
 /// Reads the current frame's width × height palette indices in display row order.
-int32_t att_gif_read_pixels(att_gif_decoder *decoder, uint8_t *indices, att_error *error);
+/// `checkpoint` (when not NULL) is called with `context` every 64 rows; a non-zero answer stops
+/// the read with ATT_ERR_TIMEOUT. giflib never longjmps, so the callback may be Swift's.
+int32_t att_gif_read_pixels(
+    att_gif_decoder *decoder, uint8_t *indices, int (*checkpoint)(void *), void *context, att_error *error);
 void att_gif_close(att_gif_decoder *decoder);
 
 typedef struct att_gif_encoder att_gif_encoder;
