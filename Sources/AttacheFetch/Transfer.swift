@@ -58,6 +58,10 @@ enum Transfer {
             options.max_image_bytes = limits.imageBytes
             options.max_audio_bytes = limits.audioBytes
             options.max_video_bytes = limits.videoBytes
+            if let gifBytes = limits.gifBytes {
+                options.own_cap_bytes = gifBytes
+                options.own_cap_kind = tag(of: .gif)
+            }
         }
         options.max_redirects = Int32(clamping: policy.maxRedirects)
         options.connect_timeout_ms = max(1, min(policy.connectTimeout.wholeMilliseconds, timeout.wholeMilliseconds))

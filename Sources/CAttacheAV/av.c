@@ -287,9 +287,9 @@ att_av *att_av_open(
         if (need > limits->max_decoder_bytes) {
             char what[160];
             snprintf(
-                what, sizeof what, "%dx%d %s frames need about %lld MB in the decoder, over the cap of %lld MB",
-                p->width, p->height, avcodec_get_name(p->codec_id), (long long)(need >> 20),
-                (long long)(limits->max_decoder_bytes >> 20));
+                what, sizeof what, "%dx%d %s frames need about %lld bytes in the decoder, over the cap of %lld bytes",
+                p->width, p->height, avcodec_get_name(p->codec_id), (long long)need,
+                (long long)limits->max_decoder_bytes);
             att_av_set(error, ATT_AV_MEMORY_LIMIT, what, 0);
             att_av_close(av);
             return NULL;

@@ -22,6 +22,8 @@ struct att_transfer {
     size_t capacity;
     int64_t max_bytes;
     int64_t category_caps[4];
+    int64_t own_cap_bytes;
+    int32_t own_cap_kind;
     int32_t address_flags;
     int32_t sniff_bytes;
     int sniffed;
@@ -61,7 +63,7 @@ static int run_sniff(att_transfer *t) {
     }
     t->kind = kind;
     // Now the kind is known, its own cap applies to the declared length and to what streams.
-    int64_t cap = t->category_caps[category];
+    int64_t cap = t->own_cap_bytes > 0 && kind == t->own_cap_kind ? t->own_cap_bytes : t->category_caps[category];
     if (cap > 0 && (t->max_bytes <= 0 || cap < t->max_bytes)) {
         t->max_bytes = cap;
         t->cap_category = category;
@@ -339,6 +341,8 @@ att_transfer *att_transfer_new(const att_transfer_options *o, char *error) {
     t->category_caps[1] = o->max_image_bytes;
     t->category_caps[2] = o->max_audio_bytes;
     t->category_caps[3] = o->max_video_bytes;
+    t->own_cap_bytes = o->own_cap_bytes;
+    t->own_cap_kind = o->own_cap_kind;
     t->address_flags = o->address_flags;
     t->sniff_bytes = o->sniff_bytes;
     t->sniff = o->sniff;

@@ -181,6 +181,32 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
         }
     }
 
+    @Test("an animated GIF over the 10 MB image cap is fetched up to the GIF source cap and attached as an MP4")
+    func aLargeGIFIsFetchedAndMadeVideo() async throws {
+        // 80 frames of 400×400 noise (about 16 MB), 10 centiseconds each: 8 s.
+        var random = SplitMix(seed: 16)
+        let palette = (0..<768).map { _ in UInt8(random.below(256)) }
+        let frames = (0..<80).map { _ in
+            GIFTestFrame(
+                left: 0, top: 0, width: 400, height: 400, indices: (0..<160_000).map { _ in UInt8(random.below(256)) },
+                delay: 10, disposal: 1, transparent: -1)
+        }
+        let gif = try writeGIF(width: 400, height: 400, palette: palette, frames: frames)
+        #expect(gif.count > 12_000_000 && gif.count < 50_000_000, "\(gif.count)")
+        server.route("/large.gif") { _, c in c.respond(headers: ["Content-Type": "image/gif"], body: gif) }
+        let pipeline = try makePipeline(directory)
+        let result = await pipeline.process(
+            payload(["image": JSONValue.quote(server.url("/large.gif"))]), deadline: .now + .seconds(120))
+        let outcome = try #require(result.outcomes.first)
+        #expect(outcome.error == nil && outcome.attachment?.type == "public.mpeg-4", "\(result.report())")
+        #expect(outcome.actions.contains { $0.hasPrefix("made an H.264 MP4 of 80 frames") }, "\(outcome.actions)")
+        // With video off, the GIF cap is the image cap: refused at the fetch, by its cap.
+        let still = try makePipeline(directory) { $0.rendition.video.enabled = false }
+        let refused = await still.process(
+            payload(["image": JSONValue.quote(server.url("/large.gif"))]), deadline: .now + .seconds(120))
+        #expect(refused.outcomes.first?.error?.code == .tooLarge, "\(refused.report())")
+    }
+
     @Test("a WebP is fetched, converted and attached as a JPEG (a PNG with alpha), its source type said")
     func aWebPIsAttachedAsWhatADeviceTakes() async throws {
         let pipeline = try makePipeline(directory)

@@ -155,6 +155,26 @@ struct HEIFTests {
         }
     }
 
+    @Test("a grid larger than its tiles cover, or tiles whose size is not the grid's, is corrupt_data")
+    func gridsThatDisagree() throws {
+        let grid = try Self.file("grid.heic")
+        // The grid (in idat: 2×2 tiles, 400×300) and the primary item's ispe say 400×500; the
+        // tiles (256×192) cover 512×384.
+        let at = try #require((0..<grid.count - 4).first { Array(grid[$0..<$0 + 4]) == Array("idat".utf8) })
+        var taller = grid
+        (taller[at + 10], taller[at + 11]) = (0x01, 0xF4)
+        let ispe = try #require((0..<grid.count - 4).first { Array(grid[$0..<$0 + 4]) == Array("ispe".utf8) })
+        (taller[ispe + 14], taller[ispe + 15]) = (0x01, 0xF4)
+        #expect(Self.code(taller) == .corruptData)
+        // The tiles' ispe says 256×256: the pictures decoded are 256×192.
+        let tile = try #require(
+            (ispe + 4..<grid.count - 4).first { Array(grid[$0..<$0 + 4]) == Array("ispe".utf8) })
+        var lying = grid
+        (lying[tile + 14], lying[tile + 15]) = (0x01, 0x00)
+        let code = Self.code(lying)
+        #expect(code == .corruptData, "\(String(describing: code))")
+    }
+
     @Test("an AV1 picture dav1d refuses is decoded by aom instead")
     func fallbackDecoder() throws {
         // 7000 x 7000 monochrome: dav1d 1.0 gives up on it, aom decodes it (using about 700 MB,

@@ -107,6 +107,39 @@ struct VideoTests {
         #expect(jpeg.bytes.starts(with: [0xFF, 0xD8, 0xFF]) && jpeg.width == 100 && jpeg.height == 75)
     }
 
+    @Test(
+        "a GIF whose frames would compose more than max_total_frame_pixels as video stays a GIF, cut to fit"
+    )
+    func amplifyingGIFStaysGIF() throws {
+        guard MediaEncoder.isAvailable else { return }
+        // A 7000×7000 screen and 999 frames of one pixel each: tiny to fetch and decode, but as
+        // video every frame is the whole screen (49 G pixels).
+        let frames = (0..<999).map { i in
+            GIFTestFrame(
+                left: i % 7000, top: i / 7000, width: 1, height: 1, indices: [UInt8(i % 2)], delay: 2, disposal: 1,
+                transparent: -1)
+        }
+        let gif = try writeGIF(width: 7000, height: 7000, palette: [0, 0, 0, 255, 255, 255], frames: frames)
+        #expect(gif.count < 64 << 10)
+        let media = try MediaValidator.validate(MediaBytes(gif), limits: MediaLimits().forSources)
+        #expect {
+            try MediaEncoder.video(fromGIF: MediaBytes(gif), spec: RenditionSpec(), limits: .default, cap: 10 << 20)
+        } throws: {
+            let error = $0 as? AttacheError
+            return error?.code == .tooLarge && error?.limit == .maxTotalFramePixels
+        }
+        let out = try MediaTransform.apply(media, spec: RenditionSpec(), limits: .default, deadline: .none)
+        #expect(out.kind == .gif && (out.frames ?? 0) >= 1 && (out.frames ?? 0) <= 10, "\(out.actions)")
+        // A screen the decoder memory cap cannot hold twice over as RGBA is refused the same way.
+        var small = ImageLimits.default
+        small.maxDecoderMemory = 64 << 20
+        let few = try writeGIF(
+            width: 7000, height: 7000, palette: [0, 0, 0, 255, 255, 255], frames: Array(frames[0..<3]))
+        #expect {
+            try MediaEncoder.video(fromGIF: MediaBytes(few), spec: RenditionSpec(), limits: small, cap: 10 << 20)
+        } throws: { ($0 as? AttacheError)?.code == .decoderMemoryExceeded }
+    }
+
     @Test("an animated GIF over the frame budget becomes an H.264 MP4: every frame and the timing kept")
     func gifBecomesVideo() throws {
         guard MediaEncoder.isAvailable else { return }

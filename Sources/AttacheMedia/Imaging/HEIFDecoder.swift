@@ -120,6 +120,12 @@ final class HEIFDecoder: StillDecoder {
         // One column of tiles (an image coded whole) streams from libheif's own buffer.
         let strip: UnsafeMutablePointer<UInt8>? = columns > 1 ? .allocate(capacity: rowBytes * tileHeight) : nil
         defer { strip?.deallocate() }
+        guard columns * tileWidth >= columnsKept.upperBound, rows * tileHeight >= rowsKept.upperBound else {
+            throw AttacheError(
+                .corruptData,
+                "\(kind.rawValue): the grid's tiles cover \(columns * tileWidth)x\(rows * tileHeight), less than its "
+                    + "\(width)x\(height)")
+        }
         var error = att_error()
         for row in 0..<rows {
             // The kept rows this row of tiles covers.
@@ -141,8 +147,13 @@ final class HEIFDecoder: StillDecoder {
                 let status = att_heif_decode_tile(
                     handle, UInt32(column), UInt32(row), Int32(channels), &pixels, &stride, &w, &h, &error)
                 guard status == 0, let pixels else { throw AttacheError(shim: error, format: kind.rawValue) }
-                guard Int(h) >= to - firstY, Int(w) >= x1 - firstX else {
-                    throw AttacheError(.corruptData, "\(kind.rawValue): a tile is smaller than the grid says")
+                // Every tile of a grid has the grid's tile size (ISO/IEC 23008-12 6.6.2.3.1).
+                guard Int(h) >= to - firstY, Int(w) >= x1 - firstX,
+                    columns * rows == 1 || (Int(w), Int(h)) == (tileWidth, tileHeight)
+                else {
+                    throw AttacheError(
+                        .corruptData, "\(kind.rawValue): a tile is \(w)x\(h), not the grid's \(tileWidth)x\(tileHeight)"
+                    )
                 }
                 guard let strip else {
                     lent = (pixels, stride)

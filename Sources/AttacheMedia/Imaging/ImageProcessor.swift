@@ -193,7 +193,9 @@ public enum ImageProcessor {
             lanczosReserve: lanczosReserve)
         try source.decodeRows(into: &resampler)
         guard resampler.isComplete else {
-            throw AttacheError(.internalError, "resampler did not receive every row")
+            // A decoder that ends without an error but short of its rows read a file that says
+            // more than it holds.
+            throw AttacheError(.corruptData, "the image ends before every row it declares was decoded")
         }
         return PixelImage(width: target.width, height: target.height, channels: channels, pixels: resampler.output)
     }

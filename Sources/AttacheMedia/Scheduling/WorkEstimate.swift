@@ -15,10 +15,11 @@ public struct WorkEstimate: Hashable, Sendable {
         self.memory = max(0, memory)
     }
 
-    /// Before a header has been read: the bytes as fetched and a few milliseconds. A job says
-    /// what it really costs as soon as it knows (``WorkDeadline/expect(_:)``).
+    /// Before a header has been read: a megabyte and a few milliseconds (the bytes as fetched
+    /// are held whatever the order: they are bounded where they are fetched). A job says what it
+    /// really costs as soon as it knows (``WorkDeadline/expect(_:)``).
     public static func unread(bytes: Int) -> WorkEstimate {
-        WorkEstimate(seconds: 0.002, memory: (1 << 20) + bytes)
+        WorkEstimate(seconds: 0.002, memory: 1 << 20)
     }
 
     /// Both figures added.

@@ -205,8 +205,7 @@ public final class WorkScheduler: Sendable {
         let actions = state.withLock { s -> [Action]? in
             guard job.phase == .running else { return nil }
             s.charge(job, now: cpu)
-            // What it said at the start (the bytes it was given) stays held beside its work.
-            job.estimate = WorkEstimate(seconds: estimate.seconds, memory: job.given + estimate.memory)
+            job.estimate = estimate
             if job.estimate.memory > job.reserved {
                 // Memory it has not allocated yet: when another job comes first, or the memory
                 // does not fit, it waits to be admitted holding only what it holds now.
@@ -326,8 +325,6 @@ extension WorkScheduler {
         let deadline: WorkDeadline
         let scheduler: WorkScheduler
         var estimate: WorkEstimate
-        /// The memory it was submitted with (its input), held until it ends.
-        let given: Int
         var phase = Phase.queued
         /// CPU time had so far, and the job thread's CPU clock when it was last counted
         /// (nanoseconds; 0 while it is not running).
@@ -349,7 +346,6 @@ extension WorkScheduler {
             self.scheduler = scheduler
             self.group = group
             self.estimate = estimate
-            given = estimate.memory
             self.deadline = deadline
         }
 
@@ -500,24 +496,33 @@ extension WorkScheduler {
             return x != y ? x < y : a.id < b.id
         }
 
-        /// The job the order puts first among those that may go now. A large job waiting for
-        /// memory is not passed by large jobs after it in the order (else a stream of them
-        /// could keep it waiting for ever); small ones pass it in the memory kept for them.
+        /// The job the order puts first among those that may go now. When the first of those
+        /// waiting to be admitted does not fit, the jobs after it are admitted only within the
+        /// small jobs' quarter (else a stream of them could keep it waiting for ever); jobs
+        /// already under way go on.
         func best(_ settings: Settings) -> Job? {
-            var waiting: Job?
-            for job in jobs.values where job.phase == .memory && settings.isLarge(job.estimate.memory) {
-                if waiting == nil || precedes(job, waiting!) { waiting = job }
+            var head: Job?
+            for job in jobs.values where job.phase == .queued || job.phase == .memory {
+                if job.phase == .queued && started >= settings.started { continue }
+                if head == nil || precedes(job, head!) { head = job }
             }
+            let blocked = head.map { !fits($0, settings) } ?? false
             var best: Job?
             for job in jobs.values where eligible(job, settings) {
-                if let waiting, job !== waiting, job.phase != .ready, settings.isLarge(job.estimate.memory),
-                    precedes(waiting, job)
-                {
-                    continue
-                }
+                if blocked, job !== head, job.phase != .ready, !fitsSmallShare(job, settings) { continue }
                 if best == nil || precedes(job, best!) { best = job }
             }
             return best
+        }
+
+        /// Whether `job` is small and fits within the small jobs' quarter beside the others.
+        func fitsSmallShare(_ job: Job, _ settings: Settings) -> Bool {
+            let need = job.estimate.memory
+            guard !settings.isLarge(need) else { return false }
+            let small = jobs.values.reduce(0) { sum, other in
+                other !== job && !settings.isLarge(other.reserved) ? sum + other.reserved : sum
+            }
+            return small + need <= settings.memory - settings.largeShare
         }
 
         /// Whether a running job should give its core to a waiting one: only when that one

@@ -70,9 +70,16 @@ public enum MediaTransform {
             case .failure(let error) where error.limit != .gifMaxBytes || !MediaEncoder.isAvailable:
                 throw error
             case .success(let rendition):
-                return try gifVideo(
-                    media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide,
-                    caps: caps, clipped: rendition.actions.joined(separator: "; "))
+                do {
+                    return try gifVideo(
+                        media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide,
+                        caps: caps, clipped: rendition.actions.joined(separator: "; "))
+                } catch  where error.code == .tooLarge || error.code == .decoderMemoryExceeded {
+                    // Too much work or memory as video: the GIF, cut to fit, is attached.
+                    var kept = image(rendition)
+                    kept.warnings.append("not made a video: \(error.message)")
+                    return kept
+                }
             case .failure(let error):
                 return try gifVideo(
                     media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide,

@@ -49,9 +49,8 @@ public final class WorkDeadline: Sendable {
     }
 
     /// Says what the work is now known to cost (read from its header, before the memory is
-    /// allocated; the memory beside what the job was submitted with): on a ``WorkScheduler`` the
-    /// job waits here until its memory is admitted, and gives its core up if the order now puts
-    /// another job first. Nothing elsewhere.
+    /// allocated): on a ``WorkScheduler`` the job waits here until its memory is admitted, and
+    /// gives its core up if the order now puts another job first. Nothing elsewhere.
     public func expect(_ estimate: WorkEstimate) throws(AttacheError) {
         if let job = job.withLock({ $0 }) { job.scheduler.expect(job, estimate) }
         try check()

@@ -113,6 +113,26 @@ public enum MediaEncoder {
         let info = try ImageProcessor.scanGIF(bytes, limits: limits, deadline: deadline)
         let size = evenFit(
             width: info.width, height: info.height, side: spec.maxSide(forWidth: info.width, height: info.height))
+        // Every frame composes the whole screen (as RGBA, with a copy kept for disposal 3) and
+        // hands it to the scaler: checked before the screen is allocated or a frame decoded. A
+        // GIF over either is left to the GIF rendition, whose frames are dropped to fit.
+        let screen = info.width * info.height
+        let (shown, overflow) = screen.multipliedReportingOverflow(by: info.frames)
+        if overflow || shown > limits.maxTotalFramePixels {
+            throw AttacheError(
+                .tooLarge,
+                "gif: \(info.frames) frames of a \(info.width)x\(info.height) screen compose more than "
+                    + "\(limits.maxTotalFramePixels) pixels as video",
+                limit: .maxTotalFramePixels)
+        }
+        let outputFrames = size.width * size.height * 3 / 2 * 30
+        try limits.checkDecoderMemory(screen * 4 * 2 + outputFrames, what: "the GIF's screen composed for video")
+        try deadline.expect(
+            WorkEstimate(
+                seconds: (Double(info.framePixels) * WorkEstimate.PerPixel.gifDecode + Double(shown)
+                    * (WorkEstimate.PerPixel.composite + WorkEstimate.PerPixel.shrink) + Double(info.frames)
+                    * Double(size.width * size.height) * WorkEstimate.PerPixel.videoEncode) / 1e9,
+                memory: screen * 4 * 2 + outputFrames + Int(min(cap, 64 << 20)) + (8 << 20)))
         var settings = output(preset: spec.video.preset)
         (settings.width, settings.height) = (Int32(size.width), Int32(size.height))
         (settings.time_base_num, settings.time_base_den) = (1, 100)

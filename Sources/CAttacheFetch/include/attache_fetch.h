@@ -58,6 +58,10 @@ typedef struct {
     int64_t max_image_bytes;
     int64_t max_audio_bytes;
     int64_t max_video_bytes;
+    /// A cap for one kind instead of its category's (an animated GIF read to become a video):
+    /// applied when the early check's kind is `own_cap_kind` (0 = none).
+    int64_t own_cap_bytes;
+    int32_t own_cap_kind;
     int32_t max_redirects;
     int64_t connect_timeout_ms;
     int64_t total_timeout_ms;
