@@ -87,35 +87,30 @@ int32_t att_av_status(int code) {
 
 static void name(char *out, size_t capacity, const char *value) { snprintf(out, capacity, "%s", value ? value : ""); }
 
-// ISO media (MP4, MOV, M4A): the tracks the `moov` box declares, counted from the bytes.
-static int iso_tracks(const uint8_t *data, size_t length) {
-    size_t at = 0;
-    while (at + 8 <= length) {
-        uint64_t size = (uint64_t)data[at] << 24 | (uint64_t)data[at + 1] << 16 | (uint64_t)data[at + 2] << 8 |
-                        data[at + 3];
-        size_t header = 8;
-        if (size == 1 && at + 16 <= length) {
-            size = 0;
-            for (int k = 0; k < 8; k++) size = size << 8 | data[at + 8 + k];
-            header = 16;
-        }
-        if (size == 0) size = length - at;
-        if (size < header || size > length - at) return 0;
-        if (memcmp(data + at + 4, "moov", 4) == 0) {
-            int tracks = 0;
-            size_t inner = at + header, end = at + (size_t)size;
-            while (inner + 8 <= end) {
-                uint64_t child = (uint64_t)data[inner] << 24 | (uint64_t)data[inner + 1] << 16 |
-                                 (uint64_t)data[inner + 2] << 8 | data[inner + 3];
-                if (child < 8 || child > end - inner) break;
-                if (memcmp(data + inner + 4, "trak", 4) == 0) tracks++;
-                inner += (size_t)child;
-            }
-            return tracks;
-        }
+// An ISO box's size at `at` (32 bits, or 64 after a size of 1; 0: to the end of its parent),
+// and the length of its header in `header`.
+static uint64_t iso_box_size(const uint8_t *data, size_t at, size_t end, size_t *header) {
+    uint64_t size = (uint64_t)data[at] << 24 | (uint64_t)data[at + 1] << 16 | (uint64_t)data[at + 2] << 8 | data[at + 3];
+    *header = 8;
+    if (size == 1 && at + 16 <= end) {
+        size = 0;
+        for (int k = 0; k < 8; k++) size = size << 8 | data[at + 8 + k];
+        *header = 16;
+    }
+    return size;
+}
+
+// The `trak` boxes directly inside the box whose payload runs from `at` to `end`.
+static int iso_tracks(const uint8_t *data, size_t at, size_t end) {
+    int tracks = 0;
+    while (at + 8 <= end) {
+        size_t header;
+        uint64_t size = iso_box_size(data, at, end, &header);
+        if (size < header || size > end - at) break;
+        if (memcmp(data + at + 4, "trak", 4) == 0) tracks++;
         at += (size_t)size;
     }
-    return 0;
+    return tracks;
 }
 
 // What a video decoder holds for frames of this stream's size: its reference frames and the
@@ -218,10 +213,31 @@ att_av *att_av_open(
     // MP4/MOV: no external data references, no following of `dref` URLs.
     av_dict_set(&options, "enable_drefs", "0", 0);
     av_dict_set(&options, "use_absolute_path", "0", 0);
-    // ISO media (MP4, MOV, M4A): a top-level box that runs past the end means the file was cut.
+    // ISO media (MP4, MOV, M4A), one walk over the top-level boxes: one that runs past the end
+    // means the file was cut; the tracks `moov` declares are counted before libavformat reads
+    // them; and where the index sits against the media (faststart: moov first).
     const char *cut = NULL;
     if (length >= 16 && memcmp(data + 4, "ftyp", 4) == 0) {
-        int tracks = iso_tracks(data, length);
+        int tracks = 0, media = 0;
+        size_t at = 0;
+        while (at + 8 <= length) {
+            size_t header;
+            uint64_t size = iso_box_size(data, at, length, &header);
+            if (memcmp(data + at + 4, "mdat", 4) == 0) media = 1;
+            if (!media && memcmp(data + at + 4, "moov", 4) == 0) info->index_first = 1;
+            int last = size == 0;  // to the end of the file
+            if (last) size = length - at;
+            if (size < header) break;
+            if (size > length - at) {
+                cut = memcmp(data + at + 4, "mdat", 4) == 0   ? "mdat"
+                      : memcmp(data + at + 4, "moov", 4) == 0 ? "moov"
+                                                              : "a";
+                break;
+            }
+            if (memcmp(data + at + 4, "moov", 4) == 0) tracks += iso_tracks(data, at + header, at + (size_t)size);
+            if (last) break;
+            at += (size_t)size;
+        }
         if (max_streams > 0 && tracks > max_streams) {
             char what[96];
             snprintf(what, sizeof what, "%d tracks, over the limit of %d", tracks, max_streams);
@@ -229,24 +245,6 @@ att_av *att_av_open(
             av_dict_free(&options);
             att_av_close(av);
             return NULL;
-        }
-        size_t at = 0;
-        while (at + 8 <= length) {
-            uint64_t size = (uint64_t)data[at] << 24 | (uint64_t)data[at + 1] << 16 | (uint64_t)data[at + 2] << 8 |
-                            data[at + 3];
-            if (size == 1 && at + 16 <= length) {
-                size = 0;
-                for (int k = 0; k < 8; k++) size = size << 8 | data[at + 8 + k];
-            }
-            if (size == 0) break;  // to the end of the file
-            if (size < 8) break;
-            if (size > length - at) {
-                cut = memcmp(data + at + 4, "mdat", 4) == 0   ? "mdat"
-                      : memcmp(data + at + 4, "moov", 4) == 0 ? "moov"
-                                                              : "a";
-                break;
-            }
-            at += (size_t)size;
         }
     }
     int code = avformat_open_input(&av->format, NULL, NULL, &options);
@@ -362,24 +360,6 @@ att_av *att_av_open(
             if (entry && entry->pos >= 0 && entry->pos + entry->size > info->indexed_end) {
                 info->indexed_end = entry->pos + entry->size;
             }
-        }
-    }
-    // MP4/MOV: where the index sits against the media (faststart: moov first).
-    if (length >= 16 && memcmp(data + 4, "ftyp", 4) == 0) {
-        size_t at = 0;
-        while (at + 8 <= length) {
-            uint64_t size = (uint64_t)data[at] << 24 | (uint64_t)data[at + 1] << 16 | (uint64_t)data[at + 2] << 8 |
-                            data[at + 3];
-            if (size == 1 && at + 16 <= length) {
-                size = 0;
-                for (int k = 0; k < 8; k++) size = size << 8 | data[at + 8 + k];
-            }
-            if (memcmp(data + at + 4, "moov", 4) == 0) {
-                info->index_first = 1;
-                break;
-            }
-            if (memcmp(data + at + 4, "mdat", 4) == 0 || size < 8) break;
-            at += (size_t)size;
         }
     }
     return av;

@@ -41,7 +41,7 @@ enum OffPool {
     }()
     /// 64 MiB per worker (at least 128 MiB), at most a quarter of the machine's memory.
     static var defaultMemory: Int {
-        return min(Int(clamping: ProcessInfo.processInfo.physicalMemory / 4), max(128 << 20, workers * (64 << 20)))
+        min(Int(clamping: ProcessInfo.processInfo.physicalMemory / 4), max(128 << 20, workers * (64 << 20)))
     }
     /// The store's writes (hash, write, fsync, rename, catalog commit) on threads of their
     /// own: a worker waiting for the disk would otherwise leave its core idle while decodes

@@ -117,15 +117,15 @@ final class HEIFDecoder: StillDecoder {
         let (tileWidth, tileHeight) = (Int(header.tile_width), Int(header.tile_height))
         let rowBytes = width * channels
         let skip = columnsKept.lowerBound * channels
-        // One column of tiles (an image coded whole) streams from libheif's own buffer.
-        let strip: UnsafeMutablePointer<UInt8>? = columns > 1 ? .allocate(capacity: rowBytes * tileHeight) : nil
-        defer { strip?.deallocate() }
         guard columns * tileWidth >= columnsKept.upperBound, rows * tileHeight >= rowsKept.upperBound else {
             throw AttacheError(
                 .corruptData,
                 "\(kind.rawValue): the grid's tiles cover \(columns * tileWidth)x\(rows * tileHeight), less than its "
                     + "\(width)x\(height)")
         }
+        // One column of tiles (an image coded whole) streams from libheif's own buffer.
+        let strip: UnsafeMutablePointer<UInt8>? = columns > 1 ? .allocate(capacity: rowBytes * tileHeight) : nil
+        defer { strip?.deallocate() }
         var error = att_error()
         for row in 0..<rows {
             // The kept rows this row of tiles covers.

@@ -125,7 +125,7 @@ public final class WorkScheduler: Sendable {
             let waiting = s.jobs.values.filter { $0.phase == .ready || $0.phase == .memory }.count
             return Load(
                 running: s.running, waiting: waiting, queued: s.jobs.values.filter { $0.phase == .queued }.count,
-                memory: s.memoryHeld)
+                memory: s.jobs.values.reduce(0) { $0 + $1.reserved })
         }
     }
 
@@ -215,7 +215,6 @@ public final class WorkScheduler: Sendable {
                     s.running -= 1
                     return s.dispatch(settings)
                 }
-                s.memoryHeld += job.estimate.memory - job.reserved
                 job.reserved = job.estimate.memory
                 return nil
             }
@@ -387,7 +386,6 @@ extension WorkScheduler {
         var clock: UInt64 = 0
         var running = 0
         var started = 0
-        var memoryHeld = 0
 
         mutating func add(_ job: Job) {
             jobs[job.id] = job
@@ -404,7 +402,6 @@ extension WorkScheduler {
         mutating func remove(_ job: Job) {
             jobs[job.id] = nil
             if job.phase != .queued { started -= 1 }
-            memoryHeld -= job.reserved
             job.reserved = 0
             job.phase = .leaving
             let tenant = job.group.tenant
@@ -447,14 +444,41 @@ extension WorkScheduler {
         }
 
         /// Whether `job` may be given a core now (as for memory and threads).
-        func eligible(_ job: Job, _ settings: Settings) -> Bool {
+        func eligible(_ job: Job, _ settings: Settings, held: Held? = nil) -> Bool {
             switch job.phase {
             case .ready: return true
             case .queued:
                 guard started < settings.started else { return false }
-                return fits(job, settings)
-            case .memory: return fits(job, settings)
+                return fits(job, settings, held: held)
+            case .memory: return fits(job, settings, held: held)
             case .running, .leaving: return false
+            }
+        }
+
+        /// Memory the started jobs hold, small and large (``Settings/isLarge(_:)``).
+        struct Held {
+            var small = 0
+            var large = 0
+
+            /// What the jobs other than `job` hold.
+            func without(_ job: Job, _ settings: Settings) -> Held {
+                var others = self
+                if settings.isLarge(job.reserved) {
+                    others.large -= job.reserved
+                } else {
+                    others.small -= job.reserved
+                }
+                return others
+            }
+        }
+
+        func held(_ settings: Settings) -> Held {
+            jobs.values.reduce(into: Held()) { held, job in
+                if settings.isLarge(job.reserved) {
+                    held.large += job.reserved
+                } else {
+                    held.small += job.reserved
+                }
             }
         }
 
@@ -464,23 +488,23 @@ extension WorkScheduler {
         /// and the large jobs' three quarters of it — or when no other large job holds memory,
         /// so a job larger than that share still runs (its own limits decide it) beside small
         /// work only.
-        func fits(_ job: Job, _ settings: Settings) -> Bool {
+        func fits(_ job: Job, _ settings: Settings, held all: Held? = nil) -> Bool {
+            let held = (all ?? self.held(settings)).without(job, settings)
             let need = job.estimate.memory
-            var held = (small: 0, large: 0)
-            for other in jobs.values where other !== job && other.reserved > 0 {
-                if settings.isLarge(other.reserved) {
-                    held.large += other.reserved
-                } else {
-                    held.small += other.reserved
-                }
-            }
             let others = held.small + held.large
             guard others > 0 else { return true }
             guard settings.isLarge(need) else {
-                return others + need <= settings.memory || held.small + need <= settings.memory - settings.largeShare
+                return others + need <= settings.memory || fitsSmallShare(job, settings, held: held)
             }
             if held.large == 0 { return true }
             return others + need <= settings.memory && held.large + need <= settings.largeShare
+        }
+
+        /// Whether `job` is small and fits within the small jobs' quarter beside what the others
+        /// hold (`held`, without the job's own).
+        func fitsSmallShare(_ job: Job, _ settings: Settings, held: Held) -> Bool {
+            let need = job.estimate.memory
+            return !settings.isLarge(need) && held.small + need <= settings.memory - settings.largeShare
         }
 
         /// The order: the tenant with the least virtual time (by more than `tenantMargin`),
@@ -506,23 +530,18 @@ extension WorkScheduler {
                 if job.phase == .queued && started >= settings.started { continue }
                 if head == nil || precedes(job, head!) { head = job }
             }
-            let blocked = head.map { !fits($0, settings) } ?? false
+            let all = held(settings)
+            let blocked = head.map { !fits($0, settings, held: all) } ?? false
             var best: Job?
-            for job in jobs.values where eligible(job, settings) {
-                if blocked, job !== head, job.phase != .ready, !fitsSmallShare(job, settings) { continue }
+            for job in jobs.values where eligible(job, settings, held: all) {
+                if blocked, job !== head, job.phase != .ready,
+                    !fitsSmallShare(job, settings, held: all.without(job, settings))
+                {
+                    continue
+                }
                 if best == nil || precedes(job, best!) { best = job }
             }
             return best
-        }
-
-        /// Whether `job` is small and fits within the small jobs' quarter beside the others.
-        func fitsSmallShare(_ job: Job, _ settings: Settings) -> Bool {
-            let need = job.estimate.memory
-            guard !settings.isLarge(need) else { return false }
-            let small = jobs.values.reduce(0) { sum, other in
-                other !== job && !settings.isLarge(other.reserved) ? sum + other.reserved : sum
-            }
-            return small + need <= settings.memory - settings.largeShare
         }
 
         /// Whether a running job should give its core to a waiting one: only when that one
@@ -548,13 +567,11 @@ extension WorkScheduler {
                 switch job.phase {
                 case .queued:
                     started += 1
-                    memoryHeld += job.estimate.memory
                     job.reserved = job.estimate.memory
                     job.firstRun = .now
                     job.phase = .running
                     actions.append(.start(job))
                 case .memory:
-                    memoryHeld += job.estimate.memory - job.reserved
                     job.reserved = job.estimate.memory
                     job.phase = .running
                     actions.append(.resume(job))

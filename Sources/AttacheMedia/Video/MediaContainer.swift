@@ -103,9 +103,9 @@ public enum MediaContainer {
                 .truncated, "\(name): the index points \(info.indexed_end - Int64(size)) bytes past the end (cut short)"
             )
         }
-        if let duration = [found.duration, info.demuxed_duration >= 0 ? info.demuxed_duration : nil]
-            .compactMap({ $0 }).max(), duration > limits.maxMediaSeconds
-        {
+        // The longer of what the header says and what the packets span (negative: not read).
+        let duration = max(found.duration ?? 0, info.demuxed_duration)
+        if duration > limits.maxMediaSeconds {
             throw AttacheError(
                 .tooLarge, "\(name): \(Int(duration)) s, over the limit of \(Int(limits.maxMediaSeconds)) s",
                 limit: .maxMediaSeconds)

@@ -82,12 +82,19 @@ public enum MediaEncoder {
                 frames
                 * (Double(pixels) * WorkEstimate.PerPixel.videoDecode + Double(outPixels)
                     * WorkEstimate.PerPixel.videoEncode) + seconds * 48_000 * 50
-            // libx264 (veryfast): about 30 frames of the output held (lookahead, references,
-            // frames in flight), and the output itself, written into memory up to the cap.
-            let memory = (video ? decoder + outPixels * 3 / 2 * 30 : 0) + Int(min(cap, 64 << 20)) + (8 << 20)
+            let memory = (video ? decoder : 0) + encoderBytes(outputPixels: outPixels, cap: cap)
             estimate = WorkEstimate(seconds: estimate.seconds + nanoseconds / 1e9, memory: max(estimate.memory, memory))
         }
         return estimate
+    }
+
+    /// What libx264 (veryfast) holds for output frames of `outputPixels`: about 30 of them
+    /// (lookahead, references, frames in flight).
+    static func encoderFrameBytes(outputPixels: Int) -> Int { outputPixels * 3 / 2 * 30 }
+
+    /// The encoder's frames and the output itself, written into memory up to `cap`.
+    static func encoderBytes(outputPixels: Int, cap: Int64) -> Int {
+        encoderFrameBytes(outputPixels: outputPixels) + Int(min(cap, 64 << 20)) + (8 << 20)
     }
 
     /// `width` × `height` fit inside `side` with both even (H.264 4:2:0 needs it), at least 2.
@@ -117,22 +124,23 @@ public enum MediaEncoder {
         // hands it to the scaler: checked before the screen is allocated or a frame decoded. A
         // GIF over either is left to the GIF rendition, whose frames are dropped to fit.
         let screen = info.width * info.height
-        let (shown, overflow) = screen.multipliedReportingOverflow(by: info.frames)
-        if overflow || shown > limits.maxTotalFramePixels {
+        guard ImageProcessor.keepWithinWork(info, keep: info.frames, limits: limits) == info.frames else {
             throw AttacheError(
                 .tooLarge,
                 "gif: \(info.frames) frames of a \(info.width)x\(info.height) screen compose more than "
                     + "\(limits.maxTotalFramePixels) pixels as video",
                 limit: .maxTotalFramePixels)
         }
-        let outputFrames = size.width * size.height * 3 / 2 * 30
-        try limits.checkDecoderMemory(screen * 4 * 2 + outputFrames, what: "the GIF's screen composed for video")
+        let outputPixels = size.width * size.height
+        try limits.checkDecoderMemory(
+            screen * 4 * 2 + encoderFrameBytes(outputPixels: outputPixels), what: "the GIF's screen composed for video")
+        let shown = Double(info.frames) * Double(screen)
         try deadline.expect(
             WorkEstimate(
-                seconds: (Double(info.framePixels) * WorkEstimate.PerPixel.gifDecode + Double(shown)
+                seconds: (Double(info.framePixels) * WorkEstimate.PerPixel.gifDecode + shown
                     * (WorkEstimate.PerPixel.composite + WorkEstimate.PerPixel.shrink) + Double(info.frames)
-                    * Double(size.width * size.height) * WorkEstimate.PerPixel.videoEncode) / 1e9,
-                memory: screen * 4 * 2 + outputFrames + Int(min(cap, 64 << 20)) + (8 << 20)))
+                    * Double(outputPixels) * WorkEstimate.PerPixel.videoEncode) / 1e9,
+                memory: screen * 4 * 2 + encoderBytes(outputPixels: outputPixels, cap: cap)))
         var settings = output(preset: spec.video.preset)
         (settings.width, settings.height) = (Int32(size.width), Int32(size.height))
         (settings.time_base_num, settings.time_base_den) = (1, 100)
