@@ -79,12 +79,14 @@ public struct AttacheService: Sendable {
         let downloads = attachments
         router.get("/metrics") { _, _ in
             guard let metricsText else { throw Problem(.notFound, .notFound, "metrics are not enabled") }
-            // Gauges that are cheapest to read at scrape time (a shared store's off the event loop).
-            let (running, waiting) = admission.counts
-            metrics.admission(running: running, waiting: waiting)
+            // Gauges that are cheapest to read at scrape time (a shared store's off the event loop);
+            // the admission counts last, right before the text is rendered, so the answer shows
+            // them as they are now.
             if let stats = try? await downloads.blocking({ try store.stats() }) {
                 metrics.store(objects: stats.objects, bytes: stats.bytes)
             }
+            let (running, waiting) = admission.counts
+            metrics.admission(running: running, waiting: waiting)
             var headers: HTTPFields = [.contentType: "text/plain; version=0.0.4; charset=utf-8"]
             headers[.cacheControl] = "no-store"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: metricsText())))
