@@ -55,7 +55,7 @@ struct BatchCommand: AsyncParsableCommand {
     @Option(
         help: """
             Memory (MiB) the decodes may hold together: one waits, before it allocates, until what \
-            it needs fits. Default: 64 per worker, at least 128, at most a quarter of the machine's.
+            it needs fits. Default: 256 per worker, at most a quarter of the machine's.
             """)
     var workMemory: Int?
 

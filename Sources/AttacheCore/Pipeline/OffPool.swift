@@ -39,9 +39,9 @@ enum OffPool {
         let scheduler = WorkScheduler(.init(cores: workers, memory: asked > 0 ? asked : defaultMemory))
         return scheduler
     }()
-    /// 64 MiB per worker (at least 128 MiB), at most a quarter of the machine's memory.
+    /// 256 MiB per worker, at most a quarter of the machine's memory.
     static var defaultMemory: Int {
-        min(Int(clamping: ProcessInfo.processInfo.physicalMemory / 4), max(128 << 20, workers * (64 << 20)))
+        min(Int(clamping: ProcessInfo.processInfo.physicalMemory / 4), workers * (256 << 20))
     }
     /// The store's writes (hash, write, fsync, rename, catalog commit) on threads of their
     /// own: a worker waiting for the disk would otherwise leave its core idle while decodes
@@ -159,8 +159,8 @@ public enum PipelineWorkers {
     }
 
     /// Memory the transforms may hold together (bytes): a job is started only while what it
-    /// says it will hold fits beside the others'. Only before the first job. Default: 64 MiB per
-    /// worker, at least 128 MiB, at most a quarter of the machine's memory.
+    /// says it will hold fits beside the others'. Only before the first job. Default: 256 MiB per
+    /// worker, at most a quarter of the machine's memory.
     public static func useMemory(_ bytes: Int) {
         OffPool.requestedMemory.store(max(1 << 20, bytes), ordering: .relaxed)
     }
