@@ -14,6 +14,8 @@ struct att_heif {
     struct heif_decoding_options *options;
     const char *fallback;     // another decoder to try when the first one fails, or NULL
     uint8_t *icc;
+    const uint8_t *data;      // the file (the caller keeps it alive until att_heif_close)
+    size_t length;
 };
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -26,8 +28,30 @@ static void set(att_error *error, int32_t status, const char *what, const char *
              message ? message : "");
 }
 
-// libheif's error codes as the shim's.
-static int32_t failed(struct heif_error e, att_error *error, const char *what) {
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+// Whether a top-level box says it is longer than the file holds: the file was cut short.
+static int cut_short(const uint8_t *data, size_t length) {
+    size_t at = 0;
+    while (at < length) {
+        if (length - at < 8) return 1;
+        uint64_t size = be32(data + at);
+        if (size == 1) {
+            if (length - at < 16) return 1;
+            size = (uint64_t)be32(data + at + 8) << 32 | be32(data + at + 12);
+        } else if (size == 0) {
+            return 0;  // to the end of the file
+        }
+        if (size < 8) return 0;  // malformed, not cut
+        if (size > length - at) return 1;
+        at += (size_t)size;
+    }
+    return 0;
+}
+
+// libheif's error codes as the shim's. A failure on a file cut short is `truncated`, whatever
+// libheif made of the missing bytes; a security limit is named by what it counts.
+static int32_t failed(struct heif_error e, const uint8_t *data, size_t length, att_error *error, const char *what) {
     int32_t status = ATT_ERR_CORRUPT;
     switch (e.code) {
     case heif_error_Unsupported_filetype:
@@ -40,7 +64,17 @@ static int32_t failed(struct heif_error e, att_error *error, const char *what) {
         break;
     default: break;
     }
-    if (e.subcode == heif_suberror_Security_limit_exceeded) status = ATT_ERR_DIMENSIONS;
+    if (e.subcode == heif_suberror_Security_limit_exceeded) {
+        const char *m = e.message ? e.message : "";
+        if (strstr(m, "image size") || strstr(m, "pixels"))
+            status = ATT_ERR_PIXELS;
+        else if (strstr(m, "bytes") && !strstr(m, "profile"))
+            status = ATT_ERR_MEMORY_LIMIT;
+        else
+            status = ATT_ERR_STRUCTURE;  // items, tiles, children, nesting, components
+    } else if (status != ATT_ERR_TIMEOUT && status != ATT_ERR_UNSUPPORTED && cut_short(data, length)) {
+        status = ATT_ERR_TRUNCATED;
+    }
     set(error, status, what, e.message);
     return status;
 }
@@ -53,8 +87,6 @@ static int has_decoder(enum heif_compression_format format, const char *name) {
     }
     return 0;
 }
-
-static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 
 // Finds the child box `type` in [at, end): its payload range, 0 when absent or malformed.
 static int child(const uint8_t *data, size_t at, size_t end, const char *type, size_t *from, size_t *to) {
@@ -118,6 +150,8 @@ att_heif *att_heif_open(
         set(error, ATT_ERR_MEMORY_LIMIT, "out of memory", NULL);
         return NULL;
     }
+    h->data = data;
+    h->length = length;
     if (!clap_is_safe(data, length)) {
         set(error, ATT_ERR_CORRUPT, "a clean-aperture (clap) box out of range", NULL);
         free(h);
@@ -134,6 +168,9 @@ att_heif *att_heif_open(
     security->max_image_size_pixels = limits.max_pixels;
     security->max_memory_block_size = limits.max_memory;
     security->max_number_of_tiles = limits.max_tiles;
+    // Items: every tile (and its alpha tile) is one, with room for the image, metadata and a
+    // thumbnail; libheif's default (1,000) would refuse grids the tile limit allows.
+    security->max_items = (uint32_t)(2 * limits.max_tiles + 64);
     security->max_color_profile_size = ATT_ICC_MAX_BYTES;
     // Tiles are decoded on the calling thread: the pipeline runs its own workers.
     heif_context_set_max_decoding_threads(h->context, 0);
@@ -145,7 +182,7 @@ att_heif *att_heif_open(
     memset(&tiling, 0, sizeof tiling);
     if (e.code == heif_error_Ok) e = heif_image_handle_get_image_tiling(h->handle, 0, &tiling);
     if (e.code != heif_error_Ok) {
-        failed(e, error, "cannot read the file");
+        failed(e, data, length, error, "cannot read the file");
         att_heif_close(h);
         return NULL;
     }
@@ -163,11 +200,20 @@ att_heif *att_heif_open(
     uint32_t tile_width = (uint32_t)header->width, tile_height = (uint32_t)header->height;
     heif_item_id first = 0;
     struct heif_image_handle *tile = NULL;
+    // libheif 1.19 checks its tile limit for 'tili' images, not for grids.
+    if (tiling.num_columns * (uint64_t)tiling.num_rows > limits.max_tiles) {
+        char message[96];
+        snprintf(message, sizeof message, "%u x %u tiles, over the limit of %llu", tiling.num_columns,
+                 tiling.num_rows, (unsigned long long)limits.max_tiles);
+        set(error, ATT_ERR_STRUCTURE, "the grid has too many tiles", message);
+        att_heif_close(h);
+        return NULL;
+    }
     if (tiling.num_columns * (uint64_t)tiling.num_rows > 1) {
         e = heif_image_handle_get_grid_image_tile_id(h->handle, 0, 0, 0, &first);
         if (e.code == heif_error_Ok) e = heif_context_get_image_handle(h->context, first, &tile);
         if (e.code != heif_error_Ok) {
-            failed(e, error, "cannot read the grid's first tile");
+            failed(e, data, length, error, "cannot read the grid's first tile");
             att_heif_close(h);
             return NULL;
         }
@@ -321,7 +367,7 @@ int32_t att_heif_decode_tile(
             set(error, ATT_ERR_TIMEOUT, "decode deadline passed", NULL);
             return ATT_ERR_TIMEOUT;
         }
-        return failed(e, error, "cannot decode the image");
+        return failed(e, h->data, h->length, error, "cannot decode the image");
     }
     int s = 0;
     const uint8_t *plane = heif_image_get_plane_readonly(h->tile, heif_channel_interleaved, &s);

@@ -32,7 +32,8 @@ static int feed(att_jxl *j) {
     if (j->given >= j->length) return 0;
     j->given = j->given + ATT_JXL_SLICE < j->length ? j->given + ATT_JXL_SLICE : j->length;
     JxlDecoderSetInput(j->decoder, j->data + j->consumed, j->given - j->consumed);
-    if (j->given == j->length) JxlDecoderCloseInput(j->decoder);
+    // The input is not closed: libjxl then asks for more where a cut file ends (truncated),
+    // where a closed input would make it fail as corrupt.
     return 1;
 }
 

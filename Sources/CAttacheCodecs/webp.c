@@ -70,6 +70,19 @@ struct att_webp_anim {
     WebPData data;
 };
 
+// A failure on a file whose RIFF header says it is longer than it is: the file was cut short.
+static int32_t anim_failed(const WebPData *data, att_error *error, const char *message) {
+    const uint8_t *p = data->bytes;
+    uint64_t riff = data->size >= 8 ? (uint64_t)p[4] | (uint64_t)p[5] << 8 | (uint64_t)p[6] << 16 | (uint64_t)p[7] << 24
+                                    : 0;
+    if (data->size < 12 || riff + 8 > data->size) {
+        set(error, ATT_ERR_TRUNCATED, "the file ends before its RIFF size says");
+        return ATT_ERR_TRUNCATED;
+    }
+    set(error, ATT_ERR_CORRUPT, message);
+    return ATT_ERR_CORRUPT;
+}
+
 att_webp_anim *att_webp_anim_open(const uint8_t *data, size_t length, att_webp_anim_header *header, att_error *error) {
     memset(header, 0, sizeof *header);
     att_webp_anim *a = calloc(1, sizeof *a);
@@ -83,8 +96,8 @@ att_webp_anim *att_webp_anim_open(const uint8_t *data, size_t length, att_webp_a
     // which allocates two canvases, is made: the caller checks them first.
     WebPDemuxer *demux = WebPDemux(&a->data);
     if (demux == NULL) {
+        anim_failed(&a->data, error, "not an animated WebP libwebp reads");
         free(a);
-        set(error, ATT_ERR_CORRUPT, "not an animated WebP libwebp reads");
         return NULL;
     }
     header->width = (int32_t)WebPDemuxGetI(demux, WEBP_FF_CANVAS_WIDTH);
@@ -105,10 +118,7 @@ int32_t att_webp_anim_start(att_webp_anim *a, att_error *error) {
     options.color_mode = MODE_RGBA;
     options.use_threads = 0;
     a->decoder = WebPAnimDecoderNew(&a->data, &options);
-    if (a->decoder == NULL) {
-        set(error, ATT_ERR_CORRUPT, "libwebp cannot decode this animation");
-        return ATT_ERR_CORRUPT;
-    }
+    if (a->decoder == NULL) return anim_failed(&a->data, error, "libwebp cannot decode this animation");
     return ATT_OK;
 }
 
@@ -117,10 +127,7 @@ int32_t att_webp_anim_next(att_webp_anim *a, const uint8_t **rgba, int32_t *time
     if (a->decoder == NULL || !WebPAnimDecoderHasMoreFrames(a->decoder)) return ATT_OK;
     uint8_t *frame = NULL;
     int time = 0;
-    if (!WebPAnimDecoderGetNext(a->decoder, &frame, &time)) {
-        set(error, ATT_ERR_CORRUPT, "a frame cannot be decoded");
-        return ATT_ERR_CORRUPT;
-    }
+    if (!WebPAnimDecoderGetNext(a->decoder, &frame, &time)) return anim_failed(&a->data, error, "a frame cannot be decoded");
     *rgba = frame;
     *timestamp = time;
     return ATT_OK;

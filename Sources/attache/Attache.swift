@@ -14,6 +14,26 @@ struct Attache: AsyncParsableCommand {
         ]
     )
 
+    /// While a command runs, lines the C libraries write (libjxl's traces of a file it refuses)
+    /// are debug log lines, shown by `attache serve` at `logLevel: debug`; the argument
+    /// parser's own messages (usage, errors) pass unchanged. As ArgumentParser's `main`.
+    static func main() async {
+        ImageProcessor.routeLibraryOutput(.unchanged)
+        do {
+            var command = try await asyncParseAsRoot(nil)
+            ImageProcessor.routeLibraryOutput(.hidden)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            ImageProcessor.routeLibraryOutput(.unchanged)
+        } catch {
+            ImageProcessor.routeLibraryOutput(.unchanged)
+            exit(withError: error)
+        }
+    }
+
     /// Batch commands decode one file after another: keep freed decoder buffers in the heap
     /// for the next file instead of returning them to the kernel and faulting them in again.
     static func tuneAllocatorForBatch() {

@@ -53,9 +53,9 @@ struct Inspect: ParsableCommand {
             let video = info.videoCodec.map { "\t\($0) \(info.width ?? 0)x\(info.height ?? 0)" } ?? ""
             let audio = info.audioCodec.map { "\t\($0) \(info.sampleRate ?? 0) Hz" } ?? ""
             let duration = info.duration.map { "\tduration=\((($0 * 1000).rounded() / 1000))s" } ?? ""
-            return "\(file)\tok\t\(kind.rawValue)\(video)\(audio)\(duration)\tstreams=\(info.streams)"
+            return "\(shown(file))\tok\t\(kind.rawValue)\(video)\(audio)\(duration)\tstreams=\(info.streams)"
         case .failure(let error):
-            return "\(file)\terror\t\(error.code)\t\(error.message)"
+            return "\(shown(file))\terror\t\(error.code)\t\(error.message)"
         }
     }
 
@@ -90,10 +90,10 @@ struct Inspect: ParsableCommand {
                 info.kind == .gif
                 ? "\tloop=\(info.loopCount.map(String.init) ?? "none")\tduration=\(Double(info.duration ?? 0) / 100)s"
                 : ""
-            return "\(file)\tok\t\(info.kind.rawValue)\t\(info.width)x\(info.height)\tframes=\(info.frames)"
+            return "\(shown(file))\tok\t\(info.kind.rawValue)\t\(info.width)x\(info.height)\tframes=\(info.frames)"
                 + "\torientation=\(info.orientation.rawValue)\(gif)"
         case .failure(let error):
-            return "\(file)\terror\t\(error.code)\t\(error.message)"
+            return "\(shown(file))\terror\t\(error.code)\t\(error.message)"
         }
     }
 

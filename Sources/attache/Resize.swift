@@ -152,9 +152,9 @@ struct Resize: ParsableCommand {
             let gif =
                 r.source.kind == .gif
                 ? "\tframes=\(r.frames) poster=\(r.posterFrame ?? 0)" + r.actions.map { "\t\($0)" }.joined() : ""
-            return "\(file)\tok\t\(output)\t\(r.width)x\(r.height)\t\(r.data.count) bytes\t\(ms) ms\(gif)"
+            return "\(shown(file))\tok\t\(shown(output))\t\(r.width)x\(r.height)\t\(r.data.count) bytes\t\(ms) ms\(gif)"
         case .failure(let error):
-            return "\(file)\terror\t\(error.code)\t\(error.message)\t\(ms) ms"
+            return "\(shown(file))\terror\t\(error.code)\t\(error.message)\t\(ms) ms"
         }
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AttacheBase
 import AttacheCore
+import AttacheMedia
 import AttacheServer
 import AttacheStore
 import Configuration
@@ -160,6 +161,7 @@ struct Serve: AsyncParsableCommand {
         }
 
         let level = Logger.Level(rawValue: loaded.logLevel) ?? .info
+        ImageProcessor.routeLibraryOutput(level <= .debug ? .logged : .hidden)
         LoggingSystem.bootstrap { label in
             var handler = LineLogHandler(label: label)
             handler.logLevel = level

@@ -74,12 +74,12 @@ struct StoreCommand: ParsableCommand {
                     line.add("path", stored.relativePath)
                     line.add("expires", Int(stored.expires))
                     line.add("token", token)
-                    print(options.json ? line.text : "\(file)\t\(stored.id)\t\(stored.relativePath)\t\(token)")
+                    print(options.json ? line.text : "\(shown(file))\t\(stored.id)\t\(stored.relativePath)\t\(token)")
                 } catch let error as AttacheError {
                     failed = true
                     line.add("ok", false)
                     line.add("error", object: JSONLine.error(error))
-                    print(options.json ? line.text : "\(file)\terror\t\(error.code)\t\(error.message)")
+                    print(options.json ? line.text : "\(shown(file))\terror\t\(error.code)\t\(error.message)")
                 }
             }
             if failed { throw ExitCode(1) }

@@ -19,7 +19,7 @@ struct VideoCommand: ParsableCommand {
         } catch {
             line = "error \(error.code.rawValue): \(error.message)"
         }
-        print("\(path): \(line) in \(String(format: "%.1f", (ContinuousClock.now - started).milliseconds)) ms")
+        print("\(shown(path)): \(line) in \(String(format: "%.1f", (ContinuousClock.now - started).milliseconds)) ms")
     }
 
     static func write(_ bytes: [UInt8], to path: String) throws(AttacheError) {

@@ -30,7 +30,7 @@ import Testing
         (.maxPixels, "max_pixels"), (.maxDimension, "max_dimension"), (.maxScans, "max_scans"),
         (.maxDecoderMemory, "max_decoder_memory"), (.maxFrames, "max_frames"),
         (.maxTotalFramePixels, "max_total_frame_pixels"), (.maxMediaSeconds, "max_media_seconds"),
-        (.maxVideoPixels, "max_video_pixels"), (.maxStreams, "max_streams"), (.maxImageBytes, "max_image_bytes"),
+        (.maxVideoPixels, "max_video_pixels"), (.maxStreams, "max_streams"), (.maxItems, "max_items"), (.maxImageBytes, "max_image_bytes"),
         (.maxAudioBytes, "max_audio_bytes"), (.maxVideoBytes, "max_video_bytes"), (.maxFetchBytes, "max_fetch_bytes"),
         (.gifMaxBytes, "gif_max_bytes"), (.maxRedirects, "max_redirects"), (.lowSpeed, "low_speed"),
         (.maxStoreBytes, "max_store_bytes"), (.maxStoreObjects, "max_store_objects"),

@@ -155,6 +155,35 @@ struct HEIFTests {
         }
     }
 
+    @Test("a grid of 1,024 tiles (1,025 items) is read; over the tile limit it is too_large (max_items)")
+    func manyTiles() throws {
+        let grid = try Self.file("grid-1024-tiles.heic")
+        let rendition = try Self.render(grid, maxSide: 64)
+        #expect(rendition.width == 64 && rendition.height == 64)
+        var limits = ImageLimits.default
+        limits.maxTiles = 1_000
+        let error = #expect(throws: AttacheError.self) {
+            _ = try ImageProcessor.render(MediaBytes(grid), spec: RenditionSpec(maxSide: 64), limits: limits)
+        }
+        #expect(error?.code == .tooLarge && error?.limit == .maxItems, "\(String(describing: error))")
+        limits.maxTiles = 480  // items: 1,025 > 2 x 480 + 64
+        let items = #expect(throws: AttacheError.self) {
+            _ = try ImageProcessor.render(MediaBytes(grid), spec: RenditionSpec(maxSide: 64), limits: limits)
+        }
+        #expect(items?.code == .tooLarge && items?.limit == .maxItems, "\(String(describing: items))")
+    }
+
+    @Test("a file cut anywhere is truncated (a top-level box ends past the end of the file)")
+    func cutShort() throws {
+        for name in ["photo.heic", "grid.heic", "photo.avif", "alpha.avif"] {
+            let whole = try Self.file(name)
+            for cut in stride(from: 40, to: whole.count, by: max(1, whole.count / 31)) {
+                let code = Self.code(Array(whole.prefix(cut)))
+                #expect(code == .truncated, "\(name) cut at \(cut): \(String(describing: code))")
+            }
+        }
+    }
+
     @Test("a grid larger than its tiles cover, or tiles whose size is not the grid's, is corrupt_data")
     func gridsThatDisagree() throws {
         let grid = try Self.file("grid.heic")

@@ -149,6 +149,9 @@ extension AttacheError.Limit {
     public static let maxVideoPixels = Self(rawValue: "max_video_pixels")
     /// Most streams a container may hold (`ImageLimits.maxStreams`).
     public static let maxStreams = Self(rawValue: "max_streams")
+    /// Most tiles, items, properties or child boxes a HEIF/AVIF file may hold (libheif's
+    /// security limits: tiles `ImageLimits.maxTiles`, items twice that and 64 more).
+    public static let maxItems = Self(rawValue: "max_items")
 
     // MARK: - Bytes
 
@@ -202,7 +205,7 @@ extension AttacheError.Limit {
     /// Every limit name, in catalogue order.
     public static let all: [Self] = [
         .maxPixels, .maxDimension, .maxScans, .maxDecoderMemory, .maxFrames, .maxTotalFramePixels,
-        .maxMediaSeconds, .maxVideoPixels, .maxStreams, .maxImageBytes,
+        .maxMediaSeconds, .maxVideoPixels, .maxStreams, .maxItems, .maxImageBytes,
         .maxAudioBytes, .maxVideoBytes, .maxFetchBytes, .gifMaxBytes, .maxRedirects, .lowSpeed, .maxStoreBytes,
         .maxStoreObjects, .maxInputBytes, .maxJSONDepth, .maxPayloadBytes, .maxSources, .maxPayloadFetchBytes,
         .maxPayloadStoreBytes, .maxRequestBytes, .maxQueued,

@@ -23,6 +23,9 @@ public struct ImageLimits: Hashable, Sendable {
     public var maxVideoPixels: Int = 8192 * 4320
     /// Most streams a video or audio container may hold (default 16).
     public var maxStreams: Int = 16
+    /// Most tiles a HEIF/AVIF grid may hold (default 4,096: a 48 MP iPhone photo has 192); the
+    /// items a file may hold are twice that and 64 more (each tile's alpha, metadata).
+    public var maxTiles: Int = 4_096
 
     /// Creates limits; every argument has the documented default.
     public init(

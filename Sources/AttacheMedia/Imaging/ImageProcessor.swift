@@ -212,6 +212,20 @@ extension ImageProcessor {
     /// For processes that decode one file after another: keeps freed decoder buffers in the
     /// heap for the next file instead of returning them to the kernel and faulting them in
     /// again. Process-wide; call once at start.
+    /// Where the lines the C libraries write to `stderr` go.
+    public enum LibraryOutput: Int32, Sendable {
+        /// Unchanged to standard error (the argument parser's messages).
+        case unchanged = 0
+        /// As `attache.library` log lines at level debug, not shown (a fatal error is).
+        case hidden = 1
+        /// As `attache.library` log lines at level debug, shown.
+        case logged = 2
+    }
+
+    public static func routeLibraryOutput(_ output: LibraryOutput) {
+        att_route_library_output(output.rawValue)
+    }
+
     public static func tuneAllocatorForBatch() {
         att_tune_allocator_for_batch()
     }

@@ -18,6 +18,10 @@ extension AttacheError {
             self.init(.tooManyScans, text, limit: .maxScans)
         case Int32(ATT_ERR_DIMENSIONS.rawValue):
             self.init(.dimensionsTooLarge, text, limit: .maxDimension)
+        case Int32(ATT_ERR_PIXELS.rawValue):
+            self.init(.tooManyPixels, text, limit: .maxPixels)
+        case Int32(ATT_ERR_STRUCTURE.rawValue):
+            self.init(.tooLarge, text, limit: .maxItems)
         case Int32(ATT_ERR_TIMEOUT.rawValue):
             self.init(.timedOut, text)
         case Int32(ATT_ERR_CORRUPT.rawValue):

@@ -20,6 +20,8 @@ typedef enum {
     ATT_ERR_DIMENSIONS = 6,
     ATT_ERR_TIMEOUT = 7,
     ATT_ERR_INTERNAL = 8,
+    ATT_ERR_PIXELS = 9,     // width x height over the pixel limit
+    ATT_ERR_STRUCTURE = 10, // more items, tiles or boxes than the container limits allow
 } att_status;
 
 typedef struct {
@@ -38,6 +40,11 @@ void att_tune_allocator_for_batch(void);
 void att_bound_allocator(void);
 /// Returns the heap's free pages to the kernel (glibc malloc_trim); a no-op elsewhere.
 void att_release_free_memory(void);
+
+/// Replaces C's `stderr` (once) with a stream that writes each line to descriptor 2: as it is
+/// (`how` 0), or as a log line (`attache.library`, level debug) hidden (1) or shown (2); a fatal
+/// error is always shown. Called again, it only changes `how`.
+void att_route_library_output(int how);
 
 /// Monotonic clock in nanoseconds (the clock deadlines are measured on).
 uint64_t att_monotonic_ns(void);

@@ -44,6 +44,15 @@ heif-enc -q 60 -t 64 "$work/photo.png" -o thumbnail.heic
 heif-enc -q 60 -T "$work/tile-00-00.png" --tiled-image-width 400 --tiled-image-height 300 -o grid.heic
 heif-enc -q 80 "$work/alpha.png" -o alpha.heic
 heif-enc -L ../colour/DisplayP3.png -o DisplayP3.heic
+# A grid of 32x32 tiles of 16x16 (1,025 items: over libheif's default item limit of 1,000).
+mkdir "$work/small"
+python3 -c "
+from PIL import Image
+for ty in range(32):
+    for tx in range(32):
+        Image.new('RGB', (16, 16), (tx * 8, ty * 8, 128)).save('$work/small/tile-%02d-%02d.png' % (ty, tx))"
+heif-enc -q 20 -T "$work/small/tile-00-00.png" --tiled-image-width 512 --tiled-image-height 512 \
+    -o grid-1024-tiles.heic >/dev/null
 avifenc --min 20 --max 30 -s 8 "$work/photo.png" photo.avif >/dev/null
 avifenc --min 10 --max 20 -s 8 "$work/alpha.png" alpha.avif >/dev/null
 avifenc --min 20 --max 30 -s 8 -d 10 "$work/photo.png" 10bit.avif >/dev/null
