@@ -39,7 +39,8 @@ final class HEIFDecoder: StillDecoder {
         // from the same boxes, with its own error.
         let side = UInt64(limits.maxDimension)
         let cLimits = att_heif_limits(
-            max_pixels: side * side, max_memory: UInt64(limits.maxDecoderMemory), max_tiles: UInt64(max(1, limits.maxTiles)),
+            max_pixels: side * side, max_memory: UInt64(limits.maxDecoderMemory),
+            max_tiles: UInt64(max(1, limits.maxTiles)),
             deadline: deadline.pointer, av1: kind == .avif ? 1 : 0)
         guard
             let handle = att_heif_open(
