@@ -69,10 +69,10 @@ static int64_t seek(void *opaque, int64_t offset, int whence) {
 }
 
 // Nothing but the bytes given: a demuxer that wants another file (a playlist, an external
-// data reference) is refused.
+// data reference) is refused, with EACCES: many demuxers fail with a bare -1, which is EPERM.
 static int refuse_open(struct AVFormatContext *s, AVIOContext **pb, const char *url, int flags, AVDictionary **options) {
     (void)s, (void)pb, (void)url, (void)flags, (void)options;
-    return AVERROR(EPERM);
+    return AVERROR(EACCES);
 }
 
 int32_t att_av_status(int code) {
@@ -80,7 +80,7 @@ int32_t att_av_status(int code) {
     if (code == AVERROR(ENOMEM)) return ATT_AV_MEMORY_LIMIT;
     if (code == AVERROR_EOF) return ATT_AV_TRUNCATED;
     if (code == AVERROR_DEMUXER_NOT_FOUND || code == AVERROR_DECODER_NOT_FOUND || code == AVERROR_PATCHWELCOME ||
-        code == AVERROR(EPERM))
+        code == AVERROR(EACCES))
         return ATT_AV_UNSUPPORTED;
     return ATT_AV_CORRUPT;
 }
@@ -263,7 +263,7 @@ att_av *att_av_open(
                 code == AVERROR(ENOMEM) ? "the container declares more than it holds (a table over 64 MiB, or too many "
                                           "streams)"
                                         : "the container cannot be read",
-                code);
+                code == AVERROR(EPERM) ? 0 : code);  // -1: the demuxer's bare failure, no errno
         }
         att_av_close(av);
         return NULL;

@@ -96,6 +96,41 @@ struct MediaContainerTests {
             + Array(type.utf8) + payload
     }
 
+    @Test("sample tables declaring 0x7FFFFFFF entries in a 6 KB MP4 are corrupt_data, refused before they are paid")
+    func tablesThatLie() throws {
+        let whole = [UInt8](try #require(FileManager.default.contents(atPath: Self.directory + "/h264.mp4")))
+        // The entry count's offset after each box's type: full-box header, then (stsz) a sample size.
+        for (type, offset) in [("stsz", 12), ("stco", 8), ("stts", 8), ("stsc", 8)] {
+            let at = try #require((0..<whole.count - 4).first { Array(whole[$0..<$0 + 4]) == Array(type.utf8) })
+            var lying = whole
+            for k in 0..<4 { lying[at + offset + k] = k == 0 ? 0x7F : 0xFF }
+            let heap = heapInUse()
+            let error = #expect(throws: AttacheError.self) {
+                _ = try MediaContainer.check(MediaBytes(lying), kind: .mp4)
+            }
+            #expect(error?.code == .corruptData, "\(type): \(String(describing: error))")
+            #expect(heapInUse() - heap < 16 << 20, "\(type): nothing of the declared size is kept")
+        }
+    }
+
+    @Test("an AIFF whose COMM chunk says 0xFFFFFFFF frames over 1,000 bytes of sound is corrupt_data")
+    func aiffFramesThatLie() throws {
+        func be(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * UInt32($0))) } }
+        func aiff(frames: UInt32) -> [UInt8] {
+            // Mono, 16-bit, 8000 Hz (an 80-bit extended float), 500 frames of silence.
+            let comm = Array("COMM".utf8) + be(18) + [0, 1] + be(frames) + [0, 16]
+                + [0x40, 0x0B, 0xFA, 0, 0, 0, 0, 0, 0, 0]
+            let ssnd = Array("SSND".utf8) + be(8 + 1000) + be(0) + be(0) + [UInt8](repeating: 0, count: 1000)
+            return Array("FORM".utf8) + be(UInt32(4 + comm.count + ssnd.count)) + Array("AIFF".utf8) + comm + ssnd
+        }
+        let info = try MediaContainer.check(MediaBytes(aiff(frames: 500)), kind: .aiff)
+        #expect(info.duration.map { abs($0 - 0.0625) < 0.01 } == true, "\(String(describing: info.duration))")
+        let error = #expect(throws: AttacheError.self) {
+            _ = try MediaContainer.check(MediaBytes(aiff(frames: 0xFFFF_FFFF)), kind: .aiff)
+        }
+        #expect(error?.code == .corruptData, "\(String(describing: error))")
+    }
+
     @Test("an MP4 whose moov declares 2,000 tracks is refused by their count, before libavformat reads them")
     func tracksCountedFirst() throws {
         let whole = [UInt8](FileManager.default.contents(atPath: Self.directory + "/h264.mp4") ?? Data())
