@@ -115,10 +115,13 @@ struct MediaContainerTests {
 
     @Test("an AIFF whose COMM chunk says 0xFFFFFFFF frames over 1,000 bytes of sound is corrupt_data")
     func aiffFramesThatLie() throws {
-        func be(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * UInt32($0))) } }
+        func be(_ value: UInt32) -> [UInt8] {
+            (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * UInt32($0))) }
+        }
         func aiff(frames: UInt32) -> [UInt8] {
             // Mono, 16-bit, 8000 Hz (an 80-bit extended float), 500 frames of silence.
-            let comm = Array("COMM".utf8) + be(18) + [0, 1] + be(frames) + [0, 16]
+            let comm =
+                Array("COMM".utf8) + be(18) + [0, 1] + be(frames) + [0, 16]
                 + [0x40, 0x0B, 0xFA, 0, 0, 0, 0, 0, 0, 0]
             let ssnd = Array("SSND".utf8) + be(8 + 1000) + be(0) + be(0) + [UInt8](repeating: 0, count: 1000)
             return Array("FORM".utf8) + be(UInt32(4 + comm.count + ssnd.count)) + Array("AIFF".utf8) + comm + ssnd
