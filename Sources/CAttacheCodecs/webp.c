@@ -104,6 +104,11 @@ att_webp_anim *att_webp_anim_open(const uint8_t *data, size_t length, att_webp_a
     header->height = (int32_t)WebPDemuxGetI(demux, WEBP_FF_CANVAS_HEIGHT);
     header->frames = (int32_t)WebPDemuxGetI(demux, WEBP_FF_FRAME_COUNT);
     header->loop_count = (int32_t)WebPDemuxGetI(demux, WEBP_FF_LOOP_COUNT);
+    WebPIterator frame;
+    if (WebPDemuxGetFrame(demux, 1, &frame)) {
+        do header->duration_ms += frame.duration; while (WebPDemuxNextFrame(&frame));
+        WebPDemuxReleaseIterator(&frame);
+    }
     WebPDemuxDelete(demux);
     return a;
 }

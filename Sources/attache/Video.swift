@@ -7,7 +7,7 @@ import Foundation
 struct VideoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "video",
-        abstract: "Posters and encodes of video, audio and animated GIF files.",
+        abstract: "Posters and encodes of video, audio and animated GIF or WebP files.",
         subcommands: [Poster.self, Fit.self]
     )
 
@@ -77,10 +77,10 @@ struct VideoCommand: ParsableCommand {
     struct Fit: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Re-encode each file to fit a cap: an animated GIF to an H.264 MP4, video to H.264/AAC MP4, audio to AAC M4A.",
+                "Re-encode each file to fit a cap: an animated GIF or WebP to an H.264 MP4, video to H.264/AAC MP4, audio to AAC M4A.",
             discussion: """
                 Without --force, as the pipeline does: only what an iPhone cannot play or what is over \
-                the cap is re-encoded (and a GIF only as an MP4). Writes DIR/<name>.<mp4|m4a>.
+                the cap is re-encoded (and a GIF or animated WebP only as an MP4). Writes DIR/<name>.<mp4|m4a>.
                 """
         )
 
@@ -102,7 +102,7 @@ struct VideoCommand: ParsableCommand {
         @Option(help: "Output directory (created if missing).")
         var out: String
 
-        @Argument(help: "Video, audio or animated GIF files.")
+        @Argument(help: "Video, audio or animated GIF or WebP files.")
         var files: [String]
 
         func validate() throws {
@@ -130,10 +130,12 @@ struct VideoCommand: ParsableCommand {
                 VideoCommand.report(path, started) { () throws(AttacheError) in
                     let bytes = try VideoCommand.read(path)
                     let kind = try Sniffer.kind(of: Array(bytes.buffer.prefix(Sniffer.prefixLength)))
-                    let limit = cap ?? MediaLimits().maxBytes(for: kind == .gif ? .mp4 : kind)
+                    let animation = kind == .gif || kind == .webp
+                    let limit = cap ?? MediaLimits().maxBytes(for: animation ? .mp4 : kind)
                     let output: MediaEncoder.Output
-                    if kind == .gif {
-                        output = try MediaEncoder.video(fromGIF: bytes, spec: spec, limits: .default, cap: limit)
+                    if animation {
+                        output = try MediaEncoder.video(
+                            fromAnimation: bytes, kind: kind, spec: spec, limits: .default, cap: limit)
                     } else {
                         let info = try MediaContainer.check(bytes, kind: kind, allowUnplayable: true)
                         guard force || info.unplayable != nil || Int64(bytes.count) > limit else {

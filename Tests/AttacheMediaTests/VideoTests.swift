@@ -123,7 +123,8 @@ struct VideoTests {
         #expect(gif.count < 64 << 10)
         let media = try MediaValidator.validate(MediaBytes(gif), limits: MediaLimits().forSources)
         #expect {
-            try MediaEncoder.video(fromGIF: MediaBytes(gif), spec: RenditionSpec(), limits: .default, cap: 10 << 20)
+            try MediaEncoder.video(
+                fromAnimation: MediaBytes(gif), kind: .gif, spec: RenditionSpec(), limits: .default, cap: 10 << 20)
         } throws: {
             let error = $0 as? AttacheError
             return error?.code == .tooLarge && error?.limit == .maxTotalFramePixels
@@ -136,7 +137,8 @@ struct VideoTests {
         let few = try writeGIF(
             width: 7000, height: 7000, palette: [0, 0, 0, 255, 255, 255], frames: Array(frames[0..<3]))
         #expect {
-            try MediaEncoder.video(fromGIF: MediaBytes(few), spec: RenditionSpec(), limits: small, cap: 10 << 20)
+            try MediaEncoder.video(
+                fromAnimation: MediaBytes(few), kind: .gif, spec: RenditionSpec(), limits: small, cap: 10 << 20)
         } throws: { ($0 as? AttacheError)?.code == .decoderMemoryExceeded }
     }
 
@@ -167,6 +169,31 @@ struct VideoTests {
         spec.video.enabled = false
         let clipped = try MediaTransform.apply(media, spec: spec, limits: .default, deadline: .none)
         #expect(clipped.kind == .gif && clipped.frames == 200)
+    }
+
+    @Test("an animated WebP the GIF budgets would clip becomes an MP4 by the GIF rule: every frame, its timing")
+    func animatedWebPBecomesVideo() throws {
+        guard MediaEncoder.isAvailable else { return }
+        let webp = try Self.bytes("animated.webp")
+        let animation = try AnimationFrames(webp, kind: .webp, limits: .default, deadline: .none)
+        #expect(animation.count == 48 && animation.duration > 290, "\(animation.count), \(animation.duration) cs")
+        let media = try MediaValidator.validate(webp, limits: MediaLimits().forSources)
+        var spec = RenditionSpec()
+        spec.gifMaxFrames = 20  // the GIF would drop frames: as video, none is dropped
+        let out = try MediaTransform.apply(media, spec: spec, limits: .default, deadline: .none, smallSide: 32)
+        #expect(out.kind == .mp4 && out.actions.contains { $0.contains("made an H.264 MP4") }, "\(out.actions)")
+        #expect(out.small?.kind == .jpeg, "the poster from the video is its small rendition")
+        let video = try Self.probe(
+            Array(out.bytes.buffer), stream: "v:0",
+            entries: "stream=codec_name,width,height,nb_read_frames:format=duration")
+        #expect(video["codec_name"] == "h264" && video["width"] == "80" && video["height"] == "60", "\(video)")
+        #expect(video["nb_read_frames"] == "\(animation.count)", "\(video)")
+        let seconds = Double(video["duration"] ?? "") ?? 0
+        #expect(abs(seconds - Double(animation.duration) / 100) < 0.15, "\(seconds) s")
+        // Without video, the same budgets give a GIF of 20 frames, as they give a GIF.
+        spec.video.enabled = false
+        let clipped = try MediaTransform.apply(media, spec: spec, limits: .default, deadline: .none)
+        #expect(clipped.kind == .gif && clipped.frames == 20, "\(clipped.actions)")
     }
 
     @Test(

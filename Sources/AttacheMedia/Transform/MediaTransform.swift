@@ -54,10 +54,11 @@ public enum MediaTransform {
     ) throws(AttacheError) -> TransformedMedia {
         try deadline.check()
         switch media.kind.category {
-        case .image where media.kind == .gif && spec.video.enabled:
-            // An animation the GIF budgets would clip (frames dropped, shrunk, or over the
-            // image cap) plays whole as an MP4, a fraction of the bytes. FFmpeg is loaded only
-            // then: a GIF that fits never pays for it.
+        case .image where (media.kind == .gif || media.kind == .webp) && spec.video.enabled:
+            // An animation the GIF budgets would clip (frames dropped, shrunk, cut to a still,
+            // or over the image cap) plays whole as an MP4, a fraction of the bytes: one rule
+            // for GIF and animated WebP. FFmpeg is loaded only then: an animation that fits
+            // never pays for it.
             let attempt = Result { () throws(AttacheError) in
                 try ImageProcessor.render(
                     media.bytes, kind: media.kind, spec: spec, limits: limits, deadline: deadline,
@@ -65,23 +66,23 @@ public enum MediaTransform {
             }
             switch attempt {
             case .success(let rendition)
-            where rendition.frames <= 1 || rendition.actions.isEmpty || !MediaEncoder.isAvailable:
+            where rendition.source.frames <= 1 || rendition.actions.isEmpty || !MediaEncoder.isAvailable:
                 return image(rendition)
             case .failure(let error) where error.limit != .gifMaxBytes || !MediaEncoder.isAvailable:
                 throw error
             case .success(let rendition):
                 do {
-                    return try gifVideo(
+                    return try animationVideo(
                         media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide,
                         caps: caps, clipped: rendition.actions.joined(separator: "; "))
                 } catch  where error.code == .tooLarge || error.code == .decoderMemoryExceeded {
-                    // Too much work or memory as video: the GIF, cut to fit, is attached.
+                    // Too much work or memory as video: the animation, cut to fit, is attached.
                     var kept = image(rendition)
                     kept.warnings.append("not made a video: \(error.message)")
                     return kept
                 }
             case .failure(let error):
-                return try gifVideo(
+                return try animationVideo(
                     media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide,
                     caps: caps, clipped: error.message)
             }
@@ -112,13 +113,14 @@ public enum MediaTransform {
         return transformed
     }
 
-    /// An animated GIF made MP4, with its poster from the video.
-    private static func gifVideo(
+    /// An animation (GIF, animated WebP) made MP4, with its poster from the video.
+    private static func animationVideo(
         _ media: ValidatedMedia, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline, smallSide: Int?,
         caps: MediaLimits, clipped: String
     ) throws(AttacheError) -> TransformedMedia {
         let video = try MediaEncoder.video(
-            fromGIF: media.bytes, spec: spec, limits: limits, cap: caps.videoBytes, deadline: deadline)
+            fromAnimation: media.bytes, kind: media.kind, spec: spec, limits: limits, cap: caps.videoBytes,
+            deadline: deadline)
         var transformed = TransformedMedia(
             kind: .mp4, bytes: MediaBytes(video.bytes), width: video.width, height: video.height, frames: video.frames)
         transformed.actions.append(

@@ -111,44 +111,47 @@ public enum MediaEncoder {
         return output
     }
 
-    /// An animated GIF as an H.264 MP4: every frame kept with its delay (the total duration
-    /// kept), composited as a browser shows it, scaled to fit the rendition's side (even).
+    /// An animation (a GIF, or an animated WebP) as an H.264 MP4: every frame kept with its
+    /// delay (the total duration kept), composed on its canvas as a browser shows it, scaled to
+    /// fit the rendition's side (even). One path for every animation: the frames, their
+    /// canvas and the checks before it is allocated come from ``AnimationFrames``.
     public static func video(
-        fromGIF bytes: MediaBytes, spec: RenditionSpec, limits: ImageLimits, cap: Int64,
+        fromAnimation bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: ImageLimits, cap: Int64,
         deadline: WorkDeadline = .none
     ) throws(AttacheError) -> Output {
-        let info = try ImageProcessor.scanGIF(bytes, limits: limits, deadline: deadline)
-        let size = evenFit(
-            width: info.width, height: info.height, side: spec.maxSide(forWidth: info.width, height: info.height))
-        // Every frame composes the whole screen (as RGBA, with a copy kept for disposal 3) and
-        // hands it to the scaler: checked before the screen is allocated or a frame decoded. A
-        // GIF over either is left to the GIF rendition, whose frames are dropped to fit.
-        let screen = info.width * info.height
-        guard ImageProcessor.keepWithinWork(info, keep: info.frames, limits: limits) == info.frames else {
+        let frames = try AnimationFrames(bytes, kind: kind, limits: limits, deadline: deadline)
+        let (width, height) = (frames.width, frames.height)
+        let size = evenFit(width: width, height: height, side: spec.maxSide(forWidth: width, height: height))
+        // Every frame composes the whole canvas (RGBA, with a second one for disposal) and hands
+        // it to the scaler: checked before the canvas is allocated or a frame decoded. An
+        // animation over either is left to the GIF rendition, whose frames are dropped to fit.
+        let screen = width * height
+        let (shown, overflow) = frames.count.multipliedReportingOverflow(by: screen)
+        guard !overflow, shown <= limits.maxTotalFramePixels else {
             throw AttacheError(
                 .tooLarge,
-                "gif: \(info.frames) frames of a \(info.width)x\(info.height) screen compose more than "
+                "\(kind.rawValue): \(frames.count) frames of a \(width)x\(height) canvas compose more than "
                     + "\(limits.maxTotalFramePixels) pixels as video",
                 limit: .maxTotalFramePixels)
         }
         let outputPixels = size.width * size.height
         try limits.checkDecoderMemory(
-            screen * 4 * 2 + encoderFrameBytes(outputPixels: outputPixels), what: "the GIF's screen composed for video")
-        let shown = Double(info.frames) * Double(screen)
+            screen * 4 * 2 + encoderFrameBytes(outputPixels: outputPixels),
+            what: "the \(kind.rawValue) canvas composed for video")
         try deadline.expect(
             WorkEstimate(
-                seconds: (Double(info.framePixels) * WorkEstimate.PerPixel.gifDecode + shown
-                    * (WorkEstimate.PerPixel.composite + WorkEstimate.PerPixel.shrink) + Double(info.frames)
+                seconds: (frames.decodeNanoseconds + Double(shown)
+                    * (WorkEstimate.PerPixel.composite + WorkEstimate.PerPixel.shrink) + Double(frames.count)
                     * Double(outputPixels) * WorkEstimate.PerPixel.videoEncode) / 1e9,
                 memory: screen * 4 * 2 + encoderBytes(outputPixels: outputPixels, cap: cap)))
         var settings = output(preset: spec.video.preset)
         (settings.width, settings.height) = (Int32(size.width), Int32(size.height))
         (settings.time_base_num, settings.time_base_den) = (1, 100)
-        settings.frame_rate = info.duration > 0 ? Double(info.frames) * 100 / Double(info.duration) : 10
+        settings.frame_rate = frames.duration > 0 ? Double(frames.count) * 100 / Double(frames.duration) : 10
         settings.crf = Int32(spec.video.crf)
         settings.max_bytes = cap
-        // No B-frames: a GIF's delays run to seconds, and reordering across them would start
-        // the track seconds before zero (an edit list some players mishandle).
+        // No B-frames: an animation's delays run to seconds, and reordering across them would
+        // start the track seconds before zero (an edit list some players mishandle).
         settings.no_b_frames = 1
         settings.color_primaries = 1  // BT.709 (sRGB's primaries)
         settings.color_trc = 1
@@ -158,25 +161,19 @@ public enum MediaEncoder {
             throw AttacheError(encode: error, cap: cap)
         }
         defer { att_av_writer_close(writer) }
-        let decoder = try GIFDecoder(bytes: bytes, limits: limits, deadline: deadline)
-        var compositor = GIFCompositor(width: decoder.width, height: decoder.height)
         var time = 0
-        var frames = 0
-        while let frame = try decoder.next() {
+        var written = 0
+        try frames.forEach { (canvas, delay) throws(AttacheError) in
             try deadline.check()
-            compositor.draw(frame)
-            let status = compositor.canvas.withUnsafeBufferPointer {
-                att_av_writer_rgba(
-                    writer, $0.baseAddress, Int32(decoder.width), Int32(decoder.height), Int32(decoder.width * 4),
-                    Int64(time), Int64(frame.delay), &error)
-            }
+            let status = att_av_writer_rgba(
+                writer, canvas, Int32(width), Int32(height), Int32(width * 4), Int64(time), Int64(delay), &error)
             guard status == Int32(ATT_AV_OK) else { throw AttacheError(encode: error, cap: cap) }
-            time += frame.delay
-            frames += 1
+            time += delay
+            written += 1
         }
         let data = try finish(writer, cap: cap)
         return Output(
-            bytes: data, kind: .mp4, width: size.width, height: size.height, frames: frames,
+            bytes: data, kind: .mp4, width: size.width, height: size.height, frames: written,
             duration: Double(time) / 100)
     }
 

@@ -209,6 +209,8 @@ typedef struct {
     int32_t frames;
     /// 0 = forever.
     int32_t loop_count;
+    /// The frames' durations added (milliseconds), from the frame headers.
+    int64_t duration_ms;
 } att_webp_anim_header;
 
 /// Reads an animated WebP's canvas size, frame count and loop count (nothing decoded).

@@ -32,6 +32,9 @@ printf '#EXTM3U\n#EXTINF:2,\nfile:///etc/passwd\n' > playlist.m3u8
 printf 'ffconcat version 1.0\nfile /etc/passwd\n' > list.ffconcat
 # An animated GIF of 300 frames (over the 200-frame budget): made MP4 whole.
 ffmpeg -v error -y -f lavfi -i "testsrc=size=160x120:rate=25:duration=12" -vf "split[a][b];[a]palettegen[p];[b][p]paletteuse" long.gif
+# Three seconds of an animated WebP, 80x60 (libwebp_anim keeps the frames that change: 48).
+ffmpeg -v error -y -f lavfi -i "testsrc=size=80x60:rate=20:duration=3" -c:v libwebp_anim -lossless 0 -q:v 40 -loop 0 \
+    animated.webp
 # Six seconds of a busy pattern at 1 Mbit/s (~750 KB): re-encoded under half its size.
 ffmpeg -v error -y -f lavfi -i "testsrc2=size=320x240:rate=25:duration=6" -f lavfi -i "sine=frequency=440:duration=6" \
     -c:v libx264 -b:v 1M -pix_fmt yuv420p -c:a aac -b:a 64k -movflags +faststart dense.mp4
