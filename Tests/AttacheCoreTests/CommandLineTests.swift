@@ -150,6 +150,25 @@ import Testing
         #expect(bad.status != 0 && bad.out.isEmpty && bad.err.contains("--seal-key"))
     }
 
+    /// A refused JPEG XL makes libjxl write its traces to C's stderr: while a command runs they
+    /// are debug log lines, not shown at the default level; a file name's newline is escaped.
+    @Test func libraryOutputIsLoggedAndNamesStayOnOneLine() throws {
+        let directory = try TemporaryDirectory()
+        var jxl = [UInt8](try #require(FileManager.default.contents(atPath: Fixtures.root + "/jxl/photo.jxl")))
+        for i in stride(from: 40, to: jxl.count, by: 37) { jxl[i] ^= 0x5A }
+        let corrupt = directory.path + "/flipped.jxl"
+        let named = directory.path + "/two\nlines.jpg"
+        #expect(FileManager.default.createFile(atPath: corrupt, contents: Data(jxl)))
+        #expect(FileManager.default.createFile(atPath: named, contents: Data(sampleJPEG)))
+        let result = try Self.run(["resize", "--max-side", "32", "--out", directory.path + "/out", corrupt, named])
+        #expect(result.status == 0, "\(result.err)")
+        #expect(!result.err.contains("lib/jxl"), "libjxl's traces are not printed raw: \(result.err)")
+        let lines = result.out.split(separator: "\n")
+        #expect(lines.count == 2, "one line per file: \(result.out)")
+        #expect(lines.contains { $0.contains("flipped.jxl\terror\tcorrupt_data") }, "\(result.out)")
+        #expect(lines.contains { $0.contains("two\\nlines.jpg\tok") }, "\(result.out)")
+    }
+
     @Test func serveFilesServesRegularFilesOnly() async throws {
         let directory = try TemporaryDirectory()
         try Data(sampleJPEG).write(to: URL(fileURLWithPath: directory.path + "/a.jpg"))
