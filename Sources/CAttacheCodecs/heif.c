@@ -30,21 +30,30 @@ static void set(att_error *error, int32_t status, const char *what, const char *
 
 static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 
+// The size and header length of the ISO box at `at` (a size of 0 runs to `end`); 0 when fewer
+// bytes than its header are left.
+static int box(const uint8_t *data, size_t at, size_t end, uint64_t *size, size_t *header) {
+    if (at + 8 > end) return 0;
+    *size = be32(data + at);
+    *header = 8;
+    if (*size == 1) {
+        if (at + 16 > end) return 0;
+        *size = (uint64_t)be32(data + at + 8) << 32 | be32(data + at + 12);
+        *header = 16;
+    } else if (*size == 0) {
+        *size = end - at;
+    }
+    return 1;
+}
+
 // Whether a top-level box says it is longer than the file holds: the file was cut short.
 static int cut_short(const uint8_t *data, size_t length) {
-    size_t at = 0;
-    while (at < length) {
-        if (length - at < 8) return 1;
-        uint64_t size = be32(data + at);
-        if (size == 1) {
-            if (length - at < 16) return 1;
-            size = (uint64_t)be32(data + at + 8) << 32 | be32(data + at + 12);
-        } else if (size == 0) {
-            return 0;  // to the end of the file
-        }
-        if (size < 8) return 0;  // malformed, not cut
+    uint64_t size;
+    size_t header;
+    for (size_t at = 0; at < length; at += (size_t)size) {
+        if (!box(data, at, length, &size, &header)) return 1;
+        if (size < header) return 0;  // malformed, not cut
         if (size > length - at) return 1;
-        at += (size_t)size;
     }
     return 0;
 }
@@ -90,16 +99,9 @@ static int has_decoder(enum heif_compression_format format, const char *name) {
 
 // Finds the child box `type` in [at, end): its payload range, 0 when absent or malformed.
 static int child(const uint8_t *data, size_t at, size_t end, const char *type, size_t *from, size_t *to) {
-    while (at + 8 <= end) {
-        uint64_t size = be32(data + at);
-        size_t header = 8;
-        if (size == 1) {
-            if (at + 16 > end) return 0;
-            size = (uint64_t)be32(data + at + 8) << 32 | be32(data + at + 12);
-            header = 16;
-        } else if (size == 0) {
-            size = end - at;
-        }
+    uint64_t size;
+    size_t header;
+    while (box(data, at, end, &size, &header)) {
         if (size < header || size > end - at) return 0;
         if (memcmp(data + at + 4, type, 4) == 0) {
             *from = at + header;
@@ -223,7 +225,7 @@ att_heif *att_heif_open(
         // Every tile must be an image: libheif 1.19.7 dereferences a null image when a grid
         // names an item that is not one (found by fuzz-modern), so the grid is checked first.
         uint64_t tiles = (uint64_t)tiling.num_columns * tiling.num_rows;
-        for (uint64_t t = 0; t < tiles && t <= limits.max_tiles; t++) {
+        for (uint64_t t = 0; t < tiles; t++) {  // tiles <= max_tiles, checked above
             heif_item_id id = 0;
             struct heif_image_handle *each = NULL;
             e = heif_image_handle_get_grid_image_tile_id(h->handle, 0, (uint32_t)(t % tiling.num_columns),

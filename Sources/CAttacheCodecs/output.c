@@ -29,13 +29,13 @@ static void write_all(const char *text, size_t length) {
 // One library line as a log line: `debug`, shown at the debug level; a fatal error (the Swift
 // concurrency runtime writes its own through `stderr`) is `critical` and always shown.
 static void emit(const char *text, size_t length) {
-    while (length > 0 && (text[length - 1] == '\r' || text[length - 1] == ' ')) length--;
-    if (length == 0) return;
     if (mode == 0) {
         write_all(text, length);
         write_all("\n", 1);
         return;
     }
+    while (length > 0 && (text[length - 1] == '\r' || text[length - 1] == ' ')) length--;
+    if (length == 0) return;
     int fatal = memmem(text, length, "atal error", 10) != NULL;
     if (!fatal && mode < 2) return;
     char line[sizeof pending + 96];
