@@ -7,6 +7,10 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+// The pixel loops (resampler, GIF compositor and palette mapping) are Swift: unoptimized they
+// run a hundred times slower, so a debug build (the tests') optimizes the media target too.
+let pixelLoops: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration: .debug))]
+
 // `ATTACHE_NO_X264=1 swift build`: a build that never encodes H.264 (libx264 is GPL): posters and
 // container checks only; GIFs stay GIFs and what would be transcoded is refused as before.
 let withoutX264 = Context.environment["ATTACHE_NO_X264"] == "1"
@@ -108,7 +112,7 @@ let package = Package(
         .target(
             name: "AttacheMedia",
             dependencies: ["AttacheBase", "CAttacheCodecs", "CAttacheAV"],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + pixelLoops
         ),
         // Stage 4: content-addressed objects, catalog, key ring and scoped tokens, and the backend on
         // a local directory (SQLite). Links neither libpq nor the S3 shim.
