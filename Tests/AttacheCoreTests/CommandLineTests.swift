@@ -8,8 +8,16 @@ import Testing
 /// What the `attache` command does with hostile arguments and outputs. Runs with the network
 /// suites, alone in a child process (it starts servers and child processes of its own).
 @Suite(.enabled(if: inIsolatedChild)) struct CommandLineTests {
-    /// Runs `attache` with `arguments` and `input` on standard input.
-    static func run(_ arguments: [String], input: [UInt8] = []) throws -> (status: Int32, out: String, err: String) {
+    /// Runs `attache` with `arguments` and `input` on standard input, waiting on a thread of its own.
+    static func run(
+        _ arguments: [String], input: [UInt8] = []
+    ) async throws -> (status: Int32, out: String, err: String) {
+        try await onOwnThread { try runWaiting(arguments, input: input) }
+    }
+
+    private static func runWaiting(
+        _ arguments: [String], input: [UInt8]
+    ) throws -> (status: Int32, out: String, err: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try attacheExecutable())
         process.arguments = arguments
@@ -37,17 +45,18 @@ import Testing
     }
 
     /// A store holding one attachment, with a token for it.
-    static func storeWithOne(_ directory: TemporaryDirectory) throws -> (root: String, id: String, token: String) {
+    static func storeWithOne(_ directory: TemporaryDirectory) async throws -> (root: String, id: String, token: String)
+    {
         let root = directory.path + "/store"
-        let put = try run(["store", "put", "--json", "--store", root, Paths.samples + "/gray.jpg"])
+        let put = try await run(["store", "put", "--json", "--store", root, Paths.samples + "/gray.jpg"])
         #expect(put.status == 0, "\(put.err)")
         let line = try #require(try JSONSerialization.jsonObject(with: Data(put.out.utf8)) as? [String: Any])
         return (root, try #require(line["id"] as? String), try #require(line["token"] as? String))
     }
 
-    @Test func hugeNumbersAreRefusedWithTheirRangeNotATrap() throws {
+    @Test func hugeNumbersAreRefusedWithTheirRangeNotATrap() async throws {
         let directory = try TemporaryDirectory()
-        let (root, id, _) = try Self.storeWithOne(directory)
+        let (root, id, _) = try await Self.storeWithOne(directory)
         let huge = "9223372036854775807"
         let cases: [([String], String)] = [
             (["token", "issue", "--store", root, "--ttl", huge, id], "--ttl (seconds) must be from 1 to"),
@@ -60,16 +69,16 @@ import Testing
             (["fetch", "--concurrency", "0", "http://127.0.0.1/"], "--concurrency must be from 1"),
         ]
         for (arguments, message) in cases {
-            let result = try Self.run(arguments)
+            let result = try await Self.run(arguments)
             #expect(result.status == 64, "\(arguments): status \(result.status), \(result.err)")
             #expect(result.err.contains(message), "\(arguments): \(result.err)")
         }
     }
 
-    @Test func standardInputIsReadOnlyUpToTheLimit() throws {
+    @Test func standardInputIsReadOnlyUpToTheLimit() async throws {
         let directory = try TemporaryDirectory()
         let input = [UInt8](repeating: UInt8(ascii: " "), count: 3 << 20)
-        let result = try Self.run(["process", "--store", directory.path + "/store", "-"], input: input)
+        let result = try await Self.run(["process", "--store", directory.path + "/store", "-"], input: input)
         #expect(result.status == 1)
         #expect(result.out.isEmpty, "nothing is echoed back")
         #expect(result.err.contains("invalid_payload") && result.err.contains("1048576"), "\(result.err)")
@@ -77,25 +86,25 @@ import Testing
 
     /// `--out` naming a device, a FIFO or a symbolic link writes through it; it never turns
     /// the path into a regular file.
-    @Test func outputsNeverReplaceSpecialFiles() throws {
+    @Test func outputsNeverReplaceSpecialFiles() async throws {
         let directory = try TemporaryDirectory()
-        let (root, id, token) = try Self.storeWithOne(directory)
+        let (root, id, token) = try await Self.storeWithOne(directory)
         let expected = try Data(contentsOf: URL(fileURLWithPath: Paths.samples + "/gray.jpg"))
-        func open(to out: String) throws -> Int32 {
-            try Self.run(["store", "open", "--store", root, "--token", token, "--out", out, id]).status
+        func open(to out: String) async throws -> Int32 {
+            try await Self.run(["store", "open", "--store", root, "--token", token, "--out", out, id]).status
         }
 
         // A character device like /dev/null (made here, so nothing outside the test is touched).
         let device = directory.path + "/null"
         try #require(mknod(device, S_IFCHR | 0o666, (1 << 8) | 3) == 0, "mknod (of 1,3: null) needs root")
-        #expect(try open(to: device) == 0)
+        #expect(try await open(to: device) == 0)
         #expect(Self.type(of: device) == S_IFCHR, "still a device")
 
         // A FIFO, read on another thread.
         let fifo = directory.path + "/fifo"
         #expect(mkfifo(fifo, 0o600) == 0)
         let reader = Thread.detachedRead(path: fifo)
-        #expect(try open(to: fifo) == 0)
+        #expect(try await open(to: fifo) == 0)
         _ = reader.wait()
         #expect(reader.bytes == Array(expected), "the FIFO's reader got the attachment")
         #expect(Self.type(of: fifo) == S_IFIFO, "still a FIFO")
@@ -105,12 +114,12 @@ import Testing
         try Data("old".utf8).write(to: URL(fileURLWithPath: target))
         let link = directory.path + "/link.jpg"
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
-        #expect(try open(to: link) == 0)
+        #expect(try await open(to: link) == 0)
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == target)
         #expect(try Data(contentsOf: URL(fileURLWithPath: target)) == expected)
 
         // A directory is refused.
-        #expect(try open(to: directory.path) == 1)
+        #expect(try await open(to: directory.path) == 1)
     }
 
     /// The file type bits of `path` (not following a link).
@@ -122,7 +131,7 @@ import Testing
     /// `process --seal-key`: the alert's text appears nowhere — not in the payload printed,
     /// not in the report or the log on standard error, not under the store — and a key that is
     /// no key is refused before anything runs.
-    @Test func aSealedPayloadLeavesNoPlaintextInOutputLogsOrStore() throws {
+    @Test func aSealedPayloadLeavesNoPlaintextInOutputLogsOrStore() async throws {
         let marker = "MARKER-c0ffee-alert"
         let server = try sampleMediaServer()
         let directory = try TemporaryDirectory()
@@ -133,7 +142,7 @@ import Testing
             #"{"aps":{"alert":{"title":"\#(marker)","body":"\#(marker)"},"mutable-content":1},"image":"\#(server.url("/gray.jpg"))"}"#
                 .utf8)
         let store = directory.path + "/store"
-        let (status, out, err) = try Self.run(
+        let (status, out, err) = try await Self.run(
             [
                 "process", "--store", store, "--allow-loopback", "--seal-key", keyFile, "--seal-kid", "dev-1",
                 "--report", "--summary", "-",
@@ -145,14 +154,14 @@ import Testing
             let content = FileManager.default.contents(atPath: store + "/" + file) ?? Data()
             #expect(content.range(of: Data(marker.utf8)) == nil, "\(file)")
         }
-        let bad = try Self.run(
+        let bad = try await Self.run(
             ["process", "--store", store, "--seal-key", "/etc/hostname", "--seal-kid", "dev-1", "-"], input: payload)
         #expect(bad.status != 0 && bad.out.isEmpty && bad.err.contains("--seal-key"))
     }
 
     /// A refused JPEG XL makes libjxl write its traces to C's stderr: while a command runs they
     /// are debug log lines, not shown at the default level; a file name's newline is escaped.
-    @Test func libraryOutputIsLoggedAndNamesStayOnOneLine() throws {
+    @Test func libraryOutputIsLoggedAndNamesStayOnOneLine() async throws {
         let directory = try TemporaryDirectory()
         var jxl = [UInt8](try #require(FileManager.default.contents(atPath: Fixtures.root + "/jxl/photo.jxl")))
         for i in stride(from: 40, to: jxl.count, by: 37) { jxl[i] ^= 0x5A }
@@ -160,7 +169,9 @@ import Testing
         let named = directory.path + "/two\nlines.jpg"
         #expect(FileManager.default.createFile(atPath: corrupt, contents: Data(jxl)))
         #expect(FileManager.default.createFile(atPath: named, contents: Data(sampleJPEG)))
-        let result = try Self.run(["resize", "--max-side", "32", "--out", directory.path + "/out", corrupt, named])
+        let result = try await Self.run([
+            "resize", "--max-side", "32", "--out", directory.path + "/out", corrupt, named,
+        ])
         #expect(result.status == 0, "\(result.err)")
         #expect(!result.err.contains("lib/jxl"), "libjxl's traces are not printed raw: \(result.err)")
         let lines = result.out.split(separator: "\n")

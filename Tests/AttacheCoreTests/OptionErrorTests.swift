@@ -54,7 +54,7 @@ import Testing
     ]
 
     @Test("every option of every command refuses a bad value in words that name it")
-    func everyOptionRefusesABadValueInWords() throws {
+    func everyOptionRefusesABadValueInWords() async throws {
         let directory = try TemporaryDirectory()
         let folder = directory.path
         func write(_ name: String, _ text: String) throws {
@@ -67,7 +67,7 @@ import Testing
         try write("device.pem", P256.KeyAgreement.PrivateKey().publicKey.pemRepresentation)
         try FileManager.default.copyItem(atPath: Paths.samples + "/gray.jpg", toPath: folder + "/gray.jpg")
 
-        let help = try run(["--experimental-dump-help"], in: folder)
+        let help = try await onOwnThread { try Self.run(["--experimental-dump-help"], in: folder) }
         let root = try #require(try JSONSerialization.jsonObject(with: Data(help.output.utf8)) as? [String: Any])
         var cases: [(command: [String], option: String)] = []
         func walk(_ command: [String: Any], _ path: [String]) {
@@ -86,38 +86,44 @@ import Testing
         walk(try #require(root["command"] as? [String: Any]), [])
         #expect(cases.count >= 150, "the commands' options were all found")
 
-        let failures = Mutex<[String]>([])
         let all = cases
-        DispatchQueue.concurrentPerform(iterations: all.count) { index in
-            let (command, option) = all[index]
-            let value = Self.badValues[option] ?? "-5"
-            let arguments = command + ["--\(option)=\(value)"] + Self.context(command.joined(separator: " "), option)
-            let shown = "attache " + arguments.joined(separator: " ").prefix(160)
-            guard let result = try? run(arguments, in: folder) else {
-                return failures.withLock { $0.append("\(shown): did not run") }
+        // Many `attache` runs at once, waited for on threads of their own (never on Swift's).
+        let found: [String] = try await onOwnThread {
+            let failures = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: all.count) { index in
+                let (command, option) = all[index]
+                let value = Self.badValues[option] ?? "-5"
+                let arguments =
+                    command + ["--\(option)=\(value)"] + Self.context(command.joined(separator: " "), option)
+                let shown = "attache " + arguments.joined(separator: " ").prefix(160)
+                guard let result = try? Self.run(arguments, in: folder) else {
+                    return failures.withLock { $0.append("\(shown): did not run") }
+                }
+                let words = result.output
+                var problems: [String] = []
+                if result.status == 0 { problems.append("accepted (exit 0)") }
+                let setting = option  // serve names a setting by its flag's name: `host / ATTACHE_HOST / "host"`
+                if !words.contains("--\(option)") && !words.contains(setting + " / ")
+                    && !(value.count > 3 && words.contains(value.prefix(40)))
+                {
+                    problems.append("does not name --\(option) or its value")
+                }
+                for form in Self.debugForms where words.contains(form) { problems.append("shows \(form)") }
+                if !problems.isEmpty {
+                    failures.withLock {
+                        $0.append("\(shown): \(problems.joined(separator: ", ")) — \(words.prefix(300))")
+                    }
+                }
             }
-            let words = result.output
-            var problems: [String] = []
-            if result.status == 0 { problems.append("accepted (exit 0)") }
-            let setting = option  // serve names a setting by its flag's name: `host / ATTACHE_HOST / "host"`
-            if !words.contains("--\(option)") && !words.contains(setting + " / ")
-                && !(value.count > 3 && words.contains(value.prefix(40)))
-            {
-                problems.append("does not name --\(option) or its value")
-            }
-            for form in Self.debugForms where words.contains(form) { problems.append("shows \(form)") }
-            if !problems.isEmpty {
-                failures.withLock { $0.append("\(shown): \(problems.joined(separator: ", ")) — \(words.prefix(300))") }
-            }
+            return failures.withLock { $0 }
         }
-        let found: [String] = failures.withLock { $0 }
         let listed: String = found.joined(separator: "\n")
         #expect(found.isEmpty, "\(found.count) of \(all.count):\n\(listed)")
         print("options checked with a bad value: \(cases.count)")
     }
 
     /// Runs `attache` in `folder` with a store of its own there; standard output and error together.
-    func run(_ arguments: [String], in folder: String) throws -> (status: Int32, output: String) {
+    static func run(_ arguments: [String], in folder: String) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try attacheExecutable())
         process.arguments = arguments

@@ -84,3 +84,12 @@ public struct StormWriterStopped: Error, CustomStringConvertible {
     public var message: String
     public var description: String { message }
 }
+
+/// Runs `body` (waiting for a child process, reading a pipe to its end) on a thread of its own:
+/// a test that blocks one of Swift's cooperative threads (as many as the cores) holds up every
+/// task beside it — fetch completions, servers' answers, deadlines — for as long as it waits.
+public func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+    }
+}
