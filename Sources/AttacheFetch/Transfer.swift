@@ -9,12 +9,14 @@ import Glibc
 enum Transfer {
     /// The early type check, called by the shim with the body's first bytes: the kind found
     /// here travels back with the body (``FetchedMedia/kind``), so it is sniffed once.
-    static let sniff: att_sniff_fn = { bytes, count, kind, name, capacity in
-        let verdict = Sniffer.sniff(UnsafeBufferPointer(start: bytes, count: count))
+    static let sniff: att_sniff_fn = { bytes, count, kind, animated, name, capacity in
+        let prefix = UnsafeBufferPointer(start: bytes, count: count)
+        let verdict = Sniffer.sniff(prefix)
         let refused: String
         switch verdict {
         case .accepted(let found):
             kind?.pointee = tag(of: found)
+            animated?.pointee = Sniffer.isAnimation(prefix, kind: found) ? 1 : 0
             switch found.category {
             case .image: return ATT_CATEGORY_IMAGE
             case .audio: return ATT_CATEGORY_AUDIO
@@ -58,10 +60,7 @@ enum Transfer {
             options.max_image_bytes = limits.imageBytes
             options.max_audio_bytes = limits.audioBytes
             options.max_video_bytes = limits.videoBytes
-            if let gifBytes = limits.gifBytes {
-                options.own_cap_bytes = gifBytes
-                options.own_cap_kind = tag(of: .gif)
-            }
+            options.animation_cap_bytes = limits.animationBytes ?? 0
         }
         options.max_redirects = Int32(clamping: policy.maxRedirects)
         options.connect_timeout_ms = max(1, min(policy.connectTimeout.wholeMilliseconds, timeout.wholeMilliseconds))

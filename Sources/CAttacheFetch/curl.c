@@ -22,8 +22,7 @@ struct att_transfer {
     size_t capacity;
     int64_t max_bytes;
     int64_t category_caps[4];
-    int64_t own_cap_bytes;
-    int32_t own_cap_kind;
+    int64_t animation_cap_bytes;
     int32_t address_flags;
     int32_t sniff_bytes;
     int sniffed;
@@ -55,7 +54,8 @@ static int run_sniff(att_transfer *t) {
     if (t->sniff == NULL) return 0;
     char name[64] = {0};
     int32_t kind = -1;
-    att_media_category category = t->sniff(t->body, t->size, &kind, name, sizeof name);
+    int32_t animated = 0;
+    att_media_category category = t->sniff(t->body, t->size, &kind, &animated, name, sizeof name);
     if (category <= ATT_CATEGORY_NONE || category > ATT_CATEGORY_VIDEO) {
         t->abort_reason = ATT_ABORT_UNSUPPORTED_TYPE;
         set_detail(t, name);
@@ -63,7 +63,7 @@ static int run_sniff(att_transfer *t) {
     }
     t->kind = kind;
     // Now the kind is known, its own cap applies to the declared length and to what streams.
-    int64_t cap = t->own_cap_bytes > 0 && kind == t->own_cap_kind ? t->own_cap_bytes : t->category_caps[category];
+    int64_t cap = t->animation_cap_bytes > 0 && animated ? t->animation_cap_bytes : t->category_caps[category];
     if (cap > 0 && (t->max_bytes <= 0 || cap < t->max_bytes)) {
         t->max_bytes = cap;
         t->cap_category = category;
@@ -341,8 +341,7 @@ att_transfer *att_transfer_new(const att_transfer_options *o, char *error) {
     t->category_caps[1] = o->max_image_bytes;
     t->category_caps[2] = o->max_audio_bytes;
     t->category_caps[3] = o->max_video_bytes;
-    t->own_cap_bytes = o->own_cap_bytes;
-    t->own_cap_kind = o->own_cap_kind;
+    t->animation_cap_bytes = o->animation_cap_bytes;
     t->address_flags = o->address_flags;
     t->sniff_bytes = o->sniff_bytes;
     t->sniff = o->sniff;

@@ -207,6 +207,35 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
         #expect(refused.outcomes.first?.error?.code == .tooLarge, "\(refused.report())")
     }
 
+    @Test("an animated WebP over the image cap is fetched up to the animation cap and made an MP4; a still one is not")
+    func anAnimatedWebPOverTheImageCapIsFetchedAndMadeVideo() async throws {
+        for (name, path) in [("animated.webp", "/video/animated.webp"), ("still.webp", "/webp/lossy.webp")] {
+            let body = try #require(FileManager.default.contents(atPath: Paths.fixtures + path)).map { $0 }
+            #expect(body.count > 10_000, "\(name): \(body.count) bytes")
+            server.route("/" + name) { _, c in c.respond(headers: ["Content-Type": "image/webp"], body: body) }
+        }
+        // An image cap below both files: the animation is read under the animation cap.
+        let pipeline = try makePipeline(directory) { $0.mediaLimits.imageBytes = 10_000 }
+        let result = await pipeline.process(
+            payload(["image": JSONValue.quote(server.url("/animated.webp"))]), deadline: .now + .seconds(120))
+        let outcome = try #require(result.outcomes.first)
+        #expect(outcome.error == nil && outcome.attachment?.type == "public.mpeg-4", "\(result.report())")
+        #expect(outcome.sourceKind == "webp")
+        let still = await pipeline.process(
+            payload(["image": JSONValue.quote(server.url("/still.webp"))]), deadline: .now + .seconds(120))
+        #expect(still.outcomes.first?.error?.code == .tooLarge, "\(still.report())")
+        let stillSize = try #require(FileManager.default.contents(atPath: Paths.fixtures + "/webp/lossy.webp")).count
+        #expect(still.outcomes.first?.fetchedBytes ?? .max < stillSize, "refused from its first bytes, not read whole")
+        // With video off, the animation's cap is the image cap.
+        let videoOff = try makePipeline(directory) {
+            $0.mediaLimits.imageBytes = 10_000
+            $0.rendition.video.enabled = false
+        }
+        let refused = await videoOff.process(
+            payload(["image": JSONValue.quote(server.url("/animated.webp"))]), deadline: .now + .seconds(120))
+        #expect(refused.outcomes.first?.error?.code == .tooLarge, "\(refused.report())")
+    }
+
     @Test("a WebP is fetched, converted and attached as a JPEG (a PNG with alpha), its source type said")
     func aWebPIsAttachedAsWhatADeviceTakes() async throws {
         let pipeline = try makePipeline(directory)

@@ -34,6 +34,29 @@ import Testing
         #expect(limits.maxBytes(for: .mp4) == 50_000_000)
     }
 
+    @Test("a GIF or a WebP whose VP8X header says animation is an animation, read under the animation cap")
+    func animationsAndTheirCap() throws {
+        func bytes(_ path: String) throws -> [UInt8] {
+            try #require(FileManager.default.contents(atPath: Paths.fixtures + path)).map { $0 }
+        }
+        let animated = try bytes("/webp/animated.webp")
+        #expect(Sniffer.isAnimation(animated, kind: .webp))
+        for still in ["/webp/lossy.webp", "/webp/lossy-alpha.webp", "/webp/lossless-alpha.webp"] {
+            #expect(!Sniffer.isAnimation(try bytes(still), kind: .webp), "\(still)")
+        }
+        // The flag alone decides, and a header cut before it is not an animation.
+        var flagOff = animated
+        flagOff[20] &= ~0x02
+        #expect(!Sniffer.isAnimation(flagOff, kind: .webp))
+        #expect(!Sniffer.isAnimation(animated.prefix(20), kind: .webp))
+        #expect(Sniffer.isAnimation(Array("GIF89a".utf8), kind: .gif))
+        #expect(!Sniffer.isAnimation(animated, kind: .png))
+        let sources = MediaLimits().forSources
+        #expect(sources.maxBytes(for: .webp, animated: true) == 50_000_000)
+        #expect(sources.maxBytes(for: .webp) == 10_000_000)
+        #expect(MediaLimits().maxBytes(for: .gif, animated: true) == 10_000_000, "no animation cap unless asked")
+    }
+
     /// The sniffer agrees with the corpus manifest's `format` column on every file.
     @Test func sniffAgreesWithTheManifest() throws {
         var disagreements: [String] = []

@@ -12,10 +12,11 @@ public struct MediaLimits: Hashable, Sendable {
     public var videoSourceBytes: Int64 = 200_000_000
     /// Largest audio file a transcode may read (default 50,000,000 bytes).
     public var audioSourceBytes: Int64 = 50_000_000
-    /// Largest animated GIF that may be read to become an MP4 (default 50,000,000 bytes).
-    public var gifSourceBytes: Int64 = 50_000_000
-    /// When set, the cap for GIFs instead of ``imageBytes`` (see ``forSources``).
-    public var gifBytes: Int64? = nil
+    /// Largest animation (a GIF, an animated WebP) that may be read to become an MP4 (default
+    /// 50,000,000 bytes).
+    public var animationSourceBytes: Int64 = 50_000_000
+    /// When set, the cap for animations instead of ``imageBytes`` (see ``forSources``).
+    public var animationBytes: Int64? = nil
 
     /// The defaults.
     public init() {}
@@ -26,13 +27,13 @@ public struct MediaLimits: Hashable, Sendable {
         var limits = self
         limits.videoBytes = max(videoBytes, videoSourceBytes)
         limits.audioBytes = max(audioBytes, audioSourceBytes)
-        limits.gifBytes = max(imageBytes, gifSourceBytes)
+        limits.animationBytes = max(imageBytes, animationSourceBytes)
         return limits
     }
 
-    /// The cap for a kind.
-    public func maxBytes(for kind: MediaKind) -> Int64 {
-        if kind == .gif, let gifBytes { return gifBytes }
+    /// The cap for a kind; `animated`: the file is an animation (``Sniffer/isAnimation(_:kind:)``).
+    public func maxBytes(for kind: MediaKind, animated: Bool = false) -> Int64 {
+        if animated, kind == .gif || kind == .webp, let animationBytes { return animationBytes }
         return switch kind.category {
         case .image: imageBytes
         case .audio: audioBytes
@@ -41,11 +42,11 @@ public struct MediaLimits: Hashable, Sendable {
     }
 
     /// The largest cap of all (what a fetch may read before it knows the kind).
-    public var largest: Int64 { max(imageBytes, audioBytes, videoBytes, gifBytes ?? 0) }
+    public var largest: Int64 { max(imageBytes, audioBytes, videoBytes, animationBytes ?? 0) }
 
     /// Fails with `too_large` naming the category's limit when `count` passes its cap.
-    public func check(_ kind: MediaKind, bytes count: Int64) throws(AttacheError) {
-        let cap = maxBytes(for: kind)
+    public func check(_ kind: MediaKind, bytes count: Int64, animated: Bool = false) throws(AttacheError) {
+        let cap = maxBytes(for: kind, animated: animated)
         guard count <= cap else {
             throw AttacheError(
                 .tooLarge, "\(count) bytes of \(kind.rawValue) pass the \(kind.category.rawValue) cap of \(cap)",

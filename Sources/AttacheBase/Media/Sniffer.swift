@@ -77,6 +77,19 @@ public enum Sniffer {
         return .unknown
     }
 
+    /// Whether a file of `kind` whose first bytes are `bytes` is an animation that may become
+    /// a video: every GIF (its frames are counted later), and a WebP whose `VP8X` header sets
+    /// the animation flag.
+    public static func isAnimation(_ bytes: some Collection<UInt8>, kind: MediaKind) -> Bool {
+        switch kind {
+        case .gif: return true
+        case .webp:
+            let b = Array(bytes.prefix(21))
+            return b.count == 21 && b[12..<16].elementsEqual("VP8X".utf8) && b[20] & 0x02 != 0
+        default: return false
+        }
+    }
+
     /// HEIF by its brands: AV1 (`avif`, `avis`) is AVIF, HEVC (`heic`, `heix`, …) is HEIC; a
     /// file that names only the general `mif1`/`msf1` brand is told by its compatible brands.
     private static func heifKind(major: String, _ b: [UInt8]) -> Verdict? {

@@ -34,7 +34,9 @@ public enum MediaValidator {
         } else {
             kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
         }
-        try limits.check(kind, bytes: Int64(bytes.count))
+        try limits.check(
+            kind, bytes: Int64(bytes.count),
+            animated: Sniffer.isAnimation(bytes.prefix(Sniffer.prefixLength), kind: kind))
         return ValidatedMedia(bytes: bytes, kind: kind)
     }
 

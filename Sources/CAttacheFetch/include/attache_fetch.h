@@ -36,11 +36,12 @@ typedef enum {
 
 /// Early type check: called once with the first bytes of the body (at least 64, or all of
 /// them when the body is shorter). Returns the accepted kind's category and writes the kind
-/// (an opaque tag the caller defines, carried back in att_transfer_result) to `kind`; or
+/// (an opaque tag the caller defines, carried back in att_transfer_result) to `kind`, and 1 to
+/// `animated` for an animation that may be read up to `animation_cap_bytes`; or
 /// returns ATT_CATEGORY_NONE to abort the transfer after writing the refused type's name into
 /// `name` (NUL-terminated, at most `capacity` bytes).
 typedef att_media_category (*att_sniff_fn)(
-    const uint8_t *bytes, size_t count, int32_t *kind, char *name, size_t capacity);
+    const uint8_t *bytes, size_t count, int32_t *kind, int32_t *animated, char *name, size_t capacity);
 
 typedef struct {
     const char *url;
@@ -58,10 +59,9 @@ typedef struct {
     int64_t max_image_bytes;
     int64_t max_audio_bytes;
     int64_t max_video_bytes;
-    /// A cap for one kind instead of its category's (an animated GIF read to become a video):
-    /// applied when the early check's kind is `own_cap_kind` (0 = none).
-    int64_t own_cap_bytes;
-    int32_t own_cap_kind;
+    /// The cap for an animation instead of its category's (a GIF or an animated WebP read to
+    /// become a video): applied when the early check says `animated` (0 = none).
+    int64_t animation_cap_bytes;
     int32_t max_redirects;
     int64_t connect_timeout_ms;
     int64_t total_timeout_ms;
