@@ -104,10 +104,7 @@ struct BatchCommand: AsyncParsableCommand {
         let input = try BatchInput(path: self.input)
         if let campaign { return try await runCampaign(campaign, input: input) }
         if dryRun { return try listPending(input) }
-        if let workers { PipelineWorkers.use(workers) }
-        if let workMemory { PipelineWorkers.useMemory(workMemory << 20) }
-        ImageProcessor.boundAllocator()
-        let jobs = self.jobs ?? 8 * (workers ?? PipelineWorkers.count)
+        let jobs = startWorkers()
         // Every option is turned into its part before the manifest is locked, so a refused
         // value never holds the lock another batch in this directory is waiting for.
         let store = try options.storeOptions.open()
@@ -124,6 +121,17 @@ struct BatchCommand: AsyncParsableCommand {
         try await conclude(progress, title: input.path, store: store)
     }
 
+    /// Sets the transforms' workers up as the options ask (before the first job) and returns
+    /// how many items go at once. The items are all one sender's: a job that would miss its
+    /// deadline at its fair part of the cores, and can still make it, goes first.
+    private func startWorkers() -> Int {
+        if let workers { PipelineWorkers.use(workers) }
+        if let workMemory { PipelineWorkers.useMemory(workMemory << 20) }
+        PipelineWorkers.serveLateJobsFirst()
+        ImageProcessor.boundAllocator()
+        return jobs ?? 8 * (workers ?? PipelineWorkers.count)
+    }
+
     /// One worker of a shared campaign: enqueue, work until every item is recorded, then the
     /// manifest, output, report and summary from the table.
     func runCampaign(_ name: String, input: BatchInput) async throws {
@@ -138,10 +146,7 @@ struct BatchCommand: AsyncParsableCommand {
                         + "\(status.running) running, \(status.pending) waiting\n").utf8))
             return
         }
-        if let workers { PipelineWorkers.use(workers) }
-        if let workMemory { PipelineWorkers.useMemory(workMemory << 20) }
-        ImageProcessor.boundAllocator()
-        let jobs = self.jobs ?? 8 * (workers ?? PipelineWorkers.count)
+        let jobs = startWorkers()
         let runner = BatchRunner(pipeline: try options.pipeline(store: store), jobs: jobs)
         let display = ProgressDisplay(interval: progressInterval)
         let progress = try await runner.run(queue: queue) { display.show($0) }

@@ -227,4 +227,52 @@ import Testing
         await first.value
         #expect(scheduler.load.memory == 0)
     }
+
+    /// Holds the only core while three light jobs (no deadline) and then `heavy` (100 s of CPU
+    /// expected, deadline `heavyDeadline` from now) queue in payloads of their own; returns the
+    /// order they ran in once the core is let go.
+    static func order(_ order: WorkScheduler.Settings.PayloadOrder, heavyDeadline: Duration) async -> [String] {
+        let scheduler = WorkScheduler(.init(cores: 1, memory: 1 << 30, order: order))
+        let ran = Recorder<String>()
+        let release = Flag()
+        let blocker = Task {
+            await scheduler.run(group: .payload(), estimate: .init(seconds: 0.001, memory: 0), deadline: .none) {
+                while !release.isSet { usleep(1000) }
+            }
+        }
+        await Self.eventually { scheduler.load.running == 1 }
+        var tasks: [Task<Void, Never>] = []
+        for index in 0..<3 {
+            tasks.append(
+                Task {
+                    await scheduler.run(group: .payload(), estimate: .init(seconds: 0.01, memory: 0), deadline: .none) {
+                        ran.append("light-\(index)")
+                    }
+                })
+            await Self.eventually { scheduler.load.queued == index + 1 }
+        }
+        let deadline = WorkDeadline(budget: heavyDeadline)
+        tasks.append(
+            Task {
+                await scheduler.run(group: .payload(), estimate: .init(seconds: 100, memory: 0), deadline: deadline) {
+                    ran.append("heavy")
+                }
+            })
+        await Self.eventually { scheduler.load.queued == 4 }
+        release.set()
+        await blocker.value
+        for task in tasks { await task.value }
+        return ran.values
+    }
+
+    @Test("a job that would miss its deadline at its fair part goes first when it can still make it")
+    func lateJobsFirst() async throws {
+        // 100 s needed, 150 s left (late for the next 50 s, so a busy machine cannot change it).
+        #expect(await Self.order(.fairUntilLate, heavyDeadline: .seconds(150)).first == "heavy")
+        // Fair order: the light jobs first, whatever the deadline.
+        #expect(await Self.order(.fair, heavyDeadline: .seconds(150)).last == "heavy")
+        // Time enough at its fair part, or no way to make it: it takes its turn as before.
+        #expect(await Self.order(.fairUntilLate, heavyDeadline: .seconds(1_000)).last == "heavy")
+        #expect(await Self.order(.fairUntilLate, heavyDeadline: .seconds(60)).last == "heavy")
+    }
 }

@@ -28,6 +28,8 @@ enum OffPool {
     static let requested = Atomic<Int>(0)
     /// Memory the transforms may hold together, asked for before the first job (0: the default).
     static let requestedMemory = Atomic<Int>(0)
+    /// Whether a late job goes first, asked for before the first job (a batch).
+    static let requestedLateFirst = Atomic<Bool>(false)
     static let workers: Int = {
         let asked = requested.load(ordering: .relaxed)
         return asked > 0 ? asked : max(1, ProcessInfo.processInfo.activeProcessorCount)
@@ -36,7 +38,9 @@ enum OffPool {
     /// admitted by its memory (``WorkScheduler``).
     static let scheduler: WorkScheduler = {
         let asked = requestedMemory.load(ordering: .relaxed)
-        let scheduler = WorkScheduler(.init(cores: workers, memory: asked > 0 ? asked : defaultMemory))
+        let order: WorkScheduler.Settings.PayloadOrder =
+            requestedLateFirst.load(ordering: .relaxed) ? .fairUntilLate : .fair
+        let scheduler = WorkScheduler(.init(cores: workers, memory: asked > 0 ? asked : defaultMemory, order: order))
         return scheduler
     }()
     /// 256 MiB per worker, at most a quarter of the machine's memory.
@@ -163,6 +167,13 @@ public enum PipelineWorkers {
     /// worker, at most a quarter of the machine's memory.
     public static func useMemory(_ bytes: Int) {
         OffPool.requestedMemory.store(max(1 << 20, bytes), ordering: .relaxed)
+    }
+
+    /// Lets a job that would miss its deadline at its fair part, and can still make it on a core
+    /// of its own, go first (``AttacheMedia/WorkScheduler/Settings/PayloadOrder/fairUntilLate``):
+    /// for a batch, whose items are all one sender's. Only before the first job.
+    public static func serveLateJobsFirst() {
+        OffPool.requestedLateFirst.store(true, ordering: .relaxed)
     }
 
     /// The memory budget in use.

@@ -54,6 +54,20 @@ public struct WorkGroup: Hashable, Sendable {
 public final class WorkScheduler: Sendable {
     /// How the scheduler shares its cores.
     public struct Settings: Sendable {
+        /// How the payloads of one tenant share the cores.
+        public enum PayloadOrder: Sendable {
+            /// Each payload its fair part, whatever its deadline (a service: a light payload
+            /// never waits behind heavy ones, whose senders chose their deadlines).
+            case fair
+            /// Each payload its fair part until a job would miss its deadline at that part but
+            /// can still make it on a core of its own (what it still needs is at least half the
+            /// time left, and less than all of it): then it goes first, the earliest deadline
+            /// first among such jobs. For a batch: many items share the cores, and a heavy item
+            /// within the limits is not stretched past its deadline by the many beside it. A job
+            /// that cannot make it (or says it needs more than it has) stays at its fair part.
+            case fairUntilLate
+        }
+
         /// Jobs running at once (one per core).
         public var cores: Int
         /// Memory all admitted jobs may hold together, in bytes.
@@ -62,13 +76,20 @@ public final class WorkScheduler: Sendable {
         public var slice: Duration
         /// Jobs started and not finished (running or waiting mid-way), each on a thread.
         public var started: Int
+        /// How one tenant's payloads share the cores (within a payload the job expected to
+        /// finish first goes first either way).
+        public var order: PayloadOrder
 
         /// `cores` cores, `memory` bytes, 20 ms slices, up to 32 jobs started per core.
-        public init(cores: Int, memory: Int, slice: Duration = .milliseconds(20), started: Int? = nil) {
+        public init(
+            cores: Int, memory: Int, slice: Duration = .milliseconds(20), started: Int? = nil,
+            order: PayloadOrder = .fair
+        ) {
             self.cores = max(1, cores)
             self.memory = max(1 << 20, memory)
             self.slice = slice
             self.started = max(self.cores, started ?? 32 * self.cores)
+            self.order = order
         }
 
         /// A job that holds more than an eighth of the budget is large: large jobs together
@@ -101,7 +122,7 @@ public final class WorkScheduler: Sendable {
     }
 
     public let settings: Settings
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let threads: ThreadPool
     private let idle = DispatchGroup()
     private let last = Mutex<JobRecord?>(nil)
@@ -116,6 +137,7 @@ public final class WorkScheduler: Sendable {
     /// A scheduler with `settings`, its threads named `name`.
     public init(_ settings: Settings, name: String = "attache-work") {
         self.settings = settings
+        state = Mutex(State(order: settings.order))
         threads = ThreadPool(name: name)
     }
 
@@ -379,6 +401,7 @@ extension WorkScheduler {
     static let tenantGranularity: UInt64 = 50_000_000
 
     struct State {
+        let order: Settings.PayloadOrder
         var jobs: [UInt64: Job] = [:]
         var tenants: [String: Share] = [:]
         var payloads: [WorkGroup: Share] = [:]
@@ -508,12 +531,20 @@ extension WorkScheduler {
         }
 
         /// The order: the tenant with the least virtual time (by more than `tenantMargin`),
-        /// then the smallest key (by more than `margin`), then the earliest job.
+        /// then (by ``Settings/PayloadOrder/fairUntilLate``) a late job, the earliest deadline
+        /// first, then the smallest key (by more than `margin`), then the earliest job.
         func precedes(_ a: Job, _ b: Job, tenantMargin: UInt64 = 0, margin: UInt64 = 0) -> Bool {
             if a.group.tenant != b.group.tenant {
                 let (x, y) = (tenants[a.group.tenant]!.virtual, tenants[b.group.tenant]!.virtual)
                 if x &+ tenantMargin < y { return true }
                 if y &+ tenantMargin < x { return false }
+            } else if order == .fairUntilLate {
+                let now = att_monotonic_ns()
+                let late = (isLate(a, now: now), isLate(b, now: now))
+                if late.0 != late.1 { return late.0 }
+                if late.0, a.deadline.nanoseconds != b.deadline.nanoseconds {
+                    return a.deadline.nanoseconds < b.deadline.nanoseconds
+                }
             }
             let (x, y) = (key(a), key(b))
             if margin > 0 { return x &+ margin < y }
@@ -542,6 +573,17 @@ extension WorkScheduler {
                 if best == nil || precedes(job, best!) { best = job }
             }
             return best
+        }
+
+        /// Whether `job` would miss its deadline at its fair part but can still make it with a
+        /// core of its own: what it still needs is at least half the time left, and less than
+        /// all of it (``Settings/PayloadOrder/fairUntilLate``).
+        func isLate(_ job: Job, now: UInt64) -> Bool {
+            let deadline = job.deadline.nanoseconds
+            guard deadline != .max, deadline > now else { return false }
+            let left = deadline - now
+            let needs = job.expected - min(job.expected, job.attained)
+            return needs < left && needs >= left / 2
         }
 
         /// Whether a running job should give its core to a waiting one: only when that one

@@ -76,6 +76,12 @@ public final class WorkDeadline: Sendable {
         return child
     }
 
+    /// The deadline in CLOCK_MONOTONIC nanoseconds (`UInt64.max` when there is none).
+    var nanoseconds: UInt64 {
+        let end = att_deadline_load(cell)
+        return end == 0 ? .max : end
+    }
+
     /// Whether the deadline has passed (or the work was cancelled).
     public var hasExpired: Bool { att_deadline_passed(cell) != 0 }
 
