@@ -122,12 +122,11 @@ struct BatchCommand: AsyncParsableCommand {
     }
 
     /// Sets the transforms' workers up as the options ask (before the first job) and returns
-    /// how many items go at once. The items are all one sender's: a job that would miss its
-    /// deadline at its fair part of the cores, and can still make it, goes first.
+    /// how many items go at once (the scheduler set for a batch: ``PipelineWorkers/useBatchScheduling()``).
     private func startWorkers() -> Int {
         if let workers { PipelineWorkers.use(workers) }
         if let workMemory { PipelineWorkers.useMemory(workMemory << 20) }
-        PipelineWorkers.serveLateJobsFirst()
+        PipelineWorkers.useBatchScheduling()
         ImageProcessor.boundAllocator()
         return jobs ?? 8 * (workers ?? PipelineWorkers.count)
     }

@@ -28,8 +28,8 @@ enum OffPool {
     static let requested = Atomic<Int>(0)
     /// Memory the transforms may hold together, asked for before the first job (0: the default).
     static let requestedMemory = Atomic<Int>(0)
-    /// Whether a late job goes first, asked for before the first job (a batch).
-    static let requestedLateFirst = Atomic<Bool>(false)
+    /// Whether the scheduler is set for a batch, asked for before the first job.
+    static let requestedBatch = Atomic<Bool>(false)
     static let workers: Int = {
         let asked = requested.load(ordering: .relaxed)
         return asked > 0 ? asked : max(1, ProcessInfo.processInfo.activeProcessorCount)
@@ -38,14 +38,19 @@ enum OffPool {
     /// admitted by its memory (``WorkScheduler``).
     static let scheduler: WorkScheduler = {
         let asked = requestedMemory.load(ordering: .relaxed)
-        let order: WorkScheduler.Settings.PayloadOrder =
-            requestedLateFirst.load(ordering: .relaxed) ? .fairUntilLate : .fair
-        let scheduler = WorkScheduler(.init(cores: workers, memory: asked > 0 ? asked : defaultMemory, order: order))
-        return scheduler
+        guard requestedBatch.load(ordering: .relaxed) else {
+            return WorkScheduler(.init(cores: workers, memory: asked > 0 ? asked : defaultMemory(perWorker: 256 << 20)))
+        }
+        // A batch: one job started beyond the cores (a light item may still pass a heavy one),
+        // a smaller budget, and late jobs first (PipelineWorkers.useBatchScheduling).
+        return WorkScheduler(
+            .init(
+                cores: workers, memory: asked > 0 ? asked : defaultMemory(perWorker: 64 << 20), started: workers + 1,
+                order: .fairUntilLate))
     }()
-    /// 256 MiB per worker, at most a quarter of the machine's memory.
-    static var defaultMemory: Int {
-        min(Int(clamping: ProcessInfo.processInfo.physicalMemory / 4), workers * (256 << 20))
+    /// `perWorker` bytes per worker, at most a quarter of the machine's memory.
+    static func defaultMemory(perWorker: Int) -> Int {
+        min(Int(clamping: ProcessInfo.processInfo.physicalMemory / 4), workers * perWorker)
     }
     /// The store's writes (hash, write, fsync, rename, catalog commit) on threads of their
     /// own: a worker waiting for the disk would otherwise leave its core idle while decodes
@@ -169,11 +174,15 @@ public enum PipelineWorkers {
         OffPool.requestedMemory.store(max(1 << 20, bytes), ordering: .relaxed)
     }
 
-    /// Lets a job that would miss its deadline at its fair part, and can still make it on a core
-    /// of its own, go first (``AttacheMedia/WorkScheduler/Settings/PayloadOrder/fairUntilLate``):
-    /// for a batch, whose items are all one sender's. Only before the first job.
-    public static func serveLateJobsFirst() {
-        OffPool.requestedLateFirst.store(true, ordering: .relaxed)
+    /// Sets the workers up for a batch, whose items are all one sender's and whose peak memory
+    /// matters more than a light item's wait: one job started beyond the cores (so a light item
+    /// may still pass a heavy one, while at most that many jobs hold their memory), a budget of
+    /// 64 MiB per worker unless ``useMemory(_:)`` says otherwise, and a job that would miss its
+    /// deadline at its fair part of the cores, and can still make it on a core of its own, first
+    /// (``AttacheMedia/WorkScheduler/Settings/PayloadOrder/fairUntilLate``). Only before the
+    /// first job.
+    public static func useBatchScheduling() {
+        OffPool.requestedBatch.store(true, ordering: .relaxed)
     }
 
     /// The memory budget in use.
