@@ -275,4 +275,37 @@ import Testing
         #expect(await Self.order(.fairUntilLate, heavyDeadline: .seconds(1_000)).last == "heavy")
         #expect(await Self.order(.fairUntilLate, heavyDeadline: .seconds(60)).last == "heavy")
     }
+
+    @Test("beyond the crowd only a job far lighter than every started one starts; like jobs wait their turn")
+    func crowdOfStartedJobs() {
+        let settings = WorkScheduler.Settings(cores: 1, memory: 1 << 30)
+        #expect(settings.crowd == 2 && settings.started == 32)
+        let scheduler = WorkScheduler(settings)
+        var state = WorkScheduler.State(order: .fair)
+        func job(_ seconds: Double, started: Bool) -> WorkScheduler.Job {
+            let job = WorkScheduler.Job(
+                scheduler: scheduler, group: .payload(), estimate: .init(seconds: seconds, memory: 0), deadline: .none)
+            state.add(job)
+            if started {
+                job.phase = .ready
+                state.started += 1
+            }
+            return job
+        }
+        _ = job(8, started: true)
+        let second = job(4, started: false)
+        #expect(state.mayStart(second, settings), "below the crowd any job may start")
+        second.phase = .ready
+        state.started += 1
+        // Two started (8 s and 4 s still needed): a 2 s job waits, a 1 s job (a quarter of 4 s)
+        // and a light one start.
+        #expect(!state.mayStart(job(2, started: false), settings))
+        #expect(state.mayStart(job(1, started: false), settings))
+        #expect(state.mayStart(job(0.05, started: false), settings))
+        // What a started job has had counts: with 3.9 of its 4 s done, only a job of 25 ms or
+        // less may pass it.
+        second.attained = 3_900_000_000
+        #expect(!state.mayStart(job(0.05, started: false), settings))
+        #expect(state.mayStart(job(0.02, started: false), settings))
+    }
 }

@@ -46,7 +46,7 @@ enum OffPool {
         return WorkScheduler(
             .init(
                 cores: workers, memory: asked > 0 ? asked : defaultMemory(perWorker: 64 << 20), started: workers + 1,
-                order: .fairUntilLate))
+                crowd: workers + 1, order: .fairUntilLate))
     }()
     /// `perWorker` bytes per worker, at most a quarter of the machine's memory.
     static func defaultMemory(perWorker: Int) -> Int {

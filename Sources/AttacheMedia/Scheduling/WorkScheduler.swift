@@ -76,19 +76,26 @@ public final class WorkScheduler: Sendable {
         public var slice: Duration
         /// Jobs started and not finished (running or waiting mid-way), each on a thread.
         public var started: Int
+        /// Jobs started beyond which another starts only when it is expected to need a quarter
+        /// or less of what each started job still needs: a light job passes heavy ones at once,
+        /// while jobs of like size wait their turn instead of all starting, each holding its
+        /// memory, and all finishing late together.
+        public var crowd: Int
         /// How one tenant's payloads share the cores (within a payload the job expected to
         /// finish first goes first either way).
         public var order: PayloadOrder
 
-        /// `cores` cores, `memory` bytes, 20 ms slices, up to 32 jobs started per core.
+        /// `cores` cores, `memory` bytes, 20 ms slices, up to 32 jobs started per core, a crowd
+        /// of twice the cores.
         public init(
-            cores: Int, memory: Int, slice: Duration = .milliseconds(20), started: Int? = nil,
+            cores: Int, memory: Int, slice: Duration = .milliseconds(20), started: Int? = nil, crowd: Int? = nil,
             order: PayloadOrder = .fair
         ) {
             self.cores = max(1, cores)
             self.memory = max(1 << 20, memory)
             self.slice = slice
             self.started = max(self.cores, started ?? 32 * self.cores)
+            self.crowd = min(self.started, max(self.cores, crowd ?? 2 * self.cores))
             self.order = order
         }
 
@@ -471,10 +478,22 @@ extension WorkScheduler {
             switch job.phase {
             case .ready: return true
             case .queued:
-                guard started < settings.started else { return false }
-                return fits(job, settings, held: held)
+                return mayStart(job, settings) && fits(job, settings, held: held)
             case .memory: return fits(job, settings, held: held)
             case .running, .leaving: return false
+            }
+        }
+
+        /// Whether a queued job may be started as for the count of started jobs: below the
+        /// crowd, or below the cap when it is expected to need a quarter or less of what each
+        /// started job still needs (``Settings/crowd``).
+        func mayStart(_ job: Job, _ settings: Settings) -> Bool {
+            if started < settings.crowd { return true }
+            guard started < settings.started else { return false }
+            let need = job.expected
+            return jobs.values.allSatisfy { other in
+                other.phase == .queued || other.phase == .leaving
+                    || need <= (other.expected - min(other.expected, other.attained)) / 4
             }
         }
 
@@ -558,7 +577,7 @@ extension WorkScheduler {
         func best(_ settings: Settings) -> Job? {
             var head: Job?
             for job in jobs.values where job.phase == .queued || job.phase == .memory {
-                if job.phase == .queued && started >= settings.started { continue }
+                if job.phase == .queued && !mayStart(job, settings) { continue }
                 if head == nil || precedes(job, head!) { head = job }
             }
             let all = held(settings)
