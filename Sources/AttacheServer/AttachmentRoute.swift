@@ -78,11 +78,14 @@ struct AttachmentRoute: Sendable {
             guard let open else { throw WouldWait() }
             lease = open
         case .failure(let error):
-            throw error.code == .accessDenied
-                ? Problem(.forbidden, .accessDenied, "the token does not open this attachment")
-                : error.code == .notFound
-                    ? Problem(.notFound, .notFound, "no such attachment")
-                    : Problem(.internalServerError, .internalError, "the store could not open the attachment")
+            switch error.code {
+            case .accessDenied: throw Problem(.forbidden, .accessDenied, "the token does not open this attachment")
+            case .notFound: throw Problem(.notFound, .notFound, "no such attachment")
+            case .storeUnavailable:
+                logger.debug("store unavailable", metadata: ["error": "\(error.message)"])
+                throw Self.unavailable("the store's catalog cannot be reached now")
+            default: throw Problem(.internalServerError, .internalError, "the store could not open the attachment")
+            }
         }
         let stored = lease.attachment
         guard name.count == 2, name[1] == stored.kind.fileExtension else {
@@ -198,30 +201,67 @@ struct AttachmentRoute: Sendable {
         let remote = lease.sendableDescriptor < 0
         let chunk = remote ? Self.remoteChunk : Self.chunk
         let route = self
+        /// Reads `want` bytes at `at`: the object is immutable and held open, so a short read
+        /// means it was damaged.
+        let readChunk = { @Sendable (at: Int64, want: Int) async throws -> ByteBuffer in
+            let read = { @Sendable () throws -> ByteBuffer in
+                var buffer = ByteBufferAllocator().buffer(capacity: want)
+                let count = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { pointer in
+                    try lease.read(into: UnsafeMutableRawBufferPointer(rebasing: pointer[..<want]), at: at)
+                }
+                guard count == want else { throw AttacheError(.ioError, "attachment \(stored.id) ended early") }
+                return buffer
+            }
+            return remote ? try await route.blocking(read) : try read()
+        }
+        // The first bytes are read before the status line, so a bucket that cannot be read is
+        // answered 503 with Retry-After, not a 200 whose body stops.
+        let first: ByteBuffer
+        do {
+            first = try await readChunk(start, Int(min(Int64(chunk), length)))
+        } catch {
+            lease.close()
+            if let error = error as? AttacheError, error.code == .storeUnavailable {
+                logger.debug("store unavailable", metadata: ["error": "\(error.message)"])
+                throw Self.unavailable("the store's bucket cannot be read now")
+            }
+            throw error
+        }
         let body = ResponseBody(contentLength: Int(length)) { writer in
             defer { lease.close() }
-            var offset = start
+            var offset = start + Int64(first.readableBytes)
             let end = start + length
-            while offset < end {
-                let want = Int(min(Int64(chunk), end - offset))
-                let at = offset
-                let readChunk = { @Sendable () throws -> (ByteBuffer, Int) in
-                    var buffer = ByteBufferAllocator().buffer(capacity: want)
-                    let read = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { pointer in
-                        try lease.read(into: UnsafeMutableRawBufferPointer(rebasing: pointer[..<want]), at: at)
-                    }
-                    return (buffer, read)
+            try await writer.write(first)
+            do {
+                while offset < end {
+                    let buffer = try await readChunk(offset, Int(min(Int64(chunk), end - offset)))
+                    try await writer.write(buffer)
+                    offset += Int64(buffer.readableBytes)
                 }
-                let (buffer, read) = remote ? try await route.blocking(readChunk) : try readChunk()
-                // The object is immutable and held open: a short read means it was damaged.
-                guard read == want else { throw AttacheError(.ioError, "attachment \(stored.id) ended early") }
-                try await writer.write(buffer)
-                offset += Int64(read)
+            } catch let error as AttacheError {
+                // Past the status line nothing but the connection's end can say it: logged and
+                // counted, so a body cut by the store is told from one the client left.
+                logger.warning(
+                    "download cut by the store",
+                    metadata: ["id": "\(stored.id)", "sent": "\(offset - start)", "error": "\(error.message)"])
+                metrics.downloadCut()
+                throw error
             }
             metrics.served(bytes: Int(length))
             try await writer.finish(nil)
         }
         return Response(status: status, headers: headers, body: body)
+    }
+
+    /// How long a client is asked to wait before it tries again when the store cannot be reached.
+    static let retryAfterSeconds = 2
+
+    /// The answer when the store (its catalog or its bucket) cannot be reached: 503 with
+    /// `Retry-After`, never a 500 and never a 200 cut short.
+    static func unavailable(_ detail: String) -> Problem {
+        var headers = HTTPFields()
+        headers[.retryAfter] = String(retryAfterSeconds)
+        return Problem(.serviceUnavailable, .storeUnavailable, detail + "; try again shortly", headers: headers)
     }
 
     /// Whether an `If-None-Match` list names `etag` (or is `*`).

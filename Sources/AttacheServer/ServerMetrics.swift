@@ -90,6 +90,11 @@ final class ServerMetrics: Sendable {
         }
     }
 
+    /// A download's body stopped because the store could not be read past its first bytes.
+    func downloadCut() {
+        Counter(label: "attache_downloads_cut_total").increment()
+    }
+
     func overloaded() {
         Counter(label: "attache_overloaded_total").increment()
     }

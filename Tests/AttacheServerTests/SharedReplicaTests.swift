@@ -23,7 +23,11 @@ struct SharedReplicaTests {
         let directory: TemporaryDirectory
         private(set) var port = 0
 
-        init(_ fresh: SharedServers.Fresh, extra: [String] = []) async throws {
+        /// `postgres` and `bucket` (an S3 endpoint) stand for the test's servers when given (a
+        /// ``FaultyLink`` to them).
+        init(
+            _ fresh: SharedServers.Fresh, extra: [String] = [], postgres: String? = nil, bucket: String? = nil
+        ) async throws {
             directory = try TemporaryDirectory()
             log = directory.path + "/log"
             _ = FileManager.default.createFile(atPath: log, contents: nil)
@@ -33,8 +37,10 @@ struct SharedReplicaTests {
                     "serve", "--port", "0", "--api-keys", RunningService.apiKey, "--allow-loopback", "--gc-interval",
                     "0s", "--deadline", "60s", "--max-deadline", "60s", "--blob-cache", directory.path + "/cache",
                 ]
-                + fresh.arguments + extra
-            process.environment = fresh.childEnvironment
+                + ["--store", postgres ?? fresh.postgres, "--blobs", fresh.blobs] + extra
+            var environment = fresh.childEnvironment
+            if let bucket { environment["ATTACHE_S3_ENDPOINT"] = bucket }
+            process.environment = environment
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
             process.standardOutput = FileHandle.nullDevice
             try process.run()
@@ -205,6 +211,47 @@ struct SharedReplicaTests {
             let stats = try await attache(["store", "stats", "--json"])
             let objects = try #require(stats.output.firstMatch(of: /"objects":([0-9]+)/)?.1)
             #expect(verify.status == 0 && verify.output.contains("\"objects\":\(objects),"), "\(verify.output)")
+        }
+    }
+
+    /// A link to the test's PostgreSQL or bucket (host and port from `url`) that can be cut.
+    static func link(to url: String) throws -> FaultyLink {
+        let authority = try #require(url.firstMatch(of: /127\.0\.0\.1:([0-9]+)/))
+        return try FaultyLink(to: "127.0.0.1", port: try #require(Int(authority.1)))
+    }
+
+    @Test("with the bucket or the catalog away a download is 503 with Retry-After, never a 500 or a cut 200")
+    func downloadsDuringAnOutage() async throws {
+        let bucket = try #require(fresh.childEnvironment["ATTACHE_S3_ENDPOINT"])
+        let bucketLink = try Self.link(to: bucket)
+        let catalogLink = try Self.link(to: fresh.postgres)
+        let writer = try await Replica(fresh)
+        // Replicas that have never seen the object: one reaches the bucket, one the catalog,
+        // through links the test cuts.
+        let overBucket = try await Replica(fresh, bucket: "http://127.0.0.1:\(bucketLink.port)")
+        let overCatalog = try await Replica(
+            fresh, postgres: fresh.postgres.replacing(/127\.0\.0\.1:[0-9]+/, with: "127.0.0.1:\(catalogLink.port)"))
+        defer {
+            for replica in [writer, overBucket, overCatalog] { replica.stop() }
+        }
+        let (_, url) = try await mutate(writer)
+        let whole = try await curl("GET", writer.url(url))
+        #expect(whole.status == 200 && whole.body.count > 1000)
+
+        for (replica, link, what) in [(overBucket, bucketLink, "bucket"), (overCatalog, catalogLink, "catalog")] {
+            link.cut()
+            let away = try await curl("GET", replica.url(url))
+            #expect(away.status == 503, "\(what): \(away.status) \(away.text.prefix(300))")
+            #expect(away.headers["retry-after"] == "2", "\(what): \(away.headers)")
+            #expect(away.text.contains("store_unavailable"), "\(what): \(away.text.prefix(300))")
+            link.restore()
+            // Back: served whole (a connection the cut left broken is replaced).
+            var back = try await curl("GET", replica.url(url))
+            for _ in 0..<50 where back.status != 200 {
+                try await Task.sleep(for: .milliseconds(100))
+                back = try await curl("GET", replica.url(url))
+            }
+            #expect(back.status == 200 && back.body == whole.body, "\(what): \(back.status) \(back.text.prefix(300))")
         }
     }
 
