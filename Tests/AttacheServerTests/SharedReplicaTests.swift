@@ -237,6 +237,11 @@ struct SharedReplicaTests {
         let (_, url) = try await mutate(writer)
         let whole = try await curl("GET", writer.url(url))
         #expect(whole.status == 200 && whole.body.count > 1000)
+        // Media of its own for each outage's payload (bytes the store has not seen).
+        for (name, sample) in [("bucket", "gray.jpg"), ("catalog", "rgba-interlaced.png")] {
+            let bytes = try #require(FileManager.default.contents(atPath: Paths.samples + "/" + sample)).map { $0 }
+            media.route("/" + name + ".png") { _, c in c.respond(body: bytes) }
+        }
 
         for (replica, link, what) in [(overBucket, bucketLink, "bucket"), (overCatalog, catalogLink, "catalog")] {
             link.cut()
@@ -244,6 +249,19 @@ struct SharedReplicaTests {
             #expect(away.status == 503, "\(what): \(away.status) \(away.text.prefix(300))")
             #expect(away.headers["retry-after"] == "2", "\(what): \(away.headers)")
             #expect(away.text.contains("store_unavailable"), "\(what): \(away.text.prefix(300))")
+            // A payload meanwhile, of media the store has not seen: answered unchanged, in time,
+            // its attachment failing store_unavailable with the reason.
+            let started = ContinuousClock.now
+            let posted = try await curl(
+                "POST", replica.base + "/v1/notifications?envelope=true", headers: ServiceTests.auth,
+                body: payload(image: media.url("/" + what + ".png")))
+            #expect(posted.status == 200 && ContinuousClock.now - started < .seconds(60), "\(what): \(posted.status)")
+            let envelope = try posted.json()
+            let outcome = ((envelope["report"] as? [String: Any])?["attachments"] as? [[String: Any]])?.first
+            #expect(envelope["outcome"] as? String == "passed_through", "\(what): \(posted.text.prefix(600))")
+            #expect(
+                (outcome?["error"] as? [String: Any])?["code"] as? String == "store_unavailable",
+                "\(what): \(posted.text.prefix(600))")
             link.restore()
             // Back: served whole (a connection the cut left broken is replaced).
             var back = try await curl("GET", replica.url(url))
@@ -253,6 +271,9 @@ struct SharedReplicaTests {
             }
             #expect(back.status == 200 && back.body == whole.body, "\(what): \(back.status) \(back.text.prefix(300))")
         }
+        // Nothing half-written: every object in the bucket has its row and hash, and none is lost.
+        let verify = try await attache(["store", "verify", "--json"])
+        #expect(verify.status == 0, "\(verify.output)")
     }
 
     func mutate(_ replica: Replica) async throws -> (HTTPAnswer, String) {
