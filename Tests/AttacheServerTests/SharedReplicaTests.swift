@@ -249,6 +249,10 @@ struct SharedReplicaTests {
             #expect(away.status == 503, "\(what): \(away.status) \(away.text.prefix(300))")
             #expect(away.headers["retry-after"] == "2", "\(what): \(away.headers)")
             #expect(away.text.contains("store_unavailable"), "\(what): \(away.text.prefix(300))")
+            // A load balancer is told to send payloads elsewhere; the process is alive.
+            let ready = try await curl("GET", replica.base + "/readyz")
+            #expect(ready.status == 503 && ready.text.contains("store_writable"), "\(what): \(ready.text)")
+            #expect(try await curl("GET", replica.base + "/healthz").status == 200)
             // A payload meanwhile, of media the store has not seen: answered unchanged, in time,
             // its attachment failing store_unavailable with the reason.
             let started = ContinuousClock.now
