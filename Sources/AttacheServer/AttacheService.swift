@@ -123,7 +123,7 @@ public struct AttacheService: Sendable {
                     ])),
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: nil),
-            services: [collection],
+            services: [collection, DependencyWatch(store: store, logger: logger)],
             onServerRunning: { [pipelines] channel in
                 let port = channel.localAddress?.port ?? 0
                 pipelines.bound(port: port)

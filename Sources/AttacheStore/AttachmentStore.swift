@@ -277,6 +277,15 @@ public final class AttachmentStore: Sendable {
         try backend.checkWritable()
     }
 
+    /// What the store depends on, by name: `disk` for a directory store, `catalog` (PostgreSQL)
+    /// and `bucket` (S3) for a shared one.
+    public var dependencies: [String] { backend.dependencies }
+
+    /// Checks that the dependency named `name` (one of ``dependencies``) answers now.
+    public func check(dependency name: String) throws(AttacheError) {
+        try backend.check(dependency: name)
+    }
+
     // MARK: Keys
 
     /// Adds a new signing key and makes it current; older keys keep verifying.

@@ -129,6 +129,10 @@ final class DirectoryBackend: StoreBackend {
         keys.withLock { $0.lastLook }
     }
 
+    var dependencies: [String] { ["disk"] }
+
+    func check(dependency name: String) throws(AttacheError) { try checkWritable() }
+
     func checkWritable() throws(AttacheError) {
         let probe = configuration.root + "/tmp/ready-\(getpid())-\(UInt64.random(in: 0 ... .max)).part"
         try AtomicFile.write([1, 2, 3], to: probe)

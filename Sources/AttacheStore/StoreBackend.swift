@@ -51,6 +51,10 @@ package protocol StoreBackend: Sendable {
     func updateKeys(_ change: (KeyRing) throws(AttacheError) -> KeyRing) throws(AttacheError) -> KeyRing
     /// Checks that the store takes writes now (the service's readiness).
     func checkWritable() throws(AttacheError)
+    /// What the store depends on, by name (`disk`; `catalog` and `bucket`).
+    var dependencies: [String] { get }
+    /// Checks that the dependency named `name` answers now.
+    func check(dependency name: String) throws(AttacheError)
     /// Where an object lives: a file path, or the object's `s3://` URL.
     func location(id: String, fileExtension: String) -> String
 }

@@ -294,6 +294,12 @@ final class SharedBackend: StoreBackend {
         try blobs.checkBucket()
     }
 
+    var dependencies: [String] { ["catalog", "bucket"] }
+
+    func check(dependency name: String) throws(AttacheError) {
+        if name == "catalog" { try pool.query("SELECT 1") } else { try blobs.checkBucket() }
+    }
+
     // MARK: Writing
 
     func publish(_ bytes: UnsafeRawBufferPointer, row: ObjectRow, source: SourceRow?) throws(AttacheError) -> ObjectRow

@@ -266,14 +266,24 @@ struct SharedReplicaTests {
             #expect(
                 (outcome?["error"] as? [String: Any])?["code"] as? String == "store_unavailable",
                 "\(what): \(posted.text.prefix(600))")
+            // The operator is told once that it went away.
+            let warned = await eventually { replica.logged().contains("store dependency unreachable") }
+            #expect(warned, "\(what): \(replica.logged().suffix(1000))")
             link.restore()
+            let back = await eventually { replica.logged().contains("store dependency back") }
+            #expect(back, "\(what): \(replica.logged().suffix(1000))")
+            let log = replica.logged()
+            #expect(log.components(separatedBy: "store dependency unreachable").count == 2, "\(what): once")
+            #expect(log.contains("dependency=\(what)"), "\(what): \(log.suffix(1000))")
             // Back: served whole (a connection the cut left broken is replaced).
-            var back = try await curl("GET", replica.url(url))
-            for _ in 0..<50 where back.status != 200 {
+            var served = try await curl("GET", replica.url(url))
+            for _ in 0..<50 where served.status != 200 {
                 try await Task.sleep(for: .milliseconds(100))
-                back = try await curl("GET", replica.url(url))
+                served = try await curl("GET", replica.url(url))
             }
-            #expect(back.status == 200 && back.body == whole.body, "\(what): \(back.status) \(back.text.prefix(300))")
+            #expect(
+                served.status == 200 && served.body == whole.body,
+                "\(what): \(served.status) \(served.text.prefix(300))")
         }
         // Nothing half-written: every object in the bucket has its row and hash, and none is lost.
         let verify = try await attache(["store", "verify", "--json"])
