@@ -24,7 +24,7 @@ import Testing
         // process-wide heap and descriptor counts see only its own work.
         [
             "AttacheServerTests.ServiceTests", "AttacheServerTests.SealedServiceTests",
-            "AttacheServerTests.FramingTests",
+            "AttacheServerTests.FramingTests", "AttacheServerTests.FullDiskTests",
         ],
         ["AttacheCoreTests.DeadlineTests"],
         ["AttacheSealTests.SealedDeliveryTests"],

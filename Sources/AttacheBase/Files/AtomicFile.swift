@@ -159,8 +159,12 @@ package enum AtomicFile {
         return names.sorted()
     }
 
+    /// The failure of `call` on `path` from `errno`: a disk or quota that is full is
+    /// `store_full` (space freed lets the next write through), anything else `io_error`.
     package static func failure(_ call: String, _ path: String) -> AttacheError {
-        let reason = String(cString: strerror(errno))
-        return AttacheError(.ioError, "\(call) \(path): \(reason)")
+        let code = errno
+        let reason = String(cString: strerror(code))
+        let full = code == ENOSPC || code == EDQUOT
+        return AttacheError(full ? .storeFull : .ioError, "\(call) \(path): \(reason)")
     }
 }
