@@ -68,6 +68,28 @@ public enum SharedCampaign {
 }
 
 extension BatchRunner {
+    /// How long a campaign worker keeps trying a catalog statement while the catalog cannot be
+    /// reached (a PostgreSQL restart or failover) before it gives up.
+    public static let catalogPatience = Duration.seconds(120)
+
+    /// Runs a catalog statement on the catalog's threads, trying again (after 0.25 s, doubling
+    /// up to 5 s) while it fails `store_unavailable`, for up to ``catalogPatience``.
+    static func catalog<T: Sendable>(
+        _ body: @escaping @Sendable () throws(AttacheError) -> T
+    ) async throws(AttacheError) -> T {
+        let giveUp = ContinuousClock.now + catalogPatience
+        var wait = Duration.milliseconds(250)
+        while true {
+            do {
+                return try await onCatalogThread(body)
+            } catch {
+                guard error.code == .storeUnavailable, ContinuousClock.now + wait < giveUp else { throw error }
+                try? await Task.sleep(for: wait)
+                wait = min(wait * 2, .seconds(5))
+            }
+        }
+    }
+
     /// Works on a shared campaign until every item in it is recorded (by this worker or
     /// another): claims items while it has free slots, renews its leases while it works,
     /// records each item as it finishes, and, once nothing is left to claim, waits for the
@@ -77,7 +99,7 @@ extension BatchRunner {
     ) async throws(AttacheError) -> Progress {
         // Every statement here is a round trip to the catalog: on its threads, never on the
         // cooperative pool the items' fetches and deadlines run on.
-        let start = try await onCatalogThread { () throws(AttacheError) in try queue.status() }
+        let start = try await Self.catalog { () throws(AttacheError) in try queue.status() }
         var state = Progress(total: start.total, skipped: start.done, done: 0, failed: 0, started: .now)
         let renewal = Task {
             let interval = Duration.milliseconds(max(200, queue.lease * 1000 / 3))
@@ -95,8 +117,8 @@ extension BatchRunner {
                 do throws(AttacheError) {
                     if running < jobs {
                         let limit = jobs - running
-                        for job in try await onCatalogThread({ () throws(AttacheError) in try queue.claim(limit: limit)
-                        }) {
+                        for job in try await Self.catalog({ () throws(AttacheError) in try queue.claim(limit: limit) })
+                        {
                             running += 1
                             let item = SharedCampaign.item(job)
                             group.addTask {
@@ -106,13 +128,13 @@ extension BatchRunner {
                         }
                     }
                     if running == 0 {
-                        let status = try await onCatalogThread { () throws(AttacheError) in try queue.status() }
+                        let status = try await Self.catalog { () throws(AttacheError) in try queue.status() }
                         if status.pending == 0 && status.running == 0 { return nil }
                         // Other workers hold the rest: wait until one records an item (a NOTIFY)
                         // or the soonest of their leases runs out, whichever comes first; a lost
                         // notification costs at most a few seconds.
                         let wait = min(status.untilNextLeaseEnds ?? .zero, .seconds(5))
-                        _ = try await onCatalogThread { () throws(AttacheError) in
+                        _ = try await Self.catalog { () throws(AttacheError) in
                             queue.waitForCompletion(timeout: wait)
                         }
                         continue
@@ -127,7 +149,10 @@ extension BatchRunner {
                     let line = BatchRecord.line(
                         item: item, result: result, payloadOut: result?.payload.count, outputEnd: nil)
                     let output = result?.payload
-                    if try await onCatalogThread({ () throws(AttacheError) in
+                    // Tried again while the catalog is away: a record that was committed before its
+                    // answer was lost is not recorded twice (it is no longer running, so the
+                    // second try changes nothing and says so).
+                    if try await Self.catalog({ () throws(AttacheError) in
                         try queue.finish(job.seq, record: line.text, failed: line.failed, output: output)
                     }) {
                         state.done += 1

@@ -87,6 +87,39 @@ struct SharedCampaignTests {
         }
     }
 
+    @Test("a worker rides through the catalog going away mid-run: every item recorded once")
+    func aCatalogOutageMidRun() async throws {
+        let port = try #require(fresh.postgres.firstMatch(of: /127\.0\.0\.1:([0-9]+)/).flatMap { Int($0.1) })
+        let link = try FaultyLink(to: "127.0.0.1", port: port)
+        let postgres = fresh.postgres.replacing(/127\.0\.0\.1:[0-9]+/, with: "127.0.0.1:\(link.port)")
+        let paths = (0..<12).map { "/held/\($0).jpg" }
+        let input = try urlList(paths)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
+        process.arguments =
+            ["batch", input, "--campaign", "spring", "--allow-loopback", "--manifest", directory.path + "/m.jsonl"]
+            + ["--json", "--deadline", "60s", "--jobs", "3", "--store", postgres, "--blobs", fresh.blobs]
+        process.environment = fresh.childEnvironment
+        process.standardOutput = FileHandle.nullDevice
+        let log = directory.path + "/worker.log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        try process.run()
+        // Three items claimed and being fetched: the catalog goes away, then they finish.
+        for _ in 0..<3 { host.arrivals.wait() }
+        link.cut()
+        release()
+        // The items finish and their records fail while it is away (the outage lasts 2 s).
+        try await Task.sleep(for: .seconds(2))
+        link.restore()
+        try await onOwnThread { process.waitUntilExit() }
+        let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(process.terminationStatus == 0, "\(said.suffix(2000))")
+        let rows = try table()
+        #expect(rows.count == 12 && rows.allSatisfy { $0 == (1, "done") }, "\(rows)")
+        #expect(host.fetches.withLock { $0.values.allSatisfy { $0 == 1 } && $0.count == 12 })
+    }
+
     @Test func twoWorkersRecordEveryItemOnce() throws {
         let paths = (0..<48).map { "/media/\($0).jpg" }
         let input = try urlList(paths)
