@@ -23,6 +23,10 @@ public struct SharedStoreConfiguration: Sendable {
     public var cacheBytes: Int64 = 1 << 30
     /// Objects larger than this are never copied, always streamed (default 64 MiB).
     public var cacheObjectBytes: Int64 = 64 << 20
+    /// While the catalog cannot be reached, an object whose row this process read within this
+    /// long, and of which it has a copy, is still served to valid tokens (default 60 s): a
+    /// revocation made meanwhile is honoured within this bound instead of within a second.
+    public var catalogOutageGrace: Duration = .seconds(60)
 
     /// Creates a configuration.
     public init(

@@ -209,9 +209,18 @@ final class SharedBackend: StoreBackend {
         // local copy, if there is one, spares the GET.
         var found = recentRow(id)
         if found == nil {
-            // Remembered from this read on (a hit does not make a row younger).
-            found = try object(id)
-            if let row = found { remember(row) }
+            do {
+                // Remembered from this read on (a hit does not make a row younger).
+                found = try object(id)
+                if let row = found { remember(row) }
+            } catch {
+                // The catalog is away: a row read within the grace, with a copy here, is still
+                // served (a revocation meanwhile is honoured when the catalog is back).
+                guard error.code == .storeUnavailable, let row = recentRow(id, within: shared.catalogOutageGrace),
+                    let copy = cache.open(row)
+                else { throw error }
+                return (row, copy)
+            }
         }
         guard let row = found else {
             cache.forget(id)
@@ -236,10 +245,10 @@ final class SharedBackend: StoreBackend {
         return .opened(row, copy)
     }
 
-    private func recentRow(_ id: String) -> ObjectRow? {
+    private func recentRow(_ id: String, within memory: Duration = rowMemory) -> ObjectRow? {
         let now = ContinuousClock.now
         return recent.withLock { rows in
-            guard let entry = rows[id], now - entry.read < Self.rowMemory else { return nil }
+            guard let entry = rows[id], now - entry.read < memory else { return nil }
             return entry.row
         }
     }

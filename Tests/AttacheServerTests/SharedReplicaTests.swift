@@ -238,10 +238,18 @@ struct SharedReplicaTests {
         let whole = try await curl("GET", writer.url(url))
         #expect(whole.status == 200 && whole.body.count > 1000)
         // Media of its own for each outage's payload (bytes the store has not seen).
-        for (name, sample) in [("bucket", "gray.jpg"), ("catalog", "rgba-interlaced.png")] {
+        for (name, sample) in [("bucket", "gray.jpg"), ("catalog", "rgba-interlaced.png"), ("seen", "cmyk-adobe.jpg")] {
             let bytes = try #require(FileManager.default.contents(atPath: Paths.samples + "/" + sample)).map { $0 }
             media.route("/" + name + ".png") { _, c in c.respond(body: bytes) }
         }
+        // An object the catalog replica serves (reads its row, keeps a copy) before the outage.
+        let seenAnswer = try await curl(
+            "POST", writer.base + "/v1/notifications", headers: ServiceTests.auth,
+            body: payload(image: media.url("/seen.png")))
+        let seen = try #require(
+            ((seenAnswer.json()["attachments"] as? [[String: Any]])?.first?["url"] as? String), "\(seenAnswer.text)")
+        let seenBody = try await curl("GET", overCatalog.url(seen))
+        #expect(seenBody.status == 200)
 
         for (replica, link, what) in [(overBucket, bucketLink, "bucket"), (overCatalog, catalogLink, "catalog")] {
             link.cut()
@@ -249,6 +257,15 @@ struct SharedReplicaTests {
             #expect(away.status == 503, "\(what): \(away.status) \(away.text.prefix(300))")
             #expect(away.headers["retry-after"] == "2", "\(what): \(away.headers)")
             #expect(away.text.contains("store_unavailable"), "\(what): \(away.text.prefix(300))")
+            if what == "catalog" {
+                // Within the grace, an object whose row it read and of which it has a copy is
+                // still served to a valid token (the row read more than the second a download
+                // may rest on without a query).
+                try await Task.sleep(for: .milliseconds(1100))
+                let served = try await curl("GET", overCatalog.url(seen))
+                #expect(
+                    served.status == 200 && served.body == seenBody.body, "\(served.status) \(served.text.prefix(300))")
+            }
             // A load balancer is told to send payloads elsewhere; the process is alive.
             let ready = try await curl("GET", replica.base + "/readyz")
             #expect(ready.status == 503 && ready.text.contains("store_writable"), "\(what): \(ready.text)")
