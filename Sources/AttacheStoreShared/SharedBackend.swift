@@ -299,8 +299,7 @@ final class SharedBackend: StoreBackend {
     }
 
     func checkWritable() throws(AttacheError) {
-        try pool.query("SELECT 1")
-        try blobs.checkBucket()
+        for name in dependencies { try check(dependency: name) }
     }
 
     var dependencies: [String] { ["catalog", "bucket"] }

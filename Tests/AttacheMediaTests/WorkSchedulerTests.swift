@@ -281,7 +281,7 @@ import Testing
         let settings = WorkScheduler.Settings(cores: 1, memory: 1 << 30)
         #expect(settings.crowd == 2 && settings.started == 32)
         let scheduler = WorkScheduler(settings)
-        var state = WorkScheduler.State(order: .fair)
+        var state = WorkScheduler.State()
         func job(_ seconds: Double, started: Bool) -> WorkScheduler.Job {
             let job = WorkScheduler.Job(
                 scheduler: scheduler, group: .payload(), estimate: .init(seconds: seconds, memory: 0), deadline: .none)

@@ -65,16 +65,11 @@ public final class FaultyLink: Sendable {
     }
 
     private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if errno == EINTR { continue }
-                return
-            }
+        acceptConnections(on: listener) { client in
             guard isUp, let upstream = connectTarget() else {
                 Self.reset(client)
                 close(client)
-                continue
+                return
             }
             let registered = state.withLock { s -> Bool in
                 guard s.up else { return false }
@@ -86,7 +81,7 @@ public final class FaultyLink: Sendable {
                 Self.reset(client)
                 close(client)
                 close(upstream)
-                continue
+                return
             }
             let ends = Mutex(0)
             let finish: @Sendable () -> Void = { [self] in
@@ -161,5 +156,18 @@ public final class FaultyLink: Sendable {
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
         shutdown(fd, Int32(SHUT_RDWR))
+    }
+}
+
+/// Accepts connections on `listener` until it is shut down, handing each to `handle` (an
+/// interrupted accept is tried again).
+func acceptConnections(on listener: Int32, _ handle: (Int32) -> Void) {
+    while true {
+        let client = accept(listener, nil, nil)
+        if client < 0 {
+            if errno == EINTR { continue }
+            return
+        }
+        handle(client)
     }
 }

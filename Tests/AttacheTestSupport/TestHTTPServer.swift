@@ -169,12 +169,7 @@ public final class TestHTTPServer: @unchecked Sendable {
     public func count(_ path: String) -> Int { counts.withLock { $0[path] ?? 0 } }
 
     private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if errno == EINTR { continue }
-                return
-            }
+        acceptConnections(on: listener) { client in
             acceptedConnections.add(1, ordering: .relaxed)
             var one: Int32 = 1
             setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))

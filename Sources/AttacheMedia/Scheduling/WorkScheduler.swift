@@ -129,7 +129,7 @@ public final class WorkScheduler: Sendable {
     }
 
     public let settings: Settings
-    private let state: Mutex<State>
+    private let state = Mutex(State())
     private let threads: ThreadPool
     private let idle = DispatchGroup()
     private let last = Mutex<JobRecord?>(nil)
@@ -144,7 +144,6 @@ public final class WorkScheduler: Sendable {
     /// A scheduler with `settings`, its threads named `name`.
     public init(_ settings: Settings, name: String = "attache-work") {
         self.settings = settings
-        state = Mutex(State(order: settings.order))
         threads = ThreadPool(name: name)
     }
 
@@ -387,6 +386,9 @@ extension WorkScheduler {
             if attained <= 2 * estimated { return attained }
             return attained + (attained - 2 * estimated)
         }
+
+        /// The CPU it is still expected to need, in nanoseconds.
+        var remaining: UInt64 { expected - min(expected, attained) }
     }
 
     /// A tenant's or a payload's virtual time: the core time its jobs have had since it became
@@ -408,7 +410,6 @@ extension WorkScheduler {
     static let tenantGranularity: UInt64 = 50_000_000
 
     struct State {
-        let order: Settings.PayloadOrder
         var jobs: [UInt64: Job] = [:]
         var tenants: [String: Share] = [:]
         var payloads: [WorkGroup: Share] = [:]
@@ -473,12 +474,14 @@ extension WorkScheduler {
             (payloads[job.group]?.virtual ?? job.attained) &- job.attained &+ job.expected
         }
 
-        /// Whether `job` may be given a core now (as for memory and threads).
-        func eligible(_ job: Job, _ settings: Settings, held: Held? = nil) -> Bool {
+        /// Whether `job` may be given a core now (as for memory and threads; `startLimit`: see
+        /// ``startLimit(_:)``).
+        func eligible(_ job: Job, _ settings: Settings, held: Held, startLimit: UInt64?) -> Bool {
             switch job.phase {
             case .ready: return true
             case .queued:
-                return mayStart(job, settings) && fits(job, settings, held: held)
+                guard let startLimit, job.expected <= startLimit else { return false }
+                return fits(job, settings, held: held)
             case .memory: return fits(job, settings, held: held)
             case .running, .leaving: return false
             }
@@ -488,13 +491,18 @@ extension WorkScheduler {
         /// crowd, or below the cap when it is expected to need a quarter or less of what each
         /// started job still needs (``Settings/crowd``).
         func mayStart(_ job: Job, _ settings: Settings) -> Bool {
-            if started < settings.crowd { return true }
-            guard started < settings.started else { return false }
-            let need = job.expected
-            return jobs.values.allSatisfy { other in
-                other.phase == .queued || other.phase == .leaving
-                    || need <= (other.expected - min(other.expected, other.attained)) / 4
-            }
+            guard let limit = startLimit(settings) else { return false }
+            return job.expected <= limit
+        }
+
+        /// The most CPU a queued job may be expected to need to be started now (nil: none may
+        /// start): any below the crowd, a quarter of the least any started job still needs up
+        /// to the cap.
+        func startLimit(_ settings: Settings) -> UInt64? {
+            if started < settings.crowd { return .max }
+            guard started < settings.started else { return nil }
+            let least = jobs.values.lazy.filter { $0.phase != .queued && $0.phase != .leaving }.map(\.remaining).min()
+            return (least ?? .max) / 4
         }
 
         /// Memory the started jobs hold, small and large (``Settings/isLarge(_:)``).
@@ -552,13 +560,15 @@ extension WorkScheduler {
         /// The order: the tenant with the least virtual time (by more than `tenantMargin`),
         /// then (by ``Settings/PayloadOrder/fairUntilLate``) a late job, the earliest deadline
         /// first, then the smallest key (by more than `margin`), then the earliest job.
-        func precedes(_ a: Job, _ b: Job, tenantMargin: UInt64 = 0, margin: UInt64 = 0) -> Bool {
+        /// `now`: the monotonic clock, read once by the caller for all its comparisons.
+        func precedes(
+            _ a: Job, _ b: Job, _ settings: Settings, now: UInt64, tenantMargin: UInt64 = 0, margin: UInt64 = 0
+        ) -> Bool {
             if a.group.tenant != b.group.tenant {
                 let (x, y) = (tenants[a.group.tenant]!.virtual, tenants[b.group.tenant]!.virtual)
                 if x &+ tenantMargin < y { return true }
                 if y &+ tenantMargin < x { return false }
-            } else if order == .fairUntilLate {
-                let now = att_monotonic_ns()
+            } else if settings.order == .fairUntilLate {
                 let late = (isLate(a, now: now), isLate(b, now: now))
                 if late.0 != late.1 { return late.0 }
                 if late.0, a.deadline.nanoseconds != b.deadline.nanoseconds {
@@ -574,22 +584,23 @@ extension WorkScheduler {
         /// waiting to be admitted does not fit, the jobs after it are admitted only within the
         /// small jobs' quarter (else a stream of them could keep it waiting for ever); jobs
         /// already under way go on.
-        func best(_ settings: Settings) -> Job? {
+        func best(_ settings: Settings, now: UInt64) -> Job? {
+            let limit = startLimit(settings)
             var head: Job?
             for job in jobs.values where job.phase == .queued || job.phase == .memory {
-                if job.phase == .queued && !mayStart(job, settings) { continue }
-                if head == nil || precedes(job, head!) { head = job }
+                if job.phase == .queued, limit.map({ job.expected > $0 }) ?? true { continue }
+                if head == nil || precedes(job, head!, settings, now: now) { head = job }
             }
             let all = held(settings)
             let blocked = head.map { !fits($0, settings, held: all) } ?? false
             var best: Job?
-            for job in jobs.values where eligible(job, settings, held: all) {
+            for job in jobs.values where eligible(job, settings, held: all, startLimit: limit) {
                 if blocked, job !== head, job.phase != .ready,
                     !fitsSmallShare(job, settings, held: all.without(job, settings))
                 {
                     continue
                 }
-                if best == nil || precedes(job, best!) { best = job }
+                if best == nil || precedes(job, best!, settings, now: now) { best = job }
             }
             return best
         }
@@ -601,23 +612,24 @@ extension WorkScheduler {
             let deadline = job.deadline.nanoseconds
             guard deadline != .max, deadline > now else { return false }
             let left = deadline - now
-            let needs = job.expected - min(job.expected, job.attained)
-            return needs < left && needs >= left / 2
+            return job.remaining < left && job.remaining >= left / 2
         }
 
         /// Whether a running job should give its core to a waiting one: only when that one
         /// comes first by more than the granularity.
         func shouldYield(_ job: Job, _ settings: Settings) -> Bool {
-            guard let other = best(settings) else { return false }
+            let now = att_monotonic_ns()
+            guard let other = best(settings, now: now) else { return false }
             return precedes(
-                other, job, tenantMargin: WorkScheduler.tenantGranularity, margin: WorkScheduler.granularity)
+                other, job, settings, now: now, tenantMargin: WorkScheduler.tenantGranularity,
+                margin: WorkScheduler.granularity)
         }
 
         /// Gives free cores to the jobs the order puts first.
         mutating func dispatch(_ settings: Settings) -> [Action] {
             var actions: [Action] = []
             while running < settings.cores {
-                var next = best(settings)
+                var next = best(settings, now: att_monotonic_ns())
                 if next == nil, running == 0 {
                     // Nothing runs and nothing fits: the job waiting for the least memory goes
                     // (else the jobs holding memory would wait for each other forever).
