@@ -65,10 +65,16 @@ struct DeadlineTests {
         let input = payload([
             "image": JSONValue.quote(server.url("/gray.jpg")), "media-url": JSONValue.quote(server.url("/hang.jpg")),
         ])
+        let meter = StallMeter()
+        defer { meter.stop() }
         let start = ContinuousClock.now
         let result = await pipeline.process(input, deadline: start + .milliseconds(500))
-        let elapsed = ContinuousClock.now - start
-        #expect(elapsed < .milliseconds(600), "returned \(elapsed) after the call with a 500 ms deadline")
+        let end = ContinuousClock.now
+        let elapsed = end - start
+        let stalled = meter.stalled(from: start, to: end)
+        #expect(
+            elapsed - stalled < .milliseconds(600),
+            "returned \(elapsed) after the call with a 500 ms deadline (\(stalled) of it the process went unrun)")
         #expect(!result.passedThrough)
         let fast = try #require(result.outcomes.first { $0.url.hasSuffix("/gray.jpg") })
         let slow = try #require(result.outcomes.first { $0.url.hasSuffix("/hang.jpg") })
@@ -78,14 +84,21 @@ struct DeadlineTests {
 
     /// 200 payloads, each with a fast image and a host that never answers, 20 at a time, each
     /// with a 300 ms deadline: every one must come back within 400 ms with the image attached.
+    /// Time the whole process went unrun (the machine busy with other work, seen by a
+    /// ``StallMeter``) is not counted against it; a cooperative thread blocked inside the
+    /// process is.
     @Test func bestAttemptWithinDeadlinePlus100msIn200Runs() async throws {
         let server = try sampleMediaServer()
         let directory = try TemporaryDirectory()
         let pipeline = try makePipeline(directory)
-        var late: [Duration] = []
+        let meter = StallMeter()
+        defer { meter.stop() }
+        var late: [String] = []
         var worst = Duration.zero
+        var excused = Duration.zero
         for batch in 0..<10 {
-            let times = await withTaskGroup(of: (Duration, Bool).self) { group in
+            let times = await withTaskGroup(of: (ContinuousClock.Instant, ContinuousClock.Instant, Bool).self) {
+                group in
                 for i in 0..<20 {
                     let input = payload([
                         "image": JSONValue.quote(server.url("/gray.jpg")),
@@ -94,24 +107,30 @@ struct DeadlineTests {
                     group.addTask {
                         let start = ContinuousClock.now
                         let result = await pipeline.process(input, deadline: start + .milliseconds(300))
-                        let elapsed = ContinuousClock.now - start
                         // The fetch's own timeout may end the hung transfer a moment before the
                         // payload deadline; either way it is reported timed_out.
                         let ok =
                             result.outcomes.contains { $0.attachment != nil }
                             && result.outcomes.contains { $0.error?.code == .timedOut }
-                        return (elapsed, ok)
+                        return (start, ContinuousClock.now, ok)
                     }
                 }
                 return await group.reduce(into: []) { $0.append($1) }
             }
-            for (elapsed, ok) in times {
+            for (start, end, ok) in times {
+                let elapsed = start.duration(to: end)
+                let stalled = meter.stalled(from: start, to: end)
                 worst = max(worst, elapsed)
-                if elapsed > .milliseconds(400) || !ok { late.append(elapsed) }
+                excused = max(excused, stalled)
+                if elapsed - stalled > .milliseconds(400) || !ok {
+                    late.append("\(elapsed) (\(stalled) unrun)\(ok ? "" : " incomplete")")
+                }
             }
         }
         #expect(late.isEmpty, "\(late.count) of 200 runs late or incomplete: \(late.prefix(10))")
-        print("deadline: 200 runs with a hanging host, 300 ms deadline, slowest returned after \(worst)")
+        print(
+            "deadline: 200 runs with a hanging host, 300 ms deadline, slowest returned after \(worst); "
+                + "longest time the process went unrun during one run: \(excused)")
     }
 
     /// A 240-frame GIF whose payload has 50 ms: the answer says `timed_out`, and the work on
