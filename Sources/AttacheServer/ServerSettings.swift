@@ -59,6 +59,16 @@ public enum ServerSettings {
             key: "blobCache",
             help: "A shared store's local copies of the objects served here (none: stream every download).",
             defaultText: "$XDG_CACHE_HOME/attache/blobs or ~/.cache/attache/blobs", secret: false),
+        .init(
+            key: "catalogOutageGrace",
+            help:
+                "While a shared store's catalog is away, objects whose row this replica read within this long are still "
+                + "served to valid tokens (0s: none; revocations are honoured within it).",
+            defaultText: "60s", secret: false),
+        .init(
+            key: "catalogTimeout",
+            help: "How long one catalog statement, or connecting to the catalog, may take before it fails.",
+            defaultText: "10s", secret: false),
         .init(key: "storeMaxBytes", help: "Byte quota of the store.", defaultText: "10000000000", secret: false),
         .init(key: "storeMaxObjects", help: "Object quota of the store.", defaultText: "1000000", secret: false),
         .init(
@@ -247,10 +257,17 @@ public enum ServerSettings {
                 configuration.store.shared = try SharedStoreConfiguration.parse(
                     store: storeRoot, blobs: text("blobs"), environment: environment, cache: text("blobCache"),
                     defaultCache: SharedStoreConfiguration.defaultCacheDirectory(environment: environment))
+                configuration.store.shared?.catalogOutageGrace = duration(
+                    "catalogOutageGrace", .zero...(.seconds(3600)), SharedStoreConfiguration.defaultOutageGrace)
+                configuration.store.shared?.catalogTimeout = duration(
+                    "catalogTimeout", .milliseconds(100)...(.seconds(600)), SharedStoreConfiguration.defaultTimeout)
             } catch {
                 problems.append("\(where_("store")): \(error.message)")
             }
         } else {
+            for key in ["catalogOutageGrace", "catalogTimeout"] where text(key) != nil {
+                problems.append("\(where_(key)): only a postgres:// store has a catalog")
+            }
             if text("blobs") != nil {
                 problems.append("\(where_("blobs")): only a postgres:// store keeps its bytes in a bucket")
             }

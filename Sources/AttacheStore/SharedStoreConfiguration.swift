@@ -26,7 +26,17 @@ public struct SharedStoreConfiguration: Sendable {
     /// While the catalog cannot be reached, an object whose row this process read within this
     /// long, and of which it has a copy, is still served to valid tokens (default 60 s): a
     /// revocation made meanwhile is honoured within this bound instead of within a second.
-    public var catalogOutageGrace: Duration = .seconds(60)
+    public var catalogOutageGrace: Duration = defaultOutageGrace
+    /// How long one catalog statement, or connecting to the catalog, may take before it fails
+    /// as `store_unavailable` (default 10 s): a catalog that stopped answering without closing
+    /// its connections (a host gone from the network, a frozen primary) never holds a payload
+    /// or a download longer than this.
+    public var catalogTimeout: Duration = defaultTimeout
+
+    /// The default ``catalogOutageGrace``.
+    public static let defaultOutageGrace = Duration.seconds(60)
+    /// The default ``catalogTimeout``.
+    public static let defaultTimeout = Duration.seconds(10)
 
     /// Creates a configuration.
     public init(

@@ -11,10 +11,18 @@ import Synchronization
 final class PostgresConnection: @unchecked Sendable {
     private let connection: OpaquePointer
     private let url: String
+    /// How long one statement (or one batch) may go without its answer, and how long
+    /// connecting may take: a catalog that stopped answering (a black-holed host, a frozen
+    /// primary) fails the statement with `store_unavailable` instead of holding its caller.
+    let timeout: Duration
+    /// A statement went unanswered: the session's state is unknown, so it is reset before the
+    /// next one and nothing more is sent on it (not even a ROLLBACK) until then.
+    private var broken = false
 
-    init(url: String) throws(AttacheError) {
+    init(url: String, timeout: Duration = .seconds(10)) throws(AttacheError) {
         self.url = url
-        guard let connection = PQconnectdb(url) else {
+        self.timeout = timeout
+        guard let connection = Self.connect(url, timeout: timeout) else {
             throw AttacheError(.storeUnavailable, "catalog: libpq could not allocate a connection")
         }
         // Checked before the property is set: a throw after it would run deinit too.
@@ -29,12 +37,29 @@ final class PostgresConnection: @unchecked Sendable {
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
     }
 
+    /// Connects with a bound on connecting and TCP keepalives (a peer that vanished is noticed
+    /// by the kernel too); what the URI itself sets comes later and wins.
+    static func connect(_ url: String, timeout: Duration) -> OpaquePointer? {
+        let seconds = max(1, Int(timeout.components.seconds))
+        let settings: [(String, String)] = [
+            ("connect_timeout", String(seconds)), ("keepalives", "1"), ("keepalives_idle", "5"),
+            ("keepalives_interval", "2"), ("keepalives_count", "3"), ("dbname", url),
+        ]
+        return withCStrings(settings.map(\.0) + [nil]) { keywords in
+            withCStrings(settings.map(\.1) + [nil]) { values in PQconnectdbParams(keywords, values, 1) }
+        }
+    }
+
     /// Counts the sessions this connection has had: a reset starts a new one, without the
     /// advisory locks the old one held.
     private(set) var session = 0
 
+    /// False once the session broke or a statement went unanswered (reset before next use).
+    var isUsable: Bool { !broken && PQstatus(connection) == CONNECTION_OK }
+
     private func reset() {
         PQreset(connection)
+        broken = false
         session += 1
     }
 
@@ -53,10 +78,13 @@ final class PostgresConnection: @unchecked Sendable {
     /// Runs `attempt`; when it failed because the session is gone, resets the connection and,
     /// outside a transaction and when nothing of it had run, runs it once more.
     private func retryingOnce<T>(_ attempt: () throws(PostgresFailure) -> T) throws(AttacheError) -> T {
-        if !inTransaction, PQstatus(connection) != CONNECTION_OK { reset() }
+        if !inTransaction, broken || PQstatus(connection) != CONNECTION_OK { reset() }
         do {
             return try attempt()
         } catch {
+            // No answer in time: not sent again (it may have run, and a second wait would
+            // double the caller's).
+            if error.unanswered { throw error.attacheError }
             // A server that ended this session (restart, failover, pg_terminate_backend)
             // answers with a FATAL error while libpq still calls the connection good.
             guard PQstatus(connection) != CONNECTION_OK || error.sessionEnded else { throw error.attacheError }
@@ -101,12 +129,35 @@ final class PostgresConnection: @unchecked Sendable {
     }
 
     private func sendBatch(_ sql: String) throws(PostgresFailure) -> [PostgresRows] {
+        guard !broken else { throw unanswered() }
         guard PQsendQuery(connection, sql) == 1 else {
             throw PostgresFailure(state: nil, message: Self.message(connection))
         }
+        return try results()
+    }
+
+    private func run(_ sql: String, _ parameters: [String?]) throws(PostgresFailure) -> PostgresRows {
+        guard !broken else { throw unanswered() }
+        let count = Int32(parameters.count)
+        let sent = withCStrings(parameters) { pointers in
+            PQsendQueryParams(connection, sql, count, nil, pointers, nil, nil, 0)
+        }
+        guard sent == 1 else { throw PostgresFailure(state: nil, message: Self.message(connection)) }
+        let results = try results()
+        guard results.count == 1 else {
+            throw PostgresFailure(state: nil, message: "\(results.count) results for one statement")
+        }
+        return results[0]
+    }
+
+    /// Every result of what was sent, each read once the socket has it, within ``timeout``
+    /// of the last byte that came; the first failure is thrown after all were read.
+    private func results() throws(PostgresFailure) -> [PostgresRows] {
         var results: [PostgresRows] = []
         var failure: PostgresFailure? = nil
-        while let result = PQgetResult(connection) {
+        while true {
+            try waitForResult()
+            guard let result = PQgetResult(connection) else { break }
             defer { PQclear(result) }
             do {
                 results.append(try Self.rows(result))
@@ -121,14 +172,34 @@ final class PostgresConnection: @unchecked Sendable {
         return results
     }
 
-    private func run(_ sql: String, _ parameters: [String?]) throws(PostgresFailure) -> PostgresRows {
-        let count = Int32(parameters.count)
-        let result: OpaquePointer? = withCStrings(parameters) { pointers in
-            PQexecParams(connection, sql, count, nil, pointers, nil, nil, 0)
+    /// Returns when PQgetResult will not block: the next result is whole, or there is none.
+    private func waitForResult() throws(PostgresFailure) {
+        var waitedSince = ContinuousClock.now
+        while PQisBusy(connection) == 1 {
+            let left = timeout - waitedSince.duration(to: .now)
+            guard left > .zero else {
+                broken = true
+                throw unanswered()
+            }
+            var descriptor = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(clamping: max(1, left.wholeMilliseconds)))
+            if ready < 0 {
+                guard errno == EINTR else { throw PostgresFailure(state: nil, message: "poll: errno \(errno)") }
+                continue
+            }
+            if ready == 0 { continue }
+            guard PQconsumeInput(connection) == 1 else {
+                throw PostgresFailure(state: "08006", message: Self.message(connection))
+            }
+            waitedSince = .now
         }
-        guard let result else { throw PostgresFailure(state: nil, message: Self.message(connection)) }
-        defer { PQclear(result) }
-        return try Self.rows(result)
+    }
+
+    private func unanswered() -> PostgresFailure {
+        var failure = PostgresFailure(
+            state: nil, message: "PostgreSQL did not answer within \(timeout); the connection is reset")
+        failure.unanswered = true
+        return failure
     }
 
     private static func rows(_ result: OpaquePointer) throws(PostgresFailure) -> PostgresRows {
@@ -177,6 +248,8 @@ struct PostgresFailure: Error {
     var message: String
     /// Some statements of a batch had run before this one failed (it is not sent again).
     var partlyRan = false
+    /// No answer came in time: whether it ran is unknown (it is not sent again).
+    var unanswered = false
 
     /// The server ended the session (class 57P: shutdown, crash, terminated backend) or the
     /// connection failed (class 08): the statement did not run on a live session.
@@ -196,8 +269,10 @@ struct PostgresFailure: Error {
 /// Callers that find every connection busy wait for one.
 final class PostgresPool: Sendable {
     private let url: String
+    private let timeout: Duration
     private let state: Mutex<State>
     private let available: PoolSignal
+    let breaker: CatalogBreaker
 
     private struct State {
         var idle: [PostgresConnection] = []
@@ -206,8 +281,10 @@ final class PostgresPool: Sendable {
 
     let size: Int
 
-    init(url: String, size: Int) {
+    init(url: String, size: Int, timeout: Duration = .seconds(10), breaker: CatalogBreaker = CatalogBreaker()) {
         self.url = url
+        self.timeout = timeout
+        self.breaker = breaker
         self.size = max(1, size)
         state = Mutex(State())
         available = PoolSignal()
@@ -215,9 +292,21 @@ final class PostgresPool: Sendable {
 
     /// Runs `body` with a connection of its own.
     func with<T>(_ body: (PostgresConnection) throws(AttacheError) -> T) throws(AttacheError) -> T {
-        let connection = try checkOut()
-        defer { checkIn(connection) }
-        return try body(connection)
+        try breaker.guarding { () throws(CatalogBreaker.Failure) in
+            let connection: PostgresConnection
+            do throws(AttacheError) {
+                connection = try checkOut()
+            } catch {
+                throw .connection(error)
+            }
+            defer { checkIn(connection) }
+            do throws(AttacheError) {
+                return try body(connection)
+            } catch {
+                // A statement PostgreSQL refused is the caller's; a session lost is the catalog's.
+                throw connection.isUsable ? .statement(error) : .connection(error)
+            }
+        }
     }
 
     /// `query` on any free connection.
@@ -251,7 +340,7 @@ final class PostgresPool: Sendable {
                 return connection
             case .open:
                 do {
-                    return try PostgresConnection(url: url)
+                    return try PostgresConnection(url: url, timeout: timeout)
                 } catch {
                     state.withLock { $0.opened -= 1 }
                     available.signal()
@@ -266,6 +355,62 @@ final class PostgresPool: Sendable {
     func checkIn(_ connection: PostgresConnection) {
         state.withLock { $0.idle.append(connection) }
         available.signal()
+    }
+}
+
+/// Fails catalog work at once while the catalog is known to be unreachable, instead of letting
+/// every caller wait out a connect or a statement timeout of its own: after a connection fails
+/// (cannot connect, session lost, no answer in time) it stays open for ``openFor``; then one
+/// caller at a time tries (the others still fail at once) until one gets through.
+final class CatalogBreaker: Sendable {
+    private struct State {
+        var openUntil: ContinuousClock.Instant? = nil
+        var trying = false
+        var reason = ""
+    }
+
+    /// What a guarded call ended with: a failure of the statement (the catalog answered) or of
+    /// the connection (the catalog is away).
+    enum Failure: Error {
+        case statement(AttacheError)
+        case connection(AttacheError)
+    }
+
+    let openFor: Duration
+    private let state = Mutex(State())
+
+    init(openFor: Duration = .seconds(1)) {
+        self.openFor = openFor
+    }
+
+    /// Runs `body` unless the catalog is known to be away (then `store_unavailable` at once).
+    func guarding<T>(_ body: () throws(Failure) -> T) throws(AttacheError) -> T {
+        let now = ContinuousClock.now
+        let refusal: AttacheError? = state.withLock { state in
+            guard let until = state.openUntil else { return nil }
+            if now < until || state.trying {
+                return AttacheError(.storeUnavailable, "catalog: unreachable (\(state.reason)); tried again shortly")
+            }
+            state.trying = true
+            return nil
+        }
+        if let refusal { throw refusal }
+        do {
+            let value = try body()
+            state.withLock { $0 = State() }
+            return value
+        } catch {
+            switch error {
+            case .statement(let failure):
+                state.withLock { $0 = State() }
+                throw failure
+            case .connection(let failure):
+                state.withLock { state in
+                    state = State(openUntil: .now + openFor, trying: false, reason: failure.message)
+                }
+                throw failure
+            }
+        }
     }
 }
 

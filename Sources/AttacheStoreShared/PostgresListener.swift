@@ -31,7 +31,7 @@ final class PostgresListener: @unchecked Sendable {
     }
 
     private static func open(url: String, channel: String) throws(AttacheError) -> OpaquePointer {
-        guard let connection = PQconnectdb(url) else {
+        guard let connection = PostgresConnection.connect(url, timeout: .seconds(10)) else {
             throw AttacheError(.storeUnavailable, "catalog: libpq could not allocate a connection")
         }
         PQsetNoticeProcessor(connection, { _, _ in }, nil)

@@ -42,7 +42,7 @@ final class SharedBackend: StoreBackend {
     init(_ configuration: StoreConfiguration, shared: SharedStoreConfiguration) throws(AttacheError) {
         self.configuration = configuration
         self.shared = shared
-        pool = PostgresPool(url: shared.postgres, size: shared.connections)
+        pool = PostgresPool(url: shared.postgres, size: shared.connections, timeout: shared.catalogTimeout)
         postgresURL = shared.postgres
         blobs = S3Client(shared.blobs)
         try pool.with { connection throws(AttacheError) in try Self.migrate(connection) }
@@ -57,7 +57,10 @@ final class SharedBackend: StoreBackend {
         }
         var slots: [LeaseSlot] = []
         for _ in 0..<max(1, shared.leaseConnections) {
-            slots.append(LeaseSlot(try PostgresConnection(url: shared.postgres)))
+            slots.append(
+                LeaseSlot(
+                    try PostgresConnection(url: shared.postgres, timeout: shared.catalogTimeout), breaker: pool.breaker)
+            )
         }
         leases = slots
         let sealer = KeyRingSealer(key: shared.keyRingKey)
@@ -204,7 +207,15 @@ final class SharedBackend: StoreBackend {
         guard id.utf8.count == 64, id.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
             return nil
         }
-        guard let cache else { return try openInBucket(id) }
+        guard let cache else {
+            do {
+                guard let (row, handle) = try openInBucket(id) else { return nil }
+                remember(row)
+                return (row, handle)
+            } catch {
+                return try openDuringOutage(id, error)
+            }
+        }
         // The catalog decides (one query, unless the row was read within the last second); a
         // local copy, if there is one, spares the GET.
         var found = recentRow(id)
@@ -214,12 +225,7 @@ final class SharedBackend: StoreBackend {
                 found = try object(id)
                 if let row = found { remember(row) }
             } catch {
-                // The catalog is away: a row read within the grace, with a copy here, is still
-                // served (a revocation meanwhile is honoured when the catalog is back).
-                guard error.code == .storeUnavailable, let row = recentRow(id, within: shared.catalogOutageGrace),
-                    let copy = cache.open(row)
-                else { throw error }
-                return (row, copy)
+                return try openDuringOutage(id, error)
             }
         }
         guard let row = found else {
@@ -238,6 +244,23 @@ final class SharedBackend: StoreBackend {
             return (held, copy)
         }
         return (held, remote)
+    }
+
+    /// The catalog is away (`error`): a row read within the grace is still served to valid
+    /// tokens (a revocation meanwhile is honoured when the catalog is back), from a copy here
+    /// or else from the bucket without a lease. A lease keeps collection from removing bytes
+    /// mid-download; collection removes only expired objects and needs the catalog, and an
+    /// expired row is refused by the store before a byte is read.
+    private func openDuringOutage(
+        _ id: String, _ error: AttacheError
+    ) throws(AttacheError) -> (
+        ObjectRow, any ObjectHandle
+    ) {
+        guard error.code == .storeUnavailable, let row = recentRow(id, within: shared.catalogOutageGrace) else {
+            throw error
+        }
+        if let copy = cache?.open(row) { return (row, copy) }
+        return (row, RemoteObject(blobs: blobs, key: Self.objectKey(row.id, row.ext), lease: nil))
     }
 
     func openImmediately(_ id: String) throws(AttacheError) -> ImmediateOpen {
@@ -294,7 +317,8 @@ final class SharedBackend: StoreBackend {
         return (
             row,
             RemoteObject(
-                blobs: blobs, key: Self.objectKey(row.id, row.ext), slot: slot, lockKey: key, session: session)
+                blobs: blobs, key: Self.objectKey(row.id, row.ext),
+                lease: RemoteObject.Lease(slot: slot, lockKey: key, session: session))
         )
     }
 
@@ -724,17 +748,25 @@ struct KeyRingSealer: Sendable {
 /// A catalog connection that holds the advisory locks of open downloads.
 final class LeaseSlot: Sendable {
     private let connection: Mutex<PostgresConnection>
+    private let breaker: CatalogBreaker
 
-    init(_ connection: PostgresConnection) {
+    init(_ connection: PostgresConnection, breaker: CatalogBreaker) {
         self.connection = Mutex(connection)
+        self.breaker = breaker
     }
 
     /// The batch's results and the session it ran in (the one holding the locks it took).
     func batch(_ sql: String) throws(AttacheError) -> ([PostgresRows], session: Int) {
-        let result: Result<([PostgresRows], Int), AttacheError> = connection.withLock { connection in
-            Result { () throws(AttacheError) in (try connection.batch(sql), connection.session) }
+        try breaker.guarding { () throws(CatalogBreaker.Failure) in
+            let result: Result<([PostgresRows], Int), CatalogBreaker.Failure> = connection.withLock { connection in
+                do throws(AttacheError) {
+                    return .success((try connection.batch(sql), connection.session))
+                } catch {
+                    return .failure(connection.isUsable ? .statement(error) : .connection(error))
+                }
+            }
+            return try result.get()
         }
-        return try result.get()
     }
 
     /// Gives back a shared lock taken in `session`. When that session has ended, its locks
@@ -751,19 +783,23 @@ final class LeaseSlot: Sendable {
 /// An object in the bucket, held against collection by a shared advisory lock; reads are
 /// ranged GETs.
 final class RemoteObject: ObjectHandle {
+    /// The advisory lock held on the object while it is read (nil: read without one, while the
+    /// catalog is away).
+    struct Lease {
+        let slot: LeaseSlot
+        let lockKey: String
+        let session: Int
+    }
+
     private let blobs: S3Client
     private let key: String
-    private let slot: LeaseSlot
-    private let lockKey: String
-    private let session: Int
+    private let lease: Lease?
     private let open = Atomic<Bool>(true)
 
-    init(blobs: S3Client, key: String, slot: LeaseSlot, lockKey: String, session: Int) {
+    init(blobs: S3Client, key: String, lease: Lease?) {
         self.blobs = blobs
         self.key = key
-        self.slot = slot
-        self.lockKey = lockKey
-        self.session = session
+        self.lease = lease
     }
 
     deinit { close() }
@@ -778,7 +814,7 @@ final class RemoteObject: ObjectHandle {
 
     func close() {
         guard open.exchange(false, ordering: .relaxed) else { return }
-        slot.unlock(lockKey, session: session)
+        if let lease { lease.slot.unlock(lease.lockKey, session: lease.session) }
     }
 }
 

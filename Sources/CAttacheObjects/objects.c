@@ -131,6 +131,10 @@ int32_t att_s3_perform(
     curl_easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
     if (h->connect_timeout_ms > 0) curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, (long)h->connect_timeout_ms);
     if (h->timeout_ms > 0) curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)h->timeout_ms);
+    // A bucket that stops sending (a host gone from the network, a frozen gateway) ends the
+    // transfer after 10 s without a byte, long before the whole transfer's bound.
+    curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, 10L);
     if (range != NULL) curl_easy_setopt(easy, CURLOPT_RANGE, range);
     if (strcmp(method, "PUT") == 0) {
         curl_easy_setopt(easy, CURLOPT_UPLOAD, 1L);

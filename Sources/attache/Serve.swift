@@ -40,6 +40,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: Self.help("store")) var store: String?
     @Option(help: Self.help("blobs")) var blobs: String?
     @Option(help: Self.help("blobCache")) var blobCache: String?
+    @Option(help: Self.help("catalogOutageGrace")) var catalogOutageGrace: String?
+    @Option(help: Self.help("catalogTimeout")) var catalogTimeout: String?
     @Option(help: Self.help("storeMaxBytes")) var storeMaxBytes: String?
     @Option(help: Self.help("storeMaxObjects")) var storeMaxObjects: String?
     @Option(help: Self.help("apiKeys")) var apiKeys: String?
@@ -84,6 +86,8 @@ struct Serve: AsyncParsableCommand {
             ("store", store),
             ("blobs", blobs),
             ("blobCache", blobCache),
+            ("catalogOutageGrace", catalogOutageGrace),
+            ("catalogTimeout", catalogTimeout),
             ("storeMaxBytes", storeMaxBytes),
             ("storeMaxObjects", storeMaxObjects),
             ("apiKeys", apiKeys),

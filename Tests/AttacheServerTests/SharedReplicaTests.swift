@@ -26,7 +26,8 @@ struct SharedReplicaTests {
         /// `postgres` and `bucket` (an S3 endpoint) stand for the test's servers when given (a
         /// ``FaultyLink`` to them).
         init(
-            _ fresh: SharedServers.Fresh, extra: [String] = [], postgres: String? = nil, bucket: String? = nil
+            _ fresh: SharedServers.Fresh, extra: [String] = [], postgres: String? = nil, bucket: String? = nil,
+            blobCache: Bool = true
         ) async throws {
             directory = try TemporaryDirectory()
             log = directory.path + "/log"
@@ -35,7 +36,8 @@ struct SharedReplicaTests {
             process.arguments =
                 [
                     "serve", "--port", "0", "--api-keys", RunningService.apiKey, "--allow-loopback", "--gc-interval",
-                    "0s", "--deadline", "60s", "--max-deadline", "60s", "--blob-cache", directory.path + "/cache",
+                    "0s", "--deadline", "60s", "--max-deadline", "60s", "--blob-cache",
+                    blobCache ? directory.path + "/cache" : "none",
                 ]
                 + ["--store", postgres ?? fresh.postgres, "--blobs", fresh.blobs] + extra
             var environment = fresh.childEnvironment

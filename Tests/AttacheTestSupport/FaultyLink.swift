@@ -7,14 +7,20 @@ import Glibc
 
 /// A TCP link on 127.0.0.1 to a dependency (PostgreSQL, the bucket) that a test can cut and
 /// restore, as an outage would: ``cut()`` resets every open connection and refuses new ones
-/// (each accepted and reset at once), ``restore()`` forwards again. Bytes are copied as they
-/// come, one thread per direction per connection.
+/// (each accepted and reset at once), ``silence()`` stops every byte as a host gone from the
+/// network does (open connections stay open and carry nothing, new ones are accepted and
+/// never reach the dependency), ``restore()`` forwards again. Bytes are copied as they come,
+/// one thread per direction per connection.
 public final class FaultyLink: Sendable {
     /// The port this link listens on.
     public let port: Int
     private let listener: Int32
     private let target: (host: String, port: Int)
     private let state = Mutex<(up: Bool, connections: Set<Int32>)>((true, []))
+    /// Set while the link is silent: the copies hold what they read, new connections are held.
+    private let quiet = NSCondition()
+    private nonisolated(unsafe) var silent = false
+    private nonisolated(unsafe) var held: [Int32] = []
 
     /// Forwards 127.0.0.1:`port` (chosen by the kernel) to `host`:`targetPort` (IPv4).
     public init(to host: String, port targetPort: Int) throws {
@@ -59,13 +65,49 @@ public final class FaultyLink: Sendable {
         for fd in open { Self.reset(fd) }
     }
 
-    /// The dependency is back: new connections are forwarded.
+    /// The dependency stops answering without closing anything: bytes sent either way are
+    /// held, connections made meanwhile are accepted and go nowhere.
+    public func silence() {
+        quiet.lock()
+        silent = true
+        quiet.unlock()
+    }
+
+    /// The dependency is back: new connections are forwarded, held bytes go on, connections
+    /// made while it was silent are reset (their peers gave up on them long ago).
     public func restore() {
         state.withLock { $0.up = true }
+        quiet.lock()
+        silent = false
+        let stranded = held
+        held = []
+        quiet.broadcast()
+        quiet.unlock()
+        for fd in stranded {
+            Self.reset(fd)
+            close(fd)
+        }
+    }
+
+    /// Waits while the link is silent.
+    private func passWhenHeard() {
+        quiet.lock()
+        while silent { quiet.wait() }
+        quiet.unlock()
+    }
+
+    /// Holds `client` when the link is silent (true), else leaves it to be forwarded.
+    private func holdIfSilent(_ client: Int32) -> Bool {
+        quiet.lock()
+        defer { quiet.unlock() }
+        guard silent else { return false }
+        held.append(client)
+        return true
     }
 
     private func acceptLoop() {
         acceptConnections(on: listener) { client in
+            if holdIfSilent(client) { return }
             guard isUp, let upstream = connectTarget() else {
                 Self.reset(client)
                 close(client)
@@ -99,12 +141,12 @@ public final class FaultyLink: Sendable {
                 close(client)
                 close(upstream)
             }
-            Thread.detachNewThread {
-                Self.copy(from: client, to: upstream)
+            Thread.detachNewThread { [self] in
+                Self.copy(from: client, to: upstream, pass: passWhenHeard)
                 finish()
             }
-            Thread.detachNewThread {
-                Self.copy(from: upstream, to: client)
+            Thread.detachNewThread { [self] in
+                Self.copy(from: upstream, to: client, pass: passWhenHeard)
                 finish()
             }
         }
@@ -131,12 +173,14 @@ public final class FaultyLink: Sendable {
     }
 
     /// Copies until either side ends; then the other side of the pair is shut down too.
-    private static func copy(from source: Int32, to sink: Int32) {
+    /// `pass` returns when what was read may be sent on.
+    private static func copy(from source: Int32, to sink: Int32, pass: () -> Void) {
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         outer: while true {
             let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { break }
+            pass()
             var sent = 0
             while sent < count {
                 let written = buffer.withUnsafeBytes {
