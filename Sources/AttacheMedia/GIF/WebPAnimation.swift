@@ -32,6 +32,7 @@ enum WebPAnimation {
                 var rendition = Rendition(
                     kind: .gif, width: gif.width, height: gif.height, data: gif.data, source: source,
                     frames: gif.frames, posterFrame: 0, posterTime: 0, actions: actions)
+                rendition.pixels = gif.first
                 if let smallSide, max(gif.width, gif.height) > smallSide {
                     let target = RenditionSpec.fit(width: gif.width, height: gif.height, into: smallSide)
                     let small = try ImageProcessor.resampleImage(gif.first, target: target)
@@ -77,11 +78,13 @@ enum WebPAnimation {
             first.channels == 4
             ? try Encoders.png(first, level: spec.pngCompressionLevel)
             : try Encoders.jpeg(first, quality: spec.jpegQuality)
-        return Rendition(
+        var rendition = Rendition(
             kind: first.channels == 4 ? .png : .jpeg, width: first.width, height: first.height, data: data,
             source: ImageInfo(
                 kind: .webp, width: width, height: height, frames: frames, orientation: .up, isProgressive: false),
             posterFrame: 0, posterTime: 0)
+        rendition.pixels = first
+        return rendition
     }
 
     /// The header, checked; with `decode`, every frame decoded too.

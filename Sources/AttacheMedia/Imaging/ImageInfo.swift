@@ -62,6 +62,9 @@ public struct Rendition: Sendable {
     public var actions: [String] = []
     /// A smaller rendition of the same pixels, when one was asked for.
     public var small: SmallRendition? = nil
+    /// The pixels the rendition was encoded from (an animation's: its poster frame), upright,
+    /// for the renditions other receivers get (``TargetRendition``).
+    var pixels: PixelImage? = nil
 }
 
 /// A small rendition made beside a rendition: same kind, fewer pixels.

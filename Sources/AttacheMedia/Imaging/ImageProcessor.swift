@@ -99,6 +99,7 @@ public enum ImageProcessor {
                 rendition.data = stripped
                 rendition.keptSource = true
             }
+            rendition.pixels = gif.poster
             // An animation's small rendition is its poster frame, a still GIF, from the pixels
             // the render already composed.
             if let smallSide, max(gif.width, gif.height) > smallSide {
@@ -124,6 +125,7 @@ public enum ImageProcessor {
         }
         var rendition = Rendition(
             kind: output, width: image.width, height: image.height, data: try encode(image), source: info)
+        rendition.pixels = image
         // Never larger than it came: a source already within every limit (not downscaled,
         // upright as stored) whose rendition is not smaller is stored as it was, its metadata
         // removed without re-encoding.

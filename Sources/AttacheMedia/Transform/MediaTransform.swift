@@ -28,6 +28,18 @@ public struct TransformedMedia: Sendable {
     public var warnings: [String] = []
     /// Video and audio: what the container holds (codecs, size, duration).
     public var container: ContainerInfo? = nil
+    /// The pictures for other receivers that were asked for (Android, web push, a large
+    /// icon), each made or failed on its own.
+    public var targets: [TargetOutcome] = []
+    /// The pixels the rendition (an animation's poster, a video's poster) came from, kept
+    /// until the targets are made.
+    var pixels: PixelImage? = nil
+}
+
+/// One receiver's picture, or why there is none.
+public struct TargetOutcome: Sendable {
+    public var spec: TargetSpec
+    public var result: Result<TargetRendition, AttacheError>
 }
 
 /// The transform stage: one entry point for every kind. Images are decoded once (the header
@@ -48,9 +60,38 @@ public enum MediaTransform {
     ///     what an iPhone cannot play) are re-encoded to fit when ``RenditionSpec/video`` allows.
     ///   - posterTime: when a video's poster is taken (the sender's thumbnail time), else
     ///     ``MediaPoster/defaultTime``.
+    ///   - targets: pictures for other receivers, each cropped from the pixels the rendition
+    ///     was made from (an animation's poster frame, a video's poster), around `focus` when
+    ///     given, else the subject the attention map finds (``TargetRendition``).
     public static func apply(
         _ media: ValidatedMedia, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline,
-        smallSide: Int? = nil, caps: MediaLimits = MediaLimits(), posterTime: Double? = nil
+        smallSide: Int? = nil, caps: MediaLimits = MediaLimits(), posterTime: Double? = nil,
+        targets: [TargetSpec] = [], focus: FocalPoint? = nil
+    ) throws(AttacheError) -> TransformedMedia {
+        var transformed = try transform(
+            media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide, caps: caps,
+            posterTime: posterTime, pictures: !targets.isEmpty)
+        guard !targets.isEmpty else { return transformed }
+        defer { transformed.pixels = nil }
+        guard let pixels = transformed.pixels else {
+            let none = AttacheError(.unsupportedVariant, "\(media.kind.rawValue): no picture to crop (no video frame)")
+            transformed.targets = targets.map { TargetOutcome(spec: $0, result: .failure(none)) }
+            return transformed
+        }
+        for target in targets {
+            let made = Result { () throws(AttacheError) in
+                try TargetRendition.make(from: pixels, spec: target, focus: focus, deadline: deadline)
+            }
+            if case .failure(let error) = made, error.code == .timedOut { throw error }
+            transformed.targets.append(TargetOutcome(spec: target, result: made))
+        }
+        return transformed
+    }
+
+    /// ``apply`` without the targets; with `pictures`, the pixels they are made from are kept.
+    private static func transform(
+        _ media: ValidatedMedia, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline,
+        smallSide: Int?, caps: MediaLimits, posterTime: Double?, pictures: Bool
     ) throws(AttacheError) -> TransformedMedia {
         try deadline.check()
         switch media.kind.category {
@@ -74,7 +115,7 @@ public enum MediaTransform {
                 do {
                     return try animationVideo(
                         media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide,
-                        caps: caps, clipped: rendition.actions.joined(separator: "; "))
+                        caps: caps, clipped: rendition.actions.joined(separator: "; "), pictures: pictures)
                 } catch  where error.code == .tooLarge || error.code == .decoderMemoryExceeded {
                     // Too much work or memory as video: the animation, cut to fit, is attached.
                     var kept = image(rendition)
@@ -84,7 +125,7 @@ public enum MediaTransform {
             case .failure(let error):
                 return try animationVideo(
                     media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide,
-                    caps: caps, clipped: error.message)
+                    caps: caps, clipped: error.message, pictures: pictures)
             }
         case .image:
             return image(
@@ -94,7 +135,7 @@ public enum MediaTransform {
         case .audio, .video:
             return try audioVisual(
                 media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide, caps: caps,
-                posterTime: posterTime)
+                posterTime: posterTime, pictures: pictures)
         }
     }
 
@@ -106,6 +147,7 @@ public enum MediaTransform {
             posterTime: animated ? rendition.posterTime : nil, actions: rendition.actions,
             sourceWidth: rendition.source.width, sourceHeight: rendition.source.height)
         transformed.keptSource = rendition.keptSource
+        transformed.pixels = rendition.pixels
         if let warning = rendition.source.colourWarning { transformed.warnings.append(warning) }
         if let small = rendition.small {
             transformed.small = (MediaBytes(small.data), small.width, small.height, rendition.kind)
@@ -116,7 +158,7 @@ public enum MediaTransform {
     /// An animation (GIF, animated WebP) made MP4, with its poster from the video.
     private static func animationVideo(
         _ media: ValidatedMedia, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline, smallSide: Int?,
-        caps: MediaLimits, clipped: String
+        caps: MediaLimits, clipped: String, pictures: Bool
     ) throws(AttacheError) -> TransformedMedia {
         let video = try MediaEncoder.video(
             fromAnimation: media.bytes, kind: media.kind, spec: spec, limits: limits, cap: caps.videoBytes,
@@ -127,7 +169,7 @@ public enum MediaTransform {
             "made an H.264 MP4 of \(video.frames ?? 0) frames, \(video.bytes.count) bytes (as a GIF: \(clipped))")
         try poster(
             of: transformed.bytes, into: &transformed, at: nil, smallSide: smallSide, spec: spec, limits: limits,
-            deadline: deadline)
+            deadline: deadline, pictures: pictures)
         return transformed
     }
 
@@ -136,7 +178,7 @@ public enum MediaTransform {
     /// the cap, else re-encoded; a video's poster is its small rendition.
     private static func audioVisual(
         _ media: ValidatedMedia, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline, smallSide: Int?,
-        caps: MediaLimits, posterTime: Double?
+        caps: MediaLimits, posterTime: Double?, pictures: Bool
     ) throws(AttacheError) -> TransformedMedia {
         let encode = spec.video.enabled && MediaEncoder.isAvailable
         let container = try MediaContainer.check(
@@ -153,7 +195,7 @@ public enum MediaTransform {
         if isVideo {
             try poster(
                 of: media.bytes, into: &posterOf, at: posterTime, smallSide: smallSide, spec: spec, limits: limits,
-                deadline: deadline)
+                deadline: deadline, pictures: pictures)
         }
         var transformed: TransformedMedia
         if container.unplayable != nil || media.bytes.count > cap {
@@ -182,6 +224,7 @@ public enum MediaTransform {
                 best.warnings.append(
                     "the transcode (\(why)) did not finish before the deadline: the poster is attached instead")
                 best.container = container
+                best.pixels = posterOf.pixels
                 return best
             case .failure(let error):
                 throw error
@@ -195,23 +238,36 @@ public enum MediaTransform {
         }
         transformed.container = container
         transformed.small = posterOf.small
+        transformed.pixels = posterOf.pixels
         transformed.posterTime = posterOf.posterTime
         transformed.warnings += posterOf.warnings
         return transformed
     }
 
-    /// A video's poster as its small rendition: a poster that cannot be made is a warning, never
-    /// the video's failure (but the deadline is).
+    /// A video's poster as its small rendition, and with `pictures` the frame at the
+    /// rendition's size for the targets (one decode for both): a poster that cannot be made is
+    /// a warning, never the video's failure (but the deadline is).
     private static func poster(
         of bytes: MediaBytes, into transformed: inout TransformedMedia, at time: Double?, smallSide: Int?,
-        spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline
+        spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline, pictures: Bool = false
     ) throws(AttacheError) {
-        guard let smallSide else { return }
+        guard smallSide != nil || pictures else { return }
         do throws(AttacheError) {
-            let poster = try MediaPoster.jpeg(
-                bytes, at: time, maxSide: smallSide, quality: spec.jpegQuality, limits: limits, deadline: deadline)
-            transformed.small = (MediaBytes(poster.bytes), poster.width, poster.height, .jpeg)
-            transformed.posterTime = poster.shown
+            let side = pictures ? max(spec.maxSide, smallSide ?? 0) : smallSide!
+            let (frame, shown) = try MediaPoster.frame(
+                bytes, at: time, maxSide: side, limits: limits, deadline: deadline)
+            try deadline.check()
+            transformed.posterTime = shown
+            if pictures { transformed.pixels = frame }
+            if let smallSide {
+                let fitted = RenditionSpec.fit(width: frame.width, height: frame.height, into: smallSide)
+                let small =
+                    fitted == (frame.width, frame.height)
+                    ? frame : try ImageProcessor.resampleImage(frame, target: fitted)
+                transformed.small = (
+                    MediaBytes(try Encoders.jpeg(small, quality: spec.jpegQuality)), small.width, small.height, .jpeg
+                )
+            }
         } catch {
             if error.code == .timedOut { throw error }
             transformed.warnings.append("no poster: \(error.message)")

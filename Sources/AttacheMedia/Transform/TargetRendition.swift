@@ -1,0 +1,214 @@
+public import AttacheBase
+internal import Glibc
+
+/// A picture for a receiver that downloads its image as it is — an Android notification's big
+/// picture, a web push notification's image, a large icon — made from the pixels the iOS
+/// rendition was made from: a crop of a fixed shape around the subject, scaled to a width,
+/// encoded under the provider's byte cap.
+public struct TargetSpec: Hashable, Sendable {
+    /// Who receives it.
+    public enum Target: String, Hashable, Sendable, CaseIterable {
+        /// Android's big-picture style (FCM, OneSignal `big_picture`): 2:1 JPEG.
+        case android
+        /// A web push notification's image (Chrome shows JPEG and WebP): 2:1.
+        case web
+        /// A large icon: 1:1, 256 px.
+        case icon
+    }
+
+    public var target: Target
+    /// Width over height of the crop (2 for 2:1).
+    public var aspect: Double
+    /// The output's width (never more than the crop has, unless below ``minWidth``).
+    public var width: Int
+    /// A crop narrower than this is enlarged to it (providers refuse smaller pictures).
+    public var minWidth: Int
+    /// `.jpeg` or `.webp`.
+    public var format: MediaKind
+    /// The provider's byte cap (FCM: 1 MB for Android images).
+    public var maxBytes: Int
+    /// The quality tried first; lower ones only to pass under ``maxBytes``.
+    public var quality: Int
+
+    /// The defaults for `target`: Android and web 2:1, 1024 wide, JPEG, under 1 MB; the icon
+    /// 1:1, 256 px.
+    public init(_ target: Target) {
+        self.target = target
+        switch target {
+        case .android, .web:
+            (aspect, width, minWidth, format, maxBytes, quality) = (2, 1024, 512, .jpeg, 1_000_000, 85)
+        case .icon:
+            (aspect, width, minWidth, format, maxBytes, quality) = (1, 256, 192, .jpeg, 1_000_000, 85)
+        }
+    }
+
+    /// Every field, for the stored rendition's key.
+    public var cacheKey: String {
+        "target=\(target.rawValue),aspect=\(aspect),w=\(width),min-w=\(minWidth),fmt=\(format.rawValue)"
+            + ",cap=\(maxBytes),q=\(quality)"
+    }
+
+    /// The output's size for a crop `cropWidth` wide: ``width`` at most (the crop's own width
+    /// when smaller, ``minWidth`` at least), the height from ``aspect``.
+    func outputSize(cropWidth: Int) -> (width: Int, height: Int) {
+        let width = max(minWidth, min(self.width, cropWidth))
+        return (width, max(1, Int((Double(width) / aspect).rounded())))
+    }
+}
+
+/// Where the sender says the subject is: `x` and `y` from 0 (left, top) to 1.
+public struct FocalPoint: Hashable, Sendable {
+    public var x: Double
+    public var y: Double
+
+    /// nil unless both are within 0…1.
+    public init?(x: Double, y: Double) {
+        guard (0...1).contains(x), (0...1).contains(y) else { return nil }
+        (self.x, self.y) = (x, y)
+    }
+}
+
+/// A target rendition as made.
+public struct TargetRendition: Sendable {
+    public var spec: TargetSpec
+    public var data: [UInt8]
+    public var kind: MediaKind
+    public var width: Int
+    public var height: Int
+    /// The crop in the upright source's pixels (x, y, width, height), scaled back from the
+    /// pixels it was cut from.
+    public var crop: (x: Int, y: Int, width: Int, height: Int)
+    /// How the crop was placed: `focus` (the sender's point) or `attention`.
+    public var placement: String
+    /// Encodes it took to pass under the cap (1 when the first one did).
+    public var encodes: Int
+    /// The quality of the encode kept.
+    public var quality: Int
+}
+
+extension TargetRendition {
+    /// The lowest quality a search goes to before it shrinks the picture instead.
+    static let lowestQuality = 30
+    /// Encodes a search may take at most.
+    static let maxEncodes = 3
+
+    /// Makes `spec`'s picture from `image` (upright; `scale` is the source's size over the
+    /// image's, to report the crop in the source's pixels). The crop is centred on `focus` when
+    /// given, else placed where the attention map says the subject is.
+    static func make(
+        from image: PixelImage, spec: TargetSpec, focus: FocalPoint?, scale: Double = 1, deadline: WorkDeadline
+    ) throws(AttacheError) -> TargetRendition {
+        // The largest window of the spec's shape that fits.
+        let imageAspect = Double(image.width) / Double(image.height)
+        let (cropWidth, cropHeight) =
+            imageAspect > spec.aspect
+            ? (max(1, Int((Double(image.height) * spec.aspect).rounded())), image.height)
+            : (image.width, max(1, Int((Double(image.width) / spec.aspect).rounded())))
+        let origin: (x: Int, y: Int)
+        let placement: String
+        if let focus {
+            func centred(_ at: Double, _ length: Int, _ window: Int) -> Int {
+                min(length - window, max(0, Int((at * Double(length) - Double(window) / 2).rounded())))
+            }
+            origin = (centred(focus.x, image.width, cropWidth), centred(focus.y, image.height, cropHeight))
+            placement = "focus"
+        } else {
+            origin = try Saliency.bestOrigin(in: image, cropWidth: cropWidth, cropHeight: cropHeight)
+            placement = "attention"
+        }
+        try deadline.check()
+        let cut = image.cropped(x: origin.x, y: origin.y, width: cropWidth, height: cropHeight).flattened()
+        let size = spec.outputSize(cropWidth: cropWidth)
+        var picture = try ImageProcessor.resampleImage(cut, target: size)
+        // The cap: at most three encodes (the quality first asked for, then one the first size
+        // predicts, then one fitted to both, with the picture shrunk if even the lowest quality
+        // would not pass).
+        var quality = spec.quality
+        var tried: [(quality: Int, bytes: Int)] = []
+        var data: [UInt8] = []
+        while true {
+            try deadline.check()
+            data = try encode(picture, spec.format, quality: quality)
+            tried.append((quality, data.count))
+            if data.count <= spec.maxBytes { break }
+            guard tried.count < maxEncodes else {
+                throw AttacheError(
+                    .tooLarge,
+                    "the \(spec.target.rawValue) rendition is \(data.count) bytes at quality \(quality) after "
+                        + "\(tried.count) encodes, over its cap of \(spec.maxBytes)", limit: .maxImageBytes)
+            }
+            // Bytes fall about exponentially with quality: the rate from the last two tries
+            // (3% a step before there are two), aiming a little under the cap.
+            var rate = 0.03
+            if tried.count >= 2 {
+                let (a, b) = (tried[tried.count - 2], tried[tried.count - 1])
+                if a.quality != b.quality, a.bytes > b.bytes {
+                    rate = log(Double(a.bytes) / Double(b.bytes)) / Double(a.quality - b.quality)
+                }
+            }
+            let target = Double(spec.maxBytes) * (tried.count == 1 ? 0.92 : 0.85)
+            let wanted = Double(quality) + log(target / Double(data.count)) / max(0.005, rate)
+            var next = Int(wanted.rounded(.down))
+            if next < lowestQuality || tried.count == maxEncodes - 1 && next < lowestQuality + 5 {
+                // Even the lowest quality would not pass: fewer pixels instead (bytes follow
+                // the pixel count), the shape kept.
+                let predicted = Double(data.count) * exp(-rate * Double(quality - lowestQuality))
+                let shrink = min(0.95, (target / predicted).squareRoot())
+                let width = max(16, Int(Double(picture.width) * shrink))
+                let height = max(1, Int((Double(width) / spec.aspect).rounded()))
+                picture = try ImageProcessor.resampleImage(cut, target: (width, height))
+                next = lowestQuality
+            }
+            quality = min(quality - 1, max(lowestQuality, next))
+        }
+        return TargetRendition(
+            spec: spec, data: data, kind: spec.format, width: picture.width, height: picture.height,
+            crop: (
+                Int((Double(origin.x) * scale).rounded()), Int((Double(origin.y) * scale).rounded()),
+                Int((Double(cropWidth) * scale).rounded()), Int((Double(cropHeight) * scale).rounded())
+            ), placement: placement, encodes: tried.count, quality: quality)
+    }
+
+    private static func encode(_ image: PixelImage, _ format: MediaKind, quality: Int) throws(AttacheError) -> [UInt8] {
+        format == .webp ? try Encoders.webp(image, quality: quality) : try Encoders.jpeg(image, quality: quality)
+    }
+}
+
+extension PixelImage {
+    /// The `width` × `height` window at (`x`, `y`).
+    func cropped(x: Int, y: Int, width: Int, height: Int) -> PixelImage {
+        guard x != 0 || y != 0 || width != self.width || height != self.height else { return self }
+        var out = [UInt8](repeating: 0, count: width * height * channels)
+        let row = width * channels
+        out.withUnsafeMutableBufferPointer { dst in
+            pixels.withUnsafeBufferPointer { src in
+                for line in 0..<height {
+                    let from = ((y + line) * self.width + x) * channels
+                    for i in 0..<row { dst[line * row + i] = src[from + i] }
+                }
+            }
+        }
+        return PixelImage(width: width, height: height, channels: channels, pixels: out)
+    }
+
+    /// Without alpha: transparent pixels over white (what a JPEG, or a receiver without
+    /// transparency, shows).
+    func flattened() -> PixelImage {
+        let image = droppingOpaqueAlpha()
+        guard image.hasAlpha else { return image }
+        let colours = image.channels - 1
+        var out = [UInt8](repeating: 0, count: image.width * image.height * colours)
+        out.withUnsafeMutableBufferPointer { dst in
+            image.pixels.withUnsafeBufferPointer { src in
+                for i in 0..<(image.width * image.height) {
+                    let alpha = Int(src[i * image.channels + colours])
+                    for c in 0..<colours {
+                        let value = Int(src[i * image.channels + c])
+                        dst[i * colours + c] = UInt8((value * alpha + 255 * (255 - alpha) + 127) / 255)
+                    }
+                }
+            }
+        }
+        return PixelImage(width: image.width, height: image.height, channels: colours, pixels: out)
+    }
+}

@@ -1,0 +1,90 @@
+import AttacheBase
+import AttacheTestSupport
+import Testing
+
+@testable import AttacheMedia
+
+/// The pictures for Android, web push and a large icon: the shape, the width, the byte cap in
+/// at most three encodes, and a crop that keeps the subject.
+struct TargetRenditionTests {
+    static func web() -> TargetSpec {
+        var spec = TargetSpec(.web)
+        spec.format = .webp
+        return spec
+    }
+
+    /// A still, a transparent PNG, an animated GIF and a video: each target's picture is of
+    /// its exact shape, at least its minimum width, under its cap, and decodes as its format.
+    @Test func everyKindGetsEachTargetsShapeUnderItsCap() throws {
+        for name in ["waterfall-rotated.jpg", "palette-transparent.png", "animated-chi.gif", "clip.mp4"] {
+            let validated = try MediaValidator.validate(try MediaBytes(contentsOfFile: Paths.samples + "/" + name))
+            let out = try MediaTransform.apply(
+                validated, spec: RenditionSpec(), limits: .default, deadline: .none, smallSide: 320,
+                targets: [TargetSpec(.android), Self.web(), TargetSpec(.icon)])
+            #expect(out.targets.count == 3, "\(name)")
+            for outcome in out.targets {
+                let picture = try outcome.result.get()
+                let info = try ImageProcessor.inspect(MediaBytes(picture.data))
+                #expect(info.kind == outcome.spec.format, "\(name) \(outcome.spec.target)")
+                #expect(info.width == picture.width && info.height == picture.height && info.frames == 1)
+                let exact = Double(picture.width) / outcome.spec.aspect
+                #expect(abs(Double(picture.height) - exact) <= 1, "\(name): \(picture.width)x\(picture.height)")
+                #expect(picture.width >= outcome.spec.minWidth && picture.width <= outcome.spec.width)
+                #expect(picture.data.count <= outcome.spec.maxBytes && picture.encodes <= 3)
+            }
+        }
+    }
+
+    /// A 40 KB cap on a busy photo: passed in at most three encodes, the shape kept.
+    @Test func aSmallCapIsReachedInThreeEncodesAtMost() throws {
+        let bytes = try Corpus.bytes("jpeg-variants/pillow__hopper.jpg")
+        let validated = try MediaValidator.validate(MediaBytes(bytes))
+        for cap in [200_000, 40_000, 15_000] {
+            var spec = TargetSpec(.android)
+            spec.maxBytes = cap
+            // Enlarged to 1024 so that the cap has work to do.
+            spec.minWidth = 1024
+            let out = try MediaTransform.apply(
+                validated, spec: RenditionSpec(), limits: .default, deadline: .none, targets: [spec])
+            let outcome = try #require(out.targets.first)
+            let picture = try outcome.result.get()
+            #expect(picture.data.count <= cap, "\(cap): \(picture.data.count) bytes")
+            #expect(picture.encodes <= 3, "\(cap): \(picture.encodes) encodes")
+            #expect(abs(Double(picture.height) - Double(picture.width) / 2) <= 1)
+            print(
+                "target cap \(cap): \(picture.data.count) bytes, q\(picture.quality), \(picture.encodes) encodes, \(picture.width)x\(picture.height)"
+            )
+        }
+    }
+
+    /// A smooth portrait with a textured subject near its top: the attention crop keeps the
+    /// subject, a centre crop would cut it, and the sender's focal point wins over both.
+    @Test func theCropFollowsTheSubjectOrTheSendersPoint() throws {
+        let (width, height) = (600, 1200)
+        var pixels = [UInt8](repeating: 0, count: width * height * 3)
+        var random = SplitMix(seed: 7)
+        for y in 0..<height {
+            for x in 0..<width {
+                let base = (y * width + x) * 3
+                // A soft sky, darker downwards.
+                var value = (UInt8(200 - y / 10), UInt8(210 - y / 10), UInt8(230 - y / 12))
+                if (220..<420).contains(y), (150..<450).contains(x) {
+                    let noise = UInt8(truncatingIfNeeded: random.next())
+                    value = (noise, noise / 2, 255 - noise)
+                }
+                (pixels[base], pixels[base + 1], pixels[base + 2]) = value
+            }
+        }
+        let image = PixelImage(width: width, height: height, channels: 3, pixels: pixels)
+        let android = TargetSpec(.android)
+        let found = try TargetRendition.make(from: image, spec: android, focus: nil, deadline: .none)
+        #expect(found.placement == "attention")
+        #expect(found.crop.width == 600 && found.crop.height == 300)
+        #expect(found.crop.y <= 220 && found.crop.y + found.crop.height >= 420, "crop \(found.crop)")
+        let centre = (height - 300) / 2
+        #expect(!(centre <= 220 && centre + 300 >= 420), "a centre crop would keep it too: the test proves nothing")
+        let told = try TargetRendition.make(
+            from: image, spec: android, focus: FocalPoint(x: 0.5, y: 0.9), deadline: .none)
+        #expect(told.placement == "focus" && told.crop.y == height - 300, "crop \(told.crop)")
+    }
+}
