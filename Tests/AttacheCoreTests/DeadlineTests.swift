@@ -18,7 +18,7 @@ import Testing
     static let groups = [
         [
             "AttacheFetchTests.FetchTests", "AttacheFetchTests.TLSTests", "AttacheCoreTests.PipelineTests",
-            "AttacheCoreTests.CommandLineTests", "AttacheCoreTests.OptionErrorTests",
+            "AttacheCoreTests.CommandLineTests", "AttacheCoreTests.OptionErrorTests", "AttacheCoreTests.ReceiverTests",
         ],
         // The service's tests start servers and schemathesis: apart, so that the fetch suite's
         // process-wide heap and descriptor counts see only its own work.

@@ -1,4 +1,5 @@
 public import AttacheBase
+public import AttacheMedia
 
 /// What happened to one attachment source: attached, or failed with a stable reason.
 public struct AttachmentOutcome: Sendable {
@@ -31,6 +32,9 @@ public struct AttachmentOutcome: Sendable {
     public var sourceHeight: Int?
     /// The stage that failed (`fetch`, `validate`, `transform`, `store`), when one did.
     public var failedStage: String?
+    /// The pictures made for other receivers (Android, web push, a large icon), each stored
+    /// with a token of its own, or why one could not be made.
+    public var targets: [TargetEntry] = []
 
     /// `attached`, or the error code.
     public var reason: String { attachment != nil ? "attached" : error?.code.rawValue ?? "unknown" }
@@ -51,4 +55,26 @@ public struct StageTimings: Hashable, Sendable {
     public init(fetch: Double = 0, validate: Double = 0, transform: Double = 0, store: Double = 0) {
         (self.fetch, self.validate, self.transform, self.store) = (fetch, validate, transform, store)
     }
+}
+
+/// A picture for another receiver, stored: its URL (a token for it alone), what it is, and how
+/// its crop was placed; or the error that left the receiver without one.
+public struct TargetEntry: Sendable {
+    public var target: TargetSpec.Target
+    public var url: String?
+    public var id: String?
+    public var type: String?
+    public var bytes: Int64 = 0
+    public var width: Int?
+    public var height: Int?
+    /// The crop in the pixels the iOS rendition was made from: x, y, width, height.
+    public var crop: [Int] = []
+    /// `focus` (the sender's point) or `attention`.
+    public var placement: String?
+    /// Encodes it took to pass under the cap, and the quality kept.
+    public var encodes: Int?
+    public var quality: Int?
+    public var error: AttacheError?
+    /// Reused from the store (made for this URL and spec before).
+    public var cached = false
 }

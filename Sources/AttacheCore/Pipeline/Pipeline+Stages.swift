@@ -42,13 +42,20 @@ struct Piece: Sendable {
 }
 
 extension Pipeline {
+    /// With `targets`, the pictures for other receivers are made from the same decode and
+    /// stored beside the rendition (not for a sealed payload), cropped around `focus` if given.
     func run(
         _ source: AttachmentSource, deadline: ContinuousClock.Instant, budgets: PayloadBudgets, sealed: Bool,
-        group: WorkGroup
+        group: WorkGroup, targets: [TargetSpec] = [], focus: FocalPoint? = nil
     ) async -> AttachmentOutcome {
         var outcome = AttachmentOutcome(url: source.url, convention: source.convention)
         let configuration = self.configuration
         let spec = configuration.effectiveRendition
+        let targets = sealed ? [] : targets
+        // Each target's picture under a key of its own: the rendition's, the target's, the focus.
+        let targetKeys = targets.map { target in
+            spec.cacheKey + "|" + target.cacheKey + (focus.map { ",focus=\($0.x),\($0.y)" } ?? "")
+        }
         let smallSide = configuration.smallSide > 0 ? configuration.smallSide : nil
         let cacheKey = spec.cacheKey
         // The small rendition is stored under its own key: the rendition's, and its side.
@@ -69,19 +76,27 @@ extension Pipeline {
             // A rendition already stored for this URL and spec skips every stage (not for a
             // sealed payload: its objects are sealed under keys of their own).
             if !sealed,
-                let entry = try await catalog({ [self] () throws(AttacheError) -> AttachmentDescriptor? in
+                let entry = try await catalog({ [self] () throws(AttacheError) -> (AttachmentDescriptor, [TargetEntry])? in
                     guard let (stored, _) = try self.store.lookup(url: source.url, spec: cacheKey),
                         case .media(let kind) = stored.kind
                     else { return nil }
+                    // Every target's picture too, or the whole path runs again (one decode).
+                    var found: [TargetEntry] = []
+                    for (target, key) in zip(targets, targetKeys) {
+                        guard let (picture, _) = try self.store.lookup(url: source.url, spec: key) else { return nil }
+                        var entry = try describeTarget(picture, target: target.target)
+                        entry.cached = true
+                        found.append(entry)
+                    }
                     var entry = try describe(stored, kind: kind, source: source)
                     if let smallKey, let (small, _) = try self.store.lookup(url: source.url, spec: smallKey) {
                         entry.small = try describeSmall(small, seal: nil, of: kind)
                     }
-                    return entry
+                    return (entry, found)
                 })
             {
                 outcome.cached = true
-                outcome.attachment = entry
+                (outcome.attachment, outcome.targets) = entry
                 return outcome
             }
 
@@ -116,7 +131,7 @@ extension Pipeline {
                     Result { () throws(AttacheError) in
                         let transformed = try MediaTransform.apply(
                             validated, spec: spec, limits: limits, deadline: work, smallSide: smallSide, caps: caps,
-                            posterTime: posterTime)
+                            posterTime: posterTime, targets: targets, focus: focus)
                         var main = Piece(
                             plain: transformed.bytes, kind: transformed.kind, width: transformed.width,
                             height: transformed.height)
@@ -139,7 +154,9 @@ extension Pipeline {
             outcome.actions += transformed.actions
             next(\.store)
             try Task.checkCancellation(or: .timedOut)
-            try budgets.store.take(Int64(main.storedCount + (small?.storedCount ?? 0)))
+            let pictures = transformed.targets.compactMap { try? $0.result.get() }
+            try budgets.store.take(
+                Int64(main.storedCount + (small?.storedCount ?? 0) + pictures.reduce(0) { $0 + $1.data.count }))
 
             let store = self.store
             let reference = SourceReference(
@@ -153,8 +170,11 @@ extension Pipeline {
             let ttl = configuration.storeTTL
             // The entries' tokens are issued there too: issuing one reads the catalog.
             let kind = transformed.kind
-            var (entry, smallEntry) = try await OffPool.write {
-                [self] () -> Result<(AttachmentDescriptor, AttachmentDescriptor.SmallRendition?), AttacheError> in
+            let made = transformed.targets
+            var (entry, smallEntry, targetEntries) = try await OffPool.write {
+                [self] () -> Result<
+                    (AttachmentDescriptor, AttachmentDescriptor.SmallRendition?, [TargetEntry]), AttacheError
+                > in
                 Result { () throws(AttacheError) in
                     func put(
                         _ piece: Piece, _ metadata: ObjectMetadata, _ reference: SourceReference?
@@ -173,11 +193,32 @@ extension Pipeline {
                     let storedSmall = try small.map { piece throws(AttacheError) in
                         try put(piece, smallMetadata, smallReference)
                     }
+                    var entries: [TargetEntry] = []
+                    for (outcome, key) in zip(made, targetKeys) {
+                        switch outcome.result {
+                        case .success(let picture):
+                            let metadata = ObjectMetadata(
+                                kind: picture.kind, width: picture.width, height: picture.height, frames: 1)
+                            let reference = SourceReference(
+                                url: source.url, spec: key, etag: media.etag, lastModified: media.lastModified)
+                            let bytes = MediaBytes(picture.data)
+                            let stored = try store.put(
+                                UnsafeRawBufferPointer(bytes.buffer), metadata: metadata, source: reference, ttl: ttl)
+                            var entry = try describeTarget(stored, target: outcome.spec.target)
+                            entry.crop = [picture.crop.x, picture.crop.y, picture.crop.width, picture.crop.height]
+                            (entry.placement, entry.encodes, entry.quality) =
+                                (picture.placement, picture.encodes, picture.quality)
+                            entries.append(entry)
+                        case .failure(let error):
+                            entries.append(TargetEntry(target: outcome.spec.target, error: error))
+                        }
+                    }
                     return (
                         try describe(stored, kind: kind, source: source),
                         try storedSmall.map { stored throws(AttacheError) in
                             try describeSmall(stored, seal: small?.seal, of: kind)
-                        }
+                        },
+                        entries
                     )
                 }
             }.get()
@@ -197,6 +238,7 @@ extension Pipeline {
                 entry.small = smallEntry
             }
             outcome.attachment = entry
+            outcome.targets = targetEntries
             next(\.store)
         } catch {
             outcome.failedStage =
@@ -231,6 +273,17 @@ extension Pipeline {
         let token = try store.issueToken(for: stored.id, ttl: configuration.tokenTTL)
         return AttachmentDescriptor(
             stored, kind: kind, token: token, baseURL: configuration.baseURL, thumbnail: source.options)
+    }
+
+    /// A stored target picture's entry, with a token that opens only it.
+    func describeTarget(_ stored: StoredAttachment, target: TargetSpec.Target) throws(AttacheError) -> TargetEntry {
+        let token = try store.issueToken(for: stored.id, ttl: configuration.tokenTTL)
+        var entry = TargetEntry(target: target)
+        entry.url = AttachmentDescriptor.url(stored, token: token, baseURL: configuration.baseURL)
+        entry.id = stored.id.hex
+        if case .media(let kind) = stored.kind { entry.type = kind.mimeType }
+        (entry.bytes, entry.width, entry.height) = (stored.bytes, stored.width, stored.height)
+        return entry
     }
 
     /// The entry's `small` member for a stored small rendition, with a token of its own.

@@ -94,6 +94,10 @@ public final class Pipeline: Sendable {
         } catch {
             return unchanged(error)
         }
+        // A body for every platform (FCM v1, OneSignal): each receiver's picture.
+        if content.shape != .apns {
+            return await processReceivers(content, deadline: deadline, tenant: tenant, start: start)
+        }
         let key = configuration.attachmentsKey
         let found = content.isMutable ? content.sources(using: configuration.sources) : []
         // The members the media were named in go into a seal with the alert.
@@ -166,15 +170,44 @@ public final class Pipeline: Sendable {
             fetch: ByteBudget(bytes: configuration.maxPayloadFetchBytes, limit: .maxPayloadFetchBytes),
             store: ByteBudget(bytes: configuration.maxPayloadStoreBytes, limit: .maxPayloadStoreBytes))
 
-        // Each source runs in its own task; the collector hands back what finished by the deadline.
-        let collector = Collector(count: sources.count)
         let sealed = shape.seal != nil
-        let group = WorkGroup.payload(of: tenant)
+        let (outcomes, unfinished) = await runAll(sources, deadline: deadline) { [self] source in
+            await run(source, deadline: deadline, budgets: budgets, sealed: sealed, group: WorkGroup.payload(of: tenant))
+        }
+        return written(outcomes + skipped, unfinished: unfinished)
+    }
+}
+
+extension NotificationContent {
+    /// The key a payload asks to be sealed to: `"attache-seal": {"key": "<base64 or PEM>",
+    /// "kid": "<key id>"}`; nil when it asks for none.
+    func sealRequest() throws(AttacheError) -> SealRecipient? {
+        guard let request = root[OutputShape.sealRequestMember] else { return nil }
+        guard let key = request["key"]?.stringValue, let keyID = request["kid"]?.stringValue else {
+            throw AttacheError(.sealFailed, "attache-seal needs a key and a kid")
+        }
+        do throws(SealError) {
+            return try SealRecipient(encoded: Array(key.utf8), keyID: keyID)
+        } catch {
+            throw AttacheError(.sealFailed, "attache-seal: \(error)")
+        }
+    }
+}
+
+extension Pipeline {
+    /// Runs `work` for each source in a task of its own and hands back what finished by the
+    /// deadline (or when the caller went away), each unfinished source reported `timed_out`
+    /// (or `cancelled`), in source order; `unfinished` when any was.
+    func runAll(
+        _ sources: [AttachmentSource], deadline: ContinuousClock.Instant,
+        _ work: @escaping @Sendable (AttachmentSource) async -> AttachmentOutcome
+    ) async -> (outcomes: [AttachmentOutcome], unfinished: Bool) {
+        let collector = Collector(count: sources.count)
         var tasks: [Task<Void, Never>] = []
         for (index, source) in sources.enumerated() {
             tasks.append(
-                Task { [self] in
-                    let outcome = await run(source, deadline: deadline, budgets: budgets, sealed: sealed, group: group)
+                Task {
+                    let outcome = await work(source)
                     collector.finish(index, outcome)
                 })
         }
@@ -206,22 +239,6 @@ public final class Pipeline: Sendable {
                 outcomes.append(outcome)
             }
         }
-        return written(outcomes + skipped, unfinished: unfinished)
-    }
-}
-
-extension NotificationContent {
-    /// The key a payload asks to be sealed to: `"attache-seal": {"key": "<base64 or PEM>",
-    /// "kid": "<key id>"}`; nil when it asks for none.
-    func sealRequest() throws(AttacheError) -> SealRecipient? {
-        guard let request = root[OutputShape.sealRequestMember] else { return nil }
-        guard let key = request["key"]?.stringValue, let keyID = request["kid"]?.stringValue else {
-            throw AttacheError(.sealFailed, "attache-seal needs a key and a kid")
-        }
-        do throws(SealError) {
-            return try SealRecipient(encoded: Array(key.utf8), keyID: keyID)
-        } catch {
-            throw AttacheError(.sealFailed, "attache-seal: \(error)")
-        }
+        return (outcomes, unfinished)
     }
 }

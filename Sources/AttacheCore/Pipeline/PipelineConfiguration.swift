@@ -51,6 +51,10 @@ public struct PipelineConfiguration: Sendable {
     /// Top-level members a seal takes besides `aps.alert`, the attachment block and the
     /// members the media URLs were found in.
     public var sealMembers: [String] = []
+    /// The pictures made for the other receivers of an FCM message or a OneSignal body:
+    /// Android and web 2:1 JPEG 1024 wide under 1 MB, the large icon 1:1 256 px.
+    public var targets: [TargetSpec.Target: TargetSpec] = Dictionary(
+        uniqueKeysWithValues: TargetSpec.Target.allCases.map { ($0, TargetSpec($0)) })
 
     /// The defaults.
     public init() {}

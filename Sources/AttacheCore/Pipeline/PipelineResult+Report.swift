@@ -1,4 +1,5 @@
 import AttacheBase
+import AttacheMedia
 
 extension PipelineResult {
     /// One JSON object: the payload's name (nil: none), whether it was passed through or a
@@ -55,7 +56,32 @@ extension AttachmentOutcome {
         if let failedStage { item.add("failed_stage", failedStage) }
         item.addRaw("warnings", "[" + warnings.map(JSONLine.quote).joined(separator: ",") + "]")
         if !actions.isEmpty { item.addRaw("actions", "[" + actions.map(JSONLine.quote).joined(separator: ",") + "]") }
+        if !targets.isEmpty { item.addRaw("targets", "[" + targets.map(\.json.text).joined(separator: ",") + "]") }
         item.add("ms", object: timings.json)
+        return item
+    }
+}
+
+extension TargetEntry {
+    /// A receiver's picture in a report: the target, its URL and id, type, bytes and size, the
+    /// crop and how it was placed, the encodes and quality that passed the cap; or the error.
+    public var json: JSONLine {
+        var item = JSONLine()
+        item.add("target", target.rawValue)
+        item.add("url", url)
+        item.add("id", id)
+        item.add("type", type)
+        if url != nil {
+            item.add("bytes", Int(bytes))
+            item.add("width", width)
+            item.add("height", height)
+            item.add("cached", cached)
+        }
+        if crop.count == 4 { item.addRaw("crop", "[" + crop.map(String.init).joined(separator: ",") + "]") }
+        item.add("placement", placement)
+        item.add("encodes", encodes)
+        item.add("quality", quality)
+        if let error { item.add("error", object: JSONLine.error(error)) }
         return item
     }
 }

@@ -1,15 +1,20 @@
 internal import AttacheBase
+internal import Glibc
 
-/// Where the subject of a picture is, for a crop that keeps it: an attention map (edges,
-/// saturated colour and skin tones, as libvips' `smartcrop attention` weighs them) on a small
-/// copy of the already-downscaled pixels, and the window of the crop's shape that holds the
-/// most of it.
+/// Where the subject of a picture is, for a crop that keeps it: the attention measure libvips'
+/// `smartcrop attention` uses — Sobel edges on CIE L*, skin tones (a*, b* in the range libvips
+/// trained on the Humanae portraits, L* ≥ 15) and strongly saturated colour (chroma > 60) —
+/// made on a copy at most ``mapSide`` on its longer side of the already-downscaled pixels,
+/// averaged onto a 32 × 32 grid, blurred in proportion to the crop, and the crop centred on
+/// the brightest point.
 enum Saliency {
-    /// The side of the small copy the map is made on (its longer side).
-    static let mapSide = 96
+    /// The longer side of the copy the measures are made on.
+    static let mapSide = 128
+    /// The grid the measures are averaged onto (the precision of the placement).
+    static let grid = 32
 
-    /// The best origin of a `cropWidth` × `cropHeight` window in `image` (which it fits): the
-    /// window slides along the one axis where the crop is shorter than the image.
+    /// The origin of a `cropWidth` × `cropHeight` window in `image` (which it fits) centred on
+    /// the subject.
     static func bestOrigin(
         in image: PixelImage, cropWidth: Int, cropHeight: Int
     ) throws(AttacheError) -> (x: Int, y: Int) {
@@ -17,79 +22,112 @@ enum Saliency {
         let slideY = image.height - cropHeight
         guard slideX > 0 || slideY > 0 else { return (0, 0) }
         let map = try attention(of: image)
-        // Per column (sliding across) or per row (sliding down): the sum of attention.
-        let alongX = slideX > 0
-        let length = alongX ? map.width : map.height
-        var line = [Double](repeating: 0, count: length)
+        // Onto the grid (each cell the mean of the map's pixels in it).
+        let (columns, rows) = (min(grid, map.width), min(grid, map.height))
+        var cells = [Double](repeating: 0, count: columns * rows)
+        var counts = [Double](repeating: 0, count: columns * rows)
         for y in 0..<map.height {
-            for x in 0..<map.width { line[alongX ? x : y] += map.values[y * map.width + x] }
-        }
-        // The window in map units, and every placement of it (prefix sums).
-        let scale = Double(length) / Double(alongX ? image.width : image.height)
-        let window = max(1, min(length, Int((Double(alongX ? cropWidth : cropHeight) * scale).rounded())))
-        var prefix = [0.0]
-        prefix.reserveCapacity(length + 1)
-        for value in line { prefix.append(prefix.last! + value) }
-        // The best sum; among equal sums the placement nearest the centre.
-        var best = (start: (length - window) / 2, sum: -1.0)
-        let centre = Double(length - window) / 2
-        for start in 0...(length - window) {
-            let sum = prefix[start + window] - prefix[start]
-            if sum > best.sum + 1e-9
-                || (abs(sum - best.sum) <= 1e-9 && abs(Double(start) - centre) < abs(Double(best.start) - centre))
-            {
-                best = (start, sum)
+            let row = y * rows / map.height
+            for x in 0..<map.width {
+                let cell = row * columns + x * columns / map.width
+                cells[cell] += map.values[y * map.width + x]
+                counts[cell] += 1
             }
         }
-        let offset = Int((Double(best.start) / scale).rounded())
-        return alongX ? (min(slideX, max(0, offset)), 0) : (0, min(slideY, max(0, offset)))
+        for index in cells.indices where counts[index] > 0 { cells[index] /= counts[index] }
+        // Blurred by a sixth of the crop's diagonal in grid cells, as libvips does.
+        let cellWidth = Double(image.width) / Double(columns)
+        let cellHeight = Double(image.height) / Double(rows)
+        let sigma = (pow(Double(cropWidth) / cellWidth, 2) + pow(Double(cropHeight) / cellHeight, 2)).squareRoot() / 6
+        let blurred = gaussianBlur(cells, width: columns, height: rows, sigma: sigma)
+        var best = (index: 0, value: -Double.infinity)
+        for (index, value) in blurred.enumerated() where value > best.value { best = (index, value) }
+        let centreX = (Double(best.index % columns) + 0.5) * cellWidth
+        let centreY = (Double(best.index / columns) + 0.5) * cellHeight
+        func placed(_ centre: Double, _ slide: Int, _ window: Int) -> Int {
+            min(slide, max(0, Int((centre - Double(window) / 2).rounded())))
+        }
+        return (placed(centreX, slideX, cropWidth), placed(centreY, slideY, cropHeight))
     }
 
-    /// The attention map: one value per pixel of a copy at most ``mapSide`` on its longer side.
+    /// The attention measure per pixel of a copy at most ``mapSide`` on its longer side.
     static func attention(of image: PixelImage) throws(AttacheError) -> (width: Int, height: Int, values: [Double]) {
         let fitted = RenditionSpec.fit(width: image.width, height: image.height, into: mapSide)
         let small =
             fitted == (image.width, image.height)
-            ? image : try ImageProcessor.resampleImage(image, target: (fitted.width, fitted.height))
+            ? image.flattened() : try ImageProcessor.resampleImage(image.flattened(), target: fitted)
         let (width, height, channels) = (small.width, small.height, small.channels)
-        var luma = [Double](repeating: 0, count: width * height)
+        var lightness = [Double](repeating: 0, count: width * height)
         var colour = [Double](repeating: 0, count: width * height)
+        let linear = (0..<256).map { value -> Double in
+            let v = Double(value) / 255
+            return v <= 0.040_45 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4)
+        }
+        func f(_ t: Double) -> Double { t > 0.008_856 ? cbrt(t) : 7.787 * t + 16 / 116 }
         small.pixels.withUnsafeBufferPointer { p in
             for index in 0..<(width * height) {
                 let base = index * channels
-                let alpha = small.hasAlpha ? Double(p[base + channels - 1]) / 255 : 1
-                guard channels >= 3 else {
-                    luma[index] = Double(p[base]) * alpha
-                    continue
-                }
-                let (r, g, b) = (Double(p[base]), Double(p[base + 1]), Double(p[base + 2]))
-                luma[index] = (0.299 * r + 0.587 * g + 0.114 * b) * alpha
-                // Saturation (HSV), counted when strong, as vips does.
-                let high = max(r, g, b)
-                let low = min(r, g, b)
-                let saturation = high > 0 ? (high - low) / high : 0
-                var score = saturation > 0.4 ? saturation * 0.5 : 0
-                // Skin tones (the YCbCr box of Chai & Ngan), weighted above saturation.
-                let cb = 128 - 0.168_736 * r - 0.331_264 * g + 0.5 * b
-                let cr = 128 + 0.5 * r - 0.418_688 * g - 0.081_312 * b
-                if (77...127).contains(cb), (133...173).contains(cr), high > 40 { score += 1 }
-                colour[index] = score * alpha
+                let (r, g, b) =
+                    channels >= 3
+                    ? (linear[Int(p[base])], linear[Int(p[base + 1])], linear[Int(p[base + 2])])
+                    : (linear[Int(p[base])], linear[Int(p[base])], linear[Int(p[base])])
+                // sRGB (D65) to CIE L*a*b*.
+                let x = (0.412_4 * r + 0.357_6 * g + 0.180_5 * b) / 0.950_47
+                let y = 0.212_6 * r + 0.715_2 * g + 0.072_2 * b
+                let z = (0.019_3 * r + 0.119_2 * g + 0.950_5 * b) / 1.088_83
+                let l = 116 * f(y) - 16
+                let a = 500 * (f(x) - f(y))
+                let bb = 200 * (f(y) - f(z))
+                lightness[index] = l
+                var score = 0.0
+                if (3...22).contains(a), (4...31).contains(bb), l >= 15 { score += 255 }
+                if (a * a + bb * bb).squareRoot() > 60 { score += 255 }
+                colour[index] = score
             }
         }
-        // Edges: the Laplacian of luma, scaled to about 0…1.
+        // Sobel edges on L*: |Gx| + |Gy|.
         var values = [Double](repeating: 0, count: width * height)
+        func at(_ x: Int, _ y: Int) -> Double { lightness[min(height - 1, max(0, y)) * width + min(width - 1, max(0, x))] }
         for y in 0..<height {
             for x in 0..<width {
-                let index = y * width + x
-                let centre = luma[index]
-                let left = luma[y * width + max(0, x - 1)]
-                let right = luma[y * width + min(width - 1, x + 1)]
-                let up = luma[max(0, y - 1) * width + x]
-                let down = luma[min(height - 1, y + 1) * width + x]
-                let edge = min(1, abs(4 * centre - left - right - up - down) / 128)
-                values[index] = edge + colour[index]
+                let gx =
+                    at(x + 1, y - 1) + 2 * at(x + 1, y) + at(x + 1, y + 1) - at(x - 1, y - 1) - 2 * at(x - 1, y)
+                    - at(x - 1, y + 1)
+                let gy =
+                    at(x - 1, y + 1) + 2 * at(x, y + 1) + at(x + 1, y + 1) - at(x - 1, y - 1) - 2 * at(x, y - 1)
+                    - at(x + 1, y - 1)
+                values[y * width + x] = abs(gx) + abs(gy) + colour[y * width + x]
             }
         }
         return (width, height, values)
+    }
+
+    /// A Gaussian blur of `sigma` across and down (edges clamped).
+    static func gaussianBlur(_ values: [Double], width: Int, height: Int, sigma: Double) -> [Double] {
+        guard sigma > 0.1 else { return values }
+        let radius = max(1, Int((3 * sigma).rounded(.up)))
+        let kernel = (-radius...radius).map { exp(-Double($0 * $0) / (2 * sigma * sigma)) }
+        let total = kernel.reduce(0, +)
+        var across = [Double](repeating: 0, count: values.count)
+        for y in 0..<height {
+            for x in 0..<width {
+                var sum = 0.0
+                for (offset, weight) in kernel.enumerated() {
+                    sum += weight * values[y * width + min(width - 1, max(0, x + offset - radius))]
+                }
+                across[y * width + x] = sum / total
+            }
+        }
+        var down = [Double](repeating: 0, count: values.count)
+        for y in 0..<height {
+            for x in 0..<width {
+                var sum = 0.0
+                for (offset, weight) in kernel.enumerated() {
+                    sum += weight * across[min(height - 1, max(0, y + offset - radius)) * width + x]
+                }
+                down[y * width + x] = sum / total
+            }
+        }
+        return down
     }
 }

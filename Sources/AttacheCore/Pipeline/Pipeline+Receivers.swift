@@ -1,0 +1,108 @@
+internal import AttacheBase
+internal import AttacheFetch
+internal import AttacheMedia
+
+/// An FCM v1 message or a OneSignal body: one fetch and one decode per distinct picture URL,
+/// and from it every receiver's picture — the iOS rendition (with the attachment block inside
+/// the message's APNs payload when that is mutable), Android's and the web's 2:1 crops, a
+/// large icon — each field rewritten to its own picture's URL; every other byte kept.
+extension Pipeline {
+    func processReceivers(
+        _ content: NotificationContent, deadline: ContinuousClock.Instant, tenant: String,
+        start: ContinuousClock.Instant
+    ) async -> PipelineResult {
+        let shape = content.shape
+        var fields = content.receiverFields
+        // The APNs payload an FCM message carries: a mutable one gets the attachment block of
+        // the iOS picture (its own field's, else the one every platform shares).
+        let apnsPath = content.apnsPath
+        let inner = apnsPath.flatMap { content.valueBytes(at: $0) }.flatMap { try? NotificationContent(bytes: $0) }
+        let mutableInner = inner?.isMutable == true ? inner : nil
+        if mutableInner != nil, !fields.contains(where: { $0.receiver == .ios }),
+            let shared = fields.first(where: { $0.path == ["message", "notification", "image"] })
+        {
+            fields.append(ReceiverField(path: [], receiver: .ios, url: shared.url))
+        }
+        // Distinct URLs in order, each with the receivers that want it.
+        var order: [String] = []
+        var wanted: [String: Set<Receiver>] = [:]
+        for field in fields {
+            if wanted[field.url] == nil { order.append(field.url) }
+            wanted[field.url, default: []].insert(field.receiver)
+        }
+        let focus = content.focus
+        func unchanged(_ outcomes: [AttachmentOutcome], unfinished: Bool = false) -> PipelineResult {
+            let payload = focus == nil ? content.bytes : content.replacing([], removing: [NotificationContent.focusMember])
+            return PipelineResult(
+                payload: payload, outcomes: outcomes, bestAttempt: unfinished, passedThrough: focus == nil,
+                payloadError: nil, trimmed: [], elapsed: .now - start)
+        }
+        guard !order.isEmpty else { return unchanged([]) }
+
+        let limit = max(0, configuration.maxSources)
+        let sources = order.prefix(limit).map { url in
+            let receivers = Receiver.allCases.filter { wanted[url]!.contains($0) }.map(\.rawValue)
+            return AttachmentSource(url: url, convention: shape.rawValue + ":" + receivers.joined(separator: "+"))
+        }
+        let skipped = order.dropFirst(sources.count).map { url in
+            var outcome = AttachmentOutcome(url: url, convention: shape.rawValue)
+            outcome.error = AttacheError(
+                .tooManySources, "the payload names more than \(configuration.maxSources) media; not fetched",
+                limit: .maxSources)
+            return outcome
+        }
+        let budgets = PayloadBudgets(
+            fetch: ByteBudget(bytes: configuration.maxPayloadFetchBytes, limit: .maxPayloadFetchBytes),
+            store: ByteBudget(bytes: configuration.maxPayloadStoreBytes, limit: .maxPayloadStoreBytes))
+        let specs = configuration.targets
+        let targetsFor: [String: [TargetSpec]] = wanted.mapValues { receivers in
+            Receiver.allCases.filter { receivers.contains($0) }.compactMap { $0.target.flatMap { specs[$0] } }
+        }
+        let (outcomes, unfinished) = await runAll(sources, deadline: deadline) { [self] source in
+            await run(
+                source, deadline: deadline, budgets: budgets, sealed: false, group: WorkGroup.payload(of: tenant),
+                targets: targetsFor[source.url] ?? [], focus: focus)
+        }
+
+        // Each field to its receiver's picture; a field whose picture could not be made keeps
+        // the URL it had (the receiver fetches it as it would have without Attache).
+        let byURL = Dictionary(outcomes.map { ($0.url, $0) }, uniquingKeysWith: { a, _ in a })
+        var edits: [(path: [String], value: JSONValue)] = []
+        for field in fields where !field.path.isEmpty {
+            guard let outcome = byURL[field.url] else { continue }
+            let url: String? =
+                switch field.receiver.target {
+                case nil: outcome.attachment?.url
+                case let target?: outcome.targets.first { $0.target == target }?.url
+                }
+            if let url { edits.append((field.path, .string(url))) }
+        }
+        var iosOutcomes: [AttachmentOutcome] = []
+        var trimmed: [String] = []
+        if let mutableInner, let apnsPath, let iosField = fields.first(where: { $0.receiver == .ios }),
+            let outcome = byURL[iosField.url]
+        {
+            iosOutcomes = [outcome]
+            let written = AttachmentBlock.write(
+                &iosOutcomes, into: mutableInner,
+                shape: OutputShape(key: configuration.attachmentsKey, categories: configuration.categories), moved: [],
+                maxBytes: configuration.maxPayloadBytes)
+            trimmed = written.trimmed
+            if let payload = written.payload { edits.append((apnsPath, .raw(String(decoding: payload, as: UTF8.self)))) }
+        }
+        guard !edits.isEmpty else { return unchanged(outcomes + skipped, unfinished: unfinished) }
+        let payload = content.replacing(edits, removing: focus == nil ? [] : [NotificationContent.focusMember])
+        // The iOS attachment trimmed away (over the APNs size) is said on its outcome.
+        let reported = outcomes.map { outcome in
+            guard let trimmedOne = iosOutcomes.first(where: { $0.url == outcome.url && $0.attachment == nil }),
+                outcome.attachment != nil
+            else { return outcome }
+            var changed = outcome
+            changed.error = trimmedOne.error
+            return changed
+        }
+        return PipelineResult(
+            payload: payload, outcomes: reported + skipped, bestAttempt: unfinished, passedThrough: false,
+            payloadError: nil, trimmed: trimmed, elapsed: .now - start)
+    }
+}

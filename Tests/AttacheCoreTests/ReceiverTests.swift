@@ -1,0 +1,127 @@
+import AttacheBase
+import AttacheMedia
+import AttacheTestSupport
+import Foundation
+import Testing
+
+@testable import AttacheCore
+
+/// FCM v1 messages and OneSignal bodies: one fetch per distinct URL, each field rewritten to
+/// its receiver's picture, every other byte kept.
+@Suite(.enabled(if: inIsolatedChild)) struct ReceiverTests {
+    let server: TestHTTPServer
+    let directory: TemporaryDirectory
+    let pipeline: Pipeline
+
+    init() throws {
+        server = try sampleMediaServer()
+        directory = try TemporaryDirectory()
+        pipeline = try makePipeline(directory)
+    }
+
+    /// The stored object a URL the pipeline wrote names.
+    func object(_ url: String) throws -> [UInt8] {
+        let name = String(try #require(url.split(separator: "/").last))
+        let path = directory.path + "/store/objects/" + name.prefix(2) + "/" + name.dropFirst(2)
+        return try #require(FileManager.default.contents(atPath: path).map(Array.init), "\(path)")
+    }
+
+    /// Checks a receiver's picture: its format, exactly its shape (±1 px), under its cap, at
+    /// least 512 px wide; returns its size.
+    func checkPicture(_ url: String, kind: MediaKind = .jpeg, aspect: Double = 2) throws -> (Int, Int) {
+        let bytes = try object(url)
+        let info = try ImageProcessor.inspect(MediaBytes(bytes))
+        #expect(info.kind == kind, "\(url)")
+        #expect(abs(Double(info.height) - Double(info.width) / aspect) <= 1, "\(info.width)x\(info.height)")
+        #expect(bytes.count <= 1_000_000 && info.frames == 1)
+        return (info.width, info.height)
+    }
+
+    @Test func anFCMMessageGetsEachPlatformsPicture() async throws {
+        let body = """
+            {"message":{"token":"t0k3n","notification":{"title":"T","image":"\(server.url("/waterfall-rotated.jpg"))"},\
+            "android":{"notification":{"channel_id":"c","image":"\(server.url("/clip.mp4"))"}},\
+            "apns":{"payload":{"aps":{"mutable-content":1,"alert":{"title":"T"}}},\
+            "fcm_options":{"image":"\(server.url("/waterfall-rotated.jpg"))"}},\
+            "webpush":{"headers":{"image":"\(server.url("/animated-chi.gif"))","Urgency":"high"}},\
+            "data":{"n":"12345678901234567890"}}}
+            """
+        let content = try NotificationContent(bytes: Array(body.utf8))
+        #expect(content.shape == .fcm)
+        let result = await pipeline.process(Array(body.utf8))
+        #expect(!result.passedThrough && !result.bestAttempt)
+        // One fetch per distinct URL.
+        #expect(result.outcomes.count == 3 && server.count("/waterfall-rotated.jpg") == 1)
+        let out = try NotificationContent(bytes: result.payload)
+        let message = try #require(out.root["message"])
+        let android = try #require(message["android"]?["notification"]?["image"]?.stringValue)
+        let shared = try #require(message["notification"]?["image"]?.stringValue)
+        let web = try #require(message["webpush"]?["headers"]?["image"]?.stringValue)
+        let ios = try #require(message["apns"]?["fcm_options"]?["image"]?.stringValue)
+        for url in [android, shared, web, ios] { #expect(url.hasPrefix("https://cdn.test/a/"), "\(url)") }
+        #expect(try checkPicture(shared).0 >= 512)
+        // The video's poster and the GIF's poster frame, as 2:1 JPEGs.
+        #expect(try checkPicture(android).0 >= 512)
+        #expect(try checkPicture(web).0 >= 512)
+        // The iOS side as today: its rendition (not a crop) in fcm_options and the block in
+        // the APNs payload, which keeps its own members.
+        let block = try #require(message["apns"]?["payload"]?["attachments"])
+        guard case .array(let entries) = block else {
+            Issue.record("no attachment block: \(block)")
+            return
+        }
+        #expect(entries.first?["url"]?.stringValue == ios)
+        #expect(message["apns"]?["payload"]?["aps"]?["alert"]?["title"]?.stringValue == "T")
+        let iosInfo = try ImageProcessor.inspect(MediaBytes(try object(ios)))
+        #expect(iosInfo.width == 1024 && iosInfo.height == 683)
+        // Every member it did not touch is kept, byte for byte.
+        let text = String(decoding: result.payload, as: UTF8.self)
+        for kept in [#""token":"t0k3n""#, #""channel_id":"c""#, #""Urgency":"high""#, #""n":"12345678901234567890""#] {
+            #expect(text.contains(kept), "\(kept)")
+        }
+        let targets = result.outcomes.flatMap(\.targets)
+        #expect(Set(targets.map(\.target)) == [.android, .web] && targets.allSatisfy { $0.error == nil })
+    }
+
+    @Test func aOneSignalBodyGetsEachPlatformsPictureAroundTheSendersPoint() async throws {
+        let body = """
+            {"app_id":"5eb5a37e","contents":{"en":"hi"},"big_picture":"\(server.url("/portrait-progressive.jpg"))",\
+            "chrome_web_image":"\(server.url("/portrait-progressive.jpg"))",\
+            "large_icon":"\(server.url("/rgba-interlaced.png"))","small_icon":"ic_stat",\
+            "ios_attachments":{"id1":"\(server.url("/rgba-interlaced.png"))"},\
+            "attache-focus":{"x":0.5,"y":0.1}}
+            """
+        let result = await pipeline.process(Array(body.utf8))
+        let out = try NotificationContent(bytes: result.payload)
+        #expect(out.shape == .oneSignal && out.root["attache-focus"] == nil)
+        #expect(out.root["small_icon"]?.stringValue == "ic_stat")
+        let big = try #require(out.root["big_picture"]?.stringValue)
+        let web = try #require(out.root["chrome_web_image"]?.stringValue)
+        let icon = try #require(out.root["large_icon"]?.stringValue)
+        let ios = try #require(out.root["ios_attachments"]?["id1"]?.stringValue)
+        #expect(try checkPicture(big).0 >= 512)
+        #expect(try checkPicture(web).0 >= 512)
+        _ = try checkPicture(icon, aspect: 1)
+        // The transparent PNG stays a PNG for iOS.
+        #expect(try ImageProcessor.inspect(MediaBytes(try object(ios))).kind == .png)
+        // The sender's point (near the top) places the portrait's crop at the top.
+        let portrait = try #require(result.outcomes.first { $0.url.hasSuffix("/portrait-progressive.jpg") })
+        let android = try #require(portrait.targets.first { $0.target == .android })
+        #expect(android.placement == "focus" && android.crop.count == 4 && android.crop[1] == 0, "\(android.crop)")
+        // The same body again: every picture from the store, nothing fetched.
+        let before = server.count("/portrait-progressive.jpg")
+        let again = await pipeline.process(Array(body.utf8))
+        #expect(again.outcomes.allSatisfy(\.cached) && server.count("/portrait-progressive.jpg") == before)
+        #expect(again.payload == result.payload)
+    }
+
+    @Test func aPayloadWithAMessageStringIsStillAnAPNsPayload() throws {
+        let apns = try NotificationContent(bytes: Array(#"{"aps":{"mutable-content":1},"message":"hello"}"#.utf8))
+        #expect(apns.shape == .apns && apns.receiverFields.isEmpty)
+        let onesignal = try NotificationContent(bytes: Array(#"{"app_id":"x","big_picture":"ic_drawable"}"#.utf8))
+        #expect(onesignal.shape == .apns, "no contents, headings or template_id")
+        let local = try NotificationContent(
+            bytes: Array(#"{"app_id":"x","contents":{},"large_icon":"ic_launcher"}"#.utf8))
+        #expect(local.shape == .oneSignal && local.receiverFields.isEmpty, "a drawable name is not fetched")
+    }
+}
