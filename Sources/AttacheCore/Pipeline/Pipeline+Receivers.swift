@@ -32,7 +32,8 @@ extension Pipeline {
         }
         let focus = content.focus
         func unchanged(_ outcomes: [AttachmentOutcome], unfinished: Bool = false) -> PipelineResult {
-            let payload = focus == nil ? content.bytes : content.replacing([], removing: [NotificationContent.focusMember])
+            let payload =
+                focus == nil ? content.bytes : content.replacing([], removing: [NotificationContent.focusMember])
             return PipelineResult(
                 payload: payload, outcomes: outcomes, bestAttempt: unfinished, passedThrough: focus == nil,
                 payloadError: nil, trimmed: [], elapsed: .now - start)
@@ -88,7 +89,9 @@ extension Pipeline {
                 shape: OutputShape(key: configuration.attachmentsKey, categories: configuration.categories), moved: [],
                 maxBytes: configuration.maxPayloadBytes)
             trimmed = written.trimmed
-            if let payload = written.payload { edits.append((apnsPath, .raw(String(decoding: payload, as: UTF8.self)))) }
+            if let payload = written.payload {
+                edits.append((apnsPath, .raw(String(decoding: payload, as: UTF8.self))))
+            }
         }
         guard !edits.isEmpty else { return unchanged(outcomes + skipped, unfinished: unfinished) }
         let payload = content.replacing(edits, removing: focus == nil ? [] : [NotificationContent.focusMember])

@@ -76,7 +76,8 @@ extension Pipeline {
             // A rendition already stored for this URL and spec skips every stage (not for a
             // sealed payload: its objects are sealed under keys of their own).
             if !sealed,
-                let entry = try await catalog({ [self] () throws(AttacheError) -> (AttachmentDescriptor, [TargetEntry])? in
+                let entry = try await catalog({
+                    [self] () throws(AttacheError) -> (AttachmentDescriptor, [TargetEntry])? in
                     guard let (stored, _) = try self.store.lookup(url: source.url, spec: cacheKey),
                         case .media(let kind) = stored.kind
                     else { return nil }

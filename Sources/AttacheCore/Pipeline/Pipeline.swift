@@ -172,7 +172,8 @@ public final class Pipeline: Sendable {
 
         let sealed = shape.seal != nil
         let (outcomes, unfinished) = await runAll(sources, deadline: deadline) { [self] source in
-            await run(source, deadline: deadline, budgets: budgets, sealed: sealed, group: WorkGroup.payload(of: tenant))
+            await run(
+                source, deadline: deadline, budgets: budgets, sealed: sealed, group: WorkGroup.payload(of: tenant))
         }
         return written(outcomes + skipped, unfinished: unfinished)
     }

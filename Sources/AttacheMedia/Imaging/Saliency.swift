@@ -87,7 +87,9 @@ enum Saliency {
         }
         // Sobel edges on L*: |Gx| + |Gy|.
         var values = [Double](repeating: 0, count: width * height)
-        func at(_ x: Int, _ y: Int) -> Double { lightness[min(height - 1, max(0, y)) * width + min(width - 1, max(0, x))] }
+        func at(_ x: Int, _ y: Int) -> Double {
+            lightness[min(height - 1, max(0, y)) * width + min(width - 1, max(0, x))]
+        }
         for y in 0..<height {
             for x in 0..<width {
                 let gx =
