@@ -123,6 +123,16 @@ public enum ServerSettings {
             key: "smallSide", help: "Longest side of the small rendition beside each image (0: none).",
             defaultText: "320", secret: false),
         .init(
+            key: "androidMaxBytes",
+            help: "Largest Android picture of an FCM message or OneSignal body, in bytes (FCM: 1 MB).",
+            defaultText: "1000000", secret: false),
+        .init(
+            key: "webMaxBytes", help: "Largest web push picture of an FCM message or OneSignal body, in bytes.",
+            defaultText: "1000000", secret: false),
+        .init(
+            key: "webFormat", help: "The web push picture as jpeg or webp (Chrome shows both).", defaultText: "jpeg",
+            secret: false),
+        .init(
             key: "sealPlaceholder", help: "The alert a sealed payload shows until the device opens it.",
             defaultText: "New message", secret: false),
         .init(
@@ -354,6 +364,17 @@ public enum ServerSettings {
         }
         configuration.pipeline.maxSources = integer("maxSources", 1...1000, configuration.pipeline.maxSources)
         configuration.pipeline.smallSide = integer("smallSide", 0...32_767, configuration.pipeline.smallSide)
+        configuration.pipeline.targets[.android]?.maxBytes = integer(
+            "androidMaxBytes", 1_000...100_000_000, TargetSpec(.android).maxBytes)
+        configuration.pipeline.targets[.web]?.maxBytes = integer(
+            "webMaxBytes", 1_000...100_000_000, TargetSpec(.web).maxBytes)
+        if let format = text("webFormat") {
+            switch format.lowercased() {
+            case "jpeg": configuration.pipeline.targets[.web]?.format = .jpeg
+            case "webp": configuration.pipeline.targets[.web]?.format = .webp
+            default: problems.append("\(where_("webFormat")): '\(format)' is not jpeg or webp")
+            }
+        }
         if let placeholder = text("sealPlaceholder") {
             if placeholder.utf8.count > 1000 {
                 problems.append("\(where_("sealPlaceholder")): \(placeholder.utf8.count) bytes; at most 1000")

@@ -77,6 +77,8 @@ struct PipelineOptions: ParsableArguments {
     @Option(help: "Categories by kind: a JSON file of rules and actions (see docs/sealed-notifications.md).")
     var categories: String?
 
+    @OptionGroup var targets: TargetOptions
+
     func validate() throws {
         try Ranges.check(smallSide, 0...32_767, "--small-side")
         if (sealKey == nil) != (sealKid == nil) { throw ValidationError("--seal-key and --seal-kid go together") }
@@ -122,6 +124,7 @@ struct PipelineOptions: ParsableArguments {
         configuration.smallSide = smallSide
         configuration.sealPlaceholder = sealPlaceholder
         configuration.sealMembers = sealMembers
+        configuration.targets = targets.specs
         if let sealKey, let sealKid {
             let bytes = try BoundedInput.read(sealKey, limit: 64 * 1024)
             do {

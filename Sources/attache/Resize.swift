@@ -54,6 +54,17 @@ struct Resize: ParsableCommand {
 
     @OptionGroup var limits: LimitOptions
 
+    @Option(
+        help: ArgumentHelp(
+            "Also write other receivers' pictures: android, web, icon (comma-separated).",
+            discussion: "Each is written as DIR/<name>.<target>.<ext>, cropped around the subject."))
+    var targets: String?
+
+    @Option(help: "The subject's point for those crops: x,y from 0 to 1 (default: found by attention).")
+    var focus: String?
+
+    @OptionGroup var targetOptions: TargetOptions
+
     @Argument(help: "Image files.")
     var files: [String]
 
@@ -65,6 +76,29 @@ struct Resize: ParsableCommand {
         try Ranges.check(jpegFancy, 0...1, "--jpeg-fancy")
         try Ranges.check(maxFrames, 1...100_000, "--max-frames")
         try Ranges.check(maxBytes, 1...Int(Int32.max), "--max-bytes")
+        _ = try chosenTargets()
+        _ = try focalPoint()
+    }
+
+    /// The `--targets` asked for, in their order.
+    func chosenTargets() throws -> [TargetSpec] {
+        guard let targets else { return [] }
+        let specs = targetOptions.specs
+        return try targets.split(separator: ",").map { name in
+            guard let target = TargetSpec.Target(rawValue: String(name)), let spec = specs[target] else {
+                throw ValidationError("--targets '\(name)' is not android, web or icon")
+            }
+            return spec
+        }
+    }
+
+    func focalPoint() throws -> FocalPoint? {
+        guard let focus else { return nil }
+        let parts = focus.split(separator: ",").compactMap { Double($0) }
+        guard parts.count == 2, let point = FocalPoint(x: parts[0], y: parts[1]) else {
+            throw ValidationError("--focus '\(focus)' is not x,y with both from 0 to 1")
+        }
+        return point
     }
 
     func run() throws {
@@ -80,12 +114,15 @@ struct Resize: ParsableCommand {
         spec.outputFormat = format.value
         let limits = self.limits.imageLimits
         let clock = ContinuousClock()
+        let targets = try chosenTargets()
+        let focus = try focalPoint()
         for file in files {
             let started = clock.now
-            let outcome = convert(file, spec: spec, limits: limits)
+            let outcome = convert(file, spec: spec, limits: limits, targets: targets, focus: focus)
             let (result, outputPath) = (outcome.map(\.rendition), (try? outcome.get().path) ?? "")
+            let pictures = (try? outcome.get().targets) ?? []
             let elapsed = clock.now - started
-            print(line(file: file, output: outputPath, result, milliseconds: elapsed.milliseconds))
+            print(line(file: file, output: outputPath, result, pictures: pictures, milliseconds: elapsed.milliseconds))
         }
     }
 
@@ -93,11 +130,11 @@ struct Resize: ParsableCommand {
     /// do/catch mixing untyped and typed throws around a `Rendition` was miscompiled by the
     /// release optimizer here — an error path destroyed a rendition never made.)
     private func convert(
-        _ file: String, spec: RenditionSpec, limits: ImageLimits
+        _ file: String, spec: RenditionSpec, limits: ImageLimits, targets: [TargetSpec], focus: FocalPoint?
     )
-        -> Result<(rendition: Rendition, path: String), AttacheError>
+        -> Result<(rendition: Rendition, path: String, targets: [(TargetOutcome, String)]), AttacheError>
     {
-        Result { () throws(AttacheError) -> (rendition: Rendition, path: String) in
+        Result { () throws(AttacheError) -> (rendition: Rendition, path: String, targets: [(TargetOutcome, String)]) in
             let bytes: MediaBytes
             do { bytes = try MediaBytes(contentsOfFile: file) } catch {
                 throw error as? AttacheError ?? AttacheError(.ioError, "cannot read \(file)")
@@ -111,12 +148,26 @@ struct Resize: ParsableCommand {
             guard FileManager.default.createFile(atPath: path, contents: Data(rendition.data)) else {
                 throw AttacheError(.ioError, "cannot write \(path)")
             }
-            return (rendition, path)
+            var pictures: [(TargetOutcome, String)] = []
+            for outcome in try rendition.targets(targets, focus: focus) {
+                guard case .success(let picture) = outcome.result else {
+                    pictures.append((outcome, ""))
+                    continue
+                }
+                let name = "\(stem).\(outcome.spec.target.rawValue).\(picture.kind.fileExtension)"
+                let target = URL(fileURLWithPath: out).appendingPathComponent(name).path
+                guard FileManager.default.createFile(atPath: target, contents: Data(picture.data)) else {
+                    throw AttacheError(.ioError, "cannot write \(target)")
+                }
+                pictures.append((outcome, target))
+            }
+            return (rendition, path, pictures)
         }
     }
 
     private func line(
-        file: String, output: String, _ result: Result<Rendition, AttacheError>, milliseconds: Double
+        file: String, output: String, _ result: Result<Rendition, AttacheError>, pictures: [(TargetOutcome, String)],
+        milliseconds: Double
     )
         -> String
     {
@@ -139,6 +190,11 @@ struct Resize: ParsableCommand {
                     line.add("poster_time", r.posterTime ?? 0)
                     line.addRaw("actions", "[" + r.actions.map(JSONLine.quote).joined(separator: ",") + "]")
                 }
+                if !pictures.isEmpty {
+                    line.addRaw(
+                        "targets",
+                        "[" + pictures.map { Self.json($0.0, output: $0.1).text }.joined(separator: ",") + "]")
+                }
                 line.add("ms", ms)
             case .failure(let error):
                 line.add("ok", false)
@@ -152,9 +208,38 @@ struct Resize: ParsableCommand {
             let gif =
                 r.source.kind == .gif
                 ? "\tframes=\(r.frames) poster=\(r.posterFrame ?? 0)" + r.actions.map { "\t\($0)" }.joined() : ""
-            return "\(shown(file))\tok\t\(shown(output))\t\(r.width)x\(r.height)\t\(r.data.count) bytes\t\(ms) ms\(gif)"
+            let extra = pictures.map { outcome, path in
+                switch outcome.result {
+                case .success(let p): "\t\(shown(path)) \(p.width)x\(p.height) \(p.data.count) bytes"
+                case .failure(let error): "\t\(outcome.spec.target.rawValue): \(error.code)"
+                }
+            }.joined()
+            return
+                "\(shown(file))\tok\t\(shown(output))\t\(r.width)x\(r.height)\t\(r.data.count) bytes\t\(ms) ms\(gif)\(extra)"
         case .failure(let error):
             return "\(shown(file))\terror\t\(error.code)\t\(error.message)\t\(ms) ms"
         }
+    }
+
+    /// One receiver's picture in `--json` output.
+    static func json(_ outcome: TargetOutcome, output: String) -> JSONLine {
+        var line = JSONLine()
+        line.add("target", outcome.spec.target.rawValue)
+        switch outcome.result {
+        case .success(let picture):
+            line.add("output", output)
+            line.add("kind", picture.kind.rawValue)
+            line.add("width", picture.width)
+            line.add("height", picture.height)
+            line.add("bytes", picture.data.count)
+            line.add("encodes", picture.encodes)
+            line.add("quality", picture.quality)
+            line.add("placement", picture.placement)
+            let crop = picture.crop
+            line.addRaw("crop", "[\(crop.x),\(crop.y),\(crop.width),\(crop.height)]")
+        case .failure(let error):
+            line.add("error", object: JSONLine.error(error))
+        }
+        return line
     }
 }

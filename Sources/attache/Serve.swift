@@ -61,6 +61,9 @@ struct Serve: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: Self.help("transcode")) var transcode: Bool?
     @Option(help: Self.help("videoPreset")) var videoPreset: String?
     @Option(help: Self.help("smallSide")) var smallSide: String?
+    @Option(help: Self.help("androidMaxBytes")) var androidMaxBytes: String?
+    @Option(help: Self.help("webMaxBytes")) var webMaxBytes: String?
+    @Option(help: Self.help("webFormat")) var webFormat: String?
     @Option(help: Self.help("sealPlaceholder")) var sealPlaceholder: String?
     @Option(help: Self.help("categories")) var categories: String?
     @Option(help: Self.help("maxPayloadFetchBytes")) var maxPayloadFetchBytes: String?
@@ -107,6 +110,9 @@ struct Serve: AsyncParsableCommand {
             ("transcode", transcode.map(String.init)),
             ("videoPreset", videoPreset),
             ("smallSide", smallSide),
+            ("androidMaxBytes", androidMaxBytes),
+            ("webMaxBytes", webMaxBytes),
+            ("webFormat", webFormat),
             ("sealPlaceholder", sealPlaceholder),
             ("categories", categories),
             ("maxPayloadFetchBytes", maxPayloadFetchBytes),

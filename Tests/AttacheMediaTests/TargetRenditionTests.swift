@@ -57,8 +57,9 @@ struct TargetRenditionTests {
         }
     }
 
-    /// A smooth portrait with a textured subject near its top: the attention crop keeps the
-    /// subject, a centre crop would cut it, and the sender's focal point wins over both.
+    /// A smooth portrait with a textured subject near its top and a skin-toned band along its
+    /// bottom: the attention crop keeps the subject (a feature spread across the picture
+    /// weighs little), a centre crop would cut it, and the sender's focal point wins over both.
     @Test func theCropFollowsTheSubjectOrTheSendersPoint() throws {
         let (width, height) = (600, 1200)
         var pixels = [UInt8](repeating: 0, count: width * height * 3)
@@ -68,6 +69,8 @@ struct TargetRenditionTests {
                 let base = (y * width + x) * 3
                 // A soft sky, darker downwards.
                 var value = (UInt8(200 - y / 10), UInt8(210 - y / 10), UInt8(230 - y / 12))
+                // A skin-toned band along the bottom: a colour, not a subject.
+                if y >= 1080 { value = (106, 91, 86) }
                 if (220..<420).contains(y), (150..<450).contains(x) {
                     let noise = UInt8(truncatingIfNeeded: random.next())
                     value = (noise, noise / 2, 255 - noise)

@@ -9,39 +9,45 @@ internal import Glibc
 /// the brightest point.
 enum Saliency {
     /// The longer side of the copy the measures are made on.
-    static let mapSide = 128
+    static let mapSide = 256
     /// The grid the measures are averaged onto (the precision of the placement).
     static let grid = 32
 
     /// The origin of a `cropWidth` × `cropHeight` window in `image` (which it fits) centred on
     /// the subject.
     static func bestOrigin(
-        in image: PixelImage, cropWidth: Int, cropHeight: Int
+        in image: PixelImage, cropWidth: Int, cropHeight: Int, map given: Map? = nil
     ) throws(AttacheError) -> (x: Int, y: Int) {
         let slideX = image.width - cropWidth
         let slideY = image.height - cropHeight
         guard slideX > 0 || slideY > 0 else { return (0, 0) }
-        let map = try attention(of: image)
-        // Onto the grid (each cell the mean of the map's pixels in it).
+        let map: Map
+        if let given { map = given } else { map = try attention(of: image) }
         let (columns, rows) = (min(grid, map.width), min(grid, map.height))
-        var cells = [Double](repeating: 0, count: columns * rows)
-        var counts = [Double](repeating: 0, count: columns * rows)
-        for y in 0..<map.height {
-            let row = y * rows / map.height
-            for x in 0..<map.width {
-                let cell = row * columns + x * columns / map.width
-                cells[cell] += map.values[y * map.width + x]
-                counts[cell] += 1
-            }
-        }
-        for index in cells.indices where counts[index] > 0 { cells[index] /= counts[index] }
-        // Blurred by a sixth of the crop's diagonal in grid cells, as libvips does.
         let cellWidth = Double(image.width) / Double(columns)
         let cellHeight = Double(image.height) / Double(rows)
+        // Blurred by a sixth of the crop's diagonal in grid cells, as libvips does.
         let sigma = (pow(Double(cropWidth) / cellWidth, 2) + pow(Double(cropHeight) / cellHeight, 2)).squareRoot() / 6
-        let blurred = gaussianBlur(cells, width: columns, height: rows, sigma: sigma)
+        var total = [Double](repeating: 0, count: columns * rows)
+        for feature in [map.edges, map.skin, map.saturation] {
+            // Onto the grid (each cell the mean of the map's pixels in it), blurred.
+            var cells = [Double](repeating: 0, count: columns * rows)
+            var counts = [Double](repeating: 0, count: columns * rows)
+            for y in 0..<map.height {
+                let row = y * rows / map.height
+                for x in 0..<map.width {
+                    let cell = row * columns + x * columns / map.width
+                    cells[cell] += feature[y * map.width + x]
+                    counts[cell] += 1
+                }
+            }
+            for index in cells.indices where counts[index] > 0 { cells[index] /= counts[index] }
+            let blurred = gaussianBlur(cells, width: columns, height: rows, sigma: sigma)
+            let weight = prominence(blurred, width: columns, height: rows)
+            for index in total.indices { total[index] += blurred[index] * weight }
+        }
         var best = (index: 0, value: -Double.infinity)
-        for (index, value) in blurred.enumerated() where value > best.value { best = (index, value) }
+        for (index, value) in total.enumerated() where value > best.value { best = (index, value) }
         let centreX = (Double(best.index % columns) + 0.5) * cellWidth
         let centreY = (Double(best.index / columns) + 0.5) * cellHeight
         func placed(_ centre: Double, _ slide: Int, _ window: Int) -> Int {
@@ -51,14 +57,18 @@ enum Saliency {
     }
 
     /// The attention measure per pixel of a copy at most ``mapSide`` on its longer side.
-    static func attention(of image: PixelImage) throws(AttacheError) -> (width: Int, height: Int, values: [Double]) {
+    /// The three measures of one picture, each per pixel of the small copy.
+    typealias Map = (width: Int, height: Int, edges: [Double], skin: [Double], saturation: [Double])
+
+    static func attention(of image: PixelImage) throws(AttacheError) -> Map {
         let fitted = RenditionSpec.fit(width: image.width, height: image.height, into: mapSide)
         let small =
             fitted == (image.width, image.height)
             ? image.flattened() : try ImageProcessor.resampleImage(image.flattened(), target: fitted)
         let (width, height, channels) = (small.width, small.height, small.channels)
         var lightness = [Double](repeating: 0, count: width * height)
-        var colour = [Double](repeating: 0, count: width * height)
+        var skin = [Double](repeating: 0, count: width * height)
+        var saturation = [Double](repeating: 0, count: width * height)
         let linear = (0..<256).map { value -> Double in
             let v = Double(value) / 255
             return v <= 0.040_45 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4)
@@ -79,10 +89,8 @@ enum Saliency {
                 let a = 500 * (f(x) - f(y))
                 let bb = 200 * (f(y) - f(z))
                 lightness[index] = l
-                var score = 0.0
-                if (3...22).contains(a), (4...31).contains(bb), l >= 15 { score += 255 }
-                if (a * a + bb * bb).squareRoot() > 60 { score += 255 }
-                colour[index] = score
+                if (3...22).contains(a), (4...31).contains(bb), l >= 15 { skin[index] = 255 }
+                if (a * a + bb * bb).squareRoot() > 60 { saturation[index] = 255 }
             }
         }
         // Sobel edges on L*: |Gx| + |Gy|.
@@ -98,10 +106,38 @@ enum Saliency {
                 let gy =
                     at(x - 1, y + 1) + 2 * at(x, y + 1) + at(x + 1, y + 1) - at(x - 1, y - 1) - 2 * at(x, y - 1)
                     - at(x + 1, y - 1)
-                values[y * width + x] = abs(gx) + abs(gy) + colour[y * width + x]
+                values[y * width + x] = abs(gx) + abs(gy)
             }
         }
-        return (width, height, values)
+        return (width, height, values, skin, saturation)
+    }
+
+    /// How much a blurred feature map stands out (Itti and Koch's map normalisation): one
+    /// blob far above the rest weighs 1 divided by its peak; a feature spread evenly (a whole
+    /// band of skin-coloured background, texture everywhere), whose local peaks are all about
+    /// as high as the highest, weighs about nothing.
+    static func prominence(_ values: [Double], width: Int, height: Int) -> Double {
+        guard let peak = values.max(), peak > 0 else { return 0 }
+        var peaks: [Double] = []
+        for y in 0..<height {
+            for x in 0..<width {
+                let value = values[y * width + x]
+                var highest = true
+                for dy in -1...1 {
+                    for dx in -1...1 where dx != 0 || dy != 0 {
+                        let (nx, ny) = (x + dx, y + dy)
+                        if nx >= 0, ny >= 0, nx < width, ny < height, values[ny * width + nx] > value {
+                            highest = false
+                        }
+                    }
+                }
+                if highest { peaks.append(value / peak) }
+            }
+        }
+        // The mean of the local peaks other than the highest one.
+        guard peaks.count > 1 else { return 1 / peak }
+        let others = (peaks.reduce(0, +) - 1) / Double(peaks.count - 1)
+        return (1 - others) * (1 - others) / peak
     }
 
     /// A Gaussian blur of `sigma` across and down (edges clamped).

@@ -78,13 +78,7 @@ public enum MediaTransform {
             transformed.targets = targets.map { TargetOutcome(spec: $0, result: .failure(none)) }
             return transformed
         }
-        for target in targets {
-            let made = Result { () throws(AttacheError) in
-                try TargetRendition.make(from: pixels, spec: target, focus: focus, deadline: deadline)
-            }
-            if case .failure(let error) = made, error.code == .timedOut { throw error }
-            transformed.targets.append(TargetOutcome(spec: target, result: made))
-        }
+        transformed.targets = try TargetRendition.all(targets, from: pixels, focus: focus, deadline: deadline)
         return transformed
     }
 

@@ -48,6 +48,13 @@ public struct TargetSpec: Hashable, Sendable {
             + ",cap=\(maxBytes),q=\(quality)"
     }
 
+    /// Whether `other` makes the same picture (everything alike but the receiver).
+    func sameOutput(as other: TargetSpec) -> Bool {
+        var other = other
+        other.target = target
+        return other == self
+    }
+
     /// The output's size for a crop `cropWidth` wide: ``width`` at most (the crop's own width
     /// when smaller, ``minWidth`` at least), the height from ``aspect``.
     func outputSize(cropWidth: Int) -> (width: Int, height: Int) {
@@ -96,7 +103,8 @@ extension TargetRendition {
     /// image's, to report the crop in the source's pixels). The crop is centred on `focus` when
     /// given, else placed where the attention map says the subject is.
     static func make(
-        from image: PixelImage, spec: TargetSpec, focus: FocalPoint?, scale: Double = 1, deadline: WorkDeadline
+        from image: PixelImage, spec: TargetSpec, focus: FocalPoint?, scale: Double = 1, deadline: WorkDeadline,
+        map: Saliency.Map? = nil
     ) throws(AttacheError) -> TargetRendition {
         // The largest window of the spec's shape that fits.
         let imageAspect = Double(image.width) / Double(image.height)
@@ -113,13 +121,14 @@ extension TargetRendition {
             origin = (centred(focus.x, image.width, cropWidth), centred(focus.y, image.height, cropHeight))
             placement = "focus"
         } else {
-            origin = try Saliency.bestOrigin(in: image, cropWidth: cropWidth, cropHeight: cropHeight)
+            origin = try Saliency.bestOrigin(in: image, cropWidth: cropWidth, cropHeight: cropHeight, map: map)
             placement = "attention"
         }
         try deadline.check()
         let cut = image.cropped(x: origin.x, y: origin.y, width: cropWidth, height: cropHeight).flattened()
         let size = spec.outputSize(cropWidth: cropWidth)
-        var picture = try ImageProcessor.resampleImage(cut, target: size)
+        var picture =
+            size == (cut.width, cut.height) ? cut : try ImageProcessor.resampleImage(cut, target: size)
         // The cap: at most three encodes (the quality first asked for, then one the first size
         // predicts, then one fitted to both, with the picture shrunk if even the lowest quality
         // would not pass).
@@ -178,15 +187,15 @@ extension PixelImage {
     /// The `width` × `height` window at (`x`, `y`).
     func cropped(x: Int, y: Int, width: Int, height: Int) -> PixelImage {
         guard x != 0 || y != 0 || width != self.width || height != self.height else { return self }
-        var out = [UInt8](repeating: 0, count: width * height * channels)
         let row = width * channels
-        out.withUnsafeMutableBufferPointer { dst in
+        let out = [UInt8](unsafeUninitializedCapacity: height * row) { dst, count in
             pixels.withUnsafeBufferPointer { src in
                 for line in 0..<height {
                     let from = ((y + line) * self.width + x) * channels
-                    for i in 0..<row { dst[line * row + i] = src[from + i] }
+                    (dst.baseAddress! + line * row).initialize(from: src.baseAddress! + from, count: row)
                 }
             }
+            count = height * row
         }
         return PixelImage(width: width, height: height, channels: channels, pixels: out)
     }
@@ -210,5 +219,57 @@ extension PixelImage {
             }
         }
         return PixelImage(width: image.width, height: image.height, channels: colours, pixels: out)
+    }
+}
+
+extension Rendition {
+    /// The pictures for `specs`, made from the pixels this rendition was encoded from (an
+    /// animation's poster frame), around `focus` when given.
+    public func targets(
+        _ specs: [TargetSpec], focus: FocalPoint? = nil, deadline: WorkDeadline = .none
+    ) throws(AttacheError) -> [TargetOutcome] {
+        guard !specs.isEmpty else { return [] }
+        let image: PixelImage
+        if let pixels {
+            image = pixels
+        } else {
+            // Made without its pixels at hand (a still cut from an animation): its own bytes.
+            let again = try ImageProcessor.render(
+                MediaBytes(data), spec: RenditionSpec(maxSide: max(width, height)), limits: .default)
+            guard let pixels = again.pixels else {
+                throw AttacheError(.internalError, "the rendition's pixels could not be read back")
+            }
+            image = pixels
+        }
+        return try TargetRendition.all(specs, from: image, focus: focus, deadline: deadline)
+    }
+}
+
+extension TargetRendition {
+    /// Each spec's picture from `image`, made or failed on its own (the deadline fails them all).
+    static func all(
+        _ specs: [TargetSpec], from image: PixelImage, focus: FocalPoint?, deadline: WorkDeadline
+    ) throws(AttacheError) -> [TargetOutcome] {
+        // The attention map once for all of them, and one picture for specs alike but for
+        // their receiver (Android's and the web's, by default).
+        let map = focus == nil ? try Saliency.attention(of: image) : nil
+        var outcomes: [TargetOutcome] = []
+        for spec in specs {
+            var made: Result<TargetRendition, AttacheError>
+            if let same = outcomes.first(where: { $0.spec.sameOutput(as: spec) }) {
+                made = same.result.map { picture in
+                    var copy = picture
+                    copy.spec = spec
+                    return copy
+                }
+            } else {
+                made = Result { () throws(AttacheError) in
+                    try make(from: image, spec: spec, focus: focus, deadline: deadline, map: map)
+                }
+            }
+            if case .failure(let error) = made, error.code == .timedOut { throw error }
+            outcomes.append(TargetOutcome(spec: spec, result: made))
+        }
+        return outcomes
     }
 }

@@ -1,0 +1,45 @@
+import ArgumentParser
+import AttacheBase
+import AttacheCore
+import AttacheMedia
+
+/// The pictures for Android, web push and a large icon (an FCM message's or a OneSignal
+/// body's other receivers): their caps, shape and format.
+struct TargetOptions: ParsableArguments {
+    @Option(help: "Largest Android picture in bytes (FCM's cap is 1 MB; some senders ask for 40 KB).")
+    var androidMaxBytes = TargetSpec(.android).maxBytes
+
+    @Option(help: "Width over height of the Android and web pictures (2 for 2:1).")
+    var androidAspect = TargetSpec(.android).aspect
+
+    @Option(help: "Largest web push picture in bytes.")
+    var webMaxBytes = TargetSpec(.web).maxBytes
+
+    @Option(help: "The web push picture as jpeg or webp (Chrome shows both).")
+    var webFormat = "jpeg"
+
+    @Option(help: "Width of the Android and web pictures (a narrower crop is not enlarged past it).")
+    var targetWidth = TargetSpec(.android).width
+
+    func validate() throws {
+        try Ranges.check(androidMaxBytes, 1_000...100_000_000, "--android-max-bytes")
+        try Ranges.check(webMaxBytes, 1_000...100_000_000, "--web-max-bytes")
+        try Ranges.check(androidAspect, 0.25...8, "--android-aspect")
+        try Ranges.check(targetWidth, 64...8192, "--target-width")
+        guard ["jpeg", "webp"].contains(webFormat) else {
+            throw ValidationError("--web-format '\(webFormat)' is not jpeg or webp")
+        }
+    }
+
+    /// Each receiver's spec.
+    var specs: [TargetSpec.Target: TargetSpec] {
+        var android = TargetSpec(.android)
+        (android.maxBytes, android.aspect, android.width) = (androidMaxBytes, androidAspect, targetWidth)
+        android.minWidth = min(android.minWidth, targetWidth)
+        var web = TargetSpec(.web)
+        (web.maxBytes, web.aspect, web.width) = (webMaxBytes, androidAspect, targetWidth)
+        web.minWidth = min(web.minWidth, targetWidth)
+        web.format = webFormat == "webp" ? .webp : .jpeg
+        return [.android: android, .web: web, .icon: TargetSpec(.icon)]
+    }
+}
