@@ -86,6 +86,15 @@ struct ProcessCommand: AsyncParsableCommand {
                 what = "\(outcome.reason): \(outcome.error?.message ?? "")"
             }
             text += "  [\(outcome.convention)] \(outcome.url) -> \(what)\n"
+            for target in outcome.targets {
+                if let error = target.error {
+                    text += "    \(target.target.rawValue): \(error.code): \(error.message)\n"
+                } else {
+                    let size = target.width.map { w in target.height.map { "\(w)x\($0) " } ?? "" } ?? ""
+                    let how = target.placement.map { ", crop by \($0)" } ?? ""
+                    text += "    \(target.target.rawValue): \(target.type ?? "") \(size)\(target.bytes) bytes\(how)\n"
+                }
+            }
             for warning in outcome.warnings { text += "    warning: \(warning)\n" }
         }
         for cut in result.trimmed { text += "  trimmed to fit: \(cut)\n" }

@@ -58,6 +58,37 @@ import Testing
         return server
     }
 
+    /// An FCM v1 message posted as it would go to FCM: Android's field and the web's rewritten to
+    /// 2:1 pictures served here, the iOS side given its attachment block; the report names them.
+    @Test func anFCMMessageGetsEachPlatformsPictureServedHere() async throws {
+        let media = try Self.mediaServer()
+        let service = try await Self.start()
+        defer { Task { await service.stop() } }
+        let body = """
+            {"message":{"token":"t","notification":{"image":"\(media.url("/photo.jpg"))"},\
+            "apns":{"payload":{"aps":{"mutable-content":1}}},"webpush":{"notification":{"image":"\(media.url("/photo.jpg"))"}}}}
+            """
+        let answer = try await curl(
+            "POST", service.base + "/v1/notifications?envelope=true", headers: Self.auth, body: Array(body.utf8))
+        #expect(answer.status == 200, "\(answer.text)")
+        let envelope = try answer.json()
+        let message = try #require((envelope["payload"] as? [String: Any])?["message"] as? [String: Any])
+        let android = try #require((message["notification"] as? [String: Any])?["image"] as? String)
+        let web = try #require(
+            ((message["webpush"] as? [String: Any])?["notification"] as? [String: Any])?["image"] as? String)
+        let apns = try #require((message["apns"] as? [String: Any])?["payload"] as? [String: Any])
+        #expect((apns["attachments"] as? [[String: Any]])?.count == 1)
+        // Alike by default, Android's and the web's picture are one object.
+        #expect(android.split(separator: "/").last == web.split(separator: "/").last)
+        let download = try await curl("GET", Self.local(android, service))
+        #expect(download.status == 200 && download.headers["content-type"] == "image/jpeg")
+        let info = try ImageProcessor.inspect(MediaBytes(download.body))
+        #expect(info.width == 1024 && info.height == 512 && download.body.count <= 1_000_000)
+        let outcomes = try #require((envelope["report"] as? [String: Any])?["attachments"] as? [[String: Any]])
+        let targets = try #require(outcomes.first?["targets"] as? [[String: Any]])
+        #expect(Set(targets.compactMap { $0["target"] as? String }) == ["android", "web"])
+    }
+
     @Test func mutateRoundTripThenDownloadByTheReturnedURL() async throws {
         let media = try Self.mediaServer()
         let service = try await Self.start()
