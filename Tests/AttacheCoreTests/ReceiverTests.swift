@@ -115,6 +115,25 @@ import Testing
         #expect(again.payload == result.payload)
     }
 
+    /// Keys spelled with escapes and spaces around the colons: the APNs payload inside is found
+    /// and replaced whole, the result parses, nothing else moves.
+    @Test func escapedKeysAndSpacingAreRewrittenInPlace() async throws {
+        let body = """
+            { "message" : { "apns" : { "payl\\u006fad" :  { "aps" : { "mutable-content" : 1 } } } ,\
+             "notification" : { "title" : "a\\"b", "image" : "\(server.url("/gray.jpg"))" } } , "x" : 1.50 }
+            """
+        let result = await pipeline.process(Array(body.utf8))
+        let out = try NotificationContent(bytes: result.payload)
+        #expect(
+            out.root["message"]?["apns"]?["payload"]?["attachments"] != nil,
+            "\(String(decoding: result.payload, as: UTF8.self))")
+        let text = String(decoding: result.payload, as: UTF8.self)
+        #expect(
+            text.hasPrefix(#"{ "message" : { "apns" : { "payload":"#) && text.hasSuffix(#"} } , "x" : 1.50 }"#),
+            "\(text)")
+        #expect(text.contains(#""title" : "a\"b""#))
+    }
+
     @Test func aPayloadWithAMessageStringIsStillAnAPNsPayload() throws {
         let apns = try NotificationContent(bytes: Array(#"{"aps":{"mutable-content":1},"message":"hello"}"#.utf8))
         #expect(apns.shape == .apns && apns.receiverFields.isEmpty)
