@@ -15,6 +15,8 @@ import Testing
 
     init() throws {
         server = try sampleMediaServer()
+        let heic = try #require(FileManager.default.contents(atPath: Paths.fixtures + "/heif/DisplayP3.heic"))
+        server.route("/p3.heic") { _, c in c.respond(body: Array(heic)) }
         directory = try TemporaryDirectory()
         pipeline = try makePipeline(directory)
     }
@@ -43,7 +45,8 @@ import Testing
             "android":{"notification":{"channel_id":"c","image":"\(server.url("/clip.mp4"))"}},\
             "apns":{"payload":{"aps":{"mutable-content":1,"alert":{"title":"T"}}},\
             "fcm_options":{"image":"\(server.url("/waterfall-rotated.jpg"))"}},\
-            "webpush":{"headers":{"image":"\(server.url("/animated-chi.gif"))","Urgency":"high"}},\
+            "webpush":{"headers":{"image":"\(server.url("/animated-chi.gif"))","Urgency":"high"},\
+            "notification":{"image":"\(server.url("/p3.heic"))"}},\
             "data":{"n":"12345678901234567890"}}}
             """
         let content = try NotificationContent(bytes: Array(body.utf8))
@@ -51,14 +54,17 @@ import Testing
         let result = await pipeline.process(Array(body.utf8))
         #expect(!result.passedThrough && !result.bestAttempt)
         // One fetch per distinct URL.
-        #expect(result.outcomes.count == 3 && server.count("/waterfall-rotated.jpg") == 1)
+        #expect(result.outcomes.count == 4 && server.count("/waterfall-rotated.jpg") == 1)
         let out = try NotificationContent(bytes: result.payload)
         let message = try #require(out.root["message"])
         let android = try #require(message["android"]?["notification"]?["image"]?.stringValue)
         let shared = try #require(message["notification"]?["image"]?.stringValue)
         let web = try #require(message["webpush"]?["headers"]?["image"]?.stringValue)
+        let heic = try #require(message["webpush"]?["notification"]?["image"]?.stringValue)
         let ios = try #require(message["apns"]?["fcm_options"]?["image"]?.stringValue)
-        for url in [android, shared, web, ios] { #expect(url.hasPrefix("https://cdn.test/a/"), "\(url)") }
+        for url in [android, shared, web, heic, ios] { #expect(url.hasPrefix("https://cdn.test/a/"), "\(url)") }
+        // A JPEG, a video, an animated GIF and a HEIC, each as a 2:1 JPEG.
+        #expect(try checkPicture(heic).0 >= 512)
         #expect(try checkPicture(shared).0 >= 512)
         // The video's poster and the GIF's poster frame, as 2:1 JPEGs.
         #expect(try checkPicture(android).0 >= 512)
@@ -112,7 +118,12 @@ import Testing
         let before = server.count("/portrait-progressive.jpg")
         let again = await pipeline.process(Array(body.utf8))
         #expect(again.outcomes.allSatisfy(\.cached) && server.count("/portrait-progressive.jpg") == before)
-        #expect(again.payload == result.payload)
+        // The same objects (a token issued in another second differs; the id does not).
+        let repeated = try NotificationContent(bytes: again.payload)
+        for field in out.receiverFields {
+            let first = field.url.split(separator: "/").last
+            #expect(repeated.value(at: field.path)?.stringValue?.split(separator: "/").last == first, "\(field.path)")
+        }
     }
 
     /// Keys spelled with escapes and spaces around the colons: the APNs payload inside is found

@@ -1,4 +1,4 @@
-public import AttacheBase
+import AttacheBase
 public import AttacheMedia
 
 /// The request bodies a push backend sends to every platform at once, told apart by their own
