@@ -29,6 +29,7 @@ struct NotificationRoute: Sendable {
         let seal = try requestedSeal(request)
         let envelope = try wantsEnvelope(request)
         let format = try requestedFormat(request)
+        let focus = try requestedFocus(request)
 
         // The cap is checked from Content-Length before a byte is read, and again while reading.
         let cap = configuration.maxRequestBytes
@@ -57,7 +58,9 @@ struct NotificationRoute: Sendable {
         // The work stops when the client hangs up (its connection closes) or the deadline passes.
         let bytes = Array(buffer: body)
         let pipeline = format.map(pipelines.current.writing) ?? pipelines.current
-        let work = Task { await pipeline.process(bytes, deadline: deadline, seal: seal, tenant: tenant) }
+        let work = Task {
+            await pipeline.process(bytes, deadline: deadline, seal: seal, tenant: tenant, focus: focus)
+        }
         let watch = hangUps.watch(context.channel) { work.cancel() }
         let result = await withTaskCancellationHandler {
             await work.value
@@ -146,6 +149,17 @@ struct NotificationRoute: Sendable {
             throw Problem(.badRequest, .invalidRequest, "format must be auto, jpeg or webp")
         }
         return format
+    }
+
+    /// `focus=x,y` (each 0 to 1): the subject of an FCM or OneSignal body's pictures, over the
+    /// body's own `attache-focus`.
+    private func requestedFocus(_ request: Request) throws -> FocalPoint? {
+        guard let value = request.uri.queryParameters.get("focus") else { return nil }
+        let parts = value.split(separator: ",").compactMap { Double(String($0)) }
+        guard parts.count == 2, let point = FocalPoint(x: parts[0], y: parts[1]) else {
+            throw Problem(.badRequest, .invalidRequest, "focus must be x,y with both from 0 to 1")
+        }
+        return point
     }
 
     private func wantsEnvelope(_ request: Request) throws -> Bool {

@@ -1,5 +1,6 @@
 import AttacheBase
 import AttacheCore
+import AttacheMedia
 import Metrics
 import Synchronization
 
@@ -43,6 +44,14 @@ final class ServerMetrics: Sendable {
     func pipeline(_ result: PipelineResult) {
         for outcome in result.outcomes {
             Counter(label: "attache_attachments_total", dimensions: [("reason", outcome.reason)]).increment()
+            // Other receivers' pictures (FCM and OneSignal bodies): made, reused or why not.
+            for target in outcome.targets {
+                let reason = target.error?.code.rawValue ?? (target.cached ? "reused" : "made")
+                Counter(
+                    label: "attache_target_pictures_total",
+                    dimensions: [("target", target.target.rawValue), ("reason", reason)]
+                ).increment()
+            }
             let timings = outcome.timings
             for (stage, milliseconds) in [
                 ("fetch", timings.fetch), ("validate", timings.validate), ("transform", timings.transform),

@@ -87,6 +87,19 @@ import Testing
         let outcomes = try #require((envelope["report"] as? [String: Any])?["attachments"] as? [[String: Any]])
         let targets = try #require(outcomes.first?["targets"] as? [[String: Any]])
         #expect(Set(targets.compactMap { $0["target"] as? String }) == ["android", "web"])
+        let metrics = try await curl("GET", service.base + "/metrics").text
+        #expect(metrics.contains(#"attache_target_pictures_total{target="android",reason="made"} 1"#), "\(metrics)")
+        // The request names the subject: the crops are placed there.
+        let focused = try await curl(
+            "POST", service.base + "/v1/notifications?envelope=true&focus=0.5,0", headers: Self.auth,
+            body: Array(body.utf8))
+        let focusedOutcomes = try #require(
+            (try focused.json()["report"] as? [String: Any])?["attachments"] as? [[String: Any]])
+        let placed = try #require(focusedOutcomes.first?["targets"] as? [[String: Any]])
+        #expect(placed.allSatisfy { $0["placement"] as? String == "focus" }, "\(placed)")
+        let bad = try await curl(
+            "POST", service.base + "/v1/notifications?focus=2,0", headers: Self.auth, body: Array(body.utf8))
+        #expect(bad.status == 400, "\(bad.text)")
     }
 
     @Test func mutateRoundTripThenDownloadByTheReturnedURL() async throws {

@@ -9,7 +9,7 @@ internal import AttacheMedia
 extension Pipeline {
     func processReceivers(
         _ content: NotificationContent, deadline: ContinuousClock.Instant, tenant: String,
-        start: ContinuousClock.Instant
+        start: ContinuousClock.Instant, focus given: FocalPoint? = nil
     ) async -> PipelineResult {
         let shape = content.shape
         var fields = content.receiverFields
@@ -30,12 +30,13 @@ extension Pipeline {
             if wanted[field.url] == nil { order.append(field.url) }
             wanted[field.url, default: []].insert(field.receiver)
         }
-        let focus = content.focus
+        let focus = given ?? content.focus
+        // The body's own member goes whatever it held (never sent on).
+        let named = content.root[NotificationContent.focusMember] != nil
         func unchanged(_ outcomes: [AttachmentOutcome], unfinished: Bool = false) -> PipelineResult {
-            let payload =
-                focus == nil ? content.bytes : content.replacing([], removing: [NotificationContent.focusMember])
+            let payload = named ? content.replacing([], removing: [NotificationContent.focusMember]) : content.bytes
             return PipelineResult(
-                payload: payload, outcomes: outcomes, bestAttempt: unfinished, passedThrough: focus == nil,
+                payload: payload, outcomes: outcomes, bestAttempt: unfinished, passedThrough: !named,
                 payloadError: nil, trimmed: [], elapsed: .now - start)
         }
         guard !order.isEmpty else { return unchanged([]) }
@@ -94,7 +95,7 @@ extension Pipeline {
             }
         }
         guard !edits.isEmpty else { return unchanged(outcomes + skipped, unfinished: unfinished) }
-        let payload = content.replacing(edits, removing: focus == nil ? [] : [NotificationContent.focusMember])
+        let payload = content.replacing(edits, removing: named ? [NotificationContent.focusMember] : [])
         // The iOS attachment trimmed away (over the APNs size) is said on its outcome.
         let reported = outcomes.map { outcome in
             guard let trimmedOne = iosOutcomes.first(where: { $0.url == outcome.url && $0.attachment == nil }),

@@ -77,9 +77,12 @@ public final class Pipeline: Sendable {
     ///
     /// `tenant` names whom the payload is for (a service's API key): the workers' cores are
     /// shared between tenants first, then between their payloads (``AttacheMedia/WorkScheduler``).
+    ///
+    /// `focus` places the crops of an FCM or OneSignal body's pictures, over the body's own
+    /// `attache-focus`.
     public func process(
         _ payload: [UInt8], deadline: ContinuousClock.Instant? = nil, seal: Result<SealRecipient, AttacheError>?,
-        tenant: String = ""
+        tenant: String = "", focus: FocalPoint? = nil
     ) async -> PipelineResult {
         let start = ContinuousClock.now
         let deadline = deadline ?? start + configuration.deadline
@@ -96,7 +99,7 @@ public final class Pipeline: Sendable {
         }
         // A body for every platform (FCM v1, OneSignal): each receiver's picture.
         if content.shape != .apns {
-            return await processReceivers(content, deadline: deadline, tenant: tenant, start: start)
+            return await processReceivers(content, deadline: deadline, tenant: tenant, start: start, focus: focus)
         }
         let key = configuration.attachmentsKey
         let found = content.isMutable ? content.sources(using: configuration.sources) : []
