@@ -44,6 +44,8 @@ public struct BatchReport {
         var size: String
         /// The source's own bytes were stored, metadata removed (a rendition would not be smaller).
         var keptSource = false
+        /// Other receivers' pictures (an FCM or OneSignal body's): target, object id, size, bytes.
+        var targets: [(target: String, id: String, size: String, bytes: Int64)] = []
     }
 
     /// Builds the page from the manifest at `manifest` (read once). `store` gives the stored renditions;
@@ -98,13 +100,18 @@ public struct BatchReport {
                             id: video ? entry["small_id"]?.stringValue ?? id : id, type: kind, bytesIn: bytesIn,
                             bytesOut: bytesOut, sourceSize: Self.size(entry["source_width"], entry["source_height"]),
                             size: Self.size(entry["width"], entry["height"]),
-                            keptSource: entry["kept_source"] == .bool(true)))
+                            keptSource: entry["kept_source"] == .bool(true),
+                            targets: Self.targets(entry["targets"])))
                 }
             }
         }
         var pictures: [(before: String?, after: String?)] = []
+        var targetPictures: [[String?]] = []
         for sample in samples {
             pictures.append(await thumbnails(sample, store: store, fetcher: fetcher))
+            var made: [String?] = []
+            for target in sample.targets { made.append(await stored(target.id, in: store)) }
+            targetPictures.append(made)
         }
 
         var page = Self.head(title: title)
@@ -113,7 +120,7 @@ public struct BatchReport {
         page += bytesChart(kinds)
         page += stageChart(summary.stages, attachments: attachments)
         page += failuresSection(failures)
-        page += samplesSection(samples, pictures)
+        page += samplesSection(samples, pictures, targets: targetPictures)
         page += "</main></body></html>\n"
         return page
     }
@@ -208,14 +215,22 @@ public struct BatchReport {
         return html + "</section>\n"
     }
 
-    func samplesSection(_ samples: [Sample], _ pictures: [(before: String?, after: String?)]) -> String {
+    func samplesSection(
+        _ samples: [Sample], _ pictures: [(before: String?, after: String?)], targets: [[String?]] = []
+    ) -> String {
         var html = "<section id=\"samples\"><h2>Before and after</h2>"
         guard !samples.isEmpty else { return html + "<p class=\"empty\">No image was attached.</p></section>\n" }
         html += "<div class=\"samples\">"
-        for (sample, picture) in zip(samples, pictures) {
+        for (index, (sample, picture)) in zip(samples, pictures).enumerated() {
             html += "<figure><div class=\"pair\">"
             html += Self.picture(picture.before, label: "before")
             html += Self.picture(picture.after, label: "after")
+            // Each other receiver's picture beside them (Android, web, icon).
+            let made = index < targets.count ? targets[index] : []
+            for (target, uri) in zip(sample.targets, made) {
+                let label = "\(Self.escape(target.target)) \(target.size) · \(BatchSummary.bytes(target.bytes))"
+                html += Self.picture(uri, label: label)
+            }
             html += "</div><figcaption><div class=\"ref\">\(Self.escape(sample.reference))</div>"
             html += "<div>\(sample.type.uppercased()) \(sample.sourceSize) · \(BatchSummary.bytes(sample.bytesIn))"
             html += " → \(sample.size) · \(BatchSummary.bytes(sample.bytesOut))</div>"
@@ -242,6 +257,23 @@ public struct BatchReport {
             before = await Self.thumbnail(media.bytes)
         }
         return (before, after)
+    }
+
+    /// A data URI of a stored object, made small.
+    func stored(_ id: String, in store: AttachmentStore) async -> String? {
+        guard let id = AttachmentID(hex: id), let object = try? store.attachment(id),
+            let bytes = try? store.contents(of: object)
+        else { return nil }
+        return await Self.thumbnail(MediaBytes(Array(bytes)))
+    }
+
+    /// The report entries' `targets` that were made: target, id, size, bytes.
+    static func targets(_ value: JSONValue?) -> [(target: String, id: String, size: String, bytes: Int64)] {
+        guard case .array(let list)? = value else { return [] }
+        return list.compactMap { entry in
+            guard let target = entry["target"]?.stringValue, let id = entry["id"]?.stringValue else { return nil }
+            return (target, id, size(entry["width"], entry["height"]), Int64(entry["bytes"]?.doubleValue ?? 0))
+        }
     }
 
     static func thumbnail(_ bytes: MediaBytes) async -> String? {

@@ -91,6 +91,32 @@ let chromium: String? = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr
         }
     }
 
+    /// An FCM message in a campaign: the report shows its Android and web pictures beside the
+    /// before and after.
+    @Test func eachReceiversPictureIsShownBesideTheRendition() async throws {
+        let server = try batchMediaServer()
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.path + "/in", withIntermediateDirectories: true)
+        let body = """
+            {"message":{"token":"t","notification":{"image":"\(server.url("/portrait-progressive.jpg"))"},\
+            "webpush":{"notification":{"image":"\(server.url("/portrait-progressive.jpg"))"}}}}
+            """
+        try Data(body.utf8).write(to: URL(fileURLWithPath: directory.path + "/in/fcm.json"))
+        let store = try AttachmentStore(StoreConfiguration(root: directory.path + "/store"))
+        let fetcher = Fetcher(policy: loopbackPolicy())
+        var configuration = PipelineConfiguration()
+        configuration.deadline = .seconds(120)
+        let pipeline = Pipeline(configuration: configuration, fetcher: fetcher, store: store)
+        let manifest = directory.path + "/m.jsonl"
+        _ = try await BatchRunner(pipeline: pipeline, jobs: 1).run(
+            try BatchInput(path: directory.path + "/in"), manifest: try BatchManifest(path: manifest), output: nil)
+        let page = try await BatchReport(title: "fcm").render(manifest: manifest, store: store, fetcher: fetcher)
+        #expect(page.contains("android 683×342"), "\(page.suffix(3000))")
+        #expect(page.contains("web 683×342"))
+        let sources = page.components(separatedBy: "src=\"data:image/").count - 1
+        #expect(sources == 4, "before, after, android and web")
+    }
+
     /// Renders `html` in headless Chromium at `width` CSS pixels: the screenshot's pixels.
     func screenshot(_ html: String, width: Int, in directory: TemporaryDirectory) throws -> PixelImage {
         let file = directory.path + "/page-\(width).html"
