@@ -145,6 +145,18 @@ import Testing
         #expect(text.contains(#""title" : "a\"b""#))
     }
 
+    @Test func aBrazeBodysWebPushPicturesAreRead() throws {
+        let body =
+            #"{"external_user_ids":["u"],"messages":{"web_push":{"alert":"a","title":"t","#
+            + #""image_url":"https://x.test/i.png","large_image_url":"https://x.test/l.jpg"}}}"#
+        let content = try NotificationContent(bytes: Array(body.utf8))
+        #expect(content.shape == .braze)
+        #expect(
+            content.receiverFields.map { "\($0.receiver):\($0.url)" } == [
+                "web:https://x.test/l.jpg", "icon:https://x.test/i.png",
+            ])
+    }
+
     @Test func aPayloadWithAMessageStringIsStillAnAPNsPayload() throws {
         let apns = try NotificationContent(bytes: Array(#"{"aps":{"mutable-content":1},"message":"hello"}"#.utf8))
         #expect(apns.shape == .apns && apns.receiverFields.isEmpty)

@@ -2,13 +2,15 @@ import AttacheBase
 public import AttacheMedia
 
 /// The request bodies a push backend sends to every platform at once, told apart by their own
-/// members: an FCM HTTP v1 message (`{"message": {…}}`) or a OneSignal create-notification
-/// body (`app_id` with `contents`, `headings` or `template_id`); anything else is an APNs
+/// members: an FCM HTTP v1 message (`{"message": {…}}`), a OneSignal create-notification body
+/// (`app_id` with `contents`, `headings` or `template_id`) or a Braze `/messages/send` body
+/// (`messages` with `apple_push`, `android_push` or `web_push`); anything else is an APNs
 /// payload, as before.
 public enum PayloadShape: String, Sendable {
     case apns
     case fcm
     case oneSignal = "onesignal"
+    case braze
 }
 
 /// Who a picture field is for.
@@ -39,6 +41,11 @@ extension NotificationContent {
     /// What kind of body this is.
     public var shape: PayloadShape {
         if case .object = root["message"] ?? .null { return .fcm }
+        if let messages = root["messages"], case .object = messages,
+            messages["apple_push"] != nil || messages["android_push"] != nil || messages["web_push"] != nil
+        {
+            return .braze
+        }
         if root["app_id"]?.stringValue != nil,
             root["contents"] != nil || root["headings"] != nil || root["template_id"] != nil
         {
@@ -55,7 +62,8 @@ extension NotificationContent {
     /// (iOS), `message.webpush.notification.image` and `message.webpush.headers.image` (web).
     /// OneSignal: `big_picture`, `huawei_big_picture`, `adm_big_picture` (Android),
     /// `chrome_web_image` (web), `large_icon`, `huawei_large_icon` (icon), every URL in
-    /// `ios_attachments` (iOS).
+    /// `ios_attachments` (iOS). Braze: `messages.web_push.large_image_url` (web) and
+    /// `messages.web_push.image_url` (shown 1:1: the icon).
     public var receiverFields: [ReceiverField] {
         let paths: [([String], Receiver)]
         switch shape {
@@ -77,6 +85,10 @@ extension NotificationContent {
                 for member in members { list.append((["ios_attachments", member.key], .ios)) }
             }
             paths = list
+        case .braze:
+            paths = [
+                (["messages", "web_push", "large_image_url"], .web), (["messages", "web_push", "image_url"], .icon),
+            ]
         }
         return paths.compactMap { path, receiver in
             guard let url = value(at: path)?.stringValue, Self.isRemote(url) else { return nil }
