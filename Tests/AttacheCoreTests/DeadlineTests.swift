@@ -60,7 +60,9 @@ import Testing
 struct DeadlineTests {
     @Test func slowBesideFastYieldsTheFastOneAtTheDeadline() async throws {
         let server = try sampleMediaServer()
-        let directory = try TemporaryDirectory()
+        // The store in memory: these tests are about the deadline, not about how long a commit's
+        // fsync takes on a disk other work on the machine keeps busy.
+        let directory = try TemporaryDirectory.inMemory()
         let pipeline = try makePipeline(directory)
         let input = payload([
             "image": JSONValue.quote(server.url("/gray.jpg")), "media-url": JSONValue.quote(server.url("/hang.jpg")),
@@ -89,7 +91,9 @@ struct DeadlineTests {
     /// process is.
     @Test func bestAttemptWithinDeadlinePlus100msIn200Runs() async throws {
         let server = try sampleMediaServer()
-        let directory = try TemporaryDirectory()
+        // The store in memory: these tests are about the deadline, not about how long a commit's
+        // fsync takes on a disk other work on the machine keeps busy.
+        let directory = try TemporaryDirectory.inMemory()
         let pipeline = try makePipeline(directory)
         let meter = StallMeter()
         defer { meter.stop() }
@@ -133,39 +137,56 @@ struct DeadlineTests {
                 + "longest time the process went unrun during one run: \(excused)")
     }
 
-    /// A 240-frame GIF whose payload has 50 ms: the answer says `timed_out`, and the work on
+    /// A 240-frame GIF whose payload has an eighth of the render's time: the answer says `timed_out`, and the work on
     /// the blocking pool stops with it. "Stops" is measured in CPU time the job spent after the
     /// deadline (at most its CPU time minus the wall time it had before the deadline), which a
     /// loaded machine cannot inflate; the wall time is printed.
     @Test func aGIFPastItsDeadlineStopsOnThePool() async throws {
-        // Far more work than 50 ms in any build (the transform alone takes longer than the
-        // deadline, so the deadline is what stops it).
         let animation = try gradientAnimation(width: 256, height: 192, frames: 240)
         let server = try TestHTTPServer()
         server.route("/anim.gif") { _, c in c.respond(headers: ["Content-Type": "image/gif"], body: animation) }
-        let directory = try TemporaryDirectory()
+        // The store in memory: these tests are about the deadline, not about how long a commit's
+        // fsync takes on a disk other work on the machine keeps busy.
+        let directory = try TemporaryDirectory.inMemory()
         let pipeline = try makePipeline(directory) { $0.rendition.maxSide = 64 }
-        #expect(OffPool.waitUntilIdle(timeout: .seconds(30)), "nothing else is on the pool")
-
-        let start = ContinuousClock.now
-        let deadline = start + .milliseconds(50)
-        let result = await pipeline.process(
-            payload(["image": JSONValue.quote(server.url("/anim.gif"))]), deadline: deadline)
-        let answered = ContinuousClock.now
-        let outcome = try #require(result.outcomes.first)
-        #expect(outcome.error?.code == .timedOut, "\(String(describing: outcome.error))")
-        #expect(result.bestAttempt && result.passedThrough)
-
-        #expect(OffPool.waitUntilIdle(timeout: .seconds(30)), "the transform ended")
-        #expect(OffPool.inFlight == 0)
-        let job = try #require(OffPool.lastJob)
-        #expect(job.started > start, "the GIF reached the blocking pool before its deadline")
-        let wallBeforeDeadline = max(.zero, deadline - job.started)
-        let cpuAfterDeadline = job.cpu - wallBeforeDeadline
+        // The GIF must reach the pool before its deadline for the test to say anything: on a
+        // machine busy enough that fetching and checking it takes longer than the first
+        // deadline, the next ones give it more room.
+        var attempt:
+            (start: ContinuousClock.Instant, deadline: ContinuousClock.Instant, answered: ContinuousClock.Instant)?
+        var job: WorkScheduler.JobRecord?
+        // The whole render's time on this machine now, measured first: every deadline tried is
+        // a small part of it, so the deadline, not the end of the work, is what stops the job.
+        var spec = RenditionSpec()
+        spec.maxSide = 64
+        let renderStart = ContinuousClock.now
+        _ = try ImageProcessor.render(MediaBytes(animation), spec: spec)
+        let whole = Int((ContinuousClock.now - renderStart).milliseconds)
+        for (index, budget) in [max(20, whole / 8), max(20, whole / 5), max(20, whole / 3)].enumerated() {
+            #expect(OffPool.waitUntilIdle(timeout: .seconds(30)), "nothing else is on the pool")
+            let start = ContinuousClock.now
+            let deadline = start + .milliseconds(budget)
+            let result = await pipeline.process(
+                payload(["image": JSONValue.quote(server.url("/anim.gif?try=\(index)"))]), deadline: deadline)
+            let answered = ContinuousClock.now
+            let outcome = try #require(result.outcomes.first)
+            #expect(outcome.error?.code == .timedOut, "\(String(describing: outcome.error))")
+            #expect(result.bestAttempt && result.passedThrough)
+            #expect(OffPool.waitUntilIdle(timeout: .seconds(30)), "the transform ended")
+            #expect(OffPool.inFlight == 0)
+            if let last = OffPool.lastJob, last.started > start, last.started < deadline {
+                (attempt, job) = ((start, deadline, answered), last)
+                break
+            }
+        }
+        let (start, deadline, answered) = try #require(attempt, "the GIF never reached the pool before its deadline")
+        let finished = try #require(job)
+        let wallBeforeDeadline = max(.zero, deadline - finished.started)
+        let cpuAfterDeadline = finished.cpu - wallBeforeDeadline
         #expect(cpuAfterDeadline <= .milliseconds(20), "the job ran \(cpuAfterDeadline) of CPU past its deadline")
         print(
-            "deadline: 240-frame GIF, 50 ms deadline: answered after \(answered - start), pool job ended "
-                + "\(job.finished - deadline) after the deadline, \(cpuAfterDeadline) CPU past it")
+            "deadline: 240-frame GIF, \(deadline - start) deadline: answered after \(answered - start), pool job ended "
+                + "\(finished.finished - deadline) after the deadline, \(cpuAfterDeadline) CPU past it")
     }
 }
 

@@ -257,14 +257,13 @@ extension Pipeline {
     }
 
     /// Catalog reads (lookups, token issues) where they may wait: a shared store's catalog is a
-    /// network round trip, and a blocked cooperative thread would hold up every deadline and
-    /// fetch completion in the process, so those run on the catalog's threads; a local one's
-    /// are a SQLite read and run here.
+    /// network round trip, and a local one's a SQLite read that waits behind a commit's fsync
+    /// when the disk is busy; a blocked cooperative thread would hold up every deadline and
+    /// fetch completion in the process, so both run on the catalog's threads.
     func catalog<T: Sendable>(
         _ body: @escaping @Sendable () throws(AttacheError) -> T
     ) async throws(AttacheError) -> T {
-        guard store.isShared else { return try body() }
-        return try await onCatalogThread(body)
+        try await onCatalogThread(body)
     }
 
     /// The block entry for a stored attachment, with a token that opens only it.
