@@ -2,7 +2,8 @@ import Foundation
 import Logging
 
 /// swift-log's text format (`<time> <level> <label>: <metadata> [<source>] <message>`), one
-/// `write(2)` per line on standard error, each record on one line.
+/// `write(2)` per line on standard error, each record on one line (line breaks and other control characters in a value or message
+/// written as escapes, as ``shown(_:)`` writes file names).
 ///
 /// `StreamLogHandler` writes through the C stream's lock, which the service's event-loop
 /// threads then queue on for every request line, and formats local time, which makes libc
@@ -24,25 +25,9 @@ struct LineLogHandler: LogHandler {
         if let error = event.error { fields["error.message"] = "\(error)" }
         var line = Self.timestamp()
         line += " \(event.level) \(label):"
-        for (key, value) in fields.sorted(by: { $0.key < $1.key }) { line += " \(key)=" + Self.oneLine("\(value)") }
-        line += " [\(event.source)] " + Self.oneLine("\(event.message)") + "\n"
+        for (key, value) in fields.sorted(by: { $0.key < $1.key }) { line += " \(key)=" + shown("\(value)") }
+        line += " [\(event.source)] " + shown("\(event.message)") + "\n"
         Self.write(line)
-    }
-
-    /// `text` with its line breaks and tabs written as `\n`, `\r`, `\t` (a value such as a
-    /// PostgreSQL error message spans lines; a record stays one line for whoever reads the log).
-    static func oneLine(_ text: String) -> String {
-        guard text.utf8.contains(where: { $0 == 10 || $0 == 13 || $0 == 9 }) else { return text }
-        var out = ""
-        for character in text.unicodeScalars {
-            switch character {
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default: out.unicodeScalars.append(character)
-            }
-        }
-        return out
     }
 
     static func timestamp() -> String {

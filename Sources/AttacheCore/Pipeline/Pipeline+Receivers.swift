@@ -41,21 +41,13 @@ extension Pipeline {
         }
         guard !order.isEmpty else { return unchanged([]) }
 
-        let limit = max(0, configuration.maxSources)
-        let sources = order.prefix(limit).map { url in
+        let found = order.map { url in
             let receivers = Receiver.allCases.filter { wanted[url]!.contains($0) }.map(\.rawValue)
             return AttachmentSource(url: url, convention: shape.rawValue + ":" + receivers.joined(separator: "+"))
         }
-        let skipped = order.dropFirst(sources.count).map { url in
-            var outcome = AttachmentOutcome(url: url, convention: shape.rawValue)
-            outcome.error = AttacheError(
-                .tooManySources, "the payload names more than \(configuration.maxSources) media; not fetched",
-                limit: .maxSources)
-            return outcome
-        }
-        let budgets = PayloadBudgets(
-            fetch: ByteBudget(bytes: configuration.maxPayloadFetchBytes, limit: .maxPayloadFetchBytes),
-            store: ByteBudget(bytes: configuration.maxPayloadStoreBytes, limit: .maxPayloadStoreBytes))
+        let sources = Array(found.prefix(max(0, configuration.maxSources)))
+        let skipped = notFetched(found.dropFirst(sources.count))
+        let budgets = payloadBudgets()
         let specs = configuration.targets
         let targetsFor: [String: [TargetSpec]] = wanted.mapValues { receivers in
             Receiver.allCases.filter { receivers.contains($0) }.compactMap { $0.target.flatMap { specs[$0] } }

@@ -161,17 +161,8 @@ public final class Pipeline: Sendable {
         }
         // The first sources are considered; the others are reported, never fetched.
         let sources = Array(found.prefix(max(0, configuration.maxSources)))
-        let skipped = found.dropFirst(sources.count).map { source in
-            var outcome = AttachmentOutcome(url: source.url, convention: source.convention)
-            outcome.error = AttacheError(
-                .tooManySources, "the payload names more than \(configuration.maxSources) media; not fetched",
-                limit: .maxSources)
-            return outcome
-        }
-        // What all of this payload's fetches may read, and what it may add to the store.
-        let budgets = PayloadBudgets(
-            fetch: ByteBudget(bytes: configuration.maxPayloadFetchBytes, limit: .maxPayloadFetchBytes),
-            store: ByteBudget(bytes: configuration.maxPayloadStoreBytes, limit: .maxPayloadStoreBytes))
+        let skipped = notFetched(found.dropFirst(sources.count))
+        let budgets = payloadBudgets()
 
         let sealed = shape.seal != nil
         let (outcomes, unfinished) = await runAll(sources, deadline: deadline) { [self] source in
@@ -199,6 +190,24 @@ extension NotificationContent {
 }
 
 extension Pipeline {
+    /// Sources past ``PipelineConfiguration/maxSources``: reported `too_many_sources`, never fetched.
+    func notFetched(_ sources: some Sequence<AttachmentSource>) -> [AttachmentOutcome] {
+        sources.map { source in
+            var outcome = AttachmentOutcome(url: source.url, convention: source.convention)
+            outcome.error = AttacheError(
+                .tooManySources, "the payload names more than \(configuration.maxSources) media; not fetched",
+                limit: .maxSources)
+            return outcome
+        }
+    }
+
+    /// What all of one payload's fetches may read, and what it may add to the store.
+    func payloadBudgets() -> PayloadBudgets {
+        PayloadBudgets(
+            fetch: ByteBudget(bytes: configuration.maxPayloadFetchBytes, limit: .maxPayloadFetchBytes),
+            store: ByteBudget(bytes: configuration.maxPayloadStoreBytes, limit: .maxPayloadStoreBytes))
+    }
+
     /// Runs `work` for each source in a task of its own and hands back what finished by the
     /// deadline (or when the caller went away), each unfinished source reported `timed_out`
     /// (or `cancelled`), in source order; `unfinished` when any was.

@@ -82,8 +82,7 @@ public struct TargetRendition: Sendable {
     public var kind: MediaKind
     public var width: Int
     public var height: Int
-    /// The crop in the upright source's pixels (x, y, width, height), scaled back from the
-    /// pixels it was cut from.
+    /// The crop (x, y, width, height) in the pixels it was cut from: the iOS rendition's.
     public var crop: (x: Int, y: Int, width: Int, height: Int)
     /// How the crop was placed: `focus` (the sender's point) or `attention`.
     public var placement: String
@@ -99,11 +98,11 @@ extension TargetRendition {
     /// Encodes a search may take at most.
     static let maxEncodes = 3
 
-    /// Makes `spec`'s picture from `image` (upright; `scale` is the source's size over the
-    /// image's, to report the crop in the source's pixels). The crop is centred on `focus` when
-    /// given, else placed where the attention map says the subject is.
+    /// Makes `spec`'s picture from `image` (upright). The crop is centred on `focus` when
+    /// given, else placed where the attention map (`map`, made here when not given) says the
+    /// subject is.
     static func make(
-        from image: PixelImage, spec: TargetSpec, focus: FocalPoint?, scale: Double = 1, deadline: WorkDeadline,
+        from image: PixelImage, spec: TargetSpec, focus: FocalPoint?, deadline: WorkDeadline,
         map: Saliency.Map? = nil
     ) throws(AttacheError) -> TargetRendition {
         // The largest window of the spec's shape that fits.
@@ -172,10 +171,8 @@ extension TargetRendition {
         }
         return TargetRendition(
             spec: spec, data: data, kind: spec.format, width: picture.width, height: picture.height,
-            crop: (
-                Int((Double(origin.x) * scale).rounded()), Int((Double(origin.y) * scale).rounded()),
-                Int((Double(cropWidth) * scale).rounded()), Int((Double(cropHeight) * scale).rounded())
-            ), placement: placement, encodes: tried.count, quality: quality)
+            crop: (origin.x, origin.y, cropWidth, cropHeight), placement: placement, encodes: tried.count,
+            quality: quality)
     }
 
     private static func encode(_ image: PixelImage, _ format: MediaKind, quality: Int) throws(AttacheError) -> [UInt8] {
