@@ -145,16 +145,92 @@ import Testing
         #expect(text.contains(#""title" : "a\"b""#))
     }
 
-    @Test func aBrazeBodysWebPushPicturesAreRead() throws {
-        let body =
-            #"{"external_user_ids":["u"],"messages":{"web_push":{"alert":"a","title":"t","#
-            + #""image_url":"https://x.test/i.png","large_image_url":"https://x.test/l.jpg"}}}"#
+    /// A Braze `/messages/send` body: iOS's asset (its `asset_file_type` said again for what is
+    /// written), Android's big picture and large icon, the web's large image and icon.
+    @Test func aBrazeBodyGetsEachPlatformsPictureAndItsFileType() async throws {
+        let body = """
+            {"external_user_ids":["u"],"messages":{\
+            "apple_push":{"alert":"a","asset_url":"\(server.url("/p3.heic"))","asset_file_type":"png"},\
+            "android_push":{"alert":"a","title":"t","push_icon_image_url":"\(server.url("/rgba-interlaced.png"))",\
+            "extra":{"appboy_image_url":"\(server.url("/animated-chi.gif"))","k":"v"}},\
+            "web_push":{"alert":"a","title":"t","image_url":"\(server.url("/rgba-interlaced.png"))",\
+            "large_image_url":"\(server.url("/waterfall-rotated.jpg"))"}}}
+            """
         let content = try NotificationContent(bytes: Array(body.utf8))
         #expect(content.shape == .braze)
-        #expect(
-            content.receiverFields.map { "\($0.receiver):\($0.url)" } == [
-                "web:https://x.test/l.jpg", "icon:https://x.test/i.png",
-            ])
+        #expect(content.receiverFields.map(\.receiver) == [.ios, .android, .icon, .web, .icon])
+        let result = await pipeline.process(Array(body.utf8))
+        #expect(result.outcomes.count == 4 && result.outcomes.allSatisfy { $0.error == nil }, "\(result.outcomes)")
+        let out = try NotificationContent(bytes: result.payload)
+        let messages = try #require(out.root["messages"])
+        let ios = try #require(messages["apple_push"]?["asset_url"]?.stringValue)
+        // A HEIC is a JPEG for iOS, and the body now says so.
+        #expect(try ImageProcessor.inspect(MediaBytes(try object(ios))).kind == .jpeg)
+        #expect(messages["apple_push"]?["asset_file_type"]?.stringValue == "jpg")
+        let big = try #require(messages["android_push"]?["extra"]?["appboy_image_url"]?.stringValue)
+        #expect(try checkPicture(big).0 >= 512, "the GIF's poster frame as a 2:1 JPEG")
+        #expect(messages["android_push"]?["extra"]?["k"]?.stringValue == "v")
+        _ = try checkPicture(try #require(messages["android_push"]?["push_icon_image_url"]?.stringValue), aspect: 1)
+        #expect(try checkPicture(try #require(messages["web_push"]?["large_image_url"]?.stringValue)).0 >= 512)
+        _ = try checkPicture(try #require(messages["web_push"]?["image_url"]?.stringValue), aspect: 1)
+    }
+
+    /// An Airship `/api/push` body: the iOS media attachment, Android's and Amazon's big
+    /// picture style, the web's image and icon.
+    @Test func anAirshipPushBodyGetsEachPlatformsPicture() async throws {
+        let body = """
+            {"audience":"all","device_types":["ios","android","amazon","web"],"notification":{"alert":"hi",\
+            "ios":{"media_attachment":{"url":"\(server.url("/clip.mp4"))","options":{"crop":{"x":0.1}}}},\
+            "android":{"style":{"type":"big_picture","big_picture":"\(server.url("/portrait-progressive.jpg"))"}},\
+            "amazon":{"style":{"type":"big_picture","big_picture":"\(server.url("/portrait-progressive.jpg"))"}},\
+            "web":{"icon":{"url":"\(server.url("/rgba-interlaced.png"))"},"image":{"url":"\(server.url("/p3.heic"))"}}}}
+            """
+        let content = try NotificationContent(bytes: Array(body.utf8))
+        #expect(content.shape == .airship)
+        let result = await pipeline.process(Array(body.utf8))
+        let out = try NotificationContent(bytes: result.payload)
+        let notification = try #require(out.root["notification"])
+        let ios = try #require(notification["ios"]?["media_attachment"]?["url"]?.stringValue)
+        #expect(try Sniffer.kind(of: try object(ios)) == .mp4)
+        #expect(notification["ios"]?["media_attachment"]?["options"]?["crop"]?["x"]?.doubleValue == 0.1)
+        let android = try #require(notification["android"]?["style"]?["big_picture"]?.stringValue)
+        #expect(try checkPicture(android).0 >= 512)
+        #expect(notification["amazon"]?["style"]?["big_picture"]?.stringValue == android)
+        #expect(try checkPicture(try #require(notification["web"]?["image"]?["url"]?.stringValue)).0 >= 512)
+        _ = try checkPicture(try #require(notification["web"]?["icon"]?["url"]?.stringValue), aspect: 1)
+        #expect(server.count("/portrait-progressive.jpg") == 1, "one fetch per distinct URL")
+    }
+
+    /// A CleverTap campaign body: the iOS rich media (its `ct_mediaType` said again), Android's
+    /// background image and large icon, Chrome's image and icon.
+    @Test func aCleverTapCampaignBodyGetsEachPlatformsPicture() async throws {
+        let body = """
+            {"name":"c","target_mode":"push","where":{},"content":{"title":"t","body":"b","platform_specific":{\
+            "ios":{"mutable-content":"true","ct_mediaUrl":"\(server.url("/clip.mp4"))","ct_mediaType":"image"},\
+            "android":{"wzrk_cid":"m","background_image":"\(server.url("/waterfall-rotated.jpg"))",\
+            "large_icon":"\(server.url("/rgba-interlaced.png"))"},\
+            "chrome":{"image":"\(server.url("/animated-chi.gif"))","icon":"\(server.url("/rgba-interlaced.png"))"}}}}
+            """
+        let content = try NotificationContent(bytes: Array(body.utf8))
+        #expect(content.shape == .cleverTap)
+        let result = await pipeline.process(Array(body.utf8))
+        let out = try NotificationContent(bytes: result.payload)
+        let platforms = try #require(out.root["content"]?["platform_specific"])
+        #expect(platforms["ios"]?["ct_mediaType"]?.stringValue == "video")
+        let ios = try #require(platforms["ios"]?["ct_mediaUrl"]?.stringValue)
+        #expect(try Sniffer.kind(of: try object(ios)) == .mp4)
+        #expect(try checkPicture(try #require(platforms["android"]?["background_image"]?.stringValue)).0 >= 512)
+        _ = try checkPicture(try #require(platforms["android"]?["large_icon"]?.stringValue), aspect: 1)
+        #expect(try checkPicture(try #require(platforms["chrome"]?["image"]?.stringValue)).0 >= 512)
+        #expect(platforms["android"]?["wzrk_cid"]?.stringValue == "m")
+    }
+
+    @Test func aTypeMemberIsSpelledAsItsSenderSpellsIt() {
+        let braze = TypeMember(path: [], spelling: .brazeFileType)
+        #expect(braze.word(for: .jpeg) == "jpg" && braze.word(for: .aifc) == "aif" && braze.word(for: .webp) == nil)
+        let cleverTap = TypeMember(path: [], spelling: .cleverTapMediaType)
+        #expect(cleverTap.word(for: .png) == "image" && cleverTap.word(for: .gif) == "gif")
+        #expect(cleverTap.word(for: .m4a) == "audio" && cleverTap.word(for: .mp4) == "video")
     }
 
     @Test func aPayloadWithAMessageStringIsStillAnAPNsPayload() throws {

@@ -102,6 +102,56 @@ import Testing
         #expect(bad.status == 400, "\(bad.text)")
     }
 
+    /// A OneSignal body naming a JPEG, an animated GIF, a HEIC and an MP4, posted to a service
+    /// whose web pictures are WebP and whose Android cap is 40 KB: every picture field is
+    /// rewritten, and each download is exactly 2:1, at least 512 px wide and under its cap.
+    @Test func aOneSignalBodyOfEveryKindIsServedUnderEachCap() async throws {
+        let media = try TestHTTPServer()
+        for name in ["waterfall-rotated.jpg", "animated-chi.gif", "clip.mp4"] {
+            let body = try #require(FileManager.default.contents(atPath: Paths.samples + "/" + name))
+            media.route("/" + name) { _, c in c.respond(body: Array(body)) }
+        }
+        let heic = try #require(FileManager.default.contents(atPath: Paths.fixtures + "/heif/DisplayP3.heic"))
+        media.route("/p3.heic") { _, c in c.respond(body: Array(heic)) }
+        let service = try await Self.start { configuration in
+            configuration.pipeline.targets[.web]?.format = .webp
+            configuration.pipeline.targets[.android]?.maxBytes = 40_000
+        }
+        defer { Task { await service.stop() } }
+        let body = """
+            {"app_id":"a","contents":{"en":"x"},"big_picture":"\(media.url("/clip.mp4"))",\
+            "huawei_big_picture":"\(media.url("/p3.heic"))","adm_big_picture":"\(media.url("/waterfall-rotated.jpg"))",\
+            "chrome_web_image":"\(media.url("/animated-chi.gif"))",\
+            "ios_attachments":{"photo":"\(media.url("/waterfall-rotated.jpg"))","gif":"\(media.url("/animated-chi.gif"))"}}
+            """
+        let answer = try await curl("POST", service.base + "/v1/notifications", headers: Self.auth, body: Array(body.utf8))
+        #expect(answer.status == 200, "\(answer.text)")
+        let out = try answer.json()
+        func download(_ field: String) async throws -> (ImageInfo, Int) {
+            let url = try #require(out[field] as? String, "\(field)")
+            #expect(url.hasPrefix(Self.publicBase), "\(field): \(url)")
+            let got = try await curl("GET", Self.local(url, service))
+            #expect(got.status == 200)
+            return (try ImageProcessor.inspect(MediaBytes(got.body)), got.body.count)
+        }
+        for field in ["big_picture", "huawei_big_picture", "adm_big_picture"] {
+            let (info, bytes) = try await download(field)
+            #expect(info.kind == .jpeg && info.frames == 1, "\(field)")
+            #expect(abs(info.height * 2 - info.width) <= 2 && info.width >= 512, "\(field): \(info.width)x\(info.height)")
+            #expect(bytes <= 40_000, "\(field): \(bytes) bytes")
+        }
+        let (web, webBytes) = try await download("chrome_web_image")
+        #expect(web.kind == .webp && web.frames == 1 && web.width >= 512 && abs(web.height * 2 - web.width) <= 2)
+        #expect(webBytes <= 1_000_000)
+        // The iOS side as today: the photo's rendition, the GIF still animated.
+        let ios = try #require(out["ios_attachments"] as? [String: String])
+        let gif = try await curl("GET", Self.local(try #require(ios["gif"]), service))
+        let gifInfo = try ImageProcessor.inspect(MediaBytes(gif.body))
+        #expect(gifInfo.kind == .gif && gifInfo.frames > 1)
+        let photo = try await curl("GET", Self.local(try #require(ios["photo"]), service))
+        #expect(try ImageProcessor.inspect(MediaBytes(photo.body)).width == 1024)
+    }
+
     @Test func mutateRoundTripThenDownloadByTheReturnedURL() async throws {
         let media = try Self.mediaServer()
         let service = try await Self.start()

@@ -1,16 +1,19 @@
-import AttacheBase
+public import AttacheBase
 public import AttacheMedia
 
 /// The request bodies a push backend sends to every platform at once, told apart by their own
 /// members: an FCM HTTP v1 message (`{"message": {…}}`), a OneSignal create-notification body
-/// (`app_id` with `contents`, `headings` or `template_id`) or a Braze `/messages/send` body
-/// (`messages` with `apple_push`, `android_push` or `web_push`); anything else is an APNs
-/// payload, as before.
+/// (`app_id` with `contents`, `headings` or `template_id`), a Braze `/messages/send` body
+/// (`messages` with `apple_push`, `android_push` or `web_push`), an Airship `/api/push` body
+/// (a `notification` object beside `audience` or `device_types`) or a CleverTap campaign body
+/// (`content` with `platform_specific`); anything else is an APNs payload, as before.
 public enum PayloadShape: String, Sendable {
     case apns
     case fcm
     case oneSignal = "onesignal"
     case braze
+    case airship
+    case cleverTap = "clevertap"
 }
 
 /// Who a picture field is for.
@@ -35,6 +38,51 @@ public struct ReceiverField: Hashable, Sendable {
     public var path: [String]
     public var receiver: Receiver
     public var url: String
+    /// A member beside the URL that names the file's type in the sender's words (Braze's
+    /// `asset_file_type`, CleverTap's `ct_mediaType`): rewritten with the picture written.
+    public var typeMember: TypeMember?
+}
+
+/// A member naming a picture's file type, and how the sender spells types.
+public struct TypeMember: Hashable, Sendable {
+    public var path: [String]
+    public var spelling: Spelling
+
+    public enum Spelling: Hashable, Sendable {
+        /// Braze `asset_file_type`: aif, gif, jpg, m4a, mp3, mp4, png, wav.
+        case brazeFileType
+        /// CleverTap `ct_mediaType`: image, gif, audio, video.
+        case cleverTapMediaType
+    }
+
+    /// The word for `kind`, or nil when the sender has none (the field then keeps its URL).
+    public func word(for kind: MediaKind) -> String? {
+        switch spelling {
+        case .brazeFileType:
+            switch kind {
+            case .jpeg: "jpg"
+            case .png: "png"
+            case .gif: "gif"
+            case .mp4, .m4v: "mp4"
+            case .m4a: "m4a"
+            case .mp3: "mp3"
+            case .wav: "wav"
+            case .aiff, .aifc: "aif"
+            default: nil
+            }
+        case .cleverTapMediaType:
+            switch kind {
+            case .gif: "gif"
+            case .jpeg, .png: "image"
+            default:
+                switch kind.category {
+                case .audio: "audio"
+                case .video: "video"
+                case .image: nil
+                }
+            }
+        }
+    }
 }
 
 extension NotificationContent {
@@ -51,48 +99,66 @@ extension NotificationContent {
         {
             return .oneSignal
         }
+        if case .object = root["notification"] ?? .null, root["audience"] != nil || root["device_types"] != nil {
+            return .airship
+        }
+        if case .object = root["content"]?["platform_specific"] ?? .null { return .cleverTap }
         return .apns
     }
 
     /// The fields of a multi-platform body that name pictures, in the order listed here (none
-    /// for an APNs payload).
-    ///
-    /// FCM v1: `message.notification.image` (Android, and any platform without its own
-    /// field), `message.android.notification.image` (Android), `message.apns.fcm_options.image`
-    /// (iOS), `message.webpush.notification.image` and `message.webpush.headers.image` (web).
-    /// OneSignal: `big_picture`, `huawei_big_picture`, `adm_big_picture` (Android),
-    /// `chrome_web_image` (web), `large_icon`, `huawei_large_icon` (icon), every URL in
-    /// `ios_attachments` (iOS). Braze: `messages.web_push.large_image_url` (web) and
-    /// `messages.web_push.image_url` (shown 1:1: the icon).
+    /// for an APNs payload); docs/receivers.md has the table.
     public var receiverFields: [ReceiverField] {
-        let paths: [([String], Receiver)]
+        var rules: [(path: [String], receiver: Receiver, type: TypeMember?)] = []
+        func add(_ path: [String], _ receiver: Receiver, type: TypeMember? = nil) {
+            rules.append((path, receiver, type))
+        }
         switch shape {
         case .apns: return []
         case .fcm:
-            paths = [
-                (["message", "notification", "image"], .android),
-                (["message", "android", "notification", "image"], .android),
-                (["message", "apns", "fcm_options", "image"], .ios),
-                (["message", "webpush", "notification", "image"], .web),
-                (["message", "webpush", "headers", "image"], .web),
-            ]
+            add(["message", "notification", "image"], .android)
+            add(["message", "android", "notification", "image"], .android)
+            add(["message", "apns", "fcm_options", "image"], .ios)
+            add(["message", "webpush", "notification", "image"], .web)
+            add(["message", "webpush", "headers", "image"], .web)
         case .oneSignal:
-            var list: [([String], Receiver)] = [
-                (["big_picture"], .android), (["huawei_big_picture"], .android), (["adm_big_picture"], .android),
-                (["chrome_web_image"], .web), (["large_icon"], .icon), (["huawei_large_icon"], .icon),
-            ]
+            for key in ["big_picture", "huawei_big_picture", "adm_big_picture"] { add([key], .android) }
+            add(["chrome_web_image"], .web)
+            for key in ["large_icon", "huawei_large_icon"] { add([key], .icon) }
             if case .object(let members) = root["ios_attachments"] ?? .null {
-                for member in members { list.append((["ios_attachments", member.key], .ios)) }
+                for member in members { add(["ios_attachments", member.key], .ios) }
             }
-            paths = list
         case .braze:
-            paths = [
-                (["messages", "web_push", "large_image_url"], .web), (["messages", "web_push", "image_url"], .icon),
-            ]
+            let apple = ["messages", "apple_push"]
+            add(
+                apple + ["asset_url"], .ios,
+                type: TypeMember(path: apple + ["asset_file_type"], spelling: .brazeFileType))
+            add(["messages", "android_push", "extra", "appboy_image_url"], .android)
+            add(["messages", "android_push", "push_icon_image_url"], .icon)
+            add(["messages", "web_push", "large_image_url"], .web)
+            add(["messages", "web_push", "image_url"], .icon)
+        case .airship:
+            add(["notification", "ios", "media_attachment", "url"], .ios)
+            add(["notification", "android", "style", "big_picture"], .android)
+            add(["notification", "amazon", "style", "big_picture"], .android)
+            add(["notification", "web", "image", "url"], .web)
+            add(["notification", "web", "icon", "url"], .icon)
+        case .cleverTap:
+            let platforms = ["content", "platform_specific"]
+            let ios = platforms + ["ios"]
+            add(
+                ios + ["ct_mediaUrl"], .ios,
+                type: TypeMember(path: ios + ["ct_mediaType"], spelling: .cleverTapMediaType))
+            add(platforms + ["android", "background_image"], .android)
+            add(platforms + ["android", "large_icon"], .icon)
+            add(platforms + ["chrome", "image"], .web)
+            add(platforms + ["chrome", "icon"], .icon)
+            add(platforms + ["firefox", "icon"], .icon)
         }
-        return paths.compactMap { path, receiver in
-            guard let url = value(at: path)?.stringValue, Self.isRemote(url) else { return nil }
-            return ReceiverField(path: path, receiver: receiver, url: url)
+        return rules.compactMap { rule in
+            guard let url = value(at: rule.path)?.stringValue, Self.isRemote(url) else { return nil }
+            let type = rule.type.flatMap { value(at: $0.path)?.stringValue != nil ? $0 : nil }
+            return ReceiverField(path: rule.path, receiver: rule.receiver, url: url, typeMember: type)
         }
     }
 

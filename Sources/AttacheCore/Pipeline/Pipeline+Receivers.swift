@@ -2,7 +2,7 @@ internal import AttacheBase
 internal import AttacheFetch
 internal import AttacheMedia
 
-/// An FCM v1 message or a OneSignal body: one fetch and one decode per distinct picture URL,
+/// A multi-platform send body (FCM v1, OneSignal, Braze, Airship, CleverTap): one fetch and one decode per distinct picture URL,
 /// and from it every receiver's picture — the iOS rendition (with the attachment block inside
 /// the message's APNs payload when that is mutable), Android's and the web's 2:1 crops, a
 /// large icon — each field rewritten to its own picture's URL; every other byte kept.
@@ -64,12 +64,20 @@ extension Pipeline {
         var edits: [(path: [String], value: JSONValue)] = []
         for field in fields where !field.path.isEmpty {
             guard let outcome = byURL[field.url] else { continue }
-            let url: String? =
-                switch field.receiver.target {
-                case nil: outcome.attachment?.url
-                case let target?: outcome.targets.first { $0.target == target }?.url
+            switch field.receiver.target {
+            case nil:
+                guard let attachment = outcome.attachment else { continue }
+                // A member naming the file's type says the type written, or the field stays.
+                if let member = field.typeMember {
+                    guard let word = member.word(for: attachment.kind) else { continue }
+                    edits.append((member.path, .string(word)))
                 }
-            if let url { edits.append((field.path, .string(url))) }
+                edits.append((field.path, .string(attachment.url)))
+            case let target?:
+                if let url = outcome.targets.first(where: { $0.target == target })?.url {
+                    edits.append((field.path, .string(url)))
+                }
+            }
         }
         var iosOutcomes: [AttachmentOutcome] = []
         var trimmed: [String] = []
