@@ -124,7 +124,8 @@ import Testing
             "chrome_web_image":"\(media.url("/animated-chi.gif"))",\
             "ios_attachments":{"photo":"\(media.url("/waterfall-rotated.jpg"))","gif":"\(media.url("/animated-chi.gif"))"}}
             """
-        let answer = try await curl("POST", service.base + "/v1/notifications", headers: Self.auth, body: Array(body.utf8))
+        let answer = try await curl(
+            "POST", service.base + "/v1/notifications", headers: Self.auth, body: Array(body.utf8))
         #expect(answer.status == 200, "\(answer.text)")
         let out = try answer.json()
         func download(_ field: String) async throws -> (ImageInfo, Int) {
@@ -137,7 +138,8 @@ import Testing
         for field in ["big_picture", "huawei_big_picture", "adm_big_picture"] {
             let (info, bytes) = try await download(field)
             #expect(info.kind == .jpeg && info.frames == 1, "\(field)")
-            #expect(abs(info.height * 2 - info.width) <= 2 && info.width >= 512, "\(field): \(info.width)x\(info.height)")
+            #expect(
+                abs(info.height * 2 - info.width) <= 2 && info.width >= 512, "\(field): \(info.width)x\(info.height)")
             #expect(bytes <= 40_000, "\(field): \(bytes) bytes")
         }
         let (web, webBytes) = try await download("chrome_web_image")
