@@ -88,6 +88,17 @@ let package = Package(
                 .linkedLibrary("jxl"),
             ]
         ),
+        // Faces for the crop of Android and web pictures: OpenCV's cascade detector
+        // (objdetect), the cascade file from Debian's opencv-data.
+        .target(
+            name: "CAttacheFaces",
+            cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
+            linkerSettings: [
+                .linkedLibrary("opencv_objdetect"),
+                .linkedLibrary("opencv_imgproc"),
+                .linkedLibrary("opencv_core"),
+            ]
+        ),
         // Video and audio: container checks, posters and encodes (FFmpeg's libavformat,
         // libavcodec, libswscale, libswresample; H.264 by libx264 through libavcodec), loaded with
         // dlopen on first use so that a process never pays for them at start-up.
@@ -111,7 +122,7 @@ let package = Package(
         // Stages 2 and 3: validation and the transform (codecs, resampler, GIF).
         .target(
             name: "AttacheMedia",
-            dependencies: ["AttacheBase", "CAttacheCodecs", "CAttacheAV"],
+            dependencies: ["AttacheBase", "CAttacheCodecs", "CAttacheAV", "CAttacheFaces"],
             swiftSettings: swiftSettings + pixelLoops
         ),
         // Stage 4: content-addressed objects, catalog, key ring and scoped tokens, and the backend on

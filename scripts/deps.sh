@@ -3,7 +3,7 @@
 # Sourced by scripts/samples.sh and scripts/test.sh; safe to run again.
 set -euo pipefail
 
-packages=(pkg-config curl libcurl4-openssl-dev libgif-dev libpng-dev libjpeg-dev zlib1g-dev liblcms2-dev libwebp-dev libjxl-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libswresample-dev libsqlite3-dev libpq-dev iproute2)
+packages=(pkg-config curl libcurl4-openssl-dev libgif-dev libpng-dev libjpeg-dev zlib1g-dev liblcms2-dev libwebp-dev libjxl-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libswresample-dev libsqlite3-dev libpq-dev libopencv-objdetect-dev libopencv-imgproc-dev libopencv-core-dev opencv-data iproute2)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -133,6 +133,10 @@ public enum ServerSettings {
             key: "webFormat", help: "The web push picture as jpeg or webp (Chrome shows both).", defaultText: "jpeg",
             secret: false),
         .init(
+            key: "faces",
+            help: "Centre the Android, web and icon crops on the largest frontal face found (10-50 ms a picture).",
+            defaultText: "false", secret: false),
+        .init(
             key: "sealPlaceholder", help: "The alert a sealed payload shows until the device opens it.",
             defaultText: "New message", secret: false),
         .init(
@@ -374,6 +378,10 @@ public enum ServerSettings {
             case "webp": configuration.pipeline.targets[.web]?.format = .webp
             default: problems.append("\(where_("webFormat")): '\(format)' is not jpeg or webp")
             }
+        }
+        if text("faces") != nil {
+            let faces = flag("faces")
+            for target in TargetSpec.Target.allCases { configuration.pipeline.targets[target]?.faces = faces }
         }
         if let placeholder = text("sealPlaceholder") {
             if placeholder.utf8.count > 1000 {

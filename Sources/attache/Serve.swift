@@ -64,6 +64,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: Self.help("androidMaxBytes")) var androidMaxBytes: String?
     @Option(help: Self.help("webMaxBytes")) var webMaxBytes: String?
     @Option(help: Self.help("webFormat")) var webFormat: String?
+    @Flag(inversion: .prefixedNo, help: Self.help("faces")) var faces: Bool?
     @Option(help: Self.help("sealPlaceholder")) var sealPlaceholder: String?
     @Option(help: Self.help("categories")) var categories: String?
     @Option(help: Self.help("maxPayloadFetchBytes")) var maxPayloadFetchBytes: String?
@@ -113,6 +114,7 @@ struct Serve: AsyncParsableCommand {
             ("androidMaxBytes", androidMaxBytes),
             ("webMaxBytes", webMaxBytes),
             ("webFormat", webFormat),
+            ("faces", faces.map(String.init)),
             ("sealPlaceholder", sealPlaceholder),
             ("categories", categories),
             ("maxPayloadFetchBytes", maxPayloadFetchBytes),

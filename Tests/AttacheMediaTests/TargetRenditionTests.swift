@@ -1,5 +1,6 @@
 import AttacheBase
 import AttacheTestSupport
+import Foundation
 import Testing
 
 @testable import AttacheMedia
@@ -89,5 +90,61 @@ struct TargetRenditionTests {
         let told = try TargetRendition.make(
             from: image, spec: android, focus: FocalPoint(x: 0.5, y: 0.9), deadline: .none)
         #expect(told.placement == "focus" && told.crop.y == height - 300, "crop \(told.crop)")
+    }
+
+    /// A portrait with a face at its top and something much busier below (a patch of saturated
+    /// noise on grey):
+    /// attention alone is drawn to the noise; the crop is placed on the face instead.
+    @Test(.enabled(if: Faces.cascadePath != nil, "needs opencv-data's cascade"))
+    func aFaceAtTheTopWinsOverABusierHalfBelow() throws {
+        let face = try ImageProcessor.render(
+            MediaBytes(try #require(FileManager.default.contents(atPath: Paths.fixtures + "/faces/astronaut.jpg"))),
+            spec: RenditionSpec(maxSide: 512), limits: .default)
+        let top = try #require(face.pixels?.flattened())
+        let (width, height) = (512, 880)
+        var pixels = [UInt8](repeating: 0, count: width * height * 3)
+        var random = SplitMix(seed: 3)
+        for y in 0..<height {
+            for x in 0..<width {
+                let base = (y * width + x) * 3
+                if y < top.height {
+                    let from = (y * top.width + x) * top.channels
+                    (pixels[base], pixels[base + 1], pixels[base + 2]) =
+                        (top.pixels[from], top.pixels[from + 1], top.pixels[from + 2])
+                } else if (620..<820).contains(y), (100..<420).contains(x) {
+                    let noise = UInt8(truncatingIfNeeded: random.next())
+                    (pixels[base], pixels[base + 1], pixels[base + 2]) = (noise, 255 - noise, noise / 3)
+                } else {
+                    (pixels[base], pixels[base + 1], pixels[base + 2]) = (120, 120, 125)
+                }
+            }
+        }
+        let image = PixelImage(width: width, height: height, channels: 3, pixels: pixels)
+        // The face the cascade finds is the astronaut's (about x 177, y 67, 95x95 in the photo).
+        let found = try #require(Faces.largest(in: image, map: try Saliency.attention(of: image)))
+        #expect(abs(found.x - 177) < 20 && abs(found.y - 67) < 20 && abs(found.width - 95) < 25, "\(found)")
+        let placed = try TargetRendition.make(
+            from: image, spec: TargetSpec(.android), focus: nil, deadline: .none, face: found)
+        #expect(placed.placement == "face")
+        #expect(placed.crop.y <= 67 && placed.crop.y + placed.crop.height >= 162, "crop \(placed.crop)")
+        // Attention alone goes for the noise: the face is what moved the crop.
+        let attention = try TargetRendition.make(from: image, spec: TargetSpec(.android), focus: nil, deadline: .none)
+        #expect(
+            !(attention.crop.y <= 67 && attention.crop.y + attention.crop.height >= 162),
+            "attention alone keeps the face too: the test proves nothing (\(attention.crop))")
+        // Through the whole path (one detection for every target asking for faces); off by
+        // default.
+        var (android, icon) = (TargetSpec(.android), TargetSpec(.icon))
+        let plain = try TargetRendition.all([android, icon], from: image, focus: nil, deadline: .none)
+        for outcome in plain { #expect(try outcome.result.get().placement == "attention") }
+        (android.faces, icon.faces) = (true, true)
+        let all = try TargetRendition.all([android, icon], from: image, focus: nil, deadline: .none)
+        for outcome in all { #expect(try outcome.result.get().placement == "face") }
+    }
+
+    @Test func aPictureWithoutAFaceKeepsAttention() throws {
+        let flat = PixelImage(
+            width: 300, height: 600, channels: 3, pixels: [UInt8](repeating: 90, count: 300 * 600 * 3))
+        #expect(Faces.largest(in: flat, map: try Saliency.attention(of: flat)) == nil)
     }
 }

@@ -1,0 +1,28 @@
+// Faces for the crop of a receiver's picture: OpenCV's cascade detector (objdetect) with a
+// face cascade from Debian's opencv-data, behind a C interface Swift can call.
+#ifndef ATTACHE_FACES_H
+#define ATTACHE_FACES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    int x, y, width, height;
+} att_face_box;
+
+/// Finds frontal faces at least `min_side` pixels across in an 8-bit grey image (`width` bytes a
+/// row). The cascade at `cascade_path` is read once per thread. Writes at most `max` boxes,
+/// largest first, and returns how many there were (0 for none); -1 when the cascade cannot be
+/// read, -2 when OpenCV fails (the reason in `error`).
+int att_faces_detect(const uint8_t *gray, int width, int height, const char *cascade_path, int min_side,
+                     att_face_box *out, int max, char *error, size_t error_size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
