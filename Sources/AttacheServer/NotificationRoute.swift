@@ -30,6 +30,7 @@ struct NotificationRoute: Sendable {
         let envelope = try wantsEnvelope(request)
         let format = try requestedFormat(request)
         let focus = try requestedFocus(request)
+        let targets = try requestedTargets(request, pipelines.current.configuration.targets)
 
         // The cap is checked from Content-Length before a byte is read, and again while reading.
         let cap = configuration.maxRequestBytes
@@ -57,7 +58,7 @@ struct NotificationRoute: Sendable {
 
         // The work stops when the client hangs up (its connection closes) or the deadline passes.
         let bytes = Array(buffer: body)
-        let pipeline = format.map(pipelines.current.writing) ?? pipelines.current
+        let pipeline = (format.map(pipelines.current.writing) ?? pipelines.current).making(targets)
         let work = Task {
             await pipeline.process(bytes, deadline: deadline, seal: seal, tenant: tenant, focus: focus)
         }
@@ -149,6 +150,38 @@ struct NotificationRoute: Sendable {
             throw Problem(.badRequest, .invalidRequest, "format must be auto, jpeg or webp")
         }
         return format
+    }
+
+    /// A sender's own terms for the other receivers' pictures, over the service's settings:
+    /// `android_max_bytes` and `web_max_bytes` (1000 to 100000000; some senders ask for 40000),
+    /// `android_aspect` (width over height of the Android and web pictures, 0.25 to 8) and
+    /// `faces` (true or false).
+    private func requestedTargets(
+        _ request: Request, _ service: [TargetSpec.Target: TargetSpec]
+    ) throws -> [TargetSpec.Target: TargetSpec] {
+        var targets = service
+        let query = request.uri.queryParameters
+        for (name, target) in [("android_max_bytes", TargetSpec.Target.android), ("web_max_bytes", .web)] {
+            guard let value = query.get(name) else { continue }
+            guard let bytes = Int(value), (1_000...100_000_000).contains(bytes) else {
+                throw Problem(.badRequest, .invalidRequest, "\(name) must be a whole number from 1000 to 100000000")
+            }
+            targets[target]?.maxBytes = bytes
+        }
+        if let value = query.get("android_aspect") {
+            guard let aspect = Double(value), (0.25...8).contains(aspect) else {
+                throw Problem(.badRequest, .invalidRequest, "android_aspect must be a number from 0.25 to 8")
+            }
+            targets[.android]?.aspect = aspect
+            targets[.web]?.aspect = aspect
+        }
+        if let value = query.get("faces") {
+            guard let faces = ["true": true, "1": true, "false": false, "0": false][value] else {
+                throw Problem(.badRequest, .invalidRequest, "faces must be true or false")
+            }
+            for target in TargetSpec.Target.allCases { targets[target]?.faces = faces }
+        }
+        return targets
     }
 
     /// `focus=x,y` (each 0 to 1): the subject of an FCM or OneSignal body's pictures, over the

@@ -154,6 +154,31 @@ import Testing
         #expect(try ImageProcessor.inspect(MediaBytes(photo.body)).width == 1024)
     }
 
+    /// A sender asking for its own terms: a 30 KB cap and 3:1 pictures; terms out of range
+    /// are refused.
+    @Test func aSenderAsksForItsOwnCapAndShape() async throws {
+        let media = try Self.mediaServer()
+        let service = try await Self.start()
+        defer { Task { await service.stop() } }
+        let body = Array(#"{"message":{"android":{"notification":{"image":"\#(media.url("/photo.jpg"))"}}}}"#.utf8)
+        let answer = try await curl(
+            "POST", service.base + "/v1/notifications?android_max_bytes=30000&android_aspect=3", headers: Self.auth,
+            body: body)
+        #expect(answer.status == 200, "\(answer.text)")
+        let message = try #require(try answer.json()["message"] as? [String: Any])
+        let url = try #require(
+            ((message["android"] as? [String: Any])?["notification"] as? [String: Any])?["image"] as? String)
+        let download = try await curl("GET", Self.local(url, service))
+        let info = try ImageProcessor.inspect(MediaBytes(download.body))
+        #expect(
+            download.body.count <= 30_000 && abs(info.height * 3 - info.width) <= 3, "\(info) \(download.body.count)")
+        for query in ["android_max_bytes=999", "android_aspect=9", "faces=maybe"] {
+            let refused = try await curl(
+                "POST", service.base + "/v1/notifications?" + query, headers: Self.auth, body: body)
+            #expect(refused.status == 400, "\(query): \(refused.text)")
+        }
+    }
+
     @Test func mutateRoundTripThenDownloadByTheReturnedURL() async throws {
         let media = try Self.mediaServer()
         let service = try await Self.start()

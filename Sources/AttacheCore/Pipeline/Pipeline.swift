@@ -58,6 +58,15 @@ public final class Pipeline: Sendable {
         return Pipeline(configuration: configuration, fetcher: fetcher, store: store)
     }
 
+    /// This pipeline making the other receivers' pictures to `targets` (a sender's own caps,
+    /// shape or faces), everything else alike.
+    public func making(_ targets: [TargetSpec.Target: TargetSpec]) -> Pipeline {
+        guard targets != configuration.targets else { return self }
+        var configuration = self.configuration
+        configuration.targets = targets
+        return Pipeline(configuration: configuration, fetcher: fetcher, store: store)
+    }
+
     /// Processes one payload before `deadline` (default: now + the configured deadline).
     ///
     /// With `sealTo` (or an `attache-seal` member in the payload naming a key), the payload is
