@@ -266,7 +266,7 @@ public enum ServerSettings {
                 root: storeRoot,
                 maxBytes: integer("storeMaxBytes", 1...Int64.max / 2, storeDefaults.maxBytes),
                 maxObjects: integer("storeMaxObjects", 1...Int.max / 2, storeDefaults.maxObjects)))
-        if storeRoot.hasPrefix("postgres://") || storeRoot.hasPrefix("postgresql://") {
+        if SharedStoreConfiguration.names(storeRoot) {
             do {
                 configuration.store.shared = try SharedStoreConfiguration.parse(
                     store: storeRoot, blobs: text("blobs"), environment: environment, cache: text("blobCache"),

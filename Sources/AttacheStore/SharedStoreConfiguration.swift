@@ -51,6 +51,12 @@ public struct SharedStoreConfiguration: Sendable {
         self.cacheDirectory = cacheDirectory
     }
 
+    /// Whether `store` names a shared store (a PostgreSQL URI) rather than a directory: the one
+    /// place the backend is chosen from a `--store` value.
+    public static func names(_ store: String) -> Bool {
+        store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")
+    }
+
     /// Reads `--store postgres://…` and `--blobs s3://bucket[/prefix]` with the rest from the
     /// environment (see ``S3Location/parse(_:environment:)``) and the key ring key from
     /// `ATTACHE_KEYRING_KEY` (base64 of 32 bytes) or the file `ATTACHE_KEYRING_KEY_FILE` names.
@@ -62,7 +68,7 @@ public struct SharedStoreConfiguration: Sendable {
         defaultCache: String? = nil
     ) throws(AttacheError) -> SharedStoreConfiguration {
         var problems: [String] = []
-        if !(store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")) {
+        if !names(store) {
             problems.append("--store must be a directory or a postgres:// URI")
         }
         var location: S3Location? = nil

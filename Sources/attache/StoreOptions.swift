@@ -54,7 +54,7 @@ struct StoreOptions: ParsableArguments {
         var configuration = StoreConfiguration(root: root, maxBytes: maxStoreBytes, maxObjects: maxObjects)
         let environment = ProcessInfo.processInfo.environment
         let blobs = self.blobs ?? environment["ATTACHE_BLOBS"].flatMap { $0.isEmpty ? nil : $0 }
-        if root.hasPrefix("postgres://") || root.hasPrefix("postgresql://") {
+        if SharedStoreConfiguration.names(root) {
             configuration.shared = try SharedStoreConfiguration.parse(
                 store: root, blobs: blobs, environment: environment)
         } else if self.blobs != nil {

@@ -1,0 +1,104 @@
+import AttacheBase
+import AttacheStore
+import ExtrasBase64
+import Synchronization
+
+/// Writes: an object uploaded before its row is committed, under a shared advisory lock.
+extension SharedBackend {
+    func publish(_ bytes: UnsafeRawBufferPointer, row: ObjectRow, source: SourceRow?) throws(AttacheError) -> ObjectRow
+    {
+        if let stored = try pool.with({ (connection) throws(AttacheError) in try extend(row, source, on: connection) })
+        {
+            cache?.keep(bytes, row: stored)
+            return stored
+        }
+        // Before uploading: collect when the quota would be passed, refuse when it still would.
+        let quota = Quota(configuration)
+        if quota.passed(try totals(at: row.created), adding: row.bytes) != nil {
+            // Expired objects only: the orphan sweep lists the whole bucket, not a publish's work.
+            _ = try collect(CollectionOptions(sweepOrphans: false), now: row.created)
+            if let limit = quota.passed(try totals(at: row.created), adding: row.bytes) {
+                throw quota.full(bytes: row.bytes, limit: limit)
+            }
+        }
+        let key = Self.lockKey(row.id)
+        let objectKey = Self.objectKey(row.id, row.ext)
+        let stored = try pool.with { (connection) throws(AttacheError) -> ObjectRow in
+            // Held from before the upload until after the commit: collection leaves the bytes alone.
+            try connection.query("SELECT pg_advisory_lock_shared(\(key))")
+            let session = connection.session
+            defer {
+                if connection.session == session {
+                    _ = try? connection.query("SELECT pg_advisory_unlock_shared(\(key))")
+                }
+            }
+            if let stored = try extend(row, source, on: connection) { return stored }
+            try blobs.put(key: objectKey, bytes: bytes)
+            Self.uploaded.withLock { $0 }?(row.id)
+            return try connection.transaction { (connection) throws(AttacheError) -> ObjectRow in
+                // A session that ended took the lock with it: collection may have removed the
+                // bytes as an orphan since, so no row may point at them.
+                guard connection.session == session else {
+                    throw AttacheError(
+                        .storeUnavailable, "catalog: the session holding the upload's lock ended; nothing was recorded")
+                }
+                let inserted = try connection.query(
+                    """
+                    INSERT INTO attache_object (\(Self.objectColumns))
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                    ON CONFLICT (id) DO UPDATE SET expires = GREATEST(attache_object.expires, EXCLUDED.expires)
+                    RETURNING (xmax = 0), \(Self.objectColumns)
+                    """, Self.parameters(row))
+                guard let values = inserted.first else { throw AttacheError(.storeCorrupt, "catalog: insert lost") }
+                if values[0] == "t" {
+                    let counted = try connection.query(
+                        """
+                        UPDATE attache_totals SET objects = objects + 1, bytes = bytes + $1
+                        WHERE one = 1 AND objects + 1 <= $2 AND bytes + $1 <= $3
+                        """, [String(row.bytes), String(configuration.maxObjects), String(configuration.maxBytes)])
+                    if counted.affected == 0 {
+                        // Another writer took the room since the check; the upload stays an
+                        // orphan for collection (another writer may be committing the same key).
+                        throw quota.full(bytes: row.bytes, limit: .maxStoreBytes)
+                    }
+                }
+                if let source { try Self.upsert(source, on: connection) }
+                return try Self.row(Array(values.dropFirst()))
+            }
+        }
+        cache?.keep(bytes, row: stored)
+        return stored
+    }
+
+    /// Extends the expiry of the object when it is recorded, and records `source`; nil when
+    /// there is no such object (then it must be uploaded).
+    func extend(
+        _ row: ObjectRow, _ source: SourceRow?, on connection: PostgresConnection
+    ) throws(AttacheError)
+        -> ObjectRow?
+    {
+        try connection.transaction { (connection) throws(AttacheError) -> ObjectRow? in
+            let updated = try connection.query(
+                """
+                UPDATE attache_object SET expires = GREATEST(expires, $2) WHERE id = $1
+                RETURNING \(Self.objectColumns)
+                """, [row.id, String(row.expires)])
+            guard let values = updated.first else { return nil }
+            if let source { try Self.upsert(source, on: connection) }
+            return try Self.row(values)
+        }
+    }
+
+    static func upsert(_ source: SourceRow, on connection: PostgresConnection) throws(AttacheError) {
+        try connection.query(
+            """
+            INSERT INTO attache_source (url, spec, object_id, etag, last_modified, fetched)
+            VALUES ($1, $2, $3, $4, $5, $6)
+            ON CONFLICT (url, spec) DO UPDATE SET object_id = EXCLUDED.object_id, etag = EXCLUDED.etag,
+                last_modified = EXCLUDED.last_modified, fetched = EXCLUDED.fetched
+            """,
+            [
+                source.url, source.spec, source.objectID, source.etag, source.lastModified, String(source.fetched),
+            ])
+    }
+}
