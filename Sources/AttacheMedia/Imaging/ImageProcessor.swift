@@ -1,7 +1,8 @@
 public import AttacheBase
 internal import CAttacheCodecs
 
-/// Decodes, downscales and re-encodes JPEG and PNG images in bounded memory.
+/// Decodes, downscales and re-encodes still images (JPEG, PNG, WebP, HEIC/AVIF, JPEG XL) in
+/// bounded memory.
 ///
 /// Memory for a resize is a few input rows plus the output image: JPEGs are decoded with DCT
 /// scaling close to the target size and streamed row by row into the ``Resampler``;

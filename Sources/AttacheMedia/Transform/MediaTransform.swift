@@ -2,7 +2,9 @@ public import AttacheBase
 
 /// What the transform made of validated media: the bytes to store and what they are.
 public struct TransformedMedia: Sendable {
-    /// The output's kind (the input's: JPEG stays JPEG, PNG stays PNG, GIF stays GIF).
+    /// The output's kind: the input's for JPEG and PNG, JPEG or PNG for the other stills
+    /// (WebP where asked), GIF or MP4 for an animation, the container's own for audio and
+    /// video (or MP4/M4A when transcoded).
     public var kind: MediaKind
     /// The bytes to store: a new rendition for images, the validated bytes for audio and video.
     public var bytes: MediaBytes

@@ -1,6 +1,7 @@
-// Thin C shims over libjpeg-turbo and libpng (giflib's are in attache_gif.h).
+// Thin C shims over the still-image codecs: libjpeg-turbo, libpng, libwebp, libheif, libjxl
+// and lcms2 (giflib's are in attache_gif.h).
 //
-// Both libraries report errors by longjmp. Every function here that calls into them sets its
+// libjpeg and libpng report errors by longjmp. Every function here that calls into them sets its
 // own jump point first, so a longjmp never crosses a Swift frame; failures come back as an
 // att_status code plus a message in att_error.
 #ifndef ATTACHE_CODECS_H
