@@ -102,10 +102,10 @@ import Testing
         #expect(bad.status == 400, "\(bad.text)")
     }
 
-    /// A OneSignal body naming a JPEG, an animated GIF, a HEIC and an MP4, posted to a service
+    /// A OneSignal body and an FCM message naming a JPEG, an animated GIF, a HEIC and an MP4, posted to a service
     /// whose web pictures are WebP and whose Android cap is 40 KB: every picture field is
     /// rewritten, and each download is exactly 2:1, at least 512 px wide and under its cap.
-    @Test func aOneSignalBodyOfEveryKindIsServedUnderEachCap() async throws {
+    @Test func oneSignalAndFCMBodiesOfEveryKindAreServedUnderEachCap() async throws {
         let media = try TestHTTPServer()
         for name in ["waterfall-rotated.jpg", "animated-chi.gif", "clip.mp4"] {
             let body = try #require(FileManager.default.contents(atPath: Paths.samples + "/" + name))
@@ -152,6 +152,35 @@ import Testing
         #expect(gifInfo.kind == .gif && gifInfo.frames > 1)
         let photo = try await curl("GET", Self.local(try #require(ios["photo"]), service))
         #expect(try ImageProcessor.inspect(MediaBytes(photo.body)).width == 1024)
+
+        // The same four kinds in an FCM v1 message: each field its platform's picture.
+        let fcm = """
+            {"message":{"notification":{"image":"\(media.url("/p3.heic"))"},\
+            "android":{"notification":{"image":"\(media.url("/clip.mp4"))"}},\
+            "apns":{"payload":{"aps":{"mutable-content":1}},"fcm_options":{"image":"\(media.url("/animated-chi.gif"))"}},\
+            "webpush":{"notification":{"image":"\(media.url("/waterfall-rotated.jpg"))"}}}}
+            """
+        let fcmAnswer = try await curl(
+            "POST", service.base + "/v1/notifications", headers: Self.auth, body: Array(fcm.utf8))
+        let message = try #require(try fcmAnswer.json()["message"] as? [String: Any])
+        func fcmDownload(_ path: [String]) async throws -> (ImageInfo, Int) {
+            var value: Any? = message
+            for key in path { value = (value as? [String: Any])?[key] }
+            let url = try #require(value as? String, "\(path)")
+            let got = try await curl("GET", Self.local(url, service))
+            return (try ImageProcessor.inspect(MediaBytes(got.body)), got.body.count)
+        }
+        for path in [["notification", "image"], ["android", "notification", "image"]] {
+            let (info, bytes) = try await fcmDownload(path)
+            #expect(info.kind == .jpeg && abs(info.height * 2 - info.width) <= 2 && info.width >= 512, "\(path)")
+            #expect(bytes <= 40_000, "\(path): \(bytes) bytes")
+        }
+        let (fcmWeb, _) = try await fcmDownload(["webpush", "notification", "image"])
+        #expect(fcmWeb.kind == .webp && abs(fcmWeb.height * 2 - fcmWeb.width) <= 2 && fcmWeb.width >= 512)
+        let (fcmIOS, _) = try await fcmDownload(["apns", "fcm_options", "image"])
+        #expect(fcmIOS.kind == .gif && fcmIOS.frames > 1, "the iOS side keeps its animation")
+        let apns = (message["apns"] as? [String: Any])?["payload"] as? [String: Any]
+        #expect((apns?["attachments"] as? [[String: Any]])?.count == 1)
     }
 
     /// A sender asking for its own terms: a 30 KB cap and 3:1 pictures; terms out of range
