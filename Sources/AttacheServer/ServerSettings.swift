@@ -19,6 +19,8 @@ public enum ServerSettings {
         public let defaultText: String
         /// A secret: never logged, never echoed in a message.
         public let secret: Bool
+        /// A switch: `--name` / `--no-name` on the command line, true or false elsewhere.
+        public var boolean = false
 
         /// `--kebab-case` flag name.
         public var flag: String {
@@ -79,7 +81,7 @@ public enum ServerSettings {
             defaultText: "none", secret: false),
         .init(
             key: "allowAnonymous", help: "Accept POST /v1/notifications without an API key (loopback demos).",
-            defaultText: "false", secret: false),
+            defaultText: "false", secret: false, boolean: true),
         .init(
             key: "maxRequestBytes", help: "Largest request body (bytes); larger is 413.", defaultText: "65536",
             secret: false),
@@ -114,7 +116,7 @@ public enum ServerSettings {
             key: "transcode",
             help:
                 "Re-encode what does not fit: GIFs the budgets would clip to MP4, video over 50 MB or unplayable to H.264/AAC MP4, audio to AAC M4A.",
-            defaultText: "true", secret: false),
+            defaultText: "true", secret: false, boolean: true),
         .init(
             key: "videoPreset", help: "libx264's preset for those encodes (ultrafast ... veryslow).",
             defaultText: "veryfast", secret: false),
@@ -135,7 +137,7 @@ public enum ServerSettings {
         .init(
             key: "faces",
             help: "Centre the Android, web and icon crops on the largest frontal face found (10-50 ms a picture).",
-            defaultText: "false", secret: false),
+            defaultText: "false", secret: false, boolean: true),
         .init(
             key: "sealPlaceholder", help: "The alert a sealed payload shows until the device opens it.",
             defaultText: "New message", secret: false),
@@ -152,20 +154,30 @@ public enum ServerSettings {
         .init(key: "tokenTtl", help: "How long an attachment URL's token opens it.", defaultText: "7d", secret: false),
         .init(
             key: "receipts", help: "Take delivery receipts: POST to an attachment's own URL (the device kit's report).",
-            defaultText: "false", secret: false),
+            defaultText: "false", secret: false, boolean: true),
         .init(
             key: "allowLoopback", help: "Fetch from 127.0.0.0/8 and ::1 (tests and demos).", defaultText: "false",
-            secret: false),
+            secret: false, boolean: true),
         .init(
             key: "allowPrivate", help: "Fetch from private ranges (metadata addresses stay denied).",
-            defaultText: "false", secret: false),
+            defaultText: "false", secret: false, boolean: true),
         .init(
             key: "logLevel", help: "trace, debug, info, notice, warning, error or critical.", defaultText: "info",
             secret: false),
     ]
 
     /// The setting named `key`.
-    public static func setting(_ key: String) -> Setting { all.first { $0.key == key }! }
+    /// The setting `key` names (every key this file reads is one of ``all``: a test reads them).
+    public static func setting(_ key: String) -> Setting {
+        all.first { $0.key == key } ?? Setting(key: key, help: "", defaultText: "", secret: true)
+    }
+
+    /// The setting a command-line flag names (`--max-side`, or `--no-transcode` for a switch).
+    public static func setting(flag: String) -> (setting: Setting, negated: Bool)? {
+        if let found = all.first(where: { "--" + $0.flag == flag }) { return (found, false) }
+        if let found = all.first(where: { $0.boolean && "--no-" + $0.flag == flag }) { return (found, true) }
+        return nil
+    }
 
     /// What was read, with every problem found.
     public struct Loaded: Sendable {
@@ -218,7 +230,7 @@ public enum ServerSettings {
             }
             return nil
         }
-        func where_(_ key: String) -> String {
+        func named(_ key: String) -> String {
             let s = setting(key)
             return "\(s.flag) / \(s.environment) / \"\(s.key)\""
         }
@@ -226,7 +238,7 @@ public enum ServerSettings {
             guard let value = text(key) else { return fallback }
             guard let number = T(value.trimmingCharacters(in: .whitespaces)), range.contains(number) else {
                 problems.append(
-                    "\(where_(key)): '\(value)' is not a whole number from \(range.lowerBound) to \(range.upperBound)")
+                    "\(named(key)): '\(value)' is not a whole number from \(range.lowerBound) to \(range.upperBound)")
                 return fallback
             }
             return number
@@ -237,7 +249,7 @@ public enum ServerSettings {
             case "true", "1", "yes": return true
             case "false", "0", "no": return false
             default:
-                problems.append("\(where_(key)): '\(value)' is not true or false")
+                problems.append("\(named(key)): '\(value)' is not true or false")
                 return false
             }
         }
@@ -245,7 +257,7 @@ public enum ServerSettings {
             guard let value = text(key) else { return fallback }
             guard let parsed = DurationText.parse(value), range.contains(parsed) else {
                 problems.append(
-                    "\(where_(key)): '\(value)' is not a duration (800ms, 30s, 5m, 2h, 7d) from "
+                    "\(named(key)): '\(value)' is not a duration (800ms, 30s, 5m, 2h, 7d) from "
                         + "\(DurationText.format(range.lowerBound)) to \(DurationText.format(range.upperBound))")
                 return fallback
             }
@@ -276,24 +288,24 @@ public enum ServerSettings {
                 configuration.store.shared?.catalogTimeout = duration(
                     "catalogTimeout", .milliseconds(100)...(.seconds(600)), SharedStoreConfiguration.defaultTimeout)
             } catch {
-                problems.append("\(where_("store")): \(error.message)")
+                problems.append("\(named("store")): \(error.message)")
             }
         } else {
             for key in ["catalogOutageGrace", "catalogTimeout"] where text(key) != nil {
-                problems.append("\(where_(key)): only a postgres:// store has a catalog")
+                problems.append("\(named(key)): only a postgres:// store has a catalog")
             }
             if text("blobs") != nil {
-                problems.append("\(where_("blobs")): only a postgres:// store keeps its bytes in a bucket")
+                problems.append("\(named("blobs")): only a postgres:// store keeps its bytes in a bucket")
             }
             if text("blobCache") != nil {
-                problems.append("\(where_("blobCache")): only a postgres:// store keeps local copies of its objects")
+                problems.append("\(named("blobCache")): only a postgres:// store keeps local copies of its objects")
             }
         }
 
         configuration.host = text("host") ?? configuration.host
         if !Self.isListenAddress(configuration.host) {
             problems.append(
-                "\(where_("host")): '\(configuration.host)' is not an address or host name to listen on "
+                "\(named("host")): '\(configuration.host)' is not an address or host name to listen on "
                     + "(127.0.0.1, ::1, 0.0.0.0, localhost)")
         }
         configuration.port = integer("port", 0...65_535, configuration.port)
@@ -303,7 +315,7 @@ public enum ServerSettings {
             {
                 configuration.pipeline.baseURL = base.hasSuffix("/") ? String(base.dropLast()) : base
             } else {
-                problems.append("\(where_("baseUrl")): '\(base)' is not an http(s) URL without query or fragment")
+                problems.append("\(named("baseUrl")): '\(base)' is not an http(s) URL without query or fragment")
             }
         } else {
             let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
@@ -314,7 +326,7 @@ public enum ServerSettings {
         for file in (text("apiKeyFiles") ?? "").split(separator: ",") {
             let path = file.trimmingCharacters(in: .whitespaces)
             guard let data = FileManager.default.contents(atPath: path), data.count <= 1 << 20 else {
-                problems.append("\(where_("apiKeyFiles")): cannot read '\(path)' (or it is over 1 MiB)")
+                problems.append("\(named("apiKeyFiles")): cannot read '\(path)' (or it is over 1 MiB)")
                 continue
             }
             keys += String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
@@ -322,16 +334,14 @@ public enum ServerSettings {
                 .filter { !$0.isEmpty && !$0.hasPrefix("#") }
         }
         keys = keys.filter { !$0.isEmpty }
-        for key in keys where key.count < 16 || key.contains(where: { $0 == " " || !$0.isASCII }) {
-            _ = key
-            problems.append("\(where_("apiKeys")): every API key must be at least 16 printable ASCII characters")
-            break
+        if keys.contains(where: { $0.count < 16 || $0.contains { $0 == " " || !$0.isASCII } }) {
+            problems.append("\(named("apiKeys")): every API key must be at least 16 printable ASCII characters")
         }
         configuration.apiKeys = keys
         configuration.allowAnonymous = flag("allowAnonymous")
         if keys.isEmpty && !configuration.allowAnonymous {
             problems.append(
-                "no API key: give \(setting("apiKeys").environment) or \(where_("apiKeyFiles")), "
+                "no API key: give \(setting("apiKeys").environment) or \(named("apiKeyFiles")), "
                     + "or allow anonymous callers with --allow-anonymous")
         }
 
@@ -353,7 +363,7 @@ public enum ServerSettings {
             if let chosen = RenditionSpec.OutputFormat(rawValue: format.lowercased()) {
                 configuration.pipeline.rendition.outputFormat = chosen
             } else {
-                problems.append("\(where_("format")): '\(format)' is not auto, jpeg or webp")
+                problems.append("\(named("format")): '\(format)' is not auto, jpeg or webp")
             }
         }
         if text("transcode") != nil { configuration.pipeline.rendition.video.enabled = flag("transcode") }
@@ -362,7 +372,7 @@ public enum ServerSettings {
                 configuration.pipeline.rendition.video.preset = preset
             } else {
                 problems.append(
-                    "\(where_("videoPreset")): '\(preset)' is not one of \(VideoEncoding.presets.joined(separator: ", "))"
+                    "\(named("videoPreset")): '\(preset)' is not one of \(VideoEncoding.presets.joined(separator: ", "))"
                 )
             }
         }
@@ -376,7 +386,7 @@ public enum ServerSettings {
             switch format.lowercased() {
             case "jpeg": configuration.pipeline.targets[.web]?.format = .jpeg
             case "webp": configuration.pipeline.targets[.web]?.format = .webp
-            default: problems.append("\(where_("webFormat")): '\(format)' is not jpeg or webp")
+            default: problems.append("\(named("webFormat")): '\(format)' is not jpeg or webp")
             }
         }
         if text("faces") != nil {
@@ -385,7 +395,7 @@ public enum ServerSettings {
         }
         if let placeholder = text("sealPlaceholder") {
             if placeholder.utf8.count > 1000 {
-                problems.append("\(where_("sealPlaceholder")): \(placeholder.utf8.count) bytes; at most 1000")
+                problems.append("\(named("sealPlaceholder")): \(placeholder.utf8.count) bytes; at most 1000")
             }
             configuration.pipeline.sealPlaceholder = placeholder
         }
@@ -394,10 +404,10 @@ public enum ServerSettings {
                 do {
                     configuration.pipeline.categories = try CategorySet(json: data)
                 } catch {
-                    problems.append("\(where_("categories")): '\(path)': \(error)")
+                    problems.append("\(named("categories")): '\(path)': \(error)")
                 }
             } else {
-                problems.append("\(where_("categories")): cannot read '\(path)' (or it is over 1 MiB)")
+                problems.append("\(named("categories")): cannot read '\(path)' (or it is over 1 MiB)")
             }
         }
         configuration.pipeline.maxPayloadFetchBytes = integer(
@@ -415,7 +425,7 @@ public enum ServerSettings {
         let level = (text("logLevel") ?? "info").lowercased()
         if !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(level) {
             problems.append(
-                "\(where_("logLevel")): '\(level)' is not a log level "
+                "\(named("logLevel")): '\(level)' is not a log level "
                     + "(trace, debug, info, notice, warning, error or critical)")
         }
         return Loaded(configuration: configuration, logLevel: level, problems: problems)

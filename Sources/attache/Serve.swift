@@ -22,7 +22,10 @@ struct Serve: AsyncParsableCommand {
             each problem is reported on its own line and the exit status is 2. SIGTERM or SIGINT stops \
             accepting, lets in-flight requests finish within --grace-period, and exits 0. API keys are \
             never logged.
-            """
+
+            Settings (flag, variable, default):
+
+            """ + settingsHelp
     )
 
     @Option(help: "JSON file of settings (keys as camelCase setting names). Also ATTACHE_CONFIG.")
@@ -34,101 +37,54 @@ struct Serve: AsyncParsableCommand {
     )
     var checkConfig = false
 
-    @Option(help: Self.help("host")) var host: String?
-    @Option(help: Self.help("port")) var port: String?
-    @Option(help: Self.help("baseUrl")) var baseUrl: String?
-    @Option(help: Self.help("store")) var store: String?
-    @Option(help: Self.help("blobs")) var blobs: String?
-    @Option(help: Self.help("blobCache")) var blobCache: String?
-    @Option(help: Self.help("catalogOutageGrace")) var catalogOutageGrace: String?
-    @Option(help: Self.help("catalogTimeout")) var catalogTimeout: String?
-    @Option(help: Self.help("storeMaxBytes")) var storeMaxBytes: String?
-    @Option(help: Self.help("storeMaxObjects")) var storeMaxObjects: String?
-    @Option(help: Self.help("apiKeys")) var apiKeys: String?
-    @Option(help: Self.help("apiKeyFiles")) var apiKeyFiles: String?
-    @Flag(inversion: .prefixedNo, help: Self.help("allowAnonymous")) var allowAnonymous: Bool?
-    @Option(help: Self.help("maxRequestBytes")) var maxRequestBytes: String?
-    @Option(help: Self.help("deadline")) var deadline: String?
-    @Option(help: Self.help("maxDeadline")) var maxDeadline: String?
-    @Option(help: Self.help("maxConcurrent")) var maxConcurrent: String?
-    @Option(help: Self.help("maxQueued")) var maxQueued: String?
-    @Option(help: Self.help("retryAfter")) var retryAfter: String?
-    @Option(help: Self.help("gracePeriod")) var gracePeriod: String?
-    @Option(help: Self.help("workerNice")) var workerNice: String?
-    @Option(help: Self.help("gcInterval")) var gcInterval: String?
-    @Option(help: Self.help("maxSide")) var maxSide: String?
-    @Option(help: Self.help("maxSources")) var maxSources: String?
-    @Flag(inversion: .prefixedNo, help: Self.help("transcode")) var transcode: Bool?
-    @Option(help: Self.help("videoPreset")) var videoPreset: String?
-    @Option(help: Self.help("smallSide")) var smallSide: String?
-    @Option(help: Self.help("androidMaxBytes")) var androidMaxBytes: String?
-    @Option(help: Self.help("webMaxBytes")) var webMaxBytes: String?
-    @Option(help: Self.help("webFormat")) var webFormat: String?
-    @Flag(inversion: .prefixedNo, help: Self.help("faces")) var faces: Bool?
-    @Option(help: Self.help("sealPlaceholder")) var sealPlaceholder: String?
-    @Option(help: Self.help("categories")) var categories: String?
-    @Option(help: Self.help("maxPayloadFetchBytes")) var maxPayloadFetchBytes: String?
-    @Option(help: Self.help("maxPayloadStoreBytes")) var maxPayloadStoreBytes: String?
-    @Option(help: Self.help("storeTtl")) var storeTtl: String?
-    @Option(help: Self.help("tokenTtl")) var tokenTtl: String?
-    @Flag(inversion: .prefixedNo, help: Self.help("allowLoopback")) var allowLoopback: Bool?
-    @Flag(inversion: .prefixedNo, help: Self.help("receipts")) var receipts: Bool?
-    @Flag(inversion: .prefixedNo, help: Self.help("allowPrivate")) var allowPrivate: Bool?
-    @Option(help: Self.help("logLevel")) var logLevel: String?
+    /// Every setting's flag (`--max-side 2048`, `--max-side=2048`, `--faces`, `--no-faces`), read
+    /// against ``ServerSettings/all``: the table is the one place a setting is declared.
+    @Argument(
+        parsing: .allUnrecognized, help: ArgumentHelp("The settings below, as flags.", visibility: .hidden),
+        completion: .list(
+            ServerSettings.all.flatMap { $0.boolean ? ["--\($0.flag)", "--no-\($0.flag)"] : ["--\($0.flag)"] }))
+    var settings: [String] = []
 
-    static func help(_ key: String) -> ArgumentHelp {
-        let setting = ServerSettings.setting(key)
-        return ArgumentHelp("\(setting.help) [\(setting.environment); default \(setting.defaultText)]")
+    /// The settings as `--help` lists them: flag, variable, default and meaning, from the table.
+    static var settingsHelp: String {
+        ServerSettings.all.map { setting in
+            let flag = setting.boolean ? "--[no-]\(setting.flag)" : "--\(setting.flag) <value>"
+            return "\(flag) (\(setting.environment); \(setting.defaultText)): \(setting.help)"
+        }.joined(separator: "\n\n")
+    }
+
+    func validate() throws { _ = try Self.flags(settings) }
+
+    /// The flags given, by setting key; a flag that names no setting is refused.
+    static func flags(_ arguments: [String]) throws -> [String: String] {
+        var flags: [String: String] = [:]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            var (name, inline): (String, String?) = (argument, nil)
+            if let equals = argument.firstIndex(of: "=") {
+                (name, inline) = (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
+            }
+            guard let (setting, negated) = ServerSettings.setting(flag: name) else {
+                throw ValidationError("unknown option '\(argument)' (attache serve --help lists the settings)")
+            }
+            if setting.boolean {
+                flags[setting.key] = negated ? "false" : (inline ?? "true")
+            } else if let inline {
+                flags[setting.key] = inline
+            } else if index < arguments.count {
+                flags[setting.key] = arguments[index]
+                index += 1
+            } else {
+                throw ValidationError("\(name) needs a value")
+            }
+        }
+        return flags
     }
 
     func run() async throws {
-        var flags: [String: String] = [:]
-        let given: [(String, String?)] = [
-            ("host", host),
-            ("port", port),
-            ("baseUrl", baseUrl),
-            ("store", store),
-            ("blobs", blobs),
-            ("blobCache", blobCache),
-            ("catalogOutageGrace", catalogOutageGrace),
-            ("catalogTimeout", catalogTimeout),
-            ("storeMaxBytes", storeMaxBytes),
-            ("storeMaxObjects", storeMaxObjects),
-            ("apiKeys", apiKeys),
-            ("apiKeyFiles", apiKeyFiles),
-            ("allowAnonymous", allowAnonymous.map(String.init)),
-            ("maxRequestBytes", maxRequestBytes),
-            ("deadline", deadline),
-            ("maxDeadline", maxDeadline),
-            ("maxConcurrent", maxConcurrent),
-            ("maxQueued", maxQueued),
-            ("retryAfter", retryAfter),
-            ("gracePeriod", gracePeriod),
-            ("workerNice", workerNice),
-            ("gcInterval", gcInterval),
-            ("maxSide", maxSide),
-            ("maxSources", maxSources),
-            ("transcode", transcode.map(String.init)),
-            ("videoPreset", videoPreset),
-            ("smallSide", smallSide),
-            ("androidMaxBytes", androidMaxBytes),
-            ("webMaxBytes", webMaxBytes),
-            ("webFormat", webFormat),
-            ("faces", faces.map(String.init)),
-            ("sealPlaceholder", sealPlaceholder),
-            ("categories", categories),
-            ("maxPayloadFetchBytes", maxPayloadFetchBytes),
-            ("maxPayloadStoreBytes", maxPayloadStoreBytes),
-            ("storeTtl", storeTtl),
-            ("tokenTtl", tokenTtl),
-            ("allowLoopback", allowLoopback.map(String.init)),
-            ("receipts", receipts.map(String.init)),
-            ("allowPrivate", allowPrivate.map(String.init)),
-            ("logLevel", logLevel),
-        ]
-        for (key, value) in given {
-            if let value { flags[key] = value }
-        }
+        let flags = try Self.flags(settings)
         let environment = ProcessInfo.processInfo.environment
         let file = config ?? environment["ATTACHE_CONFIG"]
         let reader: ConfigReader

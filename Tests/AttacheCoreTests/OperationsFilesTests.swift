@@ -75,9 +75,12 @@ import Testing
         for shell in ["bash", "zsh", "fish"] {
             let (status, script) = try Self.run(try attacheExecutable(), ["--generate-completion-script", shell])
             #expect(status == 0)
-            for word in ["serve", "batch", "process", "check-config", "campaign", "allow-anonymous"] {
+            for word in ["serve", "batch", "process", "check-config", "campaign"] {
                 #expect(script.contains(word), "\(shell) completion lacks \(word)")
             }
+            // The service's settings are one table read at run time: bash offers them as the
+            // words of serve's settings argument (zsh and fish scripts have no such list).
+            if shell == "bash" { #expect(script.contains("--allow-anonymous") && script.contains("--no-faces")) }
         }
         let directory = try TemporaryDirectory()
         let path = directory.path + "/attache.bash"
