@@ -1,0 +1,338 @@
+internal import CAttacheCodecs
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The scheduler's bookkeeping: jobs, their phases, the shares of tenants and payloads, and the
+/// one state every decision is made from (under the scheduler's lock).
+extension WorkScheduler {
+    enum Phase {
+        /// Submitted, not started: no thread, no memory.
+        case queued
+        /// Holding a core.
+        case running
+        /// Started, waiting for a core.
+        case ready
+        /// Started, waiting for memory to be admitted.
+        case memory
+        /// Its deadline passed while it waited: unwinding without a core.
+        case leaving
+    }
+
+    enum Action {
+        case start(Job)
+        case resume(Job)
+    }
+
+    /// One job; its fields other than the atomics are read and written under the scheduler's lock.
+    final class Job: @unchecked Sendable {
+        let id: UInt64
+        let group: WorkGroup
+        let deadline: WorkDeadline
+        let scheduler: WorkScheduler
+        var estimate: WorkEstimate
+        var phase = Phase.queued
+        /// CPU time had so far, and the job thread's CPU clock when it was last counted
+        /// (nanoseconds; 0 while it is not running).
+        var attained: UInt64 = 0
+        var counted: UInt64 = 0
+        /// Memory admitted for it.
+        var reserved = 0
+        var yields = 0
+        var firstRun: ContinuousClock.Instant?
+        var body: (@Sendable () -> Void)?
+        let wake = DispatchSemaphore(value: 0)
+        /// Before this (monotonic nanoseconds) a checkpoint returns at once.
+        let checkAfter = Atomic<UInt64>(0)
+
+        private static let ids = Atomic<UInt64>(0)
+
+        init(scheduler: WorkScheduler, group: WorkGroup, estimate: WorkEstimate, deadline: WorkDeadline) {
+            id = Self.ids.add(1, ordering: .relaxed).newValue
+            self.scheduler = scheduler
+            self.group = group
+            self.estimate = estimate
+            self.deadline = deadline
+        }
+
+        /// The CPU it is expected to need in all, in nanoseconds (at least a millisecond). A job
+        /// that runs past its estimate was underestimated: past twice the estimate it is taken
+        /// to need twice as much again as it has run over, so work that said too little of
+        /// itself (or nothing) soon gives way to lighter work.
+        var expected: UInt64 {
+            let estimated = UInt64(min(max(estimate.seconds * 1e9, 1e6), 1e15))
+            if attained <= estimated { return estimated }
+            if attained <= 2 * estimated { return attained }
+            return attained + (attained - 2 * estimated)
+        }
+
+        /// The CPU it is still expected to need, in nanoseconds.
+        var remaining: UInt64 { expected - min(expected, attained) }
+    }
+
+    /// A tenant's or a payload's virtual time: the core time its jobs have had since it became
+    /// busy, counted from the virtual clock it joined at.
+    struct Share {
+        var virtual: UInt64
+        var jobs: Int
+        /// A tenant's clock for its payloads: it moves by the core time the tenant gets over
+        /// the number of its busy payloads, so a payload that joins now starts level with
+        /// what a payload busy all along is owed.
+        var clock: UInt64 = 0
+        var payloads = 0
+    }
+
+    /// How far ahead of a waiting job a running one may be before it gives its core up: less
+    /// than this is not worth the switch.
+    static let granularity: UInt64 = 10_000_000
+    /// The same between tenants.
+    static let tenantGranularity: UInt64 = 50_000_000
+
+    struct State {
+        var jobs: [UInt64: Job] = [:]
+        var tenants: [String: Share] = [:]
+        var payloads: [WorkGroup: Share] = [:]
+        /// The tenants' virtual clock: core time over the number of busy tenants.
+        var clock: UInt64 = 0
+        var running = 0
+        var started = 0
+
+        mutating func add(_ job: Job) {
+            jobs[job.id] = job
+            let tenant = job.group.tenant
+            if tenants[tenant] == nil { tenants[tenant] = Share(virtual: clock, jobs: 0) }
+            tenants[tenant]!.jobs += 1
+            if payloads[job.group] == nil {
+                payloads[job.group] = Share(virtual: tenants[tenant]!.clock, jobs: 0)
+                tenants[tenant]!.payloads += 1
+            }
+            payloads[job.group]!.jobs += 1
+        }
+
+        mutating func remove(_ job: Job) {
+            jobs[job.id] = nil
+            if job.phase != .queued { started -= 1 }
+            job.reserved = 0
+            job.phase = .leaving
+            let tenant = job.group.tenant
+            payloads[job.group]!.jobs -= 1
+            if payloads[job.group]!.jobs == 0 {
+                payloads[job.group] = nil
+                tenants[tenant]!.payloads -= 1
+            }
+            tenants[tenant]!.jobs -= 1
+            if tenants[tenant]!.jobs == 0 { tenants[tenant] = nil }
+        }
+
+        /// Counts the CPU time a running job has had since it was last counted (`now`: its
+        /// thread's CPU clock).
+        mutating func charge(_ job: Job, now: UInt64) {
+            guard job.counted != 0, now > job.counted else {
+                job.counted = now
+                return
+            }
+            let spent = now - job.counted
+            job.counted = now
+            job.attained += spent
+            payloads[job.group]?.virtual += spent
+            if var share = tenants[job.group.tenant] {
+                share.virtual += spent
+                share.clock += spent / UInt64(max(1, share.payloads))
+                tenants[job.group.tenant] = share
+            }
+            clock += spent / UInt64(max(1, tenants.count))
+        }
+
+        /// A job's key within its tenant: its payload's virtual time, less the core time the job
+        /// itself has had, plus the CPU it is expected to need — the payloads' fair shares, and
+        /// within a payload the shortest job first. A running job's key stays put (its payload's
+        /// time grows with its own), so equal work is done in the order it came, while lighter
+        /// work that arrives passes heavier work already running; a payload that waits keeps its
+        /// time while the clock moves on, so it is passed for a bounded while only.
+        func key(_ job: Job) -> UInt64 {
+            (payloads[job.group]?.virtual ?? job.attained) &- job.attained &+ job.expected
+        }
+
+        /// Whether `job` may be given a core now (as for memory and threads; `startLimit`: see
+        /// ``startLimit(_:)``).
+        func eligible(_ job: Job, _ settings: Settings, held: Held, startLimit: UInt64?) -> Bool {
+            switch job.phase {
+            case .ready: return true
+            case .queued:
+                guard let startLimit, job.expected <= startLimit else { return false }
+                return fits(job, settings, held: held)
+            case .memory: return fits(job, settings, held: held)
+            case .running, .leaving: return false
+            }
+        }
+
+        /// Whether a queued job may be started as for the count of started jobs: below the
+        /// crowd, or below the cap when it is expected to need a quarter or less of what each
+        /// started job still needs (``Settings/crowd``).
+        func mayStart(_ job: Job, _ settings: Settings) -> Bool {
+            guard let limit = startLimit(settings) else { return false }
+            return job.expected <= limit
+        }
+
+        /// The most CPU a queued job may be expected to need to be started now (nil: none may
+        /// start): any below the crowd, a quarter of the least any started job still needs up
+        /// to the cap.
+        func startLimit(_ settings: Settings) -> UInt64? {
+            if started < settings.crowd { return .max }
+            guard started < settings.started else { return nil }
+            let least = jobs.values.lazy.filter { $0.phase != .queued && $0.phase != .leaving }.map(\.remaining).min()
+            return (least ?? .max) / 4
+        }
+
+        /// Memory the started jobs hold, small and large (``Settings/isLarge(_:)``).
+        struct Held {
+            var small = 0
+            var large = 0
+
+            /// What the jobs other than `job` hold.
+            func without(_ job: Job, _ settings: Settings) -> Held {
+                var others = self
+                if settings.isLarge(job.reserved) {
+                    others.large -= job.reserved
+                } else {
+                    others.small -= job.reserved
+                }
+                return others
+            }
+        }
+
+        func held(_ settings: Settings) -> Held {
+            jobs.values.reduce(into: Held()) { held, job in
+                if settings.isLarge(job.reserved) {
+                    held.large += job.reserved
+                } else {
+                    held.small += job.reserved
+                }
+            }
+        }
+
+        /// Whether the memory `job` says it needs fits beside what the others hold. A small job
+        /// (an eighth of the budget or less) fits within the budget, or within the quarter of it
+        /// kept for small jobs whatever the large ones hold; a large job fits within the budget
+        /// and the large jobs' three quarters of it — or when no other large job holds memory,
+        /// so a job larger than that share still runs (its own limits decide it) beside small
+        /// work only.
+        func fits(_ job: Job, _ settings: Settings, held all: Held? = nil) -> Bool {
+            let held = (all ?? self.held(settings)).without(job, settings)
+            let need = job.estimate.memory
+            let others = held.small + held.large
+            guard others > 0 else { return true }
+            guard settings.isLarge(need) else {
+                return others + need <= settings.memory || fitsSmallShare(job, settings, held: held)
+            }
+            if held.large == 0 { return true }
+            return others + need <= settings.memory && held.large + need <= settings.largeShare
+        }
+
+        /// Whether `job` is small and fits within the small jobs' quarter beside what the others
+        /// hold (`held`, without the job's own).
+        func fitsSmallShare(_ job: Job, _ settings: Settings, held: Held) -> Bool {
+            let need = job.estimate.memory
+            return !settings.isLarge(need) && held.small + need <= settings.memory - settings.largeShare
+        }
+
+        /// The order: the tenant with the least virtual time (by more than `tenantMargin`),
+        /// then (by ``Settings/PayloadOrder/fairUntilLate``) a late job, the earliest deadline
+        /// first, then the smallest key (by more than `margin`), then the earliest job.
+        /// `now`: the monotonic clock, read once by the caller for all its comparisons.
+        func precedes(
+            _ a: Job, _ b: Job, _ settings: Settings, now: UInt64, tenantMargin: UInt64 = 0, margin: UInt64 = 0
+        ) -> Bool {
+            if a.group.tenant != b.group.tenant {
+                let (x, y) = (tenants[a.group.tenant]!.virtual, tenants[b.group.tenant]!.virtual)
+                if x &+ tenantMargin < y { return true }
+                if y &+ tenantMargin < x { return false }
+            } else if settings.order == .fairUntilLate {
+                let late = (isLate(a, now: now), isLate(b, now: now))
+                if late.0 != late.1 { return late.0 }
+                if late.0, a.deadline.nanoseconds != b.deadline.nanoseconds {
+                    return a.deadline.nanoseconds < b.deadline.nanoseconds
+                }
+            }
+            let (x, y) = (key(a), key(b))
+            if margin > 0 { return x &+ margin < y }
+            return x != y ? x < y : a.id < b.id
+        }
+
+        /// The job the order puts first among those that may go now. When the first of those
+        /// waiting to be admitted does not fit, the jobs after it are admitted only within the
+        /// small jobs' quarter (else a stream of them could keep it waiting for ever); jobs
+        /// already under way go on.
+        func best(_ settings: Settings, now: UInt64) -> Job? {
+            let limit = startLimit(settings)
+            var head: Job?
+            for job in jobs.values where job.phase == .queued || job.phase == .memory {
+                if job.phase == .queued, limit.map({ job.expected > $0 }) ?? true { continue }
+                if head == nil || precedes(job, head!, settings, now: now) { head = job }
+            }
+            let all = held(settings)
+            let blocked = head.map { !fits($0, settings, held: all) } ?? false
+            var best: Job?
+            for job in jobs.values where eligible(job, settings, held: all, startLimit: limit) {
+                if blocked, job !== head, job.phase != .ready,
+                    !fitsSmallShare(job, settings, held: all.without(job, settings))
+                {
+                    continue
+                }
+                if best == nil || precedes(job, best!, settings, now: now) { best = job }
+            }
+            return best
+        }
+
+        /// Whether `job` would miss its deadline at its fair part but can still make it with a
+        /// core of its own: what it still needs is at least half the time left, and less than
+        /// all of it (``Settings/PayloadOrder/fairUntilLate``).
+        func isLate(_ job: Job, now: UInt64) -> Bool {
+            let deadline = job.deadline.nanoseconds
+            guard deadline != .max, deadline > now else { return false }
+            let left = deadline - now
+            return job.remaining < left && job.remaining >= left / 2
+        }
+
+        /// Whether a running job should give its core to a waiting one: only when that one
+        /// comes first by more than the granularity.
+        func shouldYield(_ job: Job, _ settings: Settings) -> Bool {
+            let now = att_monotonic_ns()
+            guard let other = best(settings, now: now) else { return false }
+            return precedes(
+                other, job, settings, now: now, tenantMargin: WorkScheduler.tenantGranularity,
+                margin: WorkScheduler.granularity)
+        }
+
+        /// Gives free cores to the jobs the order puts first.
+        mutating func dispatch(_ settings: Settings) -> [Action] {
+            var actions: [Action] = []
+            while running < settings.cores {
+                var next = best(settings, now: att_monotonic_ns())
+                if next == nil, running == 0 {
+                    // Nothing runs and nothing fits: the job waiting for the least memory goes
+                    // (else the jobs holding memory would wait for each other forever).
+                    next = jobs.values.filter { $0.phase == .memory }.min { $0.estimate.memory < $1.estimate.memory }
+                }
+                guard let job = next else { break }
+                running += 1
+                switch job.phase {
+                case .queued:
+                    started += 1
+                    job.reserved = job.estimate.memory
+                    job.firstRun = .now
+                    job.phase = .running
+                    actions.append(.start(job))
+                case .memory:
+                    job.reserved = job.estimate.memory
+                    job.phase = .running
+                    actions.append(.resume(job))
+                default:
+                    job.phase = .running
+                    actions.append(.resume(job))
+                }
+            }
+            return actions
+        }
+    }
+}
