@@ -154,6 +154,8 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let configuration = loaded.configuration
+        // Whatever is logged until the end is written before the process exits.
+        defer { LogWriter.shared.flush() }
         try await service.run(logger: logger) { port in
             logger.info(
                 "listening",

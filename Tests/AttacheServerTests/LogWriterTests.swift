@@ -1,0 +1,91 @@
+import AttacheTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+@testable import AttacheServer
+
+/// The service's log lines: handed to a writer thread, written whole and in order, a batch a
+/// syscall; past the buffer's bound dropped and counted, never cut.
+@Suite struct LogWriterTests {
+    /// Reads a pipe to its end on a thread of its own.
+    final class Reader: Sendable {
+        let pipe = Pipe()
+        private let read = Mutex<[UInt8]>([])
+        private let finished = DispatchSemaphore(value: 0)
+
+        func start() {
+            let handle = pipe.fileHandleForReading
+            Thread { [self] in
+                let data = handle.readDataToEndOfFile()
+                read.withLock { $0 = Array(data) }
+                finished.signal()
+            }.start()
+        }
+
+        func text() -> String {
+            try? pipe.fileHandleForWriting.close()
+            finished.wait()
+            return String(decoding: read.withLock { $0 }, as: UTF8.self)
+        }
+    }
+
+    @Test func linesFromManyThreadsArriveWholeAndInOrder() async throws {
+        let reader = Reader()
+        reader.start()
+        let writer = LogWriter(descriptor: reader.pipe.fileHandleForWriting.fileDescriptor)
+        let (threads, each) = (8, 2_000)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for thread in 0..<threads {
+                group.addTask {
+                    try await onOwnThread {
+                        for index in 0..<each {
+                            var line = Array(
+                                "thread \(thread) line \(index) \(String(repeating: "x", count: index % 50))\n".utf8)
+                            line.withUnsafeBytes { writer.append($0) }
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        writer.flush(within: .seconds(60))
+        let lines = reader.text().split(separator: "\n")
+        #expect(lines.count == threads * each)
+        var next = [Int](repeating: 0, count: threads)
+        for line in lines {
+            let words = line.split(separator: " ")
+            guard words.count >= 4, let thread = Int(words[1]), let index = Int(words[3]), thread < threads else {
+                Issue.record("a line cut or mixed: \(line)")
+                return
+            }
+            #expect(index == next[thread], "thread \(thread): \(index) after \(next[thread] - 1)")
+            #expect(words.count == 4 || words[4].count == index % 50)
+            next[thread] = index + 1
+        }
+    }
+
+    /// A reader that does not keep up: past the bound lines are dropped, and the log says how
+    /// many, so that every line handed in is either written whole or counted.
+    @Test func linesPastTheBoundAreCountedNotCut() throws {
+        let reader = Reader()
+        let writer = LogWriter(descriptor: reader.pipe.fileHandleForWriting.fileDescriptor, limit: 4_096)
+        let total = 20_000
+        for index in 0..<total {
+            var line = Array("line \(index) of a log that runs faster than its reader\n".utf8)
+            line.withUnsafeBytes { writer.append($0) }
+        }
+        reader.start()
+        writer.flush(within: .seconds(60))
+        let text = reader.text()
+        let lines = text.split(separator: "\n")
+        let written = lines.filter { $0.hasPrefix("line ") }
+        let dropped = lines.compactMap { line -> Int? in
+            guard let range = line.range(of: "[attache] ") else { return nil }
+            return Int(line[range.upperBound...].prefix { $0.isNumber })
+        }
+        #expect(!dropped.isEmpty, "the reader kept up: the test proves nothing")
+        #expect(written.count + dropped.reduce(0, +) == total, "\(written.count) written, \(dropped) dropped")
+        #expect(written.allSatisfy { $0.hasSuffix("than its reader") }, "a line cut")
+    }
+}
