@@ -3,7 +3,8 @@ import Synchronization
 
 /// Where the service's log lines go: appended to a buffer by whoever logs (an event-loop
 /// thread answering a request must not wait on a `write(2)`), and written to standard error by
-/// a thread of its own, every line gathered since its last write in one syscall. Lines are
+/// a thread of its own every 20 ms (sooner when 64 KiB wait), every line gathered since its
+/// last write in one syscall. Lines are
 /// whole and in order. The buffer is bounded: past ``limit`` bytes waiting, lines are counted
 /// and dropped, and the next write says how many were (a log that cannot keep up is said to be
 /// so, never cut silently). ``flush()`` waits until every line handed in so far is written.
@@ -12,6 +13,10 @@ public final class LogWriter: Sendable {
 
     /// Most bytes waiting to be written before lines are dropped.
     public let limit: Int
+    /// The longest a line waits before it is written.
+    static let interval = DispatchTimeInterval.milliseconds(20)
+    /// Bytes waiting that wake the writer before its interval is up.
+    static let batch = 64 << 10
     private let descriptor: Int32
     private let state = Mutex(State())
     /// Signalled when there is something to write (or a flush to answer).
@@ -32,8 +37,9 @@ public final class LogWriter: Sendable {
 
     /// Hands one whole line (ending in a newline) to the writer.
     public func append(_ line: UnsafeRawBufferPointer) {
-        // The writer is woken by the first line after it took the buffer (later ones find it
-        // awake or about to be), and by the first line it has to drop.
+        // The writer wakes on its own every ``interval``; a line wakes it early only when the
+        // buffer passes ``batch`` bytes, or is the first it has to drop: a busy service's lines
+        // then cost one syscall per interval, not one wake-up each.
         let wake: Bool = state.withLock { state in
             state.handed += 1
             if state.buffer.count + line.count > limit {
@@ -41,8 +47,9 @@ public final class LogWriter: Sendable {
                 state.done += 1
                 return state.dropped == 1
             }
+            let before = state.buffer.count
             state.buffer.append(contentsOf: line)
-            return state.buffer.count == line.count
+            return before < Self.batch && state.buffer.count >= Self.batch
         }
         startIfNeeded()
         if wake { pending.signal() }
@@ -96,7 +103,7 @@ public final class LogWriter: Sendable {
     private func run() {
         var batch: [UInt8] = []
         while true {
-            pending.wait()
+            _ = pending.wait(timeout: .now() + Self.interval)
             // Every line handed in and not dropped is in the batch taken here.
             let (dropped, lines): (Int, Int) = state.withLock { state in
                 swap(&batch, &state.buffer)

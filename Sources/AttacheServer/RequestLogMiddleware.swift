@@ -77,6 +77,7 @@ struct RequestLogMiddleware: RouterMiddleware {
     ) {
         let seconds = (ContinuousClock.now - start).milliseconds / 1000
         metrics.request(route: route, method: method, status: status, seconds: seconds)
+        guard logger.logLevel <= .info else { return }
         var metadata = extra
         metadata["method"] = "\(method)"
         metadata["route"] = "\(route)"
