@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# Installs the ffmpeg and ffprobe programs when missing: the video tests compare posters with
-# the frame the ffmpeg CLI shows and check encodes with ffprobe. The product itself only loads
-# FFmpeg's libraries (scripts/deps.sh); it never runs these programs.
+# Installs the programs the tests compare with or check through, when missing: ffmpeg and
+# ffprobe (the video tests compare posters with the frame the ffmpeg CLI shows and check
+# encodes with ffprobe), and Prometheus with promtool (the alerting and recording rules of
+# docs/operations/ are checked and unit-tested by promtool, and a real Prometheus scrapes a
+# running service). The product itself only loads FFmpeg's libraries (scripts/deps.sh); it
+# never runs these programs.
 set -euo pipefail
-command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null && exit 0
+need=()
+command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || need+=(ffmpeg)
+command -v promtool >/dev/null && command -v prometheus >/dev/null || need+=(prometheus)
+[ ${#need[@]} -eq 0 ] && exit 0
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
-echo "attache: installing ffmpeg (the video tests compare with it)" >&2
+echo "attache: installing ${need[*]} (the tests compare with or check through them)" >&2
 $sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends ffmpeg >/dev/null
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+# Debian starts the packaged Prometheus as a service; the tests run their own.
+if [[ " ${need[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null; then
+    $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi

@@ -42,6 +42,7 @@ public struct AttacheService: Sendable {
         }
         self.metricsText = metricsText
         if let stats = try? store.stats() { metrics.store(objects: stats.objects, bytes: stats.bytes) }
+        metrics.quotas(objects: configuration.store.maxObjects, bytes: configuration.store.maxBytes)
     }
 
     /// The routes, behind the request log.

@@ -114,6 +114,12 @@ final class ServerMetrics: Sendable {
         Gauge(label: "attache_store_bytes").record(bytes)
     }
 
+    /// The store's quotas (what `attache_store_objects` and `attache_store_bytes` may reach).
+    func quotas(objects: Int, bytes: Int64) {
+        Gauge(label: "attache_store_max_objects").record(objects)
+        Gauge(label: "attache_store_max_bytes").record(bytes)
+    }
+
     /// One garbage-collection pass.
     func collected(objects: Int, bytes: Int64) {
         Counter(label: "attache_store_collected_objects_total").increment(by: objects)

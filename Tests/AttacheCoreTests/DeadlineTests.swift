@@ -24,7 +24,7 @@ import Testing
         // process-wide heap and descriptor counts see only its own work.
         [
             "AttacheServerTests.ServiceTests", "AttacheServerTests.SealedServiceTests",
-            "AttacheServerTests.FramingTests", "AttacheServerTests.FullDiskTests",
+            "AttacheServerTests.FramingTests", "AttacheServerTests.FullDiskTests", "AttacheServerTests.AlertRulesTests",
         ],
         ["AttacheCoreTests.DeadlineTests"],
         ["AttacheSealTests.SealedDeliveryTests"],

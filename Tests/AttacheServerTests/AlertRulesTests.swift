@@ -1,0 +1,106 @@
+import AttacheTestSupport
+import Foundation
+import Testing
+
+@testable import AttacheServer
+
+/// The alerting and recording rules of docs/operations/ as an operator runs them: promtool
+/// checks and unit-tests them, and a real Prometheus scraping a running service fires an alert
+/// after failures are injected.
+@Suite(.enabled(if: inIsolatedChild)) struct AlertRulesTests {
+    static let folder = Paths.package + "/docs/operations"
+    static let promtool = "/usr/bin/promtool"
+    static let prometheus = "/usr/bin/prometheus"
+
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: promtool), "needs promtool (scripts/media-tools.sh)"))
+    func promtoolChecksAndTestsTheRules() async throws {
+        let check = await runProcess(Self.promtool, ["check", "rules", Self.folder + "/attache-rules.yml"])
+        #expect(check.status == 0 && check.output.contains("SUCCESS"), "\(check.output)")
+        let test = await runProcess(
+            Self.promtool, ["test", "rules", "attache-rules.test.yml"], directory: Self.folder)
+        #expect(test.status == 0 && test.output.contains("SUCCESS"), "\(test.output)")
+        // And it is able to fail: a threshold changed under the unit tests is caught.
+        let directory = try TemporaryDirectory()
+        let rules = try String(contentsOfFile: Self.folder + "/attache-rules.yml", encoding: .utf8)
+        try Data(rules.replacingOccurrences(of: "> 0.2", with: "> 0.3").utf8)
+            .write(to: URL(fileURLWithPath: directory.path + "/attache-rules.yml"))
+        try FileManager.default.copyItem(
+            atPath: Self.folder + "/attache-rules.test.yml", toPath: directory.path + "/attache-rules.test.yml")
+        let broken = await runProcess(
+            Self.promtool, ["test", "rules", "attache-rules.test.yml"], directory: directory.path)
+        #expect(broken.status != 0, "\(broken.output)")
+    }
+
+    /// The shipped rules with their windows shortened (a minute of the test stands for the
+    /// rules' five and ten), loaded by a real Prometheus that scrapes the running service
+    /// every second: quiet while the service attaches, firing `AttacheAttachmentErrors`
+    /// for `http_status` once the media host answers 404.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: prometheus), "needs Prometheus"))
+    func aRealPrometheusFiresAfterInjectedFailures() async throws {
+        let media = try TestHTTPServer()
+        let photo = Array(try #require(FileManager.default.contents(atPath: Paths.samples + "/gray.jpg")))
+        media.route("/photo.jpg") { _, c in c.respond(body: photo) }
+        media.route("/gone.jpg") { _, c in c.respond(status: 404, body: Array("gone".utf8)) }
+        let service = try await ServiceTests.start()
+        defer { Task { await service.stop() } }
+
+        let directory = try TemporaryDirectory()
+        var rules = try String(contentsOfFile: Self.folder + "/attache-rules.yml", encoding: .utf8)
+        rules = rules.replacingOccurrences(of: #"for: [0-9]+m"#, with: "for: 0s", options: .regularExpression)
+        rules = rules.replacingOccurrences(of: "[5m]", with: "[15s]")
+        rules = rules.replacingOccurrences(of: "interval: 30s", with: "interval: 1s")
+        try Data(rules.utf8).write(to: URL(fileURLWithPath: directory.path + "/rules.yml"))
+        let target = String(service.base.dropFirst("http://".count))
+        let config = """
+            global: {scrape_interval: 1s, evaluation_interval: 1s}
+            rule_files: [\(directory.path)/rules.yml]
+            scrape_configs:
+              - job_name: attache
+                static_configs: [{targets: ['\(target)']}]
+            """
+        try Data(config.utf8).write(to: URL(fileURLWithPath: directory.path + "/prometheus.yml"))
+        let port = Int.random(in: 31_000..<39_000)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: Self.prometheus)
+        server.arguments = [
+            "--config.file=\(directory.path)/prometheus.yml", "--storage.tsdb.path=\(directory.path)/data",
+            "--web.listen-address=127.0.0.1:\(port)",
+        ]
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: "/dev/null"))
+        try server.run()
+        defer { server.terminate() }
+        let api = "http://127.0.0.1:\(port)"
+        #expect(
+            await eventually { (try? await curl("GET", api + "/-/ready"))?.status == 200 }, "Prometheus did not start")
+
+        func firing() async throws -> [[String: Any]] {
+            let answer = try await curl("GET", api + "/api/v1/alerts")
+            let alerts = ((try answer.json()["data"] as? [String: Any])?["alerts"] as? [[String: Any]]) ?? []
+            return alerts.filter { $0["state"] as? String == "firing" }
+        }
+        // Healthy traffic, scraped: the target is up and nothing fires.
+        let scraped = await eventually {
+            _ = try await curl(
+                "POST", service.base + "/v1/notifications", headers: ServiceTests.auth,
+                body: payload(image: media.url("/photo.jpg")))
+            let up = try await curl("GET", api + "/api/v1/query?query=up")
+            return up.text.contains(#""value":["#) && up.text.contains(#","1"]"#)
+        }
+        #expect(scraped, "Prometheus never scraped the service")
+        #expect(try await firing().isEmpty)
+        // The media host answers 404 from now on: the alert fires for that code.
+        let fired = await eventually(limit: .seconds(120)) {
+            _ = try await curl(
+                "POST", service.base + "/v1/notifications", headers: ServiceTests.auth,
+                body: payload(image: media.url("/gone.jpg")))
+            return try await firing().contains { alert in
+                let labels = alert["labels"] as? [String: String]
+                return labels?["alertname"] == "AttacheAttachmentErrors" && labels?["reason"] == "http_status"
+            }
+        }
+        let last = try await firing()
+        #expect(fired, "AttacheAttachmentErrors never fired: \(last)")
+    }
+}
