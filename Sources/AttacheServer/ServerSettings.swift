@@ -164,9 +164,11 @@ public enum ServerSettings {
         .init(
             key: "logLevel", help: "trace, debug, info, notice, warning, error or critical.", defaultText: "info",
             secret: false),
+        .init(
+            key: "logFormat", help: "Log lines as text or json (one object a line).", defaultText: "text", secret: false
+        ),
     ]
 
-    /// The setting named `key`.
     /// The setting `key` names (every key this file reads is one of ``all``: a test reads them).
     public static func setting(_ key: String) -> Setting {
         all.first { $0.key == key } ?? Setting(key: key, help: "", defaultText: "", secret: true)
@@ -183,6 +185,8 @@ public enum ServerSettings {
     public struct Loaded: Sendable {
         public var configuration: ServerConfiguration
         public var logLevel: String
+        /// `text` or `json`.
+        public var logFormat = "text"
         public var problems: [String]
     }
 
@@ -428,7 +432,11 @@ public enum ServerSettings {
                 "\(named("logLevel")): '\(level)' is not a log level "
                     + "(trace, debug, info, notice, warning, error or critical)")
         }
-        return Loaded(configuration: configuration, logLevel: level, problems: problems)
+        let format = (text("logFormat") ?? "text").lowercased()
+        if !["text", "json"].contains(format) {
+            problems.append("\(named("logFormat")): '\(format)' is not text or json")
+        }
+        return Loaded(configuration: configuration, logLevel: level, logFormat: format, problems: problems)
     }
 
     /// An IP address or a host name (letters, digits, `-`, `.`; `:` for IPv6).

@@ -2,8 +2,8 @@ import AttacheServer
 import Foundation
 import Logging
 
-/// swift-log's text format (`<time> <level> <label>: <metadata> [<source>] <message>`), each
-/// record on one line (line breaks and other control characters in a value or message written
+/// swift-log's text format (`<time> <level> <label>: <metadata> [<source>] <message>`), or one
+/// JSON object a line (`--log-format json`), each record on one line (line breaks and other control characters in a value or message written
 /// as escapes, as ``shown(_:)`` writes file names).
 ///
 /// `StreamLogHandler` writes through the C stream's lock, which the service's event-loop
@@ -16,6 +16,8 @@ struct LineLogHandler: LogHandler {
     var logLevel: Logger.Level = .info
     var metadata: Logger.Metadata = [:]
     var writer: LogWriter = .shared
+    /// One JSON object a line (`--log-format json`) instead of the text format.
+    var json = false
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
@@ -28,6 +30,12 @@ struct LineLogHandler: LogHandler {
         if let error = event.error { fields["error.message"] = "\(error)" }
         var line: [UInt8] = []
         line.reserveCapacity(192)
+        if json { Self.json(event, fields, label: label, into: &line) } else { text(event, fields, into: &line) }
+        line.withUnsafeBytes { writer.append($0) }
+    }
+
+    /// `<time> <level> <label>: <key>=<value>… [<source>] <message>`.
+    private func text(_ event: LogEvent, _ fields: Logger.Metadata, into line: inout [UInt8]) {
         LogWriter.appendTimestamp(to: &line)
         line.append(0x20)
         line += event.level.rawValue.utf8
@@ -45,7 +53,48 @@ struct LineLogHandler: LogHandler {
         line += "] ".utf8
         line += shown(event.message.description).utf8
         line.append(0x0A)
-        line.withUnsafeBytes { writer.append($0) }
+    }
+
+    /// One JSON object: `time`, `level`, `label`, `source`, `message`, then every metadata
+    /// field as a string (a field named like one of those five is written with a `meta.` prefix).
+    static func json(_ event: LogEvent, _ fields: Logger.Metadata, label: String, into line: inout [UInt8]) {
+        func string(_ text: String) {
+            line.append(UInt8(ascii: "\""))
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": line += #"\""#.utf8
+                case "\\": line += #"\\"#.utf8
+                case "\n": line += #"\n"#.utf8
+                case "\r": line += #"\r"#.utf8
+                case "\t": line += #"\t"#.utf8
+                case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                    let hex = String(scalar.value, radix: 16)
+                    line += ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).utf8
+                default: line += String(scalar).utf8
+                }
+            }
+            line.append(UInt8(ascii: "\""))
+        }
+        var time: [UInt8] = []
+        LogWriter.appendTimestamp(to: &time)
+        line += #"{"time":""#.utf8
+        line += time
+        line += #"","level":"#.utf8
+        string(event.level.rawValue)
+        line += #","label":"#.utf8
+        string(label)
+        line += #","source":"#.utf8
+        string(event.source)
+        line += #","message":"#.utf8
+        string(event.message.description)
+        let reserved: Set<String> = ["time", "level", "label", "source", "message"]
+        for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
+            line.append(UInt8(ascii: ","))
+            string(reserved.contains(key) ? "meta." + key : key)
+            line.append(UInt8(ascii: ":"))
+            string(value.description)
+        }
+        line += "}\n".utf8
     }
 
     static func timestamp() -> String {

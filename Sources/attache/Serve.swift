@@ -133,6 +133,7 @@ struct Serve: AsyncParsableCommand {
         LoggingSystem.bootstrap { label in
             var handler = LineLogHandler(label: label)
             handler.logLevel = level
+            handler.json = loaded.logFormat == "json"
             return handler
         }
         let registry = PrometheusCollectorRegistry()
