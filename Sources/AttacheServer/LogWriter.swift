@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Synchronization
 
 /// Where the service's log lines go: appended to a buffer by whoever logs (an event-loop

@@ -40,7 +40,7 @@ import Testing
                 group.addTask {
                     try await onOwnThread {
                         for index in 0..<each {
-                            var line = Array(
+                            let line = Array(
                                 "thread \(thread) line \(index) \(String(repeating: "x", count: index % 50))\n".utf8)
                             line.withUnsafeBytes { writer.append($0) }
                         }
@@ -72,7 +72,7 @@ import Testing
         let writer = LogWriter(descriptor: reader.pipe.fileHandleForWriting.fileDescriptor, limit: 4_096)
         let total = 20_000
         for index in 0..<total {
-            var line = Array("line \(index) of a log that runs faster than its reader\n".utf8)
+            let line = Array("line \(index) of a log that runs faster than its reader\n".utf8)
             line.withUnsafeBytes { writer.append($0) }
         }
         reader.start()
