@@ -2,8 +2,8 @@ internal import AttacheBase
 internal import AttacheFetch
 internal import AttacheMedia
 
-/// A multi-platform send body (FCM v1, OneSignal, Braze, Airship, CleverTap): one fetch and one decode per distinct picture URL,
-/// and from it every receiver's picture — the iOS rendition (with the attachment block inside
+/// A multi-platform send body (FCM v1, OneSignal, Braze, Airship, CleverTap): one fetch and
+/// one decode per distinct picture URL, and from it every receiver's picture — the iOS rendition (with the attachment block inside
 /// the message's APNs payload when that is mutable), Android's and the web's 2:1 crops, a
 /// large icon — each field rewritten to its own picture's URL; every other byte kept.
 extension Pipeline {
@@ -58,37 +58,15 @@ extension Pipeline {
                 targets: targetsFor[source.url] ?? [], focus: focus)
         }
 
-        // Each field to its receiver's picture; a field whose picture could not be made keeps
-        // the URL it had (the receiver fetches it as it would have without Attache).
         let byURL = Dictionary(outcomes.map { ($0.url, $0) }, uniquingKeysWith: { a, _ in a })
-        var edits: [(path: [String], value: JSONValue)] = []
-        for field in fields where !field.path.isEmpty {
-            guard let outcome = byURL[field.url] else { continue }
-            switch field.receiver.target {
-            case nil:
-                guard let attachment = outcome.attachment else { continue }
-                // A member naming the file's type says the type written, or the field stays.
-                if let member = field.typeMember {
-                    guard let word = member.word(for: attachment.kind) else { continue }
-                    edits.append((member.path, .string(word)))
-                }
-                edits.append((field.path, .string(attachment.url)))
-            case let target?:
-                if let url = outcome.targets.first(where: { $0.target == target })?.url {
-                    edits.append((field.path, .string(url)))
-                }
-            }
-        }
+        var edits = Self.fieldEdits(fields, byURL)
         var iosOutcomes: [AttachmentOutcome] = []
         var trimmed: [String] = []
         if let mutableInner, let apnsPath, let iosField = fields.first(where: { $0.receiver == .ios }),
             let outcome = byURL[iosField.url]
         {
             iosOutcomes = [outcome]
-            let written = AttachmentBlock.write(
-                &iosOutcomes, into: mutableInner,
-                shape: OutputShape(key: configuration.attachmentsKey, categories: configuration.categories), moved: [],
-                maxBytes: configuration.maxPayloadBytes)
+            let written = attachmentBlock(&iosOutcomes, into: mutableInner)
             trimmed = written.trimmed
             if let payload = written.payload {
                 edits.append((apnsPath, .raw(String(decoding: payload, as: UTF8.self))))
@@ -108,5 +86,43 @@ extension Pipeline {
         return PipelineResult(
             payload: payload, outcomes: reported + skipped, bestAttempt: unfinished, passedThrough: false,
             payloadError: nil, trimmed: trimmed, elapsed: .now - start)
+    }
+
+    /// Each field to its receiver's picture; a field whose picture could not be made keeps the
+    /// URL it had (the receiver fetches it as it would have without Attache).
+    static func fieldEdits(
+        _ fields: [ReceiverField], _ byURL: [String: AttachmentOutcome]
+    ) -> [(path: [String], value: JSONValue)] {
+        var edits: [(path: [String], value: JSONValue)] = []
+        for field in fields where !field.path.isEmpty {
+            guard let outcome = byURL[field.url] else { continue }
+            switch field.receiver.target {
+            case nil:
+                guard let attachment = outcome.attachment else { continue }
+                // A member naming the file's type says the type written, or the field stays.
+                if let member = field.typeMember {
+                    guard let word = member.word(for: attachment.kind) else { continue }
+                    edits.append((member.path, .string(word)))
+                }
+                edits.append((field.path, .string(attachment.url)))
+            case let target?:
+                if let url = outcome.targets.first(where: { $0.target == target })?.url {
+                    edits.append((field.path, .string(url)))
+                }
+            }
+        }
+        return edits
+    }
+
+    /// The iOS attachment block written into an FCM message's mutable APNs payload, under the
+    /// APNs size (what does not fit is trimmed, as for an APNs payload).
+    func attachmentBlock(
+        _ outcomes: inout [AttachmentOutcome], into payload: NotificationContent
+    ) -> (payload: [UInt8]?, trimmed: [String]) {
+        let written = AttachmentBlock.write(
+            &outcomes, into: payload,
+            shape: OutputShape(key: configuration.attachmentsKey, categories: configuration.categories), moved: [],
+            maxBytes: configuration.maxPayloadBytes)
+        return (written.payload, written.trimmed)
     }
 }
