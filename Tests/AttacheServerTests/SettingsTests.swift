@@ -8,34 +8,25 @@ import Testing
 /// variables, the file keys, `--help` and the docs table all follow it.
 @Suite struct SettingsTests {
     /// Runs the attache binary to its end; its status and what it printed.
-    static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+    static func run(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        await runProcess(try attacheExecutable(), arguments)
     }
 
     @Test("every setting is a flag of serve, read from the one table: values, =values, switches, --no-")
-    func everySettingIsAFlag() throws {
+    func everySettingIsAFlag() async throws {
         let directory = try TemporaryDirectory()
         let given = [
             "serve", "--check-config", "--store", directory.path + "/store", "--allow-anonymous", "--port=0",
             "--max-side", "2048", "--format", "webp", "--no-transcode", "--faces", "--receipts=false",
         ]
-        let (status, output) = try Self.run(given)
+        let (status, output) = try await Self.run(given)
         #expect(status == 0, "\(output)")
         // A value out of range is named by its flag; an unknown flag is refused before anything.
-        let wrong = try Self.run(given + ["--max-side=0"])
+        let wrong = try await Self.run(given + ["--max-side=0"])
         #expect(wrong.status == 2 && wrong.output.contains("max-side / ATTACHE_MAX_SIDE"), "\(wrong.output)")
-        let unknown = try Self.run(["serve", "--check-config", "--max-sidee", "1"])
+        let unknown = try await Self.run(["serve", "--check-config", "--max-sidee", "1"])
         #expect(unknown.status == 64 && unknown.output.contains("unknown option '--max-sidee'"), "\(unknown.output)")
-        let help = try Self.run(["serve", "--help"])
+        let help = try await Self.run(["serve", "--help"])
         for setting in ServerSettings.all {
             let listed = ["-", "]"].contains { help.output.contains($0 + setting.flag + " ") }
             #expect(listed, "--help lists \(setting.flag)")

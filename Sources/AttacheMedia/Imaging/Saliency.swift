@@ -30,18 +30,8 @@ enum Saliency {
         let sigma = (pow(Double(cropWidth) / cellWidth, 2) + pow(Double(cropHeight) / cellHeight, 2)).squareRoot() / 6
         var total = [Double](repeating: 0, count: columns * rows)
         for feature in [map.edges, map.skin, map.saturation] {
-            // Onto the grid (each cell the mean of the map's pixels in it), blurred.
-            var cells = [Double](repeating: 0, count: columns * rows)
-            var counts = [Double](repeating: 0, count: columns * rows)
-            for y in 0..<map.height {
-                let row = y * rows / map.height
-                for x in 0..<map.width {
-                    let cell = row * columns + x * columns / map.width
-                    cells[cell] += feature[y * map.width + x]
-                    counts[cell] += 1
-                }
-            }
-            for index in cells.indices where counts[index] > 0 { cells[index] /= counts[index] }
+            // Onto the grid, blurred.
+            let cells = cellMeans(feature, map: map, columns: columns, rows: rows)
             let blurred = gaussianBlur(cells, width: columns, height: rows, sigma: sigma)
             let weight = prominence(blurred, width: columns, height: rows)
             for index in total.indices { total[index] += blurred[index] * weight }
@@ -110,6 +100,23 @@ enum Saliency {
             }
         }
         return (width, height, values, skin, saturation)
+    }
+
+    /// `feature` (one value a pixel of `map`) onto a `columns` × `rows` grid: each cell the mean
+    /// of the map's pixels in it.
+    static func cellMeans(_ feature: [Double], map: Map, columns: Int, rows: Int) -> [Double] {
+        var cells = [Double](repeating: 0, count: columns * rows)
+        var counts = [Double](repeating: 0, count: columns * rows)
+        for y in 0..<map.height {
+            let row = y * rows / map.height
+            for x in 0..<map.width {
+                let cell = row * columns + x * columns / map.width
+                cells[cell] += feature[y * map.width + x]
+                counts[cell] += 1
+            }
+        }
+        for index in cells.indices where counts[index] > 0 { cells[index] /= counts[index] }
+        return cells
     }
 
     /// How much a blurred feature map stands out (Itti and Koch's map normalisation): one
