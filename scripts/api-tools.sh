@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Makes schemathesis and openapi-spec-validator available to the service's conformance test:
-# those on PATH when present, else a virtual environment in .build/tools (PyPI).
+# Makes schemathesis and openapi-spec-validator available to the service's conformance test, and
+# opentelemetry-proto to the trace tests' OTLP receiver: a virtual environment in .build/tools (PyPI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if command -v schemathesis >/dev/null && python3 -c "import openapi_spec_validator" 2>/dev/null; then exit 0; fi
-if [ -x .build/tools/bin/schemathesis ] && .build/tools/bin/python -c "import openapi_spec_validator" 2>/dev/null; then
+if [ -x .build/tools/bin/schemathesis ] &&
+    .build/tools/bin/python -c "import openapi_spec_validator, opentelemetry.proto" 2>/dev/null; then
     exit 0
 fi
 if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c "import ensurepip" 2>/dev/null; then
@@ -14,7 +14,8 @@ if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c "import ensurepip" 2
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3-venv python3-pip >/dev/null
 fi
-echo "attache: installing schemathesis and openapi-spec-validator into .build/tools" >&2
+echo "attache: installing schemathesis, openapi-spec-validator and opentelemetry-proto into .build/tools" >&2
 mkdir -p .build
 python3 -m venv .build/tools
-.build/tools/bin/pip install -q --disable-pip-version-check "schemathesis>=4,<5" "openapi-spec-validator>=0.7,<1" >&2
+.build/tools/bin/pip install -q --disable-pip-version-check "schemathesis>=4,<5" "openapi-spec-validator>=0.7,<1" \
+    "opentelemetry-proto>=1.27,<2" >&2

@@ -64,6 +64,7 @@ public final class BatchRunner: Sendable {
             }
         }
         let pipeline = self.pipeline
+        let trace = BatchTrace("batch")
 
         // Each finished item is committed before the next is looked at: its output made
         // durable, then its manifest line appended and made durable (an fdatasync each, about
@@ -99,8 +100,10 @@ public final class BatchRunner: Sendable {
                     }
                     running += 1
                     group.addTask {
-                        if item.readError != nil { return (item, nil) }
-                        return (item, await pipeline.process(item.payload))
+                        let result = await trace.item(item) {
+                            item.readError != nil ? nil : await pipeline.process(item.payload)
+                        }
+                        return (item, result)
                     }
                 }
                 guard running > 0, let (item, result) = await group.next() else { return nil }
@@ -114,6 +117,7 @@ public final class BatchRunner: Sendable {
                 }
             }
         }
+        trace.end(state, error: failure)
         if let failure { throw failure }
         state.finished = true
         progress(state)

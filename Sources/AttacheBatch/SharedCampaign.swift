@@ -111,6 +111,7 @@ extension BatchRunner {
         defer { renewal.cancel() }
         let pipeline = self.pipeline
         let jobs = self.jobs
+        let trace = BatchTrace("campaign.worker")
         let failure: AttacheError? = await withTaskGroup(of: (QueuedJob, BatchItem, PipelineResult?).self) { group in
             var running = 0
             while true {
@@ -122,8 +123,10 @@ extension BatchRunner {
                             running += 1
                             let item = SharedCampaign.item(job)
                             group.addTask {
-                                if item.readError != nil { return (job, item, nil) }
-                                return (job, item, await pipeline.process(item.payload))
+                                let result = await trace.item(item) {
+                                    item.readError != nil ? nil : await pipeline.process(item.payload)
+                                }
+                                return (job, item, result)
                             }
                         }
                     }
@@ -165,6 +168,7 @@ extension BatchRunner {
                 }
             }
         }
+        trace.end(state, error: failure)
         if let failure { throw failure }
         state.finished = true
         progress(state)

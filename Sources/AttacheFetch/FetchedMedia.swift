@@ -27,4 +27,25 @@ public struct FetchedMedia: Sendable {
     public var elapsed: Duration
     /// The address the body came from.
     public var remoteAddress: String
+    /// The port the body came from (0: not known).
+    public var remotePort: Int = 0
+    /// libcurl's phase times of the attempt that brought the body.
+    public var phases = TransferPhases()
+}
+
+/// When each phase of one transfer ended, counted from its last hop's start, in seconds
+/// (libcurl's `CURLINFO_*_TIME_T`): what a trace shows of a slow host.
+public struct TransferPhases: Hashable, Sendable {
+    /// The host name resolved.
+    public var nameLookup: Double = 0
+    /// The TCP connection made.
+    public var connect: Double = 0
+    /// The TLS handshake done (0 without TLS).
+    public var tls: Double = 0
+    /// The first byte of the answer received.
+    public var firstByte: Double = 0
+    /// The whole transfer.
+    public var total: Double = 0
+
+    public init() {}
 }

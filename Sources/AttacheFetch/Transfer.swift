@@ -129,12 +129,17 @@ enum Transfer {
         // A header value longer than its buffer is left out, never cut: a validator that is not
         // whole is not kept (the next fetch is a full one), a type that is not whole is not compared.
         let kind = kind(ofTag: result.kind)
-        return .success(
-            FetchedMedia(
-                url: url, finalURL: String(cString: result.effective_url), status: status, bytes: bytes, kind: kind,
-                contentType: optionalText(result.content_type), etag: optionalText(result.etag),
-                lastModified: optionalText(result.last_modified), redirects: Int(result.redirects), attempts: 1,
-                elapsed: .zero, remoteAddress: text(result.primary_ip)))
+        var media = FetchedMedia(
+            url: url, finalURL: String(cString: result.effective_url), status: status, bytes: bytes, kind: kind,
+            contentType: optionalText(result.content_type), etag: optionalText(result.etag),
+            lastModified: optionalText(result.last_modified), redirects: Int(result.redirects), attempts: 1,
+            elapsed: .zero, remoteAddress: text(result.primary_ip), remotePort: Int(result.primary_port))
+        media.phases.nameLookup = result.name_lookup_seconds
+        media.phases.connect = result.connect_seconds
+        media.phases.tls = result.tls_seconds
+        media.phases.firstByte = result.first_byte_seconds
+        media.phases.total = result.total_seconds
+        return .success(media)
     }
 
     private static func error(_ r: att_transfer_result, status: Int, timeout: Duration) -> AttacheError? {

@@ -9,6 +9,7 @@ public import Logging
 import NIOCore
 import ServiceLifecycle
 import Synchronization
+import Tracing
 import UnixSignals
 
 /// The service-extension backend: `POST /v1/notifications`, the attachment downloads, health,
@@ -46,11 +47,15 @@ public struct AttacheService: Sendable {
     }
 
     /// The routes, behind the request log.
+    /// Whether a tracer is bootstrapped (swift-distributed-tracing): requests then get spans.
+    static var tracing: Bool { !(InstrumentationSystem.tracer is NoOpTracer) }
+
     public func router() -> Router<AttacheRequestContext> {
         let router = Router(context: AttacheRequestContext.self)
         router.add(
             middleware: RequestLogMiddleware(
-                metrics: metrics, attachmentsPath: configuration.attachmentsPath, receipts: configuration.receipts))
+                metrics: metrics, attachmentsPath: configuration.attachmentsPath, receipts: configuration.receipts,
+                tracing: Self.tracing))
         let notifications = NotificationRoute(
             pipelines: pipelines, configuration: configuration, keys: APIKeys(configuration.apiKeys),
             admission: admission, metrics: metrics, hangUps: hangUps)
@@ -119,7 +124,8 @@ public struct AttacheService: Sendable {
                         RequestFraming.Installer(
                             RequestFraming(metrics: metrics, logger: logger),
                             DownloadFastPath(
-                                route: downloads, attachmentsPath: attachmentsPath, metrics: metrics, logger: logger)
+                                route: downloads, attachmentsPath: attachmentsPath, metrics: metrics, logger: logger,
+                                enabled: !Self.tracing)
                         )
                     ])),
             configuration: .init(

@@ -62,7 +62,13 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private var checking = false
     private var waiting: [HTTPServerRequestPart] = []
 
-    init(route: AttachmentRoute, attachmentsPath: String, metrics: ServerMetrics, logger: Logger) {
+    /// Off while requests are traced: every request then goes through the router, whose
+    /// middleware gives it its server span.
+    private let enabled: Bool
+
+    init(route: AttachmentRoute, attachmentsPath: String, metrics: ServerMetrics, logger: Logger, enabled: Bool = true)
+    {
+        self.enabled = enabled
         self.route = route
         self.prefix = attachmentsPath + "/"
         self.metrics = metrics
@@ -83,7 +89,7 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         if case .head(let request) = part {
-            if owed == 0, quiesce == nil, Self.candidate(request, prefix: prefix) {
+            if enabled, owed == 0, quiesce == nil, Self.candidate(request, prefix: prefix) {
                 held = [part]
                 return
             }

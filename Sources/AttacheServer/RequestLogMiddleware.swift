@@ -1,7 +1,9 @@
 import AttacheBase
+import HTTPTypes
 import Hummingbird
 import Logging
 import NIOHTTP1
+import Tracing
 
 /// Around every request: errors become RFC 9457 problems (never a 500 for what a client
 /// sent), then one structured log line (request id, method, route, status, milliseconds,
@@ -13,8 +15,47 @@ struct RequestLogMiddleware: RouterMiddleware {
     let attachmentsPath: String
     /// Whether attachment URLs take receipts (`POST`).
     var receipts = false
+    /// Whether a tracer is bootstrapped: each request then gets a server span, continuing the
+    /// caller's W3C `traceparent`, current while the request is answered (its log line included).
+    var tracing = false
 
     func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        guard tracing else { return try await answer(request, context: context, next: next) }
+        var parent = ServiceContext.current ?? .topLevel
+        InstrumentationSystem.instrument.extract(request.headers, into: &parent, using: FieldsExtractor())
+        let span = startSpan(request.method.rawValue, context: parent, ofKind: .server)
+        span.updateAttributes { attributes in
+            attributes["http.request.method"] = request.method.rawValue
+            attributes["url.scheme"] = "http"
+            // The path only when it is a fixed route's: an attachment's path holds its token.
+            if Self.fixedRoutes[request.uri.path] != nil { attributes["url.path"] = request.uri.path }
+            attributes["user_agent.original"] = request.headers[.userAgent]
+            if let length = request.headers[.contentLength].flatMap({ Int($0) }) {
+                attributes["http.request.body.size"] = length
+            }
+        }
+        let response = try await ServiceContext.$current.withValue(span.context) {
+            try await answer(request, context: context, next: next)
+        }
+        let route = context.endpointPath.map {
+            $0 == attachmentsPath + "/**" ? attachmentsPath + "/{token}/{file}" : $0
+        }
+        if let route { span.operationName = request.method.rawValue + " " + route }
+        span.updateAttributes { attributes in
+            attributes["http.route"] = route
+            attributes["http.response.status_code"] = context.notes.hungUp ? Self.clientClosed : response.status.code
+            if let code = context.notes.code { attributes["error.type"] = code }
+            if !context.notes.outcomes.isEmpty { attributes["attache.outcomes"] = context.notes.outcomes }
+        }
+        if response.status.code >= 500 { span.setStatus(.init(code: .error, message: context.notes.code)) }
+        span.end()
+        return response
+    }
+
+    /// The request answered: errors become problems, then its log line and metrics.
+    private func answer(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
         let start = ContinuousClock.now
@@ -120,5 +161,12 @@ struct RequestLogMiddleware: RouterMiddleware {
             Problem(status, .invalidRequest, error.body ?? status.reasonPhrase)
         default: Problem(.internalServerError, .internalError, "the service failed to answer")
         }
+    }
+}
+
+/// Reads the W3C trace headers of a request for the tracer's propagator.
+struct FieldsExtractor: Extractor {
+    func extract(key: String, from fields: HTTPFields) -> String? {
+        HTTPField.Name(key).flatMap { fields[$0] }
     }
 }

@@ -167,6 +167,25 @@ public enum ServerSettings {
         .init(
             key: "logFormat", help: "Log lines as text or json (one object a line).", defaultText: "text", secret: false
         ),
+        .init(
+            key: "otelEndpoint",
+            help:
+                "OTLP/HTTP collector traces are sent to (http://host:4318; /v1/traces is added). Traces are off without "
+                + "it or OTEL_EXPORTER_OTLP_ENDPOINT; the OTEL_* variables win over these settings.",
+            defaultText: "none", secret: false),
+        .init(
+            key: "otelServiceName", help: "service.name of the traces (OTEL_SERVICE_NAME wins).",
+            defaultText: "attache",
+            secret: false),
+        .init(
+            key: "otelSampler",
+            help:
+                "Which traces are kept: parentbased_always_on, parentbased_always_off, parentbased_traceidratio, "
+                + "always_on, always_off or traceidratio (OTEL_TRACES_SAMPLER wins).",
+            defaultText: "parentbased_always_on", secret: false),
+        .init(
+            key: "otelSamplerArg", help: "The ratio of a traceidratio sampler, 0 to 1 (OTEL_TRACES_SAMPLER_ARG wins).",
+            defaultText: "1", secret: false),
     ]
 
     /// The setting `key` names (every key this file reads is one of ``all``: a test reads them).
@@ -187,7 +206,27 @@ public enum ServerSettings {
         public var logLevel: String
         /// `text` or `json`.
         public var logFormat = "text"
+        /// Where traces go.
+        public var traces = TraceSettings()
         public var problems: [String]
+    }
+
+    /// Where traces go (OpenTelemetry, OTLP/HTTP), as the settings say; the process's `OTEL_*`
+    /// environment is applied over them where traces are set up.
+    public struct TraceSettings: Sendable {
+        /// The collector's base URL; nil: none set here.
+        public var endpoint: String?
+        public var serviceName = "attache"
+        public var sampler = "parentbased_always_on"
+        public var samplerRatio = 1.0
+
+        public init() {}
+
+        /// The sampler names OpenTelemetry defines that this build takes.
+        public static let samplers: Set<String> = [
+            "always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off",
+            "parentbased_traceidratio",
+        ]
     }
 
     /// The providers in order: flags (already parsed into `flags`, key → text), the
@@ -436,7 +475,32 @@ public enum ServerSettings {
         if !["text", "json"].contains(format) {
             problems.append("\(named("logFormat")): '\(format)' is not text or json")
         }
-        return Loaded(configuration: configuration, logLevel: level, logFormat: format, problems: problems)
+        var traces = TraceSettings()
+        if let endpoint = text("otelEndpoint"), !endpoint.isEmpty {
+            if URL(string: endpoint).map({ ["http", "https"].contains($0.scheme ?? "") && $0.host != nil }) == true {
+                traces.endpoint = endpoint
+            } else {
+                problems.append("\(named("otelEndpoint")): '\(endpoint)' is not an http:// or https:// URL")
+            }
+        }
+        if let name = text("otelServiceName"), !name.isEmpty { traces.serviceName = name }
+        let sampler = (text("otelSampler") ?? traces.sampler).lowercased()
+        if TraceSettings.samplers.contains(sampler) {
+            traces.sampler = sampler
+        } else {
+            problems.append(
+                "\(named("otelSampler")): '\(sampler)' is not one of "
+                    + TraceSettings.samplers.sorted().joined(separator: ", "))
+        }
+        if let ratio = text("otelSamplerArg") {
+            if let value = Double(ratio), (0...1).contains(value) {
+                traces.samplerRatio = value
+            } else {
+                problems.append("\(named("otelSamplerArg")): '\(ratio)' is not a ratio from 0 to 1")
+            }
+        }
+        return Loaded(
+            configuration: configuration, logLevel: level, logFormat: format, traces: traces, problems: problems)
     }
 
     /// An IP address or a host name (letters, digits, `-`, `.`; `:` for IPv6).

@@ -42,7 +42,11 @@ public final class AttachmentStore: Sendable {
     /// looked at again at most once a second.
     public var keyRing: KeyRing { backend.keyRing(within: .seconds(1)) }
 
-    var now: Int64 { configuration.clock() }
+    /// The store's clock (Unix seconds): what `created` and `expires` are written in.
+    public var now: Int64 { configuration.clock() }
+
+    /// The backend's kind, for traces: `directory` or `shared`.
+    public var backendName: String { configuration.shared == nil ? "directory" : "shared" }
 
     /// Where an object lives: its absolute path in a directory store, its `s3://` URL in a
     /// shared one.

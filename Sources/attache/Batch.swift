@@ -101,6 +101,10 @@ struct BatchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try await TraceExport.around { try await runBatch() }
+    }
+
+    private func runBatch() async throws {
         let input = try BatchInput(path: self.input)
         if let campaign { return try await runCampaign(campaign, input: input) }
         if dryRun { return try listPending(input) }

@@ -15,6 +15,8 @@ struct LineLogHandler: LogHandler {
     let label: String
     var logLevel: Logger.Level = .info
     var metadata: Logger.Metadata = [:]
+    /// Fields of the moment (the span a line is written in), read on each line.
+    var metadataProvider: Logger.MetadataProvider?
     var writer: LogWriter = .shared
     /// One JSON object a line (`--log-format json`) instead of the text format.
     var json = false
@@ -26,6 +28,7 @@ struct LineLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         var fields = metadata
+        if let provided = metadataProvider?.get(), !provided.isEmpty { fields.merge(provided) { $1 } }
         if let explicit = event.metadata { fields.merge(explicit) { $1 } }
         if let error = event.error { fields["error.message"] = "\(error)" }
         var line: [UInt8] = []

@@ -35,6 +35,10 @@ struct ProcessCommand: AsyncParsableCommand {
     var payloads: [String] = ["-"]
 
     func run() async throws {
+        try await TraceExport.around { try await processAll() }
+    }
+
+    private func processAll() async throws {
         if let out { try OptionChecks.directory(out, "--out") }
         let pipeline = try options.pipeline()
 
@@ -49,7 +53,9 @@ struct ProcessCommand: AsyncParsableCommand {
                 FileHandle.standardError.write(Data("\(name): \(error.code): \(error.message)\n".utf8))
                 continue
             }
-            let result = await pipeline.process(bytes)
+            let result = await TraceExport.payload((name as NSString).lastPathComponent) {
+                await pipeline.process(bytes)
+            }
             if let out, name != "-" {
                 try AtomicFile.write(result.payload, to: out + "/" + (name as NSString).lastPathComponent)
             } else {

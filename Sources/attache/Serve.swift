@@ -8,6 +8,7 @@ import Configuration
 import Foundation
 import Logging
 import Metrics
+import OTel
 import Prometheus
 
 /// `attache serve`: the service-extension backend over HTTP.
@@ -130,12 +131,16 @@ struct Serve: AsyncParsableCommand {
 
         let level = Logger.Level(rawValue: loaded.logLevel) ?? .info
         ImageProcessor.routeLibraryOutput(level <= .debug ? .logged : .hidden)
-        LoggingSystem.bootstrap { label in
-            var handler = LineLogHandler(label: label)
-            handler.logLevel = level
-            handler.json = loaded.logFormat == "json"
-            return handler
-        }
+        // A line written inside a span says which (`trace_id`, `span_id`).
+        let tracing = TraceExport.wanted(loaded.traces)
+        LoggingSystem.bootstrap(
+            { label, provider in
+                var handler = LineLogHandler(label: label)
+                handler.logLevel = level
+                handler.json = loaded.logFormat == "json"
+                handler.metadataProvider = provider
+                return handler
+            }, metadataProvider: tracing ? OTel.makeLoggingMetadataProvider() : nil)
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = [
@@ -146,6 +151,13 @@ struct Serve: AsyncParsableCommand {
         MetricsSystem.bootstrap(factory)
 
         let logger = Logger(label: "attache")
+        let traces: TraceExport?
+        do {
+            traces = try TraceExport.start(loaded.traces, logger: logger)
+        } catch {
+            FileHandle.standardError.write(Data("attache serve: traces cannot be set up: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
         let service: AttacheService
         do {
             service = try AttacheService(configuration: loaded.configuration) { registry.emitToString() }
@@ -155,8 +167,19 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let configuration = loaded.configuration
-        // Whatever is logged until the end is written before the process exits.
+        // Whatever is logged until the end is written before the process exits, after the
+        // spans still buffered are sent.
         defer { LogWriter.shared.flush() }
+        do {
+            try await run(service, configuration: configuration, logger: logger)
+        } catch {
+            await traces?.finish()
+            throw error
+        }
+        await traces?.finish()
+    }
+
+    private func run(_ service: AttacheService, configuration: ServerConfiguration, logger: Logger) async throws {
         try await service.run(logger: logger) { port in
             logger.info(
                 "listening",

@@ -41,6 +41,30 @@ struct Piece: Sendable {
     var storedCount: Int { sealed?.count ?? plain.count }
 }
 
+/// What the transform stage made: the media, and its pieces to store.
+struct MadePieces: Sendable {
+    var media: TransformedMedia
+    var main: Piece
+    var small: Piece?
+}
+
+/// The store stage's entries: the rendition's (with its small rendition's) and the targets'.
+struct StoredPieces: Sendable {
+    var entry: AttachmentDescriptor
+    var small: AttachmentDescriptor.SmallRendition?
+    var targets: [TargetEntry]
+    /// When the rendition's object was first stored (Unix seconds).
+    var created: Int64
+}
+
+/// The keys one attachment's pieces are stored under: the rendition's, its small rendition's
+/// and each target picture's.
+struct PieceKeys: Sendable {
+    let rendition: String
+    let small: String?
+    let targets: [String]
+}
+
 extension Pipeline {
     /// With `targets`, the pictures for other receivers are made from the same decode and
     /// stored beside the rendition (not for a sealed payload), cropped around `focus` if given.
@@ -49,64 +73,37 @@ extension Pipeline {
         group: WorkGroup, targets: [TargetSpec] = [], focus: FocalPoint? = nil
     ) async -> AttachmentOutcome {
         var outcome = AttachmentOutcome(url: source.url, convention: source.convention)
-        let configuration = self.configuration
-        let spec = configuration.effectiveRendition
+        var trace = AttachmentTrace(url: source.url, convention: source.convention)
+        defer { trace.end(outcome) }
         let targets = sealed ? [] : targets
-        // Each target's picture under a key of its own: the rendition's, the target's, the focus.
-        let targetKeys = targets.map { target in
-            spec.cacheKey + "|" + target.cacheKey + (focus.map { ",focus=\($0.x),\($0.y)" } ?? "")
-        }
-        let smallSide = configuration.smallSide > 0 ? configuration.smallSide : nil
-        let cacheKey = spec.cacheKey
-        // The small rendition is stored under its own key: the rendition's, and its side.
-        // A video's small rendition is its poster, taken at the sender's thumbnail time.
-        let smallKey = smallSide.map { side in
-            cacheKey + ",small=\(side)" + (source.options.time.map { ",at=\($0)" } ?? "")
-        }
+        let keys = pieceKeys(source, targets: targets, focus: focus)
         // The time of the stage under way goes to its field, whether it ends well or not.
         var stage: WritableKeyPath<StageTimings, Double> = \.fetch
         var started = ContinuousClock.now
-        func next(_ following: WritableKeyPath<StageTimings, Double>) {
+        func next(_ following: WritableKeyPath<StageTimings, Double>?) {
             let now = ContinuousClock.now
             outcome.timings[keyPath: stage] = (now - started).milliseconds
+            guard let following else { return }
             stage = following
             started = now
+            trace.enter(Self.stageName(following))
         }
         do throws(AttacheError) {
             // A rendition already stored for this URL and spec skips every stage (not for a
             // sealed payload: its objects are sealed under keys of their own).
-            if !sealed,
-                let entry = try await catalog({
-                    [self] () throws(AttacheError) -> (AttachmentDescriptor, [TargetEntry])? in
-                    guard let (stored, _) = try self.store.lookup(url: source.url, spec: cacheKey),
-                        case .media(let kind) = stored.kind
-                    else { return nil }
-                    // Every target's picture too, or the whole path runs again (one decode).
-                    var found: [TargetEntry] = []
-                    for (target, key) in zip(targets, targetKeys) {
-                        guard let (picture, _) = try self.store.lookup(url: source.url, spec: key) else { return nil }
-                        var entry = try describeTarget(picture, target: target.target)
-                        entry.cached = true
-                        found.append(entry)
-                    }
-                    var entry = try describe(stored, kind: kind, source: source)
-                    if let smallKey, let (small, _) = try self.store.lookup(url: source.url, spec: smallKey) {
-                        entry.small = try describeSmall(small, seal: nil, of: kind)
-                    }
-                    return (entry, found)
-                })
-            {
+            if !sealed, let entry = try await cached(source, targets: targets, keys: keys) {
                 outcome.cached = true
                 (outcome.attachment, outcome.targets) = entry
                 return outcome
             }
-
+            trace.enter("fetch")
             // Video, audio and GIFs may be read past their attachment caps when they can be
             // re-encoded under them.
             let readLimits = configuration.sourceLimits
             let media = try await fetcher.fetch(
                 source.url, deadline: deadline, limits: readLimits, budget: budgets.fetch)
             outcome.fetchedBytes = Int64(media.bytes.count)
+            trace.fetched(media)
             next(\.validate)
 
             // The kind the fetch found in the first bytes travels on; the URL and Content-Type
@@ -116,144 +113,222 @@ extension Pipeline {
             outcome.sourceKind = validated.kind.rawValue
             outcome.warnings = MediaValidator.mismatches(
                 kind: validated.kind, contentType: media.contentType, url: media.finalURL)
+            trace.validated(validated.kind)
             next(\.transform)
 
-            // Work on the blocking pool cannot be interrupted from here: it checks this
-            // deadline, which the payload's end (cancellation) moves to now. The small
-            // rendition is made from the rendition, and a sealed payload's pieces are sealed
-            // there too.
-            let work = WorkDeadline(deadline)
-            let limits = configuration.imageLimits
-            let caps = configuration.mediaLimits
-            let posterTime = source.options.time
-            let (transformed, main, small) = try await withTaskCancellationHandler {
-                await OffPool.run(group: group, estimate: .unread(bytes: validated.bytes.count), deadline: work) {
-                    () -> Result<(TransformedMedia, Piece, Piece?), AttacheError> in
-                    Result { () throws(AttacheError) in
-                        let transformed = try MediaTransform.apply(
-                            validated, spec: spec, limits: limits, deadline: work, smallSide: smallSide, caps: caps,
-                            posterTime: posterTime, targets: targets, focus: focus)
-                        var main = Piece(
-                            plain: transformed.bytes, kind: transformed.kind, width: transformed.width,
-                            height: transformed.height)
-                        var small = transformed.small.map {
-                            Piece(plain: $0.bytes, kind: $0.kind, width: $0.width, height: $0.height)
-                        }
-                        if sealed {
-                            try main.encrypt()
-                            try small?.encrypt()
-                        }
-                        return (transformed, main, small)
-                    }
-                }
-            } onCancel: {
-                work.cancel()
-            }.get()
+            let made = try await transform(
+                validated, source: source, deadline: deadline, sealed: sealed, group: group, targets: targets,
+                focus: focus)
+            let transformed = made.media
             (outcome.sourceWidth, outcome.sourceHeight) = (transformed.sourceWidth, transformed.sourceHeight)
             outcome.warnings += transformed.warnings
             outcome.keptSource = transformed.keptSource
             outcome.actions += transformed.actions
+            trace.transformed(transformed, from: validated)
             next(\.store)
             try Task.checkCancellation(or: .timedOut)
             let pictures = transformed.targets.compactMap { try? $0.result.get() }
             try budgets.store.take(
-                Int64(main.storedCount + (small?.storedCount ?? 0) + pictures.reduce(0) { $0 + $1.data.count }))
-
-            let store = self.store
-            let reference = SourceReference(
-                url: source.url, spec: cacheKey, etag: media.etag, lastModified: media.lastModified)
-            let metadata = ObjectMetadata(
-                kind: transformed.kind, width: transformed.width, height: transformed.height,
-                frames: transformed.frames, posterTime: transformed.posterTime)
-            let smallReference = smallKey.map {
-                SourceReference(url: source.url, spec: $0, etag: media.etag, lastModified: media.lastModified)
-            }
-            let ttl = configuration.storeTTL
-            // The entries' tokens are issued there too: issuing one reads the catalog.
-            let kind = transformed.kind
-            let made = transformed.targets
-            var (entry, smallEntry, targetEntries) = try await OffPool.write {
-                [self] () -> Result<
-                    (AttachmentDescriptor, AttachmentDescriptor.SmallRendition?, [TargetEntry]), AttacheError
-                > in
-                Result { () throws(AttacheError) in
-                    func put(
-                        _ piece: Piece, _ metadata: ObjectMetadata, _ reference: SourceReference?
-                    ) throws(AttacheError)
-                        -> StoredAttachment
-                    {
-                        if let sealed = piece.sealed { return try store.put(sealed, metadata: .sealed, ttl: ttl) }
-                        return try store.put(
-                            UnsafeRawBufferPointer(piece.plain.buffer), metadata: metadata, source: reference, ttl: ttl)
-                    }
-                    let stored = try put(main, metadata, reference)
-                    var smallMetadata = metadata
-                    (smallMetadata.width, smallMetadata.height, smallMetadata.frames) = (small?.width, small?.height, 1)
-                    smallMetadata.kind = .media(small?.kind ?? kind)
-                    smallMetadata.posterTime = nil
-                    let storedSmall = try small.map { piece throws(AttacheError) in
-                        try put(piece, smallMetadata, smallReference)
-                    }
-                    var entries: [TargetEntry] = []
-                    for (outcome, key) in zip(made, targetKeys) {
-                        switch outcome.result {
-                        case .success(let picture):
-                            let metadata = ObjectMetadata(
-                                kind: picture.kind, width: picture.width, height: picture.height, frames: 1)
-                            let reference = SourceReference(
-                                url: source.url, spec: key, etag: media.etag, lastModified: media.lastModified)
-                            let bytes = MediaBytes(picture.data)
-                            let stored = try store.put(
-                                UnsafeRawBufferPointer(bytes.buffer), metadata: metadata, source: reference, ttl: ttl)
-                            var entry = try describeTarget(stored, target: outcome.spec.target)
-                            entry.crop = [picture.crop.x, picture.crop.y, picture.crop.width, picture.crop.height]
-                            (entry.placement, entry.encodes, entry.quality) =
-                                (picture.placement, picture.encodes, picture.quality)
-                            entries.append(entry)
-                        case .failure(let error):
-                            entries.append(TargetEntry(target: outcome.spec.target, error: error))
-                        }
-                    }
-                    return (
-                        try describe(stored, kind: kind, source: source),
-                        try storedSmall.map { stored throws(AttacheError) in
-                            try describeSmall(stored, seal: small?.seal, of: kind)
-                        },
-                        entries
-                    )
-                }
-            }.get()
-            if let seal = main.seal {
-                entry.seal = seal
-                (entry.bytes, entry.width, entry.height) = (Int64(main.plain.count), main.width, main.height)
-                entry.frames = transformed.frames
-                if entry.thumbnail.time == nil { entry.thumbnail.time = transformed.posterTime }
-            }
-            if var smallEntry, let small {
-                // A sealed object does not say its kind: the piece does (a video's poster).
-                if small.kind != kind { smallEntry.type = small.kind.uti }
-                if small.seal != nil {
-                    (smallEntry.bytes, smallEntry.width, smallEntry.height) =
-                        (Int64(small.plain.count), small.width, small.height)
-                }
-                entry.small = smallEntry
-            }
-            outcome.attachment = entry
-            outcome.targets = targetEntries
-            next(\.store)
+                Int64(
+                    made.main.storedCount + (made.small?.storedCount ?? 0) + pictures.reduce(0) { $0 + $1.data.count }))
+            let before = store.now
+            let stored = try await store(made, source: source, media: media, keys: keys)
+            outcome.attachment = stored.entry
+            outcome.targets = stored.targets
+            // An object first stored during this write is new (content-addressed: the same bytes
+            // stored earlier are not written again).
+            trace.stored(backend: store.backendName, bytes: made.main.storedCount, new: stored.created >= before)
+            next(nil)
         } catch {
-            outcome.failedStage =
-                switch stage {
-                case \.fetch: "fetch"
-                case \.validate: "validate"
-                case \.transform: "transform"
-                default: "store"
-                }
-            next(stage)
+            outcome.failedStage = Self.stageName(stage)
+            next(nil)
             if stage == \.fetch { outcome.fetchedBytes = error.fetchedBytes }
             outcome.error = error
         }
         return outcome
+    }
+
+    static func stageName(_ stage: WritableKeyPath<StageTimings, Double>) -> String {
+        switch stage {
+        case \.fetch: "fetch"
+        case \.validate: "validate"
+        case \.transform: "transform"
+        default: "store"
+        }
+    }
+
+    /// The keys of the rendition (the spec's), of the small rendition (the rendition's and its
+    /// side; a video's small rendition is its poster, taken at the sender's thumbnail time) and of
+    /// each target's picture (the rendition's, the target's, the focus).
+    func pieceKeys(_ source: AttachmentSource, targets: [TargetSpec], focus: FocalPoint?) -> PieceKeys {
+        let rendition = configuration.effectiveRendition.cacheKey
+        let smallSide = configuration.smallSide > 0 ? configuration.smallSide : nil
+        return PieceKeys(
+            rendition: rendition,
+            small: smallSide.map { side in
+                rendition + ",small=\(side)" + (source.options.time.map { ",at=\($0)" } ?? "")
+            },
+            targets: targets.map { target in
+                rendition + "|" + target.cacheKey + (focus.map { ",focus=\($0.x),\($0.y)" } ?? "")
+            })
+    }
+
+    /// The entries of a rendition already stored for this URL and spec, with every target's
+    /// picture and the small rendition if stored; nil when any piece is missing (the whole path
+    /// runs again: one decode).
+    func cached(
+        _ source: AttachmentSource, targets: [TargetSpec], keys: PieceKeys
+    ) async throws(AttacheError) -> (AttachmentDescriptor, [TargetEntry])? {
+        try await catalog {
+            [self] () throws(AttacheError) -> (AttachmentDescriptor, [TargetEntry])? in
+            guard let (stored, _) = try self.store.lookup(url: source.url, spec: keys.rendition),
+                case .media(let kind) = stored.kind
+            else { return nil }
+            var found: [TargetEntry] = []
+            for (target, key) in zip(targets, keys.targets) {
+                guard let (picture, _) = try self.store.lookup(url: source.url, spec: key) else { return nil }
+                var entry = try describeTarget(picture, target: target.target)
+                entry.cached = true
+                found.append(entry)
+            }
+            var entry = try describe(stored, kind: kind, source: source)
+            if let smallKey = keys.small, let (small, _) = try self.store.lookup(url: source.url, spec: smallKey) {
+                entry.small = try describeSmall(small, seal: nil, of: kind)
+            }
+            return (entry, found)
+        }
+    }
+
+    /// The transform stage on the blocking pool: the rendition, its small rendition made from
+    /// it, the targets' pictures, and for a sealed payload the pieces sealed there too.
+    ///
+    /// Work on the pool cannot be interrupted from here: it checks this deadline, which the
+    /// payload's end (cancellation) moves to now.
+    func transform(
+        _ validated: ValidatedMedia, source: AttachmentSource, deadline: ContinuousClock.Instant, sealed: Bool,
+        group: WorkGroup, targets: [TargetSpec], focus: FocalPoint?
+    ) async throws(AttacheError) -> MadePieces {
+        let work = WorkDeadline(deadline)
+        let configuration = self.configuration
+        let spec = configuration.effectiveRendition
+        let smallSide = configuration.smallSide > 0 ? configuration.smallSide : nil
+        let posterTime = source.options.time
+        return try await withTaskCancellationHandler {
+            await OffPool.run(group: group, estimate: .unread(bytes: validated.bytes.count), deadline: work) {
+                () -> Result<MadePieces, AttacheError> in
+                Result { () throws(AttacheError) in
+                    let transformed = try MediaTransform.apply(
+                        validated, spec: spec, limits: configuration.imageLimits, deadline: work,
+                        smallSide: smallSide, caps: configuration.mediaLimits, posterTime: posterTime,
+                        targets: targets, focus: focus)
+                    var main = Piece(
+                        plain: transformed.bytes, kind: transformed.kind, width: transformed.width,
+                        height: transformed.height)
+                    var small = transformed.small.map {
+                        Piece(plain: $0.bytes, kind: $0.kind, width: $0.width, height: $0.height)
+                    }
+                    if sealed {
+                        try main.encrypt()
+                        try small?.encrypt()
+                    }
+                    return MadePieces(media: transformed, main: main, small: small)
+                }
+            }
+        } onCancel: {
+            work.cancel()
+        }.get()
+    }
+
+    /// The store stage: every piece written (on the store's threads) and its entry described,
+    /// with a token for each.
+    func store(
+        _ made: MadePieces, source: AttachmentSource, media: FetchedMedia, keys: PieceKeys
+    ) async throws(AttacheError) -> StoredPieces {
+        let store = self.store
+        let transformed = made.media
+        let (main, small) = (made.main, made.small)
+        let reference = SourceReference(
+            url: source.url, spec: keys.rendition, etag: media.etag, lastModified: media.lastModified)
+        let metadata = ObjectMetadata(
+            kind: transformed.kind, width: transformed.width, height: transformed.height,
+            frames: transformed.frames, posterTime: transformed.posterTime)
+        let smallReference = keys.small.map {
+            SourceReference(url: source.url, spec: $0, etag: media.etag, lastModified: media.lastModified)
+        }
+        let ttl = configuration.storeTTL
+        // The entries' tokens are issued there too: issuing one reads the catalog.
+        let kind = transformed.kind
+        var stored = try await OffPool.write {
+            [self] () -> Result<StoredPieces, AttacheError> in
+            Result { () throws(AttacheError) in
+                func put(
+                    _ piece: Piece, _ metadata: ObjectMetadata, _ reference: SourceReference?
+                ) throws(AttacheError) -> StoredAttachment {
+                    if let sealed = piece.sealed { return try store.put(sealed, metadata: .sealed, ttl: ttl) }
+                    return try store.put(
+                        UnsafeRawBufferPointer(piece.plain.buffer), metadata: metadata, source: reference, ttl: ttl)
+                }
+                let stored = try put(main, metadata, reference)
+                var smallMetadata = metadata
+                (smallMetadata.width, smallMetadata.height, smallMetadata.frames) = (small?.width, small?.height, 1)
+                smallMetadata.kind = .media(small?.kind ?? kind)
+                smallMetadata.posterTime = nil
+                let storedSmall = try small.map { piece throws(AttacheError) in
+                    try put(piece, smallMetadata, smallReference)
+                }
+                let entries = try storeTargets(transformed.targets, keys: keys.targets, source: source, media: media)
+                return StoredPieces(
+                    entry: try describe(stored, kind: kind, source: source),
+                    small: try storedSmall.map { stored throws(AttacheError) in
+                        try describeSmall(stored, seal: small?.seal, of: kind)
+                    },
+                    targets: entries, created: stored.created)
+            }
+        }.get()
+        if let seal = main.seal {
+            stored.entry.seal = seal
+            (stored.entry.bytes, stored.entry.width, stored.entry.height) =
+                (Int64(main.plain.count), main.width, main.height)
+            stored.entry.frames = transformed.frames
+            if stored.entry.thumbnail.time == nil { stored.entry.thumbnail.time = transformed.posterTime }
+        }
+        if var smallEntry = stored.small, let small {
+            // A sealed object does not say its kind: the piece does (a video's poster).
+            if small.kind != kind { smallEntry.type = small.kind.uti }
+            if small.seal != nil {
+                (smallEntry.bytes, smallEntry.width, smallEntry.height) =
+                    (Int64(small.plain.count), small.width, small.height)
+            }
+            stored.entry.small = smallEntry
+        }
+        return stored
+    }
+
+    /// Each target's picture stored under its key, or the error that left its receiver without one.
+    func storeTargets(
+        _ made: [TargetOutcome], keys: [String], source: AttachmentSource, media: FetchedMedia
+    ) throws(AttacheError) -> [TargetEntry] {
+        var entries: [TargetEntry] = []
+        for (outcome, key) in zip(made, keys) {
+            switch outcome.result {
+            case .success(let picture):
+                let metadata = ObjectMetadata(
+                    kind: picture.kind, width: picture.width, height: picture.height, frames: 1)
+                let reference = SourceReference(
+                    url: source.url, spec: key, etag: media.etag, lastModified: media.lastModified)
+                let bytes = MediaBytes(picture.data)
+                let stored = try store.put(
+                    UnsafeRawBufferPointer(bytes.buffer), metadata: metadata, source: reference,
+                    ttl: configuration.storeTTL)
+                var entry = try describeTarget(stored, target: outcome.spec.target)
+                entry.crop = [picture.crop.x, picture.crop.y, picture.crop.width, picture.crop.height]
+                (entry.placement, entry.encodes, entry.quality) = (picture.placement, picture.encodes, picture.quality)
+                entries.append(entry)
+            case .failure(let error):
+                entries.append(TargetEntry(target: outcome.spec.target, error: error))
+            }
+        }
+        return entries
     }
 
     /// Catalog reads (lookups, token issues) where they may wait: a shared store's catalog is a

@@ -160,6 +160,14 @@ typedef struct {
     int64_t content_length;
     int64_t redirects;
     double total_seconds;
+    /// libcurl's phase times, each from the start of the last hop's request (CURLINFO_*_TIME_T):
+    /// name lookup done, TCP connected, TLS done (0 without TLS), first byte received.
+    double name_lookup_seconds;
+    double connect_seconds;
+    double tls_seconds;
+    double first_byte_seconds;
+    /// The remote port (0 when no connection was made).
+    int32_t primary_port;
     /// Body bytes received, also when the transfer failed (a refused last piece included).
     int64_t body_bytes;
     /// Set for ATT_ABORT_BLOCKED_ADDRESS / ATT_ABORT_UNSUPPORTED_TYPE.
