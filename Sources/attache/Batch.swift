@@ -65,6 +65,12 @@ struct BatchCommand: AsyncParsableCommand {
     @Flag(help: "List what would be done (items not yet in the manifest), and do nothing.")
     var dryRun = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Keep the run's progress as Prometheus gauges in this file (node_exporter's textfile collector).",
+            discussion: "Replaced whole at most once a second and at the end; see docs/operations.md."))
+    var metricsFile: String?
+
     @Option(help: "Share the batch with other workers under this campaign name (needs a shared store).")
     var campaign: String?
 
@@ -121,7 +127,11 @@ struct BatchCommand: AsyncParsableCommand {
             try BatchOutput(path: path, recordedEnd: manifest.outputEnd)
         }
         let display = ProgressDisplay(interval: progressInterval)
-        let progress = try await runner.run(input, manifest: manifest, output: output) { display.show($0) }
+        let metrics = metricsFile(run: (input.path as NSString).lastPathComponent)
+        let progress = try await runner.run(input, manifest: manifest, output: output) {
+            display.show($0)
+            metrics?($0)
+        }
         try await conclude(progress, title: input.path, store: store)
     }
 
@@ -152,9 +162,30 @@ struct BatchCommand: AsyncParsableCommand {
         let jobs = startWorkers()
         let runner = BatchRunner(pipeline: try options.pipeline(store: store), jobs: jobs)
         let display = ProgressDisplay(interval: progressInterval)
-        let progress = try await runner.run(queue: queue) { display.show($0) }
+        let metrics = metricsFile(run: name)
+        let progress = try await runner.run(queue: queue) {
+            display.show($0)
+            metrics?($0)
+        }
         try SharedCampaign.export(queue, manifest: manifestPath, output: out)
         try await conclude(progress, title: "\(name) (\(input.path))", store: store)
+    }
+
+    /// What records progress in `--metrics-file`, if given; a file that cannot be written is
+    /// said once on standard error and the run goes on.
+    private func metricsFile(run: String) -> ((BatchRunner.Progress) -> Void)? {
+        guard let metricsFile else { return nil }
+        let host = ProcessInfo.processInfo.hostName
+        let file = BatchMetricsFile(path: metricsFile, run: run, worker: "\(host):\(getpid())")
+        var said = false
+        return { progress in
+            do throws(AttacheError) {
+                try file.update(progress)
+            } catch {
+                if !said { FileHandle.standardError.write(Data("batch: --metrics-file: \(error.message)\n".utf8)) }
+                said = true
+            }
+        }
     }
 
     /// After a run: the report page (with `--report`), then the summary from the manifest.

@@ -367,6 +367,70 @@ extension BatchRunTests {
         #expect(FileManager.default.fileExists(atPath: directory.path + "/out.manifest.jsonl"))
     }
 
+    /// `--metrics-file`: while items wait, the file says the run is not finished and when an
+    /// item last finished; at the end every item is counted and the run finished. promtool
+    /// reads it as valid exposition text.
+    @Test func theMetricsFileFollowsTheRun() throws {
+        let metrics = directory.path + "/batch.prom"
+        _ = gate.add(4)
+        let process = try batch(["--metrics-file", metrics])
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        func values() -> [String: Double] {
+            let text = (try? String(contentsOfFile: metrics, encoding: .utf8)) ?? ""
+            var found: [String: Double] = [:]
+            for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+                let parts = line.split(separator: " ")
+                guard parts.count == 2, let value = Double(parts[1]) else { continue }
+                let name = parts[0].prefix { $0 != "{" }
+                let state = parts[0].firstRange(of: "state=\"").map { parts[0][$0.upperBound...].prefix { $0 != "\"" } }
+                found[String(name) + (state.map { ":" + $0 } ?? "")] = value
+            }
+            return found
+        }
+        let started = Date().timeIntervalSince1970
+        let start = ContinuousClock.now
+        while (values()["attache_batch_items:done"] ?? 0) < 1, process.isRunning,
+            ContinuousClock.now - start < .seconds(120)
+        {
+            usleep(2_000)
+        }
+        #expect((values()["attache_batch_items:done"] ?? 0) >= 1, "\(values())")
+        let waiting = values()
+        #expect(waiting["attache_batch_finished"] == 0)
+        #expect(waiting["attache_batch_items:total"] == Double(count))
+        #expect((waiting["attache_batch_items:remaining"] ?? 0) >= Double(count - 4))
+        let last = try #require(waiting["attache_batch_last_progress_seconds"])
+        #expect(last >= started - 1 && last <= Date().timeIntervalSince1970 + 1)
+        #expect(process.isRunning, "items without a permit cannot finish")
+
+        gate.open()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let done = values()
+        #expect(done["attache_batch_finished"] == 1)
+        #expect(done["attache_batch_items:done"] == Double(count))
+        #expect(done["attache_batch_items:remaining"] == 0)
+        #expect(done["attache_batch_items:failed"] == Double((0..<count).filter { $0 % 7 == 3 }.count))
+        let text = try String(contentsOfFile: metrics, encoding: .utf8)
+        #expect(text.contains(#"run="campaign.txt""#), "\(text)")
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool") {
+            let check = Process()
+            check.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
+            check.arguments = ["check", "metrics"]
+            check.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: metrics))
+            let output = Pipe()
+            check.standardOutput = output
+            check.standardError = output
+            try check.run()
+            let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            check.waitUntilExit()
+            #expect(check.terminationStatus == 0, "\(said)")
+        }
+    }
+
     @Test func aDryRunListsWhatWouldBeDoneAndFetchesNothing() throws {
         gate.open()
         let process = try batch(["--dry-run"])
