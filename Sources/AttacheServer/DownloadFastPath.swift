@@ -62,6 +62,9 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     private var checking = false
     private var waiting: [HTTPServerRequestPart] = []
 
+    /// The log's handler when it is the service's own: each download's line is then built
+    /// straight into bytes (``LineLogHandler/request(id:method:route:status:milliseconds:outcome:)``).
+    private let lines: LineLogHandler?
     /// Off while requests are traced: every request then goes through the router, whose
     /// middleware gives it its server span.
     private let enabled: Bool
@@ -69,6 +72,7 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     init(route: AttachmentRoute, attachmentsPath: String, metrics: ServerMetrics, logger: Logger, enabled: Bool = true)
     {
         self.enabled = enabled
+        self.lines = logger.handler as? LineLogHandler
         self.route = route
         self.prefix = attachmentsPath + "/"
         self.metrics = metrics
@@ -242,7 +246,7 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         let done = context.eventLoop.makePromise(of: Void.self)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: done)
         try? options?.setOption(Self.cork, value: 0)
-        let (metrics, logger, status, length) = (self.metrics, self.logger, entry.status, entry.length)
+        let (metrics, logger, lines, status, length) = (self.metrics, self.logger, self.lines, entry.status, entry.length)
         sending += 1
         // Completed on this event loop: the handler, its context and the entry stay on it.
         done.futureResult.assumeIsolated().whenComplete { result in
@@ -252,18 +256,27 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             self.sent(context)
             if case .success = result { metrics.served(bytes: Int(length)) }
             DownloadFastPath.record(
-                status: status.code, gone: result.isFailure, started: started, metrics: metrics, logger: logger)
+                status: status.code, gone: result.isFailure, started: started, metrics: metrics, logger: logger,
+                lines: lines)
         }
     }
 
     /// The request's metrics and log line (built only when the log takes it).
     private static func record(
-        status: Int, gone: Bool, started: ContinuousClock.Instant, metrics: ServerMetrics, logger: Logger
+        status: Int, gone: Bool, started: ContinuousClock.Instant, metrics: ServerMetrics, logger: Logger,
+        lines: LineLogHandler?
     ) {
+        let seconds = (ContinuousClock.now - started).milliseconds / 1000
         guard logger.logLevel <= .info else {
-            metrics.request(
-                route: "attachment", method: "GET", status: status,
-                seconds: (ContinuousClock.now - started).milliseconds / 1000)
+            metrics.request(route: "attachment", method: "GET", status: status, seconds: seconds)
+            return
+        }
+        if let lines,
+            lines.request(
+                id: (idPrefix, idCounter.add(1, ordering: .relaxed).newValue), method: "GET", route: "attachment",
+                status: status, milliseconds: (seconds * 10_000).rounded() / 10, outcome: gone ? "client_gone" : nil)
+        {
+            metrics.request(route: "attachment", method: "GET", status: status, seconds: seconds)
             return
         }
         var extra: Logger.Metadata = ["hb.request.id": "\(requestID())"]

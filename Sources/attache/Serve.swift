@@ -85,6 +85,40 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let loaded = try await loadSettings()
+        if checkConfig { return try Self.checkConfiguration(loaded) }
+        let registry = Self.bootstrap(loaded)
+        let logger = Logger(label: "attache")
+        let traces: TraceExport?
+        do {
+            traces = try TraceExport.start(loaded.traces, logger: logger)
+        } catch {
+            FileHandle.standardError.write(Data("attache serve: traces cannot be set up: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        let service: AttacheService
+        do {
+            service = try AttacheService(configuration: loaded.configuration) { registry.emitToString() }
+        } catch {
+            FileHandle.standardError.write(
+                Data("attache serve: cannot open the store (store / ATTACHE_STORE): \(error.message)\n".utf8))
+            throw ExitCode(1)
+        }
+        // Whatever is logged until the end is written before the process exits, after the
+        // spans still buffered are sent.
+        defer { LogWriter.shared.flush() }
+        do {
+            try await run(service, configuration: loaded.configuration, logger: logger)
+        } catch {
+            await traces?.finish()
+            throw error
+        }
+        await traces?.finish()
+    }
+
+    /// Every setting read (flags, environment, file) and checked; each problem is said and
+    /// the command exits 2.
+    private func loadSettings() async throws -> ServerSettings.Loaded {
         let flags = try Self.flags(settings)
         let environment = ProcessInfo.processInfo.environment
         let file = config ?? environment["ATTACHE_CONFIG"]
@@ -102,37 +136,40 @@ struct Serve: AsyncParsableCommand {
             }
             throw ExitCode(2)
         }
+        return loaded
+    }
 
-        if checkConfig {
-            do {
-                let service = try AttacheService(configuration: loaded.configuration)
-                let configuration = loaded.configuration
-                var store: String = configuration.store.root
-                if let shared = configuration.store.shared {
-                    store = shared.postgresDescription + " + " + shared.blobs.description
-                }
-                let anonymous: String = configuration.allowAnonymous ? " (anonymous callers allowed)" : ""
-                let lines: [String] = [
-                    "attache serve: the settings are valid",
-                    "  listen       \(configuration.host):\(configuration.port)",
-                    "  attachments  \(service.pipeline.configuration.baseURL)",
-                    "  store        \(store)",
-                    "  api keys     \(configuration.apiKeys.count)" + anonymous,
-                    "  pipeline     \(configuration.maxConcurrent) at once, \(configuration.maxQueued) queued",
-                ]
-                print(lines.joined(separator: "\n"))
-            } catch {
-                FileHandle.standardError.write(
-                    Data("attache serve: cannot open the store (store / ATTACHE_STORE): \(error.message)\n".utf8))
-                throw ExitCode(1)
+    /// `--check-config`: opens the store and prints what would be served.
+    private static func checkConfiguration(_ loaded: ServerSettings.Loaded) throws {
+        do {
+            let service = try AttacheService(configuration: loaded.configuration)
+            let configuration = loaded.configuration
+            var store: String = configuration.store.root
+            if let shared = configuration.store.shared {
+                store = shared.postgresDescription + " + " + shared.blobs.description
             }
-            return
+            let anonymous: String = configuration.allowAnonymous ? " (anonymous callers allowed)" : ""
+            let lines: [String] = [
+                "attache serve: the settings are valid",
+                "  listen       \(configuration.host):\(configuration.port)",
+                "  attachments  \(service.pipeline.configuration.baseURL)",
+                "  store        \(store)",
+                "  api keys     \(configuration.apiKeys.count)" + anonymous,
+                "  pipeline     \(configuration.maxConcurrent) at once, \(configuration.maxQueued) queued",
+            ]
+            print(lines.joined(separator: "\n"))
+        } catch {
+            FileHandle.standardError.write(
+                Data("attache serve: cannot open the store (store / ATTACHE_STORE): \(error.message)\n".utf8))
+            throw ExitCode(1)
         }
+    }
 
+    /// The process's logging (lines through ``LogWriter``; a line written inside a span says
+    /// which: `trace_id`, `span_id`) and metrics (a Prometheus registry, returned for `/metrics`).
+    private static func bootstrap(_ loaded: ServerSettings.Loaded) -> PrometheusCollectorRegistry {
         let level = Logger.Level(rawValue: loaded.logLevel) ?? .info
         ImageProcessor.routeLibraryOutput(level <= .debug ? .logged : .hidden)
-        // A line written inside a span says which (`trace_id`, `span_id`).
-        let tracing = TraceExport.wanted(loaded.traces)
         LoggingSystem.bootstrap(
             { label, provider in
                 var handler = LineLogHandler(label: label)
@@ -140,7 +177,7 @@ struct Serve: AsyncParsableCommand {
                 handler.json = loaded.logFormat == "json"
                 handler.metadataProvider = provider
                 return handler
-            }, metadataProvider: tracing ? OTel.makeLoggingMetadataProvider() : nil)
+            }, metadataProvider: TraceExport.wanted(loaded.traces) ? OTel.makeLoggingMetadataProvider() : nil)
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = [
@@ -149,34 +186,7 @@ struct Serve: AsyncParsableCommand {
             .seconds(5), .seconds(10), .seconds(25),
         ]
         MetricsSystem.bootstrap(factory)
-
-        let logger = Logger(label: "attache")
-        let traces: TraceExport?
-        do {
-            traces = try TraceExport.start(loaded.traces, logger: logger)
-        } catch {
-            FileHandle.standardError.write(Data("attache serve: traces cannot be set up: \(error)\n".utf8))
-            throw ExitCode(2)
-        }
-        let service: AttacheService
-        do {
-            service = try AttacheService(configuration: loaded.configuration) { registry.emitToString() }
-        } catch {
-            FileHandle.standardError.write(
-                Data("attache serve: cannot open the store (store / ATTACHE_STORE): \(error.message)\n".utf8))
-            throw ExitCode(1)
-        }
-        let configuration = loaded.configuration
-        // Whatever is logged until the end is written before the process exits, after the
-        // spans still buffered are sent.
-        defer { LogWriter.shared.flush() }
-        do {
-            try await run(service, configuration: configuration, logger: logger)
-        } catch {
-            await traces?.finish()
-            throw error
-        }
-        await traces?.finish()
+        return registry
     }
 
     private func run(_ service: AttacheService, configuration: ServerConfiguration, logger: Logger) async throws {

@@ -1,5 +1,6 @@
 import AttacheTestSupport
 import Foundation
+import Logging
 import Synchronization
 import Testing
 
@@ -28,6 +29,40 @@ import Testing
             finished.wait()
             return String(decoding: read.withLock { $0 }, as: UTF8.self)
         }
+    }
+
+    /// A download's line built straight into bytes is the line swift-log's path writes for the
+    /// same fields, in both formats, with and without an outcome (the time aside).
+    @Test(arguments: [false, true])
+    func theDirectRequestLineIsTheLoggedLine(json: Bool) throws {
+        let reader = Reader()
+        reader.start()
+        var handler = LineLogHandler(label: "attache")
+        handler.writer = LogWriter(descriptor: reader.pipe.fileHandleForWriting.fileDescriptor)
+        handler.json = json
+        let logger = Logger(label: "attache") { _ in handler }
+        for outcome in [nil, "client_gone"] as [String?] {
+            #expect(
+                handler.request(
+                    id: ("5eed", 0x2a), method: "GET", route: "attachment", status: 206, milliseconds: 0.3,
+                    outcome: outcome))
+            var metadata: Logger.Metadata = [
+                "hb.request.id": "5eed-2a", "method": "GET", "route": "attachment", "status": "206", "ms": "0.3",
+            ]
+            if let outcome { metadata["outcome"] = "\(outcome)" }
+            logger.info("request", metadata: metadata, source: "AttacheServer")
+        }
+        handler.writer.flush()
+        let lines = reader.text().split(separator: "\n").map { line in
+            // The time is the first field of either format.
+            json ? String(line.drop { $0 != "," }) : String(line.drop { $0 != " " })
+        }
+        #expect(lines.count == 4)
+        #expect(lines[0] == lines[1] && lines[2] == lines[3], "\(lines)")
+        #expect(lines[0] != lines[2] && lines[2].contains("client_gone"))
+        // A handler with fields of its own writes nothing here: the caller logs through swift-log.
+        handler.metadata["extra"] = "1"
+        #expect(!handler.request(id: ("a", 1), method: "GET", route: "r", status: 200, milliseconds: 1, outcome: nil))
     }
 
     @Test func linesFromManyThreadsArriveWholeAndInOrder() async throws {

@@ -37,9 +37,10 @@ import Testing
     func theSettingsTableIsComplete() throws {
         let keys = Set(ServerSettings.all.map(\.key))
         #expect(keys.count == ServerSettings.all.count, "a key declared twice")
-        let source = try String(
-            contentsOfFile: Paths.package + "/Sources/AttacheServer/ServerSettings.swift", encoding: .utf8)
-        let read = try Regex(#"(?:text|integer|flag|duration|named|setting)\(\s*"([A-Za-z]+)""#)
+        let source = try ["ServerSettings.swift", "ServerSettings+Load.swift"].map { name in
+            try String(contentsOfFile: Paths.package + "/Sources/AttacheServer/" + name, encoding: .utf8)
+        }.joined(separator: "\n")
+        let read = try Regex(#"(?:text|integer|flag|duration|named|setting|problem|file)\(\s*"([A-Za-z]+)""#)
         var used = Set<String>()
         for match in source.matches(of: read) {
             if let key = match.output[1].substring { used.insert(String(key)) }

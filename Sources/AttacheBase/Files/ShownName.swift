@@ -1,7 +1,7 @@
 /// A file name as it is printed in a tab-separated text line: a name may hold a newline, a tab
 /// or other control characters, which would split or shift the line. Those (and the backslash)
 /// are written as escapes (`\n`, `\t`, `\\`, `\x1b`); every other character as it is.
-func shown(_ name: String) -> String {
+package func shown(_ name: String) -> String {
     guard name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" }) else {
         return name
     }

@@ -1,0 +1,298 @@
+import AttacheBase
+import AttacheCore
+import AttacheFetch
+import AttacheMedia
+import AttacheSeal
+import AttacheStore
+import Configuration
+import Foundation
+
+/// One reading of the settings: typed reads of the table's keys, each bad value one problem
+/// (naming the flag, the variable and the file key), and the settings read group by group.
+final class SettingsReading {
+    private let reader: ConfigReader
+    private let environment: [String: String]
+    private(set) var problems: [String] = []
+
+    init(_ reader: ConfigReader, environment: [String: String]) {
+        self.reader = reader
+        self.environment = environment
+    }
+
+    // MARK: - Reads
+
+    /// The value as text, whatever type the provider holds it as; nil when not set.
+    func text(_ key: String) -> String? {
+        let secret = ServerSettings.setting(key).secret
+        if let value = reader.string(forKey: ConfigKey(key), isSecret: secret) { return value }
+        if let value = reader.int(forKey: ConfigKey(key), isSecret: secret) { return String(value) }
+        if let value = reader.double(forKey: ConfigKey(key), isSecret: secret) { return String(value) }
+        if let value = reader.bool(forKey: ConfigKey(key), isSecret: secret) { return String(value) }
+        if let value = reader.stringArray(forKey: ConfigKey(key), isSecret: secret) {
+            return value.joined(separator: ",")
+        }
+        return nil
+    }
+
+    /// `--flag / ATTACHE_VARIABLE / "key"`, for messages.
+    func named(_ key: String) -> String {
+        let s = ServerSettings.setting(key)
+        return "\(s.flag) / \(s.environment) / \"\(s.key)\""
+    }
+
+    func problem(_ key: String, _ text: String) {
+        problems.append("\(named(key)): \(text)")
+    }
+
+    func integer<T: FixedWidthInteger>(_ key: String, _ range: ClosedRange<T>, _ fallback: T) -> T {
+        guard let value = text(key) else { return fallback }
+        guard let number = T(value.trimmingCharacters(in: .whitespaces)), range.contains(number) else {
+            problem(key, "'\(value)' is not a whole number from \(range.lowerBound) to \(range.upperBound)")
+            return fallback
+        }
+        return number
+    }
+
+    func flag(_ key: String) -> Bool {
+        guard let value = text(key) else { return false }
+        switch value.lowercased() {
+        case "true", "1", "yes": return true
+        case "false", "0", "no": return false
+        default:
+            problem(key, "'\(value)' is not true or false")
+            return false
+        }
+    }
+
+    func duration(_ key: String, _ range: ClosedRange<Duration>, _ fallback: Duration) -> Duration {
+        guard let value = text(key) else { return fallback }
+        guard let parsed = DurationText.parse(value), range.contains(parsed) else {
+            problem(
+                key,
+                "'\(value)' is not a duration (800ms, 30s, 5m, 2h, 7d) from "
+                    + "\(DurationText.format(range.lowerBound)) to \(DurationText.format(range.upperBound))")
+            return fallback
+        }
+        return parsed
+    }
+
+    /// A file of at most 1 MiB that the setting names.
+    func file(_ key: String, _ path: String) -> Data? {
+        guard let data = FileManager.default.contents(atPath: path), data.count <= 1 << 20 else {
+            problem(key, "cannot read '\(path)' (or it is over 1 MiB)")
+            return nil
+        }
+        return data
+    }
+
+    // MARK: - Groups
+
+    /// The store: a directory (default under XDG_DATA_HOME) or a shared one, and its quotas.
+    func store() -> ServerConfiguration {
+        let storeRoot: String
+        if let root = text("store"), !root.isEmpty {
+            storeRoot = root
+        } else if let data = environment["XDG_DATA_HOME"], !data.isEmpty {
+            storeRoot = data + "/attache/store"
+        } else {
+            storeRoot = (environment["HOME"] ?? ".") + "/.local/share/attache/store"
+        }
+        let defaults = StoreConfiguration(root: storeRoot)
+        var configuration = ServerConfiguration(
+            store: StoreConfiguration(
+                root: storeRoot,
+                maxBytes: integer("storeMaxBytes", 1...Int64.max / 2, defaults.maxBytes),
+                maxObjects: integer("storeMaxObjects", 1...Int.max / 2, defaults.maxObjects)))
+        guard SharedStoreConfiguration.names(storeRoot) else {
+            for key in ["catalogOutageGrace", "catalogTimeout"] where text(key) != nil {
+                problem(key, "only a postgres:// store has a catalog")
+            }
+            if text("blobs") != nil { problem("blobs", "only a postgres:// store keeps its bytes in a bucket") }
+            if text("blobCache") != nil {
+                problem("blobCache", "only a postgres:// store keeps local copies of its objects")
+            }
+            return configuration
+        }
+        do {
+            configuration.store.shared = try SharedStoreConfiguration.parse(
+                store: storeRoot, blobs: text("blobs"), environment: environment, cache: text("blobCache"),
+                defaultCache: SharedStoreConfiguration.defaultCacheDirectory(environment: environment))
+            configuration.store.shared?.catalogOutageGrace = duration(
+                "catalogOutageGrace", .zero...(.seconds(3600)), SharedStoreConfiguration.defaultOutageGrace)
+            configuration.store.shared?.catalogTimeout = duration(
+                "catalogTimeout", .milliseconds(100)...(.seconds(600)), SharedStoreConfiguration.defaultTimeout)
+        } catch {
+            problem("store", error.message)
+        }
+        return configuration
+    }
+
+    /// Where it listens and the attachments' public base URL.
+    func listen(_ configuration: inout ServerConfiguration) {
+        configuration.host = text("host") ?? configuration.host
+        if !ServerSettings.isListenAddress(configuration.host) {
+            problem(
+                "host",
+                "'\(configuration.host)' is not an address or host name to listen on "
+                    + "(127.0.0.1, ::1, 0.0.0.0, localhost)")
+        }
+        configuration.port = integer("port", 0...65_535, configuration.port)
+        guard let base = text("baseUrl") else {
+            let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+            configuration.pipeline.baseURL = "http://\(host):\(configuration.port)/attachments"
+            return
+        }
+        if let url = URL(string: base), let scheme = url.scheme, ["http", "https"].contains(scheme),
+            url.host != nil, url.query == nil, url.fragment == nil
+        {
+            configuration.pipeline.baseURL = base.hasSuffix("/") ? String(base.dropLast()) : base
+        } else {
+            problem("baseUrl", "'\(base)' is not an http(s) URL without query or fragment")
+        }
+    }
+
+    /// Who may call: the API keys (and their files), or anonymous callers.
+    func callers(_ configuration: inout ServerConfiguration) {
+        var keys = (text("apiKeys") ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        for file in (text("apiKeyFiles") ?? "").split(separator: ",") {
+            guard let data = self.file("apiKeyFiles", file.trimmingCharacters(in: .whitespaces)) else { continue }
+            keys += String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        }
+        keys = keys.filter { !$0.isEmpty }
+        if keys.contains(where: { $0.count < 16 || $0.contains { $0 == " " || !$0.isASCII } }) {
+            problem("apiKeys", "every API key must be at least 16 printable ASCII characters")
+        }
+        configuration.apiKeys = keys
+        configuration.allowAnonymous = flag("allowAnonymous")
+        if keys.isEmpty && !configuration.allowAnonymous {
+            problems.append(
+                "no API key: give \(ServerSettings.setting("apiKeys").environment) or \(named("apiKeyFiles")), "
+                    + "or allow anonymous callers with --allow-anonymous")
+        }
+        configuration.fetch.allowLoopback = flag("allowLoopback")
+        configuration.fetch.allowPrivate = flag("allowPrivate")
+        configuration.receipts = flag("receipts")
+    }
+
+    /// Requests, deadlines, slots, shutdown and collection.
+    func limits(_ configuration: inout ServerConfiguration) {
+        configuration.maxRequestBytes = integer("maxRequestBytes", 2...(1 << 20), configuration.maxRequestBytes)
+        configuration.pipeline.deadline = duration(
+            "deadline", .milliseconds(1)...(.seconds(3600)), configuration.pipeline.deadline)
+        configuration.maxDeadline = duration(
+            "maxDeadline", .milliseconds(1)...(.seconds(3600)), configuration.maxDeadline)
+        configuration.maxConcurrent = integer("maxConcurrent", 1...4096, configuration.maxConcurrent)
+        configuration.maxQueued = integer("maxQueued", 0...1_000_000, configuration.maxQueued)
+        configuration.retryAfterSeconds = integer("retryAfter", 1...3600, configuration.retryAfterSeconds)
+        configuration.gracePeriod = duration("gracePeriod", .zero...(.seconds(3600)), configuration.gracePeriod)
+        configuration.workerNice = Int32(integer("workerNice", 0...19, Int(configuration.workerNice)))
+        configuration.collectionInterval = duration(
+            "gcInterval", .zero...(.seconds(86_400 * 7)), configuration.collectionInterval)
+        configuration.pipeline.maxSources = integer("maxSources", 1...1000, configuration.pipeline.maxSources)
+        configuration.pipeline.maxPayloadFetchBytes = integer(
+            "maxPayloadFetchBytes", 1...(1 << 40), configuration.pipeline.maxPayloadFetchBytes)
+        configuration.pipeline.maxPayloadStoreBytes = integer(
+            "maxPayloadStoreBytes", 1...(1 << 40), configuration.pipeline.maxPayloadStoreBytes)
+        let maxTTL = Duration.seconds(100 * 365 * 86_400)
+        configuration.pipeline.storeTTL =
+            duration("storeTtl", .seconds(1)...maxTTL, .seconds(configuration.pipeline.storeTTL)).components.seconds
+        configuration.pipeline.tokenTTL =
+            duration("tokenTtl", .seconds(1)...maxTTL, .seconds(configuration.pipeline.tokenTTL)).components.seconds
+    }
+
+    /// What is made: the rendition, video, the small rendition and the other receivers' pictures.
+    func renditions(_ configuration: inout ServerConfiguration) {
+        configuration.pipeline.rendition.maxSide = integer(
+            "maxSide", 1...32_767, configuration.pipeline.rendition.maxSide)
+        if let format = text("format") {
+            if let chosen = RenditionSpec.OutputFormat(rawValue: format.lowercased()) {
+                configuration.pipeline.rendition.outputFormat = chosen
+            } else {
+                problem("format", "'\(format)' is not auto, jpeg or webp")
+            }
+        }
+        if text("transcode") != nil { configuration.pipeline.rendition.video.enabled = flag("transcode") }
+        if let preset = text("videoPreset") {
+            if VideoEncoding.presets.contains(preset) {
+                configuration.pipeline.rendition.video.preset = preset
+            } else {
+                problem("videoPreset", "'\(preset)' is not one of \(VideoEncoding.presets.joined(separator: ", "))")
+            }
+        }
+        configuration.pipeline.smallSide = integer("smallSide", 0...32_767, configuration.pipeline.smallSide)
+        configuration.pipeline.targets[.android]?.maxBytes = integer(
+            "androidMaxBytes", 1_000...100_000_000, TargetSpec(.android).maxBytes)
+        configuration.pipeline.targets[.web]?.maxBytes = integer(
+            "webMaxBytes", 1_000...100_000_000, TargetSpec(.web).maxBytes)
+        if let format = text("webFormat") {
+            switch format.lowercased() {
+            case "jpeg": configuration.pipeline.targets[.web]?.format = .jpeg
+            case "webp": configuration.pipeline.targets[.web]?.format = .webp
+            default: problem("webFormat", "'\(format)' is not jpeg or webp")
+            }
+        }
+        if text("faces") != nil {
+            let faces = flag("faces")
+            for target in TargetSpec.Target.allCases { configuration.pipeline.targets[target]?.faces = faces }
+        }
+    }
+
+    /// What a payload becomes besides its attachments: the seal's placeholder, the categories.
+    func payloads(_ configuration: inout ServerConfiguration) {
+        if let placeholder = text("sealPlaceholder") {
+            if placeholder.utf8.count > 1000 {
+                problem("sealPlaceholder", "\(placeholder.utf8.count) bytes; at most 1000")
+            }
+            configuration.pipeline.sealPlaceholder = placeholder
+        }
+        if let path = text("categories"), let data = file("categories", path) {
+            do {
+                configuration.pipeline.categories = try CategorySet(json: data)
+            } catch {
+                problem("categories", "'\(path)': \(error)")
+            }
+        }
+    }
+
+    /// The log's level and format.
+    func logging() -> (level: String, format: String) {
+        let level = (text("logLevel") ?? "info").lowercased()
+        if !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(level) {
+            problem("logLevel", "'\(level)' is not a log level (trace, debug, info, notice, warning, error or critical)")
+        }
+        let format = (text("logFormat") ?? "text").lowercased()
+        if !["text", "json"].contains(format) { problem("logFormat", "'\(format)' is not text or json") }
+        return (level, format)
+    }
+
+    /// Where traces go.
+    func traces() -> ServerSettings.TraceSettings {
+        var traces = ServerSettings.TraceSettings()
+        if let endpoint = text("otelEndpoint"), !endpoint.isEmpty {
+            if URL(string: endpoint).map({ ["http", "https"].contains($0.scheme ?? "") && $0.host != nil }) == true {
+                traces.endpoint = endpoint
+            } else {
+                problem("otelEndpoint", "'\(endpoint)' is not an http:// or https:// URL")
+            }
+        }
+        if let name = text("otelServiceName"), !name.isEmpty { traces.serviceName = name }
+        let sampler = (text("otelSampler") ?? traces.sampler).lowercased()
+        if ServerSettings.TraceSettings.samplers.contains(sampler) {
+            traces.sampler = sampler
+        } else {
+            problem(
+                "otelSampler",
+                "'\(sampler)' is not one of " + ServerSettings.TraceSettings.samplers.sorted().joined(separator: ", "))
+        }
+        if let ratio = text("otelSamplerArg") {
+            if let value = Double(ratio), (0...1).contains(value) {
+                traces.samplerRatio = value
+            } else {
+                problem("otelSamplerArg", "'\(ratio)' is not a ratio from 0 to 1")
+            }
+        }
+        return traces
+    }
+}
