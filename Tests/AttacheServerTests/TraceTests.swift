@@ -43,7 +43,9 @@ import Testing
             port = try #require(Int((try? String(contentsOfFile: path, encoding: .utf8)) ?? ""))
         }
 
-        deinit { process.terminate() }
+        func stop() {
+            if process.isRunning { process.terminate() }
+        }
 
         var endpoint: String { "http://127.0.0.1:\(port)" }
 
@@ -85,6 +87,7 @@ import Testing
             if: FileManager.default.isExecutableFile(atPath: python), "needs .build/tools (scripts/api-tools.sh)"))
     func aRequestsSpansContinueTheCallersTrace() async throws {
         let receiver = try await Receiver()
+        defer { receiver.stop() }
         let media = try TestHTTPServer()
         let photo = Array(try #require(FileManager.default.contents(atPath: Paths.samples + "/gray.jpg")))
         media.route("/photo.jpg") { _, c in c.respond(body: photo) }
@@ -217,6 +220,7 @@ import Testing
             if: FileManager.default.isExecutableFile(atPath: python), "needs .build/tools (scripts/api-tools.sh)"))
     func aBatchOfTwentyGivesTwentyItemSpans() async throws {
         let receiver = try await Receiver()
+        defer { receiver.stop() }
         let media = try TestHTTPServer()
         let photo = Array(try #require(FileManager.default.contents(atPath: Paths.samples + "/gray.jpg")))
         media.route("/photo.jpg") { _, c in c.respond(body: photo) }

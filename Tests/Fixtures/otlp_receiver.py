@@ -10,6 +10,8 @@ import gzip
 import json
 import os
 import sys
+import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from google.protobuf import json_format
@@ -79,6 +81,14 @@ class Receiver(BaseHTTPRequestHandler):
         pass
 
 
+def watch_parent(parent):
+    """Ends the receiver when the test process that started it is gone."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
+
+
+threading.Thread(target=watch_parent, args=(os.getppid(),), daemon=True).start()
 server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
 with open(port_file + ".tmp", "w") as out:
     out.write(str(server.server_address[1]))
