@@ -44,30 +44,6 @@ int att_av_passed(const uint64_t *cell) {
 
 static int interrupted(void *opaque) { return att_av_passed(((att_av *)opaque)->deadline); }
 
-static int read_packet(void *opaque, uint8_t *buffer, int size) {
-    att_av *av = opaque;
-    if (av->position >= (int64_t)av->length) return AVERROR_EOF;
-    size_t left = av->length - (size_t)av->position;
-    size_t n = (size_t)size < left ? (size_t)size : left;
-    memcpy(buffer, av->data + av->position, n);
-    av->position += (int64_t)n;
-    return (int)n;
-}
-
-static int64_t seek(void *opaque, int64_t offset, int whence) {
-    att_av *av = opaque;
-    switch (whence & ~AVSEEK_FORCE) {
-    case AVSEEK_SIZE: return (int64_t)av->length;
-    case SEEK_SET: break;
-    case SEEK_CUR: offset += av->position; break;
-    case SEEK_END: offset += (int64_t)av->length; break;
-    default: return AVERROR(EINVAL);
-    }
-    if (offset < 0 || offset > (int64_t)av->length) return AVERROR(EINVAL);
-    av->position = offset;
-    return offset;
-}
-
 // Nothing but the bytes given: a demuxer that wants another file (a playlist, an external
 // data reference) is refused, with EACCES: many demuxers fail with a bare -1, which is EPERM.
 static int refuse_open(struct AVFormatContext *s, AVIOContext **pb, const char *url, int flags, AVDictionary **options) {
@@ -86,32 +62,6 @@ int32_t att_av_status(int code) {
 }
 
 static void name(char *out, size_t capacity, const char *value) { snprintf(out, capacity, "%s", value ? value : ""); }
-
-// An ISO box's size at `at` (32 bits, or 64 after a size of 1; 0: to the end of its parent),
-// and the length of its header in `header`.
-static uint64_t iso_box_size(const uint8_t *data, size_t at, size_t end, size_t *header) {
-    uint64_t size = (uint64_t)data[at] << 24 | (uint64_t)data[at + 1] << 16 | (uint64_t)data[at + 2] << 8 | data[at + 3];
-    *header = 8;
-    if (size == 1 && at + 16 <= end) {
-        size = 0;
-        for (int k = 0; k < 8; k++) size = size << 8 | data[at + 8 + k];
-        *header = 16;
-    }
-    return size;
-}
-
-// The `trak` boxes directly inside the box whose payload runs from `at` to `end`.
-static int iso_tracks(const uint8_t *data, size_t at, size_t end) {
-    int tracks = 0;
-    while (at + 8 <= end) {
-        size_t header;
-        uint64_t size = iso_box_size(data, at, end, &header);
-        if (size < header || size > end - at) break;
-        if (memcmp(data + at + 4, "trak", 4) == 0) tracks++;
-        at += (size_t)size;
-    }
-    return tracks;
-}
 
 // What a video decoder holds for frames of this stream's size: its reference frames and the
 // ones in flight, at 1.5 bytes a pixel (8-bit 4:2:0; 3 beyond). Measured peaks with one thread:
@@ -162,21 +112,11 @@ static int demux_seconds(AVFormatContext *f, double max_seconds, double *seconds
     return code == AVERROR_EOF || code >= 0 ? 0 : code;
 }
 
-att_av *att_av_open(
-    const uint8_t *data, size_t length, const att_av_limits *limits, const uint64_t *deadline, att_av_info *info,
-    att_av_error *error) {
-    memset(info, 0, sizeof *info);
-    info->demuxed_duration = -1;
-    int32_t max_streams = limits->max_streams;
-    int64_t probe_bytes = limits->probe_bytes;
-    const char *load_error = att_ff_load();
-    if (load_error != NULL) {
-        if (error) {
-            error->status = ATT_AV_UNSUPPORTED;
-            snprintf(error->message, sizeof error->message, "%s", load_error);
-        }
-        return NULL;
-    }
+// The demuxer over the bytes, locked down: only the bytes given (no other file, protocol or
+// reference), only the demuxers and decoders listed, FFmpeg's stream cap a few times the
+// caller's, the deadline polled. NULL (error set) when out of memory.
+static att_av *prepare(const uint8_t *data, size_t length, const att_av_limits *limits, const uint64_t *deadline,
+                       att_av_error *error) {
     att_av *av = calloc(1, sizeof *av);
     if (av == NULL) {
         att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
@@ -184,13 +124,11 @@ att_av *att_av_open(
     }
     av->data = data;
     av->length = length;
+    av->reader = (att_io_reader){.data = &av->data, .length = &av->length};
     av->deadline = deadline;
-    const int buffer_size = 64 << 10;
-    uint8_t *buffer = av_malloc(buffer_size);
-    av->io = buffer ? avio_alloc_context(buffer, buffer_size, 0, av, read_packet, NULL, seek) : NULL;
+    av->io = att_io_context(&av->reader, 0);
     av->format = avformat_alloc_context();
     if (av->io == NULL || av->format == NULL) {
-        if (av->io == NULL) av_free(buffer);
         att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
         att_av_close(av);
         return NULL;
@@ -206,78 +144,50 @@ att_av *att_av_open(
     f->protocol_whitelist = av_strdup("none");
     // The caller's stream limit is checked on what was read (a typed refusal); FFmpeg's own cap,
     // a few times higher, stops a file of thousands of streams while it is read.
+    int32_t max_streams = limits->max_streams;
     f->max_streams = max_streams > 0 && max_streams < 250 ? 4 * max_streams : 1000;
-    f->probesize = probe_bytes > 32 ? probe_bytes : 32;
+    f->probesize = limits->probe_bytes > 32 ? limits->probe_bytes : 32;
     f->max_analyze_duration = 5 * AV_TIME_BASE;
+    return av;
+}
+
+// Opens the container; on failure says why (a cut box, a table over FFmpeg's cap, or the
+// demuxer's refusal) and frees `av->format`'s remains.
+static int open_container(att_av *av, const att_iso_layout *layout, att_av_error *error) {
     AVDictionary *options = NULL;
     // MP4/MOV: no external data references, no following of `dref` URLs.
     av_dict_set(&options, "enable_drefs", "0", 0);
     av_dict_set(&options, "use_absolute_path", "0", 0);
-    // ISO media (MP4, MOV, M4A), one walk over the top-level boxes: one that runs past the end
-    // means the file was cut; the tracks `moov` declares are counted before libavformat reads
-    // them; and where the index sits against the media (faststart: moov first).
-    const char *cut = NULL;
-    if (length >= 16 && memcmp(data + 4, "ftyp", 4) == 0) {
-        int tracks = 0, media = 0;
-        size_t at = 0;
-        while (at + 8 <= length) {
-            size_t header;
-            uint64_t size = iso_box_size(data, at, length, &header);
-            if (memcmp(data + at + 4, "mdat", 4) == 0) media = 1;
-            if (!media && memcmp(data + at + 4, "moov", 4) == 0) info->index_first = 1;
-            int last = size == 0;  // to the end of the file
-            if (last) size = length - at;
-            if (size < header) break;
-            if (size > length - at) {
-                cut = memcmp(data + at + 4, "mdat", 4) == 0   ? "mdat"
-                      : memcmp(data + at + 4, "moov", 4) == 0 ? "moov"
-                                                              : "a";
-                break;
-            }
-            if (memcmp(data + at + 4, "moov", 4) == 0) tracks += iso_tracks(data, at + header, at + (size_t)size);
-            if (last) break;
-            at += (size_t)size;
-        }
-        if (max_streams > 0 && tracks > max_streams) {
-            char what[96];
-            snprintf(what, sizeof what, "%d tracks, over the limit of %d", tracks, max_streams);
-            att_av_set(error, ATT_AV_STREAMS, what, 0);
-            av_dict_free(&options);
-            att_av_close(av);
-            return NULL;
-        }
-    }
     int code = avformat_open_input(&av->format, NULL, NULL, &options);
     av_dict_free(&options);
-    if (code < 0) {
-        av->format = NULL;  // freed by avformat_open_input on failure
-        if (cut != NULL) {
-            char what[96];
-            snprintf(what, sizeof what, "the file ends inside its %s box (cut short)", cut);
-            att_av_set(error, ATT_AV_TRUNCATED, what, 0);
-        } else {
-            // FFmpeg's allocations are capped (64 MiB each): a table that asks for more declares
-            // more than a file of this size can hold.
-            att_av_set(
-                error, code == AVERROR(ENOMEM) ? ATT_AV_CORRUPT : att_av_status(code),
-                code == AVERROR(ENOMEM) ? "the container declares more than it holds (a table over 64 MiB, or too many "
-                                          "streams)"
-                                        : "the container cannot be read",
-                code == AVERROR(EPERM) ? 0 : code);  // -1: the demuxer's bare failure, no errno
-        }
-        att_av_close(av);
-        return NULL;
-    }
-    f = av->format;
-    if (max_streams > 0 && (int32_t)f->nb_streams > max_streams) {
+    if (code >= 0) return 0;
+    av->format = NULL;  // freed by avformat_open_input on failure
+    if (layout->cut != NULL) {
         char what[96];
-        snprintf(what, sizeof what, "%u streams, over the limit of %d", f->nb_streams, max_streams);
-        att_av_set(error, ATT_AV_STREAMS, what, 0);
-        att_av_close(av);
-        return NULL;
+        snprintf(what, sizeof what, "the file ends inside its %s box (cut short)", layout->cut);
+        att_av_set(error, ATT_AV_TRUNCATED, what, 0);
+    } else {
+        // FFmpeg's allocations are capped (64 MiB each): a table that asks for more declares
+        // more than a file of this size can hold.
+        att_av_set(
+            error, code == AVERROR(ENOMEM) ? ATT_AV_CORRUPT : att_av_status(code),
+            code == AVERROR(ENOMEM) ? "the container declares more than it holds (a table over 64 MiB, or too many "
+                                      "streams)"
+                                    : "the container cannot be read",
+            code == AVERROR(EPERM) ? 0 : code);  // -1: the demuxer's bare failure, no errno
     }
-    // Before a frame is decoded (finding the streams' parameters decodes some): what a video
-    // decoder would hold for frames of the size the header gives.
+    return -1;
+}
+
+// The stream count, then (before a frame is decoded: finding the streams' parameters decodes
+// some) what a video decoder would hold for frames of the size the header gives.
+static int check_streams(AVFormatContext *f, const att_av_limits *limits, att_av_error *error) {
+    if (limits->max_streams > 0 && (int32_t)f->nb_streams > limits->max_streams) {
+        char what[96];
+        snprintf(what, sizeof what, "%u streams, over the limit of %d", f->nb_streams, limits->max_streams);
+        att_av_set(error, ATT_AV_STREAMS, what, 0);
+        return -1;
+    }
     for (unsigned i = 0; limits->max_decoder_bytes > 0 && i < f->nb_streams; i++) {
         AVCodecParameters *p = f->streams[i]->codecpar;
         if (p->codec_type != AVMEDIA_TYPE_VIDEO || p->width <= 0 || p->height <= 0) continue;
@@ -289,13 +199,16 @@ att_av *att_av_open(
                 p->width, p->height, avcodec_get_name(p->codec_id), (long long)need,
                 (long long)limits->max_decoder_bytes);
             att_av_set(error, ATT_AV_MEMORY_LIMIT, what, 0);
-            att_av_close(av);
-            return NULL;
+            return -1;
         }
     }
-    // Decoders opened to find the streams' parameters run on this thread only, like every
-    // decoder here (FFmpeg's default is a frame thread per core, each with its own frames), and
-    // refuse frames over the pixel limit (a size the header did not give).
+    return 0;
+}
+
+// The streams' parameters. Decoders opened to find them run on this thread only, like every
+// decoder here (FFmpeg's default is a frame thread per core, each with its own frames), and
+// refuse frames over the pixel limit (a size the header did not give).
+static int find_parameters(AVFormatContext *f, const att_av_limits *limits) {
     char pixels[24];
     snprintf(pixels, sizeof pixels, "%lld", (long long)(limits->max_pixels > 0 ? limits->max_pixels : INT32_MAX));
     AVDictionary **per_stream = f->nb_streams > 0 ? av_calloc(f->nb_streams, sizeof *per_stream) : NULL;
@@ -303,31 +216,15 @@ att_av *att_av_open(
         av_dict_set(&per_stream[i], "threads", "1", 0);
         av_dict_set(&per_stream[i], "max_pixels", pixels, 0);
     }
-    code = avformat_find_stream_info(f, per_stream);
+    int code = avformat_find_stream_info(f, per_stream);
     for (unsigned i = 0; per_stream != NULL && i < f->nb_streams; i++) av_dict_free(&per_stream[i]);
     av_free(per_stream);
-    if (code < 0) {
-        att_av_set(error, att_av_status(code), "the streams cannot be read", code);
-        att_av_close(av);
-        return NULL;
-    }
-    if (limits->scan) {
-        double seconds = 0;
-        code = demux_seconds(f, limits->max_seconds, &seconds);
-        if (code < 0) {
-            att_av_set(error, att_av_status(code), "the packets cannot be read", code);
-            att_av_close(av);
-            return NULL;
-        }
-        info->demuxed_duration = seconds;
-        if (seconds > limits->max_seconds) {
-            char what[96];
-            snprintf(what, sizeof what, "the packets run past %.0f s", limits->max_seconds);
-            att_av_set(error, ATT_AV_DURATION, what, 0);
-            att_av_close(av);
-            return NULL;
-        }
-    }
+    return code;
+}
+
+// What the streams are: the first video's and audio's codec and size, and where the index says
+// the packets end (which must be inside the bytes).
+static void describe(AVFormatContext *f, att_av_info *info) {
     name(info->format, sizeof info->format, f->iformat ? f->iformat->name : NULL);
     info->streams = (int32_t)f->nb_streams;
     info->duration = f->duration > 0 ? (double)f->duration / AV_TIME_BASE : -1;
@@ -353,7 +250,6 @@ att_av *att_av_open(
                 info->channels = p->ch_layout.nb_channels;
             }
         }
-        // Where the index says the packets are: their end must be inside the bytes.
         int entries = avformat_index_get_entries_count(s);
         for (int e = 0; e < entries; e++) {
             const AVIndexEntry *entry = avformat_index_get_entry(s, e);
@@ -362,6 +258,65 @@ att_av *att_av_open(
             }
         }
     }
+}
+
+att_av *att_av_open(
+    const uint8_t *data, size_t length, const att_av_limits *limits, const uint64_t *deadline, att_av_info *info,
+    att_av_error *error) {
+    memset(info, 0, sizeof *info);
+    info->demuxed_duration = -1;
+    const char *load_error = att_ff_load();
+    if (load_error != NULL) {
+        if (error) {
+            error->status = ATT_AV_UNSUPPORTED;
+            snprintf(error->message, sizeof error->message, "%s", load_error);
+        }
+        return NULL;
+    }
+    att_av *av = prepare(data, length, limits, deadline, error);
+    if (av == NULL) return NULL;
+    // ISO media (MP4, MOV, M4A), one walk over the top-level boxes: one that runs past the end
+    // means the file was cut; the tracks `moov` declares are counted before libavformat reads
+    // them; and where the index sits against the media (faststart: moov first).
+    att_iso_layout layout;
+    att_iso_walk(data, length, &layout);
+    info->index_first = layout.index_first;
+    if (limits->max_streams > 0 && layout.tracks > limits->max_streams) {
+        char what[96];
+        snprintf(what, sizeof what, "%d tracks, over the limit of %d", layout.tracks, limits->max_streams);
+        att_av_set(error, ATT_AV_STREAMS, what, 0);
+        att_av_close(av);
+        return NULL;
+    }
+    if (open_container(av, &layout, error) < 0 || check_streams(av->format, limits, error) < 0) {
+        att_av_close(av);
+        return NULL;
+    }
+    AVFormatContext *f = av->format;
+    int code = find_parameters(f, limits);
+    if (code < 0) {
+        att_av_set(error, att_av_status(code), "the streams cannot be read", code);
+        att_av_close(av);
+        return NULL;
+    }
+    if (limits->scan) {
+        double seconds = 0;
+        code = demux_seconds(f, limits->max_seconds, &seconds);
+        if (code < 0) {
+            att_av_set(error, att_av_status(code), "the packets cannot be read", code);
+            att_av_close(av);
+            return NULL;
+        }
+        info->demuxed_duration = seconds;
+        if (seconds > limits->max_seconds) {
+            char what[96];
+            snprintf(what, sizeof what, "the packets run past %.0f s", limits->max_seconds);
+            att_av_set(error, ATT_AV_DURATION, what, 0);
+            att_av_close(av);
+            return NULL;
+        }
+    }
+    describe(f, info);
     return av;
 }
 
@@ -525,10 +480,7 @@ done:
 void att_av_close(att_av *av) {
     if (!av) return;
     if (av->format) avformat_close_input(&av->format);
-    if (av->io) {
-        av_freep(&av->io->buffer);
-        avio_context_free(&av->io);
-    }
+    att_io_context_free(&av->io);
     free(av);
 }
 

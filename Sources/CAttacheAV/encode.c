@@ -9,97 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-// The output: a growable buffer the muxer writes and seeks in (faststart moves the index to
-// the front in a second pass that reads it back).
-typedef struct {
-    uint8_t *data;
-    size_t size;
-    size_t capacity;
-    int64_t position;
-    int64_t max;
-    int over;
-} buffer;
-
-typedef struct {
-    buffer *target;
-    int64_t position;
-} reader;
-
-static int buffer_write(void *opaque, uint8_t *bytes, int count) {
-    buffer *b = opaque;
-    int64_t end = b->position + count;
-    if (end > b->max) {
-        b->over = 1;
-        return AVERROR(EFBIG);
-    }
-    if ((size_t)end > b->capacity) {
-        size_t capacity = b->capacity ? b->capacity : 1 << 20;
-        while (capacity < (size_t)end) capacity *= 2;
-        if (capacity > (size_t)b->max) capacity = (size_t)b->max;
-        uint8_t *grown = realloc(b->data, capacity);
-        if (grown == NULL) return AVERROR(ENOMEM);
-        b->data = grown;
-        b->capacity = capacity;
-    }
-    if (b->position > (int64_t)b->size) memset(b->data + b->size, 0, (size_t)b->position - b->size);
-    memcpy(b->data + b->position, bytes, (size_t)count);
-    b->position = end;
-    if ((size_t)end > b->size) b->size = (size_t)end;
-    return count;
-}
-
-static int64_t buffer_seek(void *opaque, int64_t offset, int whence) {
-    buffer *b = opaque;
-    switch (whence & ~AVSEEK_FORCE) {
-    case AVSEEK_SIZE: return (int64_t)b->size;
-    case SEEK_SET: break;
-    case SEEK_CUR: offset += b->position; break;
-    case SEEK_END: offset += (int64_t)b->size; break;
-    default: return AVERROR(EINVAL);
-    }
-    if (offset < 0 || offset > b->max) return AVERROR(EINVAL);
-    b->position = offset;
-    return offset;
-}
-
-static int reader_read(void *opaque, uint8_t *bytes, int count) {
-    reader *r = opaque;
-    buffer *b = r->target;
-    if (r->position >= (int64_t)b->size) return AVERROR_EOF;
-    size_t n = b->size - (size_t)r->position;
-    if (n > (size_t)count) n = (size_t)count;
-    memcpy(bytes, b->data + r->position, n);
-    r->position += (int64_t)n;
-    return (int)n;
-}
-
-static int64_t reader_seek(void *opaque, int64_t offset, int whence) {
-    reader *r = opaque;
-    switch (whence & ~AVSEEK_FORCE) {
-    case AVSEEK_SIZE: return (int64_t)r->target->size;
-    case SEEK_SET: break;
-    case SEEK_CUR: offset += r->position; break;
-    case SEEK_END: offset += (int64_t)r->target->size; break;
-    default: return AVERROR(EINVAL);
-    }
-    if (offset < 0 || offset > (int64_t)r->target->size) return AVERROR(EINVAL);
-    r->position = offset;
-    return offset;
-}
-
-// The muxer's only other open: faststart reading back what it wrote. Anything else is refused.
+// The muxer's only other open: faststart reading back what it wrote (the output buffer, read
+// through its fields: it may grow while it is read). Anything else is refused.
 static int open_own_output(struct AVFormatContext *s, AVIOContext **pb, const char *url, int flags, AVDictionary **options) {
     (void)url, (void)options;
     if ((flags & AVIO_FLAG_WRITE) || s->pb == NULL) return AVERROR(EPERM);
-    reader *r = calloc(1, sizeof *r);
-    uint8_t *chunk = av_malloc(64 << 10);
-    AVIOContext *io = r && chunk ? avio_alloc_context(chunk, 64 << 10, 0, r, reader_read, NULL, reader_seek) : NULL;
+    att_io_buffer *target = s->pb->opaque;
+    att_io_reader *r = calloc(1, sizeof *r);
+    if (r == NULL) return AVERROR(ENOMEM);
+    *r = (att_io_reader){.data = (const uint8_t *const *)&target->data, .length = &target->size};
+    AVIOContext *io = att_io_context(r, 0);
     if (io == NULL) {
         free(r);
-        av_free(chunk);
         return AVERROR(ENOMEM);
     }
-    r->target = s->pb->opaque;
     *pb = io;
     return 0;
 }
@@ -108,8 +31,7 @@ static int close_own_output(struct AVFormatContext *s, AVIOContext *pb) {
     (void)s;
     if (pb == NULL) return 0;
     free(pb->opaque);
-    av_freep(&pb->buffer);
-    avio_context_free(&pb);
+    att_io_context_free(&pb);
     return 0;
 }
 
@@ -120,7 +42,7 @@ enum { DURATIONS = 512 };
 struct att_av_writer {
     att_av_output output;
     const uint64_t *deadline;
-    buffer out;
+    att_io_buffer out;
     AVIOContext *io;
     AVFormatContext *mux;
     AVCodecContext *video;
@@ -152,7 +74,7 @@ int32_t att_av_can_encode(void) {
     return avcodec_find_encoder_by_name("libx264") != NULL && avcodec_find_encoder_by_name("aac") != NULL;
 }
 
-static int failed(att_av_writer *w, att_av_error *error, const char *what, int code) {
+int att_av_writer_failed(att_av_writer *w, att_av_error *error, const char *what, int code) {
     if (w->out.over) {
         att_av_set(error, ATT_AV_MEMORY_LIMIT, "the encoded file is over its byte cap", 0);
         return ATT_AV_MEMORY_LIMIT;
@@ -200,11 +122,9 @@ att_av_writer *att_av_writer_open(const att_av_output *o, const uint64_t *deadli
         return NULL;
     }
     int code = avformat_alloc_output_context2(&w->mux, NULL, video ? "mp4" : "ipod", NULL);
-    uint8_t *chunk = code >= 0 ? av_malloc(64 << 10) : NULL;
-    w->io = chunk ? avio_alloc_context(chunk, 64 << 10, 1, &w->out, NULL, buffer_write, buffer_seek) : NULL;
+    w->io = code >= 0 ? att_io_context(&w->out, 1) : NULL;
     w->packet = av_packet_alloc();
     if (w->mux == NULL || w->io == NULL || w->packet == NULL) {
-        if (w->io == NULL) av_free(chunk);
         att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", code);
         att_av_writer_close(w);
         return NULL;
@@ -252,7 +172,7 @@ att_av_writer *att_av_writer_open(const att_av_output *o, const uint64_t *deadli
         if (code >= 0) code = avcodec_open2(c, h264, NULL);
         if (code >= 0) code = avcodec_parameters_from_context(w->video_stream->codecpar, c);
         if (code < 0) {
-            failed(w, error, "the H.264 encoder cannot start", code);
+            att_av_writer_failed(w, error, "the H.264 encoder cannot start", code);
             att_av_writer_close(w);
             return NULL;
         }
@@ -282,7 +202,7 @@ att_av_writer *att_av_writer_open(const att_av_output *o, const uint64_t *deadli
         if (code >= 0) code = avcodec_parameters_from_context(w->audio_stream->codecpar, c);
         w->fifo = code >= 0 ? av_audio_fifo_alloc(c->sample_fmt, c->ch_layout.nb_channels, c->frame_size * 4) : NULL;
         if (code < 0 || w->fifo == NULL) {
-            failed(w, error, "the AAC encoder cannot start", code < 0 ? code : AVERROR(ENOMEM));
+            att_av_writer_failed(w, error, "the AAC encoder cannot start", code < 0 ? code : AVERROR(ENOMEM));
             att_av_writer_close(w);
             return NULL;
         }
@@ -294,7 +214,7 @@ att_av_writer *att_av_writer_open(const att_av_output *o, const uint64_t *deadli
     code = avformat_write_header(w->mux, &options);
     av_dict_free(&options);
     if (code < 0) {
-        failed(w, error, "the MP4 header cannot be written", code);
+        att_av_writer_failed(w, error, "the MP4 header cannot be written", code);
         att_av_writer_close(w);
         return NULL;
     }
@@ -325,7 +245,7 @@ static int encode(att_av_writer *w, AVCodecContext *c, AVStream *stream, AVFrame
 }
 
 // A picture (any pixel format swscale reads) scaled into the encoder's frame and sent.
-static int add_picture(
+int att_av_writer_picture(
     att_av_writer *w, const uint8_t *const planes[4], const int strides[4], int width, int height, int format,
     int from_rgb, int64_t pts, int64_t duration) {
     if (att_av_passed(w->deadline)) return AVERROR_EXIT;
@@ -366,12 +286,12 @@ int32_t att_av_writer_rgba(
     }
     const uint8_t *planes[4] = {rgba, NULL, NULL, NULL};
     int strides[4] = {stride, 0, 0, 0};
-    int code = add_picture(w, planes, strides, width, height, AV_PIX_FMT_RGBA, 1, pts, duration);
-    return code < 0 ? failed(w, error, "a frame cannot be encoded", code) : ATT_AV_OK;
+    int code = att_av_writer_picture(w, planes, strides, width, height, AV_PIX_FMT_RGBA, 1, pts, duration);
+    return code < 0 ? att_av_writer_failed(w, error, "a frame cannot be encoded", code) : ATT_AV_OK;
 }
 
 // Decoded samples converted to the encoder's format and sent in its frame size (NULL: flush).
-static int add_samples(att_av_writer *w, const AVFrame *decoded) {
+int att_av_writer_samples(att_av_writer *w, const AVFrame *decoded) {
     AVCodecContext *c = w->audio;
     int code;
     if (decoded != NULL && w->resampler == NULL) {
@@ -425,13 +345,13 @@ int32_t att_av_writer_finish(att_av_writer *w, uint8_t **bytes, size_t *length, 
     }
     if (w->video != NULL) code = encode(w, w->video, w->video_stream, NULL);
     if (code >= 0 && w->audio != NULL) {
-        code = add_samples(w, NULL);
+        code = att_av_writer_samples(w, NULL);
         if (code >= 0) code = encode(w, w->audio, w->audio_stream, NULL);
     }
     if (code >= 0) code = av_write_trailer(w->mux);
     w->header_written = 0;
     if (code >= 0 && w->io->error < 0) code = w->io->error;
-    if (code < 0) return failed(w, error, "the file cannot be finished", code);
+    if (code < 0) return att_av_writer_failed(w, error, "the file cannot be finished", code);
     avio_flush(w->io);
     *bytes = w->out.data;
     *length = w->out.size;
@@ -447,10 +367,7 @@ void att_av_writer_close(att_av_writer *w) {
         avformat_free_context(w->mux);
         w->mux = NULL;
     }
-    if (w->io) {
-        av_freep(&w->io->buffer);
-        avio_context_free(&w->io);
-    }
+    att_io_context_free(&w->io);
     av_packet_free(&w->packet);
     av_frame_free(&w->picture);
     av_frame_free(&w->samples);
@@ -459,157 +376,4 @@ void att_av_writer_close(att_av_writer *w) {
     if (w->fifo) av_audio_fifo_free(w->fifo);
     free(w->out.data);
     free(w);
-}
-
-static AVCodecContext *open_decoder(AVStream *stream, const AVCodec *codec, att_av_budget *budget, int *code) {
-    AVCodecContext *c = avcodec_alloc_context3(codec);
-    if (c == NULL) {
-        *code = AVERROR(ENOMEM);
-        return NULL;
-    }
-    avcodec_parameters_to_context(c, stream->codecpar);
-    c->thread_count = 1;
-    c->codec_whitelist = av_strdup(att_av_decoders);
-    c->pkt_timebase = stream->time_base;
-    att_av_budget_attach(c, budget);
-    if ((*code = avcodec_open2(c, codec, NULL)) < 0) avcodec_free_context(&c);
-    return c;
-}
-
-int32_t att_av_transcode(att_av *av, const att_av_output *given, uint8_t **bytes, size_t *length, att_av_error *error) {
-    *bytes = NULL;
-    *length = 0;
-    AVFormatContext *f = av->format;
-    att_av_output o = *given;
-    const AVCodec *video_codec = NULL, *audio_codec = NULL;
-    int vi = o.width > 0 ? av_find_best_stream(f, AVMEDIA_TYPE_VIDEO, -1, -1, &video_codec, 0) : -1;
-    if (o.width > 0 && (vi < 0 || video_codec == NULL)) {
-        att_av_set(error, ATT_AV_UNSUPPORTED, "no video stream with a decoder here", 0);
-        return ATT_AV_UNSUPPORTED;
-    }
-    int ai = o.audio_bit_rate > 0 ? av_find_best_stream(f, AVMEDIA_TYPE_AUDIO, -1, vi, &audio_codec, 0) : -1;
-    if (ai < 0 || audio_codec == NULL) {
-        ai = -1;
-        o.audio_bit_rate = 0;
-    }
-    if (vi < 0 && ai < 0) {
-        att_av_set(error, ATT_AV_UNSUPPORTED, "no stream to encode", 0);
-        return ATT_AV_UNSUPPORTED;
-    }
-    AVStream *vs = vi >= 0 ? f->streams[vi] : NULL;
-    AVStream *as = ai >= 0 ? f->streams[ai] : NULL;
-    if (vs != NULL) {
-        o.time_base_num = vs->time_base.num;
-        o.time_base_den = vs->time_base.den;
-        AVRational rate = vs->avg_frame_rate.num > 0 ? vs->avg_frame_rate : vs->r_frame_rate;
-        if (rate.num > 0 && rate.den > 0) o.frame_rate = av_q2d(rate);
-        // The source's colours are kept as they were tagged.
-        o.color_primaries = vs->codecpar->color_primaries != AVCOL_PRI_UNSPECIFIED ? vs->codecpar->color_primaries : 0;
-        o.color_trc = vs->codecpar->color_trc != AVCOL_TRC_UNSPECIFIED ? vs->codecpar->color_trc : 0;
-        o.colorspace = vs->codecpar->color_space != AVCOL_SPC_UNSPECIFIED ? vs->codecpar->color_space : 0;
-        const int32_t *matrix = (const int32_t *)av_stream_get_side_data(vs, AV_PKT_DATA_DISPLAYMATRIX, NULL);
-        if (matrix) {
-            memcpy(o.display_matrix, matrix, sizeof o.display_matrix);
-            o.has_matrix = 1;
-        }
-    }
-    int code = 0;
-    int32_t result = ATT_AV_OK;
-    AVCodecContext *vd = NULL, *ad = NULL;
-    att_av_writer *w = NULL;
-    AVPacket *packet = av_packet_alloc();
-    AVFrame *frame = av_frame_alloc();
-    att_av_budget *budget = att_av_budget_new(o.max_decoder_bytes);
-    if (packet == NULL || frame == NULL || budget == NULL) {
-        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
-        result = ATT_AV_MEMORY_LIMIT;
-        goto done;
-    }
-    if (vs != NULL && (vd = open_decoder(vs, video_codec, budget, &code)) == NULL) {
-        att_av_set(error, att_av_status(code), "the video decoder cannot start", code);
-        result = att_av_status(code);
-        goto done;
-    }
-    if (as != NULL && (ad = open_decoder(as, audio_codec, budget, &code)) == NULL) {
-        att_av_set(error, att_av_status(code), "the audio decoder cannot start", code);
-        result = att_av_status(code);
-        goto done;
-    }
-    if ((w = att_av_writer_open(&o, av->deadline, error)) == NULL) {
-        result = error ? error->status : ATT_AV_INTERNAL;
-        goto done;
-    }
-    int64_t video_start = vs && vs->start_time != AV_NOPTS_VALUE ? vs->start_time : 0;
-    int64_t decoded = 0;
-    int draining = 0;
-    while (!draining && !att_av_budget_exceeded(budget)) {
-        if (att_av_passed(av->deadline)) {
-            code = AVERROR_EXIT;
-            break;
-        }
-        code = av_read_frame(f, packet);
-        if (code == AVERROR_EXIT) break;
-        draining = code < 0;
-        code = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            AVCodecContext *d = pass == 0 ? vd : ad;
-            int index = pass == 0 ? vi : ai;
-            if (d == NULL || (!draining && packet->stream_index != index)) continue;
-            code = avcodec_send_packet(d, draining ? NULL : packet);
-            // A damaged packet is skipped, as players do; the stream goes on.
-            if (code == AVERROR_INVALIDDATA) code = 0;
-            while (code >= 0) {
-                code = avcodec_receive_frame(d, frame);
-                if (code == AVERROR(EAGAIN) || code == AVERROR_EOF) {
-                    code = 0;
-                    break;
-                }
-                if (code == AVERROR_INVALIDDATA) {
-                    code = 0;
-                    continue;
-                }
-                if (code < 0) break;
-                if (d == vd) {
-                    if (++decoded > o.max_frames && o.max_frames > 0) {
-                        code = AVERROR(E2BIG);
-                        break;
-                    }
-                    int64_t pts = frame->best_effort_timestamp;
-                    if (pts != AV_NOPTS_VALUE) pts -= video_start;
-                    code = add_picture(
-                        w, (const uint8_t *const *)frame->data, frame->linesize, frame->width, frame->height,
-                        frame->format, 0, pts, frame->pkt_duration);
-                } else {
-                    code = add_samples(w, frame);
-                }
-                av_frame_unref(frame);
-            }
-            if (code < 0) break;
-        }
-        av_packet_unref(packet);
-        if (code < 0) break;
-    }
-    if (att_av_budget_exceeded(budget)) {
-        att_av_set_memory(error, o.max_decoder_bytes);
-        result = ATT_AV_MEMORY_LIMIT;
-        goto done;
-    }
-    if (code == AVERROR(E2BIG)) {
-        att_av_set(error, ATT_AV_MEMORY_LIMIT, "more frames than the limit allows", 0);
-        result = ATT_AV_MEMORY_LIMIT;
-        goto done;
-    }
-    if (code < 0) {
-        result = failed(w, error, "the media cannot be transcoded", code);
-        goto done;
-    }
-    result = att_av_writer_finish(w, bytes, length, error);
-done:
-    att_av_writer_close(w);
-    avcodec_free_context(&vd);
-    avcodec_free_context(&ad);
-    av_frame_free(&frame);
-    av_packet_free(&packet);
-    att_av_budget_release(budget);
-    return result;
 }

@@ -184,12 +184,69 @@ const char *att_ff_load(void);
 
 #include "attache_av.h"
 
+// MARK: - Bytes in memory (io.c)
+
+/// Bytes in memory read as a file, through pointers to where they are and how many there are:
+/// a buffer being written (faststart's second pass reads back what the muxer wrote) may move
+/// and grow while it is read.
+typedef struct {
+    const uint8_t *const *data;
+    const size_t *length;
+    int64_t position;
+} att_io_reader;
+
+/// A growable buffer a muxer writes and seeks in, refusing (EFBIG, `over` set) past `max`.
+typedef struct {
+    uint8_t *data;
+    size_t size;
+    size_t capacity;
+    int64_t position;
+    int64_t max;
+    int over;
+} att_io_buffer;
+
+/// libavformat's read and seek callbacks over an att_io_reader.
+int att_io_read(void *reader, uint8_t *bytes, int count);
+int64_t att_io_seek(void *reader, int64_t offset, int whence);
+/// An I/O context with a 64 KiB chunk: reading an att_io_reader, or (writable) writing an
+/// att_io_buffer. NULL when out of memory.
+AVIOContext *att_io_context(void *opaque, int writable);
+/// Frees a context from att_io_context (its chunk too) and sets it to NULL.
+void att_io_context_free(AVIOContext **io);
+
+// MARK: - ISO media boxes (iso.c)
+
+/// What one walk over an ISO file's top-level boxes (MP4, MOV, M4A) says before libavformat
+/// reads it.
+typedef struct {
+    /// `trak` boxes inside `moov`.
+    int tracks;
+    /// `moov` comes before `mdat` (faststart).
+    int index_first;
+    /// The box the file ends inside ("mdat", "moov", "a"), or NULL when none is cut.
+    const char *cut;
+} att_iso_layout;
+
+/// Walks the top-level boxes of `data` when it starts with `ftyp`; 0 when it does not.
+int att_iso_walk(const uint8_t *data, size_t length, att_iso_layout *layout);
+
+// MARK: - The writer's steps (encode.c), for transcodes (transcode.c)
+
+/// Encodes one picture (planes in `format`, or RGBA when `from_rgb`) at `pts`; an FFmpeg code.
+int att_av_writer_picture(
+    att_av_writer *w, const uint8_t *const planes[4], const int strides[4], int width, int height, int format,
+    int from_rgb, int64_t pts, int64_t duration);
+/// Encodes decoded audio (NULL: flushes what the resampler and the FIFO hold); an FFmpeg code.
+int att_av_writer_samples(att_av_writer *w, const AVFrame *decoded);
+/// Fills `error` for a failed step (the byte cap when the output passed it) and returns its status.
+int att_av_writer_failed(att_av_writer *w, att_av_error *error, const char *what, int code);
+
 struct att_av {
     AVFormatContext *format;
     AVIOContext *io;
     const uint8_t *data;
     size_t length;
-    int64_t position;
+    att_io_reader reader;
     const uint64_t *deadline;
 };
 
