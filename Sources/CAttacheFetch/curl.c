@@ -1,6 +1,6 @@
 // libcurl shim: one att_transfer per request, with its options, its collected body and the
 // callbacks that enforce the fetch policy. See attache_fetch.h.
-#include "attache_fetch.h"
+#include "transfer.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -13,43 +13,12 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-struct att_transfer {
-    CURL *easy;
-    struct curl_slist *resolve;
-    struct curl_slist *headers;
-    uint8_t *body;
-    size_t size;
-    size_t capacity;
-    int64_t max_bytes;
-    int64_t category_caps[4];
-    int64_t animation_cap_bytes;
-    int32_t address_flags;
-    int32_t sniff_bytes;
-    int sniffed;
-    att_sniff_fn sniff;
-    int32_t kind;
-    att_media_category cap_category;
-    int64_t *budget;
-    /// Bytes taken from the budget for this transfer (a declared length, then what came past it).
-    int64_t reserved;
-    /// Body bytes libcurl handed over (kept or refused).
-    int64_t received;
-    /// Header bytes of the response being read, and the Content-Length it declared (-1: none yet).
-    size_t header_bytes;
-    int64_t declared_length;
-    att_abort_reason abort_reason;
-    atomic_int cancelled;
-    uint64_t tag;
-    char **allowed_hosts;
-    char detail[96];
-    char error[CURL_ERROR_SIZE];
-};
 
 static void set_detail(att_transfer *t, const char *text) {
     snprintf(t->detail, sizeof t->detail, "%s", text);
 }
 
-static int run_sniff(att_transfer *t) {
+int att_transfer_sniff(att_transfer *t) {
     t->sniffed = 1;
     if (t->sniff == NULL) return 0;
     char name[64] = {0};
@@ -138,7 +107,7 @@ static size_t on_write(char *data, size_t size, size_t count, void *user) {
     }
     memcpy(t->body + t->size, data, n);
     t->size += n;
-    if (!t->sniffed && t->sniff_bytes > 0 && t->size >= (size_t)t->sniff_bytes && run_sniff(t)) {
+    if (!t->sniffed && t->sniff_bytes > 0 && t->size >= (size_t)t->sniff_bytes && att_transfer_sniff(t)) {
         return CURL_WRITEFUNC_ERROR;
     }
     return n;
@@ -313,6 +282,7 @@ static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_of
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static void global_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+void att_curl_global_init(void) { pthread_once(&global_once, global_init); }
 
 #define SET(option, value)                                                                     \
     do {                                                                                       \
@@ -325,7 +295,7 @@ static void global_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
     } while (0)
 
 att_transfer *att_transfer_new(const att_transfer_options *o, char *error) {
-    pthread_once(&global_once, global_init);
+    att_curl_global_init();
     att_transfer *t = calloc(1, sizeof *t);
     if (t == NULL) {
         snprintf(error, 256, "out of memory");
@@ -427,191 +397,3 @@ void att_transfer_set_tag(att_transfer *t, uint64_t tag) { t->tag = tag; }
 uint64_t att_transfer_tag(att_transfer *t) { return t->tag; }
 
 int32_t att_transfer_perform(att_transfer *t) { return (int32_t)curl_easy_perform(t->easy); }
-
-// Copies `value` whole into `out`, or leaves `out` empty and sets `flag` in `too_long`: a value
-// is never cut and taken as whole.
-static void fit(char *out, size_t capacity, const char *value, uint32_t flag, uint32_t *too_long) {
-    out[0] = 0;
-    if (value == NULL) return;
-    size_t length = strlen(value);
-    if (length >= capacity) {
-        *too_long |= flag;
-        return;
-    }
-    memcpy(out, value, length + 1);
-}
-
-static void copy_header(CURL *easy, const char *name, char *out, size_t capacity, uint32_t flag, uint32_t *too_long) {
-    struct curl_header *header = NULL;
-    out[0] = 0;
-    if (curl_easy_header(easy, name, 0, CURLH_HEADER, -1, &header) == CURLHE_OK && header != NULL) {
-        fit(out, capacity, header->value, flag, too_long);
-    }
-}
-
-static att_fetch_failure classify(int32_t code) {
-    switch ((CURLcode)code) {
-    case CURLE_OK: return ATT_FAILURE_NONE;
-    case CURLE_UNSUPPORTED_PROTOCOL: return ATT_FAILURE_SCHEME;
-    case CURLE_URL_MALFORMAT: return ATT_FAILURE_URL;
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY: return ATT_FAILURE_DNS;
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_GOT_NOTHING:
-    case CURLE_SEND_ERROR: return ATT_FAILURE_CONNECT;
-    case CURLE_RECV_ERROR: return ATT_FAILURE_RECEIVE;
-    case CURLE_PARTIAL_FILE:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM: return ATT_FAILURE_PARTIAL;
-    case CURLE_HTTP_RETURNED_ERROR: return ATT_FAILURE_HTTP_STATUS;
-    case CURLE_OPERATION_TIMEDOUT: return ATT_FAILURE_TIMEOUT;
-    case CURLE_TOO_MANY_REDIRECTS: return ATT_FAILURE_TOO_MANY_REDIRECTS;
-    case CURLE_FILESIZE_EXCEEDED: return ATT_FAILURE_FILE_SIZE;
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CIPHER:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_SHUTDOWN_FAILED:
-    case CURLE_SSL_CRL_BADFILE:
-    case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-    case CURLE_SSL_INVALIDCERTSTATUS: return ATT_FAILURE_TLS;
-    case CURLE_WEIRD_SERVER_REPLY:
-    case CURLE_BAD_CONTENT_ENCODING: return ATT_FAILURE_BAD_RESPONSE;
-    case CURLE_ABORTED_BY_CALLBACK: return ATT_FAILURE_ABORTED;
-    default: return ATT_FAILURE_OTHER;
-    }
-}
-
-void att_transfer_result_fill(att_transfer *t, int32_t curl_code, att_transfer_result *r) {
-    memset(r, 0, sizeof *r);
-    // A body that ends cleanly but shorter than the early-check length is checked now.
-    if (curl_code == CURLE_OK && !t->sniffed && t->sniff_bytes > 0 && t->size > 0 && run_sniff(t)) {
-        curl_code = CURLE_WRITE_ERROR;
-    }
-    // A reservation the body did not use goes back to the budget.
-    if (t->budget != NULL && t->reserved > (int64_t)t->size) {
-        att_budget_give(t->budget, t->reserved - (int64_t)t->size);
-        t->reserved = (int64_t)t->size;
-    }
-    r->curl_code = curl_code;
-    r->failure = classify(curl_code);
-    // Answers that are not HTTP, and header lines past libcurl's own limit, which it reports in
-    // words of its own ("Received HTTP/0.9", out of memory before any body byte).
-    if (curl_code == CURLE_UNSUPPORTED_PROTOCOL && strstr(t->error, "HTTP/0.9") != NULL) {
-        r->failure = ATT_FAILURE_BAD_RESPONSE;
-    }
-    if ((curl_code == CURLE_OUT_OF_MEMORY && t->received == 0) ||
-        (curl_code == CURLE_RECV_ERROR && strstr(t->error, "Too large response headers") != NULL)) {
-        r->failure = ATT_FAILURE_HEADER_TOO_LARGE;
-    }
-    r->body_bytes = t->received;
-    r->abort_reason = t->abort_reason;
-    r->cap_category = t->cap_category;
-    r->kind = t->kind;
-    long status = 0, redirects = 0;
-    curl_off_t length = -1;
-    double seconds = 0;
-    char *url = NULL, *type = NULL, *ip = NULL;
-    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_COUNT, &redirects);
-    curl_easy_getinfo(t->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
-    curl_easy_getinfo(t->easy, CURLINFO_TOTAL_TIME, &seconds);
-    curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
-    curl_easy_getinfo(t->easy, CURLINFO_CONTENT_TYPE, &type);
-    curl_easy_getinfo(t->easy, CURLINFO_PRIMARY_IP, &ip);
-    r->http_status = status;
-    r->redirects = redirects;
-    r->content_length = length;
-    r->total_seconds = seconds;
-    curl_off_t phase = 0;
-    curl_easy_getinfo(t->easy, CURLINFO_NAMELOOKUP_TIME_T, &phase);
-    r->name_lookup_seconds = (double)phase / 1e6;
-    phase = 0;
-    curl_easy_getinfo(t->easy, CURLINFO_CONNECT_TIME_T, &phase);
-    r->connect_seconds = (double)phase / 1e6;
-    phase = 0;
-    curl_easy_getinfo(t->easy, CURLINFO_APPCONNECT_TIME_T, &phase);
-    r->tls_seconds = (double)phase / 1e6;
-    phase = 0;
-    curl_easy_getinfo(t->easy, CURLINFO_STARTTRANSFER_TIME_T, &phase);
-    r->first_byte_seconds = (double)phase / 1e6;
-    long port = 0;
-    curl_easy_getinfo(t->easy, CURLINFO_PRIMARY_PORT, &port);
-    r->primary_port = (int32_t)port;
-    snprintf(r->detail, sizeof r->detail, "%s", t->detail);
-    snprintf(r->error, sizeof r->error, "%s", t->error[0] ? t->error : curl_easy_strerror(curl_code));
-    r->effective_url = url != NULL ? url : "";
-    fit(r->content_type, sizeof r->content_type, type, 2, &r->too_long);
-    if (ip) snprintf(r->primary_ip, sizeof r->primary_ip, "%s", ip);
-    copy_header(t->easy, "ETag", r->etag, sizeof r->etag, 4, &r->too_long);
-    copy_header(t->easy, "Last-Modified", r->last_modified, sizeof r->last_modified, 8, &r->too_long);
-}
-
-uint8_t *att_transfer_take_body(att_transfer *t, size_t *count) {
-    uint8_t *body = t->body;
-    *count = t->size;
-    t->body = NULL;
-    t->size = t->capacity = 0;
-    return body;
-}
-
-// MARK: - Multi
-
-struct att_multi {
-    CURLM *handle;
-};
-
-att_multi *att_multi_new(int32_t max_host_connections, int32_t max_total_connections) {
-    att_multi *m = calloc(1, sizeof *m);
-    if (m == NULL) return NULL;
-    pthread_once(&global_once, global_init);
-    m->handle = curl_multi_init();
-    if (m->handle == NULL) {
-        free(m);
-        return NULL;
-    }
-    curl_multi_setopt(m->handle, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
-    curl_multi_setopt(m->handle, CURLMOPT_MAX_HOST_CONNECTIONS, (long)max_host_connections);
-    curl_multi_setopt(m->handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)max_total_connections);
-    return m;
-}
-
-void att_multi_free(att_multi *m) {
-    if (m == NULL) return;
-    curl_multi_cleanup(m->handle);
-    free(m);
-}
-
-int32_t att_multi_add(att_multi *m, att_transfer *t) {
-    return curl_multi_add_handle(m->handle, t->easy) == CURLM_OK ? 0 : -1;
-}
-
-int32_t att_multi_run(att_multi *m, int32_t timeout_ms) {
-    // Wait first, then drive: every transfer finished by this perform is read by the caller
-    // before the next wait, so a finished transfer never sits behind a poll timeout. Newly
-    // added transfers carry an expire-now timer, so the wait returns at once for them.
-    int running = 0;
-    if (curl_multi_poll(m->handle, NULL, 0, timeout_ms, NULL) != CURLM_OK) return -1;
-    if (curl_multi_perform(m->handle, &running) != CURLM_OK) return -1;
-    return running;
-}
-
-att_transfer *att_multi_next_done(att_multi *m, int32_t *curl_code) {
-    int queued = 0;
-    CURLMsg *message;
-    while ((message = curl_multi_info_read(m->handle, &queued)) != NULL) {
-        if (message->msg != CURLMSG_DONE) continue;
-        att_transfer *t = NULL;
-        curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&t);
-        *curl_code = (int32_t)message->data.result;
-        curl_multi_remove_handle(m->handle, message->easy_handle);
-        return t;
-    }
-    return NULL;
-}
-
-void att_multi_wakeup(att_multi *m) { curl_multi_wakeup(m->handle); }
-
-const char *att_curl_version(void) { return curl_version(); }
