@@ -246,7 +246,9 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         let done = context.eventLoop.makePromise(of: Void.self)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: done)
         try? options?.setOption(Self.cork, value: 0)
-        let (metrics, logger, lines, status, length) = (self.metrics, self.logger, self.lines, entry.status, entry.length)
+        let (metrics, logger, lines, status, length) = (
+            self.metrics, self.logger, self.lines, entry.status, entry.length
+        )
         sending += 1
         // Completed on this event loop: the handler, its context and the entry stay on it.
         done.futureResult.assumeIsolated().whenComplete { result in

@@ -260,7 +260,8 @@ final class SettingsReading {
     func logging() -> (level: String, format: String) {
         let level = (text("logLevel") ?? "info").lowercased()
         if !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(level) {
-            problem("logLevel", "'\(level)' is not a log level (trace, debug, info, notice, warning, error or critical)")
+            problem(
+                "logLevel", "'\(level)' is not a log level (trace, debug, info, notice, warning, error or critical)")
         }
         let format = (text("logFormat") ?? "text").lowercased()
         if !["text", "json"].contains(format) { problem("logFormat", "'\(format)' is not text or json") }
