@@ -91,6 +91,85 @@ int att_av_writer_failed(att_av_writer *w, att_av_error *error, const char *what
 
 static int interrupted(void *opaque) { return att_av_passed(((att_av_writer *)opaque)->deadline); }
 
+// The H.264 encoder (libx264, High profile, one thread, the source's colour tags and display
+// matrix kept) and its stream. -1 (error set) when it cannot start.
+static int open_video(att_av_writer *w, const AVCodec *h264, att_av_error *error) {
+    const att_av_output *o = &w->output;
+    AVCodecContext *c = w->video = avcodec_alloc_context3(h264);
+    w->video_stream = avformat_new_stream(w->mux, NULL);
+    w->picture = av_frame_alloc();
+    if (c == NULL || w->video_stream == NULL || w->picture == NULL) {
+        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
+        return -1;
+    }
+    c->width = o->width;
+    c->height = o->height;
+    c->pix_fmt = AV_PIX_FMT_YUV420P;
+    c->time_base = (AVRational){o->time_base_num, o->time_base_den};
+    if (o->frame_rate > 0) c->framerate = (AVRational){(int)(o->frame_rate * 1000 + 0.5), 1000};
+    c->sample_aspect_ratio = (AVRational){1, 1};
+    c->thread_count = 1;
+    c->color_range = AVCOL_RANGE_MPEG;
+    if (o->color_primaries > 0) c->color_primaries = o->color_primaries;
+    if (o->color_trc > 0) c->color_trc = o->color_trc;
+    if (o->colorspace > 0) c->colorspace = o->colorspace;
+    if (o->bit_rate > 0) c->bit_rate = o->bit_rate;
+    if (o->max_rate > 0) {
+        c->rc_max_rate = o->max_rate;
+        c->rc_buffer_size = (int)(o->max_rate * 2 > INT32_MAX ? INT32_MAX : o->max_rate * 2);
+    }
+    if (w->mux->oformat->flags & AVFMT_GLOBALHEADER) c->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+    av_opt_set(c->priv_data, "preset", o->preset[0] ? o->preset : "veryfast", 0);
+    av_opt_set(c->priv_data, "profile", "high", 0);
+    if (o->bit_rate <= 0) av_opt_set_int(c->priv_data, "crf", o->crf > 0 ? o->crf : 23, 0);
+    if (o->no_b_frames) c->max_b_frames = 0;
+    w->picture->format = AV_PIX_FMT_YUV420P;
+    w->picture->width = o->width;
+    w->picture->height = o->height;
+    int code = av_frame_get_buffer(w->picture, 0);
+    if (code >= 0) code = avcodec_open2(c, h264, NULL);
+    if (code >= 0) code = avcodec_parameters_from_context(w->video_stream->codecpar, c);
+    if (code < 0) {
+        att_av_writer_failed(w, error, "the H.264 encoder cannot start", code);
+        return -1;
+    }
+    w->video_stream->time_base = c->time_base;
+    if (o->has_matrix) {
+        uint8_t *matrix = av_stream_new_side_data(w->video_stream, AV_PKT_DATA_DISPLAYMATRIX, sizeof o->display_matrix);
+        if (matrix) memcpy(matrix, o->display_matrix, sizeof o->display_matrix);
+    }
+    return 0;
+}
+
+// The AAC encoder (float planar, mono or stereo, one thread), its FIFO of samples and its
+// stream. -1 (error set) when it cannot start.
+static int open_audio(att_av_writer *w, const AVCodec *aac, att_av_error *error) {
+    const att_av_output *o = &w->output;
+    AVCodecContext *c = w->audio = avcodec_alloc_context3(aac);
+    w->audio_stream = avformat_new_stream(w->mux, NULL);
+    w->samples = av_frame_alloc();
+    if (c == NULL || w->audio_stream == NULL || w->samples == NULL) {
+        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
+        return -1;
+    }
+    c->sample_fmt = AV_SAMPLE_FMT_FLTP;
+    c->sample_rate = o->sample_rate > 0 ? o->sample_rate : 44100;
+    av_channel_layout_default(&c->ch_layout, o->channels == 1 ? 1 : 2);
+    c->bit_rate = o->audio_bit_rate;
+    c->time_base = (AVRational){1, c->sample_rate};
+    c->thread_count = 1;
+    if (w->mux->oformat->flags & AVFMT_GLOBALHEADER) c->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+    int code = avcodec_open2(c, aac, NULL);
+    if (code >= 0) code = avcodec_parameters_from_context(w->audio_stream->codecpar, c);
+    w->fifo = code >= 0 ? av_audio_fifo_alloc(c->sample_fmt, c->ch_layout.nb_channels, c->frame_size * 4) : NULL;
+    if (code < 0 || w->fifo == NULL) {
+        att_av_writer_failed(w, error, "the AAC encoder cannot start", code < 0 ? code : AVERROR(ENOMEM));
+        return -1;
+    }
+    w->audio_stream->time_base = c->time_base;
+    return 0;
+}
+
 att_av_writer *att_av_writer_open(const att_av_output *o, const uint64_t *deadline, att_av_error *error) {
     const char *load_error = att_ff_load();
     if (load_error != NULL) {
@@ -135,78 +214,9 @@ att_av_writer *att_av_writer_open(const att_av_output *o, const uint64_t *deadli
     w->mux->io_close2 = close_own_output;
     w->mux->interrupt_callback.callback = interrupted;
     w->mux->interrupt_callback.opaque = w;
-    if (video) {
-        AVCodecContext *c = w->video = avcodec_alloc_context3(h264);
-        w->video_stream = avformat_new_stream(w->mux, NULL);
-        w->picture = av_frame_alloc();
-        if (c == NULL || w->video_stream == NULL || w->picture == NULL) {
-            att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
-            att_av_writer_close(w);
-            return NULL;
-        }
-        c->width = o->width;
-        c->height = o->height;
-        c->pix_fmt = AV_PIX_FMT_YUV420P;
-        c->time_base = (AVRational){o->time_base_num, o->time_base_den};
-        if (o->frame_rate > 0) c->framerate = (AVRational){(int)(o->frame_rate * 1000 + 0.5), 1000};
-        c->sample_aspect_ratio = (AVRational){1, 1};
-        c->thread_count = 1;
-        c->color_range = AVCOL_RANGE_MPEG;
-        if (o->color_primaries > 0) c->color_primaries = o->color_primaries;
-        if (o->color_trc > 0) c->color_trc = o->color_trc;
-        if (o->colorspace > 0) c->colorspace = o->colorspace;
-        if (o->bit_rate > 0) c->bit_rate = o->bit_rate;
-        if (o->max_rate > 0) {
-            c->rc_max_rate = o->max_rate;
-            c->rc_buffer_size = (int)(o->max_rate * 2 > INT32_MAX ? INT32_MAX : o->max_rate * 2);
-        }
-        if (w->mux->oformat->flags & AVFMT_GLOBALHEADER) c->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
-        av_opt_set(c->priv_data, "preset", o->preset[0] ? o->preset : "veryfast", 0);
-        av_opt_set(c->priv_data, "profile", "high", 0);
-        if (o->bit_rate <= 0) av_opt_set_int(c->priv_data, "crf", o->crf > 0 ? o->crf : 23, 0);
-        if (o->no_b_frames) c->max_b_frames = 0;
-        w->picture->format = AV_PIX_FMT_YUV420P;
-        w->picture->width = o->width;
-        w->picture->height = o->height;
-        code = av_frame_get_buffer(w->picture, 0);
-        if (code >= 0) code = avcodec_open2(c, h264, NULL);
-        if (code >= 0) code = avcodec_parameters_from_context(w->video_stream->codecpar, c);
-        if (code < 0) {
-            att_av_writer_failed(w, error, "the H.264 encoder cannot start", code);
-            att_av_writer_close(w);
-            return NULL;
-        }
-        w->video_stream->time_base = c->time_base;
-        if (o->has_matrix) {
-            uint8_t *matrix = av_stream_new_side_data(w->video_stream, AV_PKT_DATA_DISPLAYMATRIX, sizeof o->display_matrix);
-            if (matrix) memcpy(matrix, o->display_matrix, sizeof o->display_matrix);
-        }
-    }
-    if (audio) {
-        AVCodecContext *c = w->audio = avcodec_alloc_context3(aac);
-        w->audio_stream = avformat_new_stream(w->mux, NULL);
-        w->samples = av_frame_alloc();
-        if (c == NULL || w->audio_stream == NULL || w->samples == NULL) {
-            att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
-            att_av_writer_close(w);
-            return NULL;
-        }
-        c->sample_fmt = AV_SAMPLE_FMT_FLTP;
-        c->sample_rate = o->sample_rate > 0 ? o->sample_rate : 44100;
-        av_channel_layout_default(&c->ch_layout, o->channels == 1 ? 1 : 2);
-        c->bit_rate = o->audio_bit_rate;
-        c->time_base = (AVRational){1, c->sample_rate};
-        c->thread_count = 1;
-        if (w->mux->oformat->flags & AVFMT_GLOBALHEADER) c->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
-        code = avcodec_open2(c, aac, NULL);
-        if (code >= 0) code = avcodec_parameters_from_context(w->audio_stream->codecpar, c);
-        w->fifo = code >= 0 ? av_audio_fifo_alloc(c->sample_fmt, c->ch_layout.nb_channels, c->frame_size * 4) : NULL;
-        if (code < 0 || w->fifo == NULL) {
-            att_av_writer_failed(w, error, "the AAC encoder cannot start", code < 0 ? code : AVERROR(ENOMEM));
-            att_av_writer_close(w);
-            return NULL;
-        }
-        w->audio_stream->time_base = c->time_base;
+    if ((video && open_video(w, h264, error) < 0) || (audio && open_audio(w, aac, error) < 0)) {
+        att_av_writer_close(w);
+        return NULL;
     }
     AVDictionary *options = NULL;
     // The index first (the device plays while it downloads), by a second pass in memory.

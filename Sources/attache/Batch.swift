@@ -90,6 +90,7 @@ struct BatchCommand: AsyncParsableCommand {
         }
         // Checked before anything runs, not found out after a long batch.
         if let report { try OptionChecks.writableFile(report, "--report") }
+        if let metricsFile { try OptionChecks.writableFile(metricsFile, "--metrics-file") }
         try OptionChecks.writableFile(manifestPath, manifest != nil ? "--manifest" : "the manifest (named after --out)")
         if let out, out.hasSuffix(".jsonl") { try OptionChecks.writableFile(out, "--out") }
         if let campaign, campaign.isEmpty || campaign.utf8.count > 200 {

@@ -118,14 +118,7 @@ public final class Pipeline: Sendable {
         }
         var shape = OutputShape(key: key, categories: configuration.categories)
         do throws(AttacheError) {
-            var recipient = try seal?.get()
-            if recipient == nil { recipient = try content.sealRequest() }
-            if recipient == nil { recipient = configuration.sealTo }
-            if let recipient {
-                shape.seal = .init(
-                    recipient: recipient, placeholder: configuration.sealPlaceholder, members: configuration.sealMembers
-                )
-            }
+            shape.seal = try sealShape(content, asked: seal)
         } catch {
             // A seal asked for and impossible: the placeholder goes out, nothing it would hide.
             let withheld = PayloadFrame.withheld(
@@ -148,16 +141,7 @@ public final class Pipeline: Sendable {
         guard !found.isEmpty else { return written([]) }
         // A payload that leaves no room for even the smallest entry gets none: nothing is
         // fetched for it (say, a payload already over 4096 bytes).
-        let smallest = AttachmentDescriptor.smallestEntrySize(baseURL: configuration.baseURL, sealed: shape.seal != nil)
-        // A kind changes the frame only through its category: one frame per category there is.
-        let kinds = Dictionary(
-            ["image", "audio", "video"].map { (shape.categories?.category(for: $0), $0) },
-            uniquingKeysWith: { a, _ in a })
-        let roomless = kinds.values.allSatisfy { kind in
-            PayloadFrame(content: content, shape: shape, kind: kind, actions: false, moved: moved).size(smallest)
-                > configuration.maxPayloadBytes
-        }
-        if roomless {
+        if roomless(content, shape: shape, moved: moved) {
             return written(
                 found.map { source in
                     var outcome = AttachmentOutcome(url: source.url, convention: source.convention)
@@ -179,6 +163,34 @@ public final class Pipeline: Sendable {
                 source, deadline: deadline, budgets: budgets, sealed: sealed, group: WorkGroup.payload(of: tenant))
         }
         return written(outcomes + skipped, unfinished: unfinished)
+    }
+}
+
+extension Pipeline {
+    /// The seal a payload goes out under: the caller's, else the payload's own `attache-seal`,
+    /// else the configured one; nil for none.
+    func sealShape(
+        _ content: NotificationContent, asked: Result<SealRecipient, AttacheError>?
+    ) throws(AttacheError) -> OutputShape.Seal? {
+        var recipient = try asked?.get()
+        if recipient == nil { recipient = try content.sealRequest() }
+        if recipient == nil { recipient = configuration.sealTo }
+        guard let recipient else { return nil }
+        return .init(
+            recipient: recipient, placeholder: configuration.sealPlaceholder, members: configuration.sealMembers)
+    }
+
+    /// Whether the payload leaves no room for even the smallest entry, in every frame its
+    /// kinds could have (a kind changes the frame only through its category).
+    func roomless(_ content: NotificationContent, shape: OutputShape, moved: [String]) -> Bool {
+        let smallest = AttachmentDescriptor.smallestEntrySize(baseURL: configuration.baseURL, sealed: shape.seal != nil)
+        let kinds = Dictionary(
+            ["image", "audio", "video"].map { (shape.categories?.category(for: $0), $0) },
+            uniquingKeysWith: { a, _ in a })
+        return kinds.values.allSatisfy { kind in
+            PayloadFrame(content: content, shape: shape, kind: kind, actions: false, moved: moved).size(smallest)
+                > configuration.maxPayloadBytes
+        }
     }
 }
 
