@@ -3,6 +3,17 @@ internal import CAttacheCodecs
 
 /// JPEG, PNG and WebP encoders over libjpeg-turbo, libpng and libwebp.
 enum Encoders {
+    /// An animation's still (its first frame, or its poster), the one rule for every
+    /// animated kind: PNG when it has transparency, else JPEG (an alpha channel that is opaque
+    /// everywhere dropped first). The image it encoded comes back with its bytes.
+    static func still(
+        _ image: PixelImage, spec: RenditionSpec
+    ) throws(AttacheError) -> (kind: MediaKind, data: [UInt8], image: PixelImage) {
+        let image = image.droppingOpaqueAlpha()
+        if image.channels == 4 { return (.png, try png(image, level: spec.pngCompressionLevel), image) }
+        return (.jpeg, try jpeg(image, quality: spec.jpegQuality), image)
+    }
+
     /// Baseline JPEG, optimised Huffman tables, 4:2:0 chroma; gray stays one channel.
     static func jpeg(_ image: PixelImage, quality: Int) throws(AttacheError) -> [UInt8] {
         precondition(image.channels == 1 || image.channels == 3)

@@ -162,33 +162,29 @@ extension ImageProcessor {
                     + "screen (max_total_frame_pixels)")
             keep = shown
         }
-        var maxSide = spec.maxSide(forWidth: info.width, height: info.height)
+        let maxSide = spec.maxSide(forWidth: info.width, height: info.height)
         try deadline.expect(
             workEstimate(
                 info, frames: keep, output: RenditionSpec.fit(width: info.width, height: info.height, into: maxSide),
                 spec: spec))
-        for _ in 0..<8 {
-            var rendition = try renderGIF(
+        let outcome = try AnimationBudget.fit(
+            frames: info.frames, keep: keep, maxSide: maxSide, spec: spec, actions: actions
+        ) { (keep, maxSide) throws(AttacheError) in
+            let made = try renderGIF(
                 bytes, info: info, keep: keep, maxSide: maxSide, spec: spec, limits: limits, deadline: deadline)
-            let size = rendition.data.count
-            if size <= spec.gifMaxBytes || (keep == 1 && maxSide <= 16) {
-                rendition.actions = actions
-                return rendition
-            }
-            let ratio = Double(size) / Double(spec.gifMaxBytes)
-            let floor = min(keep, max(1, min(10, info.frames)))
-            if keep > floor {
-                let next = max(floor, Int(Double(keep) / ratio * 0.9))
-                actions.append("dropped \(keep - next) more frames to fit \(spec.gifMaxBytes) bytes (\(size) bytes)")
-                keep = next
-            } else {
-                let next = max(
-                    16, Int(Double(min(maxSide, max(rendition.width, rendition.height))) / ratio.squareRoot() * 0.9))
-                actions.append("shrank to \(next) px to fit \(spec.gifMaxBytes) bytes (\(size) bytes)")
-                maxSide = next
-            }
+            return (made, made.data.count, max(made.width, made.height))
         }
-        throw AttacheError(.tooLarge, "gif: cannot fit \(spec.gifMaxBytes) bytes", limit: .gifMaxBytes)
+        switch outcome {
+        case .fits(var rendition, let actions):
+            rendition.actions = actions
+            return rendition
+        // One frame at 16 px is as small as a GIF gets: it is kept, whatever its bytes.
+        case .over(var rendition, let keep, let maxSide, let actions) where keep == 1 && maxSide <= 16:
+            rendition.actions = actions
+            return rendition
+        case .over:
+            throw AttacheError(.tooLarge, "gif: cannot fit \(spec.gifMaxBytes) bytes", limit: .gifMaxBytes)
+        }
     }
 
     /// How many of `keep` frames can be shown within the work budget. Two costs are counted,
@@ -398,13 +394,9 @@ extension ImageProcessor {
         stillSpec.gifMaxBytes = RenditionSpec().gifMaxBytes
         stillSpec.gifDither = false
         let gif = try renderGIF(bytes, spec: stillSpec, limits: limits)
-        let image = gif.poster.droppingOpaqueAlpha()
-        let data =
-            image.channels == 4
-            ? try Encoders.png(image, level: spec.pngCompressionLevel)
-            : try Encoders.jpeg(image, quality: spec.jpegQuality)
+        let still = try Encoders.still(gif.poster, spec: spec)
         return Rendition(
-            kind: image.channels == 4 ? .png : .jpeg, width: gif.width, height: gif.height, data: data,
+            kind: still.kind, width: gif.width, height: gif.height, data: still.data,
             source: ImageInfo(gif.source), frames: 1, posterFrame: gif.posterFrame, posterTime: gif.posterTime)
     }
 }

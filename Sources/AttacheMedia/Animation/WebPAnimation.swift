@@ -17,49 +17,50 @@ enum WebPAnimation {
         let (width, height, frames) = (Int(header.width), Int(header.height), Int(header.frames))
         let loopCount = gifLoopCount(header)
         var actions: [String] = []
-        var keep = min(frames, max(1, spec.gifMaxFrames))
+        let keep = min(frames, max(1, spec.gifMaxFrames))
         if keep < frames { actions.append("dropped \(frames - keep) of \(frames) frames (max_frames)") }
-        var maxSide = spec.maxSide(forWidth: width, height: height)
-        for _ in 0..<8 {
+        let outcome = try AnimationBudget.fit(
+            frames: frames, keep: keep, maxSide: spec.maxSide(forWidth: width, height: height), spec: spec,
+            actions: actions
+        ) { (keep, maxSide) throws(AttacheError) in
             let gif = try encode(
                 bytes, limits: limits, keep: keep, maxSide: maxSide, loopCount: loopCount, spec: spec,
                 deadline: deadline)
-            let size = gif.data.count
-            if size <= spec.gifMaxBytes {
-                var source = ImageInfo(
-                    kind: .webp, width: width, height: height, frames: frames, orientation: .up, isProgressive: false)
-                (source.loopCount, source.duration) = (loopCount, gif.duration)
-                var rendition = Rendition(
-                    kind: .gif, width: gif.width, height: gif.height, data: gif.data, source: source,
-                    frames: gif.frames, posterFrame: 0, posterTime: 0, actions: actions)
-                rendition.pixels = gif.first
-                if let smallSide, max(gif.width, gif.height) > smallSide {
-                    let target = RenditionSpec.fit(width: gif.width, height: gif.height, into: smallSide)
-                    let small = try ImageProcessor.resampleImage(gif.first, target: target)
-                    rendition.small = SmallRendition(
-                        width: small.width, height: small.height, data: try ImageProcessor.stillGIF(small))
-                }
-                return rendition
-            }
-            let ratio = Double(size) / Double(spec.gifMaxBytes)
-            let floor = min(keep, max(1, min(10, frames)))
-            if keep > floor {
-                let next = max(floor, Int(Double(keep) / ratio * 0.9))
-                actions.append("dropped \(keep - next) more frames to fit \(spec.gifMaxBytes) bytes (\(size) bytes)")
-                keep = next
-            } else if maxSide > 16 {
-                let next = max(16, Int(Double(min(maxSide, max(gif.width, gif.height))) / ratio.squareRoot() * 0.9))
-                actions.append("shrank to \(next) px to fit \(spec.gifMaxBytes) bytes (\(size) bytes)")
-                maxSide = next
-            } else {
-                break
-            }
+            return (gif, gif.data.count, max(gif.width, gif.height))
         }
-        // Past every budget: the first frame as a still.
-        var still = try still(bytes, spec: spec, limits: limits, deadline: deadline)
-        still.actions =
-            actions + ["a still of the first frame: the animation does not fit \(spec.gifMaxBytes) bytes as a GIF"]
-        return still
+        switch outcome {
+        case .fits(let gif, let actions):
+            return try rendition(
+                gif, actions: actions, width: width, height: height, frames: frames, loopCount: loopCount,
+                smallSide: smallSide)
+        case .over(_, _, _, let actions):
+            // Past every budget: the first frame as a still.
+            var still = try still(bytes, spec: spec, limits: limits, deadline: deadline)
+            still.actions =
+                actions + ["a still of the first frame: the animation does not fit \(spec.gifMaxBytes) bytes as a GIF"]
+            return still
+        }
+    }
+
+    /// The GIF made as the rendition (its first frame the poster, and the small rendition from it).
+    private static func rendition(
+        _ gif: Encoded, actions: [String], width: Int, height: Int, frames: Int, loopCount: Int?,
+        smallSide: Int?
+    ) throws(AttacheError) -> Rendition {
+        var source = ImageInfo(
+            kind: .webp, width: width, height: height, frames: frames, orientation: .up, isProgressive: false)
+        (source.loopCount, source.duration) = (loopCount, gif.duration)
+        var rendition = Rendition(
+            kind: .gif, width: gif.width, height: gif.height, data: gif.data, source: source,
+            frames: gif.frames, posterFrame: 0, posterTime: 0, actions: actions)
+        rendition.pixels = gif.first
+        if let smallSide, max(gif.width, gif.height) > smallSide {
+            let target = RenditionSpec.fit(width: gif.width, height: gif.height, into: smallSide)
+            let small = try ImageProcessor.resampleImage(gif.first, target: target)
+            rendition.small = SmallRendition(
+                width: small.width, height: small.height, data: try ImageProcessor.stillGIF(small))
+        }
+        return rendition
     }
 
     /// The first frame as a still: PNG when it has transparency, else JPEG.
@@ -70,16 +71,13 @@ enum WebPAnimation {
     {
         let header = try header(bytes, limits: limits)
         let (width, height, frames) = (Int(header.width), Int(header.height), Int(header.frames))
-        let first = try encode(
-            bytes, limits: limits, keep: 1, maxSide: spec.maxSide(forWidth: width, height: height),
-            loopCount: nil, spec: spec, deadline: deadline
-        ).first.droppingOpaqueAlpha()
-        let data =
-            first.channels == 4
-            ? try Encoders.png(first, level: spec.pngCompressionLevel)
-            : try Encoders.jpeg(first, quality: spec.jpegQuality)
+        let (kind, data, first) = try Encoders.still(
+            try encode(
+                bytes, limits: limits, keep: 1, maxSide: spec.maxSide(forWidth: width, height: height),
+                loopCount: nil, spec: spec, deadline: deadline
+            ).first, spec: spec)
         var rendition = Rendition(
-            kind: first.channels == 4 ? .png : .jpeg, width: first.width, height: first.height, data: data,
+            kind: kind, width: first.width, height: first.height, data: data,
             source: ImageInfo(
                 kind: .webp, width: width, height: height, frames: frames, orientation: .up, isProgressive: false),
             posterFrame: 0, posterTime: 0)
