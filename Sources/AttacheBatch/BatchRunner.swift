@@ -117,11 +117,7 @@ public final class BatchRunner: Sendable {
                 }
             }
         }
-        trace.end(state, error: failure)
-        if let failure { throw failure }
-        state.finished = true
-        progress(state)
-        return state
+        return try trace.finish(state, failure: failure, progress: progress)
     }
 }
 

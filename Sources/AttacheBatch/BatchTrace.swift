@@ -34,8 +34,21 @@ struct BatchTrace: Sendable {
         return result
     }
 
+    /// The run's end: its span closed with its totals; then its failure thrown, or its last
+    /// progress said (`finished` set) and returned.
+    func finish(
+        _ state: BatchRunner.Progress, failure: AttacheError?, progress: (BatchRunner.Progress) -> Void
+    ) throws(AttacheError) -> BatchRunner.Progress {
+        end(state, error: failure)
+        if let failure { throw failure }
+        var state = state
+        state.finished = true
+        progress(state)
+        return state
+    }
+
     /// Ends the run's span with its totals.
-    func end(_ progress: BatchRunner.Progress, error: AttacheError?) {
+    private func end(_ progress: BatchRunner.Progress, error: AttacheError?) {
         run.updateAttributes { attributes in
             attributes["attache.batch.total"] = progress.total
             attributes["attache.batch.done"] = progress.done

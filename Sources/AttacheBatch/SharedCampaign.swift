@@ -168,10 +168,6 @@ extension BatchRunner {
                 }
             }
         }
-        trace.end(state, error: failure)
-        if let failure { throw failure }
-        state.finished = true
-        progress(state)
-        return state
+        return try trace.finish(state, failure: failure, progress: progress)
     }
 }
