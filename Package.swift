@@ -62,6 +62,8 @@ let package = Package(
     ],
     targets: [
         // C shims: every variadic libcurl call and every libjpeg/libpng setjmp stays in C.
+        // What every C shim shares: att_error (a code and a message), the deadline cells.
+        .target(name: "CAttacheShim"),
         .target(
             name: "CAttacheFetch",
             linkerSettings: [.linkedLibrary("curl")]
@@ -79,6 +81,7 @@ let package = Package(
         ),
         .target(
             name: "CAttacheCodecs",
+            dependencies: ["CAttacheShim"],
             linkerSettings: [
                 .linkedLibrary("jpeg"),
                 .linkedLibrary("png16"),
@@ -95,6 +98,7 @@ let package = Package(
         // (objdetect), the cascade file from Debian's opencv-data.
         .target(
             name: "CAttacheFaces",
+            dependencies: ["CAttacheShim"],
             cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
             linkerSettings: [
                 .linkedLibrary("opencv_objdetect"),
@@ -107,6 +111,7 @@ let package = Package(
         // dlopen on first use so that a process never pays for them at start-up.
         .target(
             name: "CAttacheAV",
+            dependencies: ["CAttacheShim"],
             cSettings: withoutX264 ? [.define("ATT_AV_NO_X264")] : [],
             linkerSettings: [.linkedLibrary("dl")]
         ),
@@ -125,7 +130,7 @@ let package = Package(
         // Stages 2 and 3: validation and the transform (codecs, resampler, GIF).
         .target(
             name: "AttacheMedia",
-            dependencies: ["AttacheBase", "CAttacheCodecs", "CAttacheAV", "CAttacheFaces"],
+            dependencies: ["AttacheBase", "CAttacheShim", "CAttacheCodecs", "CAttacheAV", "CAttacheFaces"],
             swiftSettings: swiftSettings + pixelLoops
         ),
         // Stage 4: content-addressed objects, catalog, key ring and scoped tokens, and the backend on

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <libavutil/avstring.h>
 
 // Demuxers a notification's media may come in (the names FFmpeg 5.1 registers them under).
@@ -17,32 +16,18 @@ const char *const att_av_decoders =
     "mp2float,opus,vorbis,flac,alac,ac3,eac3,pcm_s16le,pcm_s16be,pcm_s24le,pcm_s24be,pcm_s32le,pcm_f32le,pcm_u8,"
     "pcm_mulaw,pcm_alaw,adpcm_ima_wav,adpcm_ms";
 
-void att_av_set(att_av_error *error, int32_t status, const char *what, int code) {
-    if (!error) return;
-    error->status = status;
+void att_av_set(att_error *error, int32_t status, const char *what, int code) {
     char reason[AV_ERROR_MAX_STRING_SIZE] = {0};
     if (code < 0) av_strerror(code, reason, sizeof reason);
-    snprintf(error->message, sizeof error->message, "%s%s%s", what, code < 0 ? ": " : "", code < 0 ? reason : "");
+    att_set_error(error, status, "%s%s%s", what, code < 0 ? ": " : "", code < 0 ? reason : "");
 }
 
-void att_av_set_memory(att_av_error *error, int64_t cap) {
-    if (!error) return;
-    error->status = ATT_AV_MEMORY_LIMIT;
-    snprintf(
-        error->message, sizeof error->message, "the decoder needs more than the decoder memory cap (%lld bytes)",
-        (long long)cap);
+void att_av_set_memory(att_error *error, int64_t cap) {
+    att_set_error(
+        error, ATT_ERR_MEMORY_LIMIT, "the decoder needs more than the decoder memory cap (%lld bytes)", (long long)cap);
 }
 
-int att_av_passed(const uint64_t *cell) {
-    if (cell == NULL) return 0;
-    uint64_t deadline = __atomic_load_n(cell, __ATOMIC_RELAXED);
-    if (deadline == 0) return 0;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec > deadline;
-}
-
-static int interrupted(void *opaque) { return att_av_passed(((att_av *)opaque)->deadline); }
+static int interrupted(void *opaque) { return att_deadline_passed(((att_av *)opaque)->deadline); }
 
 // Nothing but the bytes given: a demuxer that wants another file (a playlist, an external
 // data reference) is refused, with EACCES: many demuxers fail with a bare -1, which is EPERM.
@@ -52,13 +37,13 @@ static int refuse_open(struct AVFormatContext *s, AVIOContext **pb, const char *
 }
 
 int32_t att_av_status(int code) {
-    if (code == AVERROR_EXIT) return ATT_AV_TIMEOUT;
-    if (code == AVERROR(ENOMEM)) return ATT_AV_MEMORY_LIMIT;
-    if (code == AVERROR_EOF) return ATT_AV_TRUNCATED;
+    if (code == AVERROR_EXIT) return ATT_ERR_TIMEOUT;
+    if (code == AVERROR(ENOMEM)) return ATT_ERR_MEMORY_LIMIT;
+    if (code == AVERROR_EOF) return ATT_ERR_TRUNCATED;
     if (code == AVERROR_DEMUXER_NOT_FOUND || code == AVERROR_DECODER_NOT_FOUND || code == AVERROR_PATCHWELCOME ||
         code == AVERROR(EACCES))
-        return ATT_AV_UNSUPPORTED;
-    return ATT_AV_CORRUPT;
+        return ATT_ERR_UNSUPPORTED;
+    return ATT_ERR_CORRUPT;
 }
 
 static void name(char *out, size_t capacity, const char *value) { snprintf(out, capacity, "%s", value ? value : ""); }
@@ -116,10 +101,10 @@ static int demux_seconds(AVFormatContext *f, double max_seconds, double *seconds
 // reference), only the demuxers and decoders listed, FFmpeg's stream cap a few times the
 // caller's, the deadline polled. NULL (error set) when out of memory.
 static att_av *prepare(const uint8_t *data, size_t length, const att_av_limits *limits, const uint64_t *deadline,
-                       att_av_error *error) {
+                       att_error *error) {
     att_av *av = calloc(1, sizeof *av);
     if (av == NULL) {
-        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
+        att_av_set(error, ATT_ERR_MEMORY_LIMIT, "out of memory", 0);
         return NULL;
     }
     av->data = data;
@@ -129,7 +114,7 @@ static att_av *prepare(const uint8_t *data, size_t length, const att_av_limits *
     av->io = att_io_context(&av->reader, 0);
     av->format = avformat_alloc_context();
     if (av->io == NULL || av->format == NULL) {
-        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
+        att_av_set(error, ATT_ERR_MEMORY_LIMIT, "out of memory", 0);
         att_av_close(av);
         return NULL;
     }
@@ -153,7 +138,7 @@ static att_av *prepare(const uint8_t *data, size_t length, const att_av_limits *
 
 // Opens the container; on failure says why (a cut box, a table over FFmpeg's cap, or the
 // demuxer's refusal) and frees `av->format`'s remains.
-static int open_container(att_av *av, const att_iso_layout *layout, att_av_error *error) {
+static int open_container(att_av *av, const att_iso_layout *layout, att_error *error) {
     AVDictionary *options = NULL;
     // MP4/MOV: no external data references, no following of `dref` URLs.
     av_dict_set(&options, "enable_drefs", "0", 0);
@@ -165,12 +150,12 @@ static int open_container(att_av *av, const att_iso_layout *layout, att_av_error
     if (layout->cut != NULL) {
         char what[96];
         snprintf(what, sizeof what, "the file ends inside its %s box (cut short)", layout->cut);
-        att_av_set(error, ATT_AV_TRUNCATED, what, 0);
+        att_av_set(error, ATT_ERR_TRUNCATED, what, 0);
     } else {
         // FFmpeg's allocations are capped (64 MiB each): a table that asks for more declares
         // more than a file of this size can hold.
         att_av_set(
-            error, code == AVERROR(ENOMEM) ? ATT_AV_CORRUPT : att_av_status(code),
+            error, code == AVERROR(ENOMEM) ? ATT_ERR_CORRUPT : att_av_status(code),
             code == AVERROR(ENOMEM) ? "the container declares more than it holds (a table over 64 MiB, or too many "
                                       "streams)"
                                     : "the container cannot be read",
@@ -181,11 +166,11 @@ static int open_container(att_av *av, const att_iso_layout *layout, att_av_error
 
 // The stream count, then (before a frame is decoded: finding the streams' parameters decodes
 // some) what a video decoder would hold for frames of the size the header gives.
-static int check_streams(AVFormatContext *f, const att_av_limits *limits, att_av_error *error) {
+static int check_streams(AVFormatContext *f, const att_av_limits *limits, att_error *error) {
     if (limits->max_streams > 0 && (int32_t)f->nb_streams > limits->max_streams) {
         char what[96];
         snprintf(what, sizeof what, "%u streams, over the limit of %d", f->nb_streams, limits->max_streams);
-        att_av_set(error, ATT_AV_STREAMS, what, 0);
+        att_av_set(error, ATT_ERR_STREAMS, what, 0);
         return -1;
     }
     for (unsigned i = 0; limits->max_decoder_bytes > 0 && i < f->nb_streams; i++) {
@@ -198,7 +183,7 @@ static int check_streams(AVFormatContext *f, const att_av_limits *limits, att_av
                 what, sizeof what, "%dx%d %s frames need about %lld bytes in the decoder, over the cap of %lld bytes",
                 p->width, p->height, avcodec_get_name(p->codec_id), (long long)need,
                 (long long)limits->max_decoder_bytes);
-            att_av_set(error, ATT_AV_MEMORY_LIMIT, what, 0);
+            att_av_set(error, ATT_ERR_MEMORY_LIMIT, what, 0);
             return -1;
         }
     }
@@ -262,15 +247,12 @@ static void describe(AVFormatContext *f, att_av_info *info) {
 
 att_av *att_av_open(
     const uint8_t *data, size_t length, const att_av_limits *limits, const uint64_t *deadline, att_av_info *info,
-    att_av_error *error) {
+    att_error *error) {
     memset(info, 0, sizeof *info);
     info->demuxed_duration = -1;
     const char *load_error = att_ff_load();
     if (load_error != NULL) {
-        if (error) {
-            error->status = ATT_AV_UNSUPPORTED;
-            snprintf(error->message, sizeof error->message, "%s", load_error);
-        }
+        att_set_error(error, ATT_ERR_UNSUPPORTED, "%s", load_error);
         return NULL;
     }
     att_av *av = prepare(data, length, limits, deadline, error);
@@ -284,7 +266,7 @@ att_av *att_av_open(
     if (limits->max_streams > 0 && layout.tracks > limits->max_streams) {
         char what[96];
         snprintf(what, sizeof what, "%d tracks, over the limit of %d", layout.tracks, limits->max_streams);
-        att_av_set(error, ATT_AV_STREAMS, what, 0);
+        att_av_set(error, ATT_ERR_STREAMS, what, 0);
         att_av_close(av);
         return NULL;
     }
@@ -311,7 +293,7 @@ att_av *att_av_open(
         if (seconds > limits->max_seconds) {
             char what[96];
             snprintf(what, sizeof what, "the packets run past %.0f s", limits->max_seconds);
-            att_av_set(error, ATT_AV_DURATION, what, 0);
+            att_av_set(error, ATT_ERR_DURATION, what, 0);
             att_av_close(av);
             return NULL;
         }

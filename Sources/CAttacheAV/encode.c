@@ -74,32 +74,32 @@ int32_t att_av_can_encode(void) {
     return avcodec_find_encoder_by_name("libx264") != NULL && avcodec_find_encoder_by_name("aac") != NULL;
 }
 
-int att_av_writer_failed(att_av_writer *w, att_av_error *error, const char *what, int code) {
+int att_av_writer_failed(att_av_writer *w, att_error *error, const char *what, int code) {
     if (w->out.over) {
-        att_av_set(error, ATT_AV_MEMORY_LIMIT, "the encoded file is over its byte cap", 0);
-        return ATT_AV_MEMORY_LIMIT;
+        att_av_set(error, ATT_ERR_MEMORY_LIMIT, "the encoded file is over its byte cap", 0);
+        return ATT_ERR_MEMORY_LIMIT;
     }
-    if (code == AVERROR_EXIT || att_av_passed(w->deadline)) {
-        att_av_set(error, ATT_AV_TIMEOUT, "the encode's deadline passed", 0);
-        return ATT_AV_TIMEOUT;
+    if (code == AVERROR_EXIT || att_deadline_passed(w->deadline)) {
+        att_av_set(error, ATT_ERR_TIMEOUT, "the encode's deadline passed", 0);
+        return ATT_ERR_TIMEOUT;
     }
     int32_t status = att_av_status(code);
-    if (status == ATT_AV_TRUNCATED || status == ATT_AV_CORRUPT) status = ATT_AV_INTERNAL;
+    if (status == ATT_ERR_TRUNCATED || status == ATT_ERR_CORRUPT) status = ATT_ERR_INTERNAL;
     att_av_set(error, status, what, code);
     return status;
 }
 
-static int interrupted(void *opaque) { return att_av_passed(((att_av_writer *)opaque)->deadline); }
+static int interrupted(void *opaque) { return att_deadline_passed(((att_av_writer *)opaque)->deadline); }
 
 // The H.264 encoder (libx264, High profile, one thread, the source's colour tags and display
 // matrix kept) and its stream. -1 (error set) when it cannot start.
-static int open_video(att_av_writer *w, const AVCodec *h264, att_av_error *error) {
+static int open_video(att_av_writer *w, const AVCodec *h264, att_error *error) {
     const att_av_output *o = &w->output;
     AVCodecContext *c = w->video = avcodec_alloc_context3(h264);
     w->video_stream = avformat_new_stream(w->mux, NULL);
     w->picture = av_frame_alloc();
     if (c == NULL || w->video_stream == NULL || w->picture == NULL) {
-        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
+        att_av_set(error, ATT_ERR_MEMORY_LIMIT, "out of memory", 0);
         return -1;
     }
     c->width = o->width;
@@ -143,13 +143,13 @@ static int open_video(att_av_writer *w, const AVCodec *h264, att_av_error *error
 
 // The AAC encoder (float planar, mono or stereo, one thread), its FIFO of samples and its
 // stream. -1 (error set) when it cannot start.
-static int open_audio(att_av_writer *w, const AVCodec *aac, att_av_error *error) {
+static int open_audio(att_av_writer *w, const AVCodec *aac, att_error *error) {
     const att_av_output *o = &w->output;
     AVCodecContext *c = w->audio = avcodec_alloc_context3(aac);
     w->audio_stream = avformat_new_stream(w->mux, NULL);
     w->samples = av_frame_alloc();
     if (c == NULL || w->audio_stream == NULL || w->samples == NULL) {
-        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
+        att_av_set(error, ATT_ERR_MEMORY_LIMIT, "out of memory", 0);
         return -1;
     }
     c->sample_fmt = AV_SAMPLE_FMT_FLTP;
@@ -170,15 +170,15 @@ static int open_audio(att_av_writer *w, const AVCodec *aac, att_av_error *error)
     return 0;
 }
 
-att_av_writer *att_av_writer_open(const att_av_output *o, const uint64_t *deadline, att_av_error *error) {
+att_av_writer *att_av_writer_open(const att_av_output *o, const uint64_t *deadline, att_error *error) {
     const char *load_error = att_ff_load();
     if (load_error != NULL) {
-        att_av_set(error, ATT_AV_UNSUPPORTED, load_error, 0);
+        att_av_set(error, ATT_ERR_UNSUPPORTED, load_error, 0);
         return NULL;
     }
     att_av_writer *w = calloc(1, sizeof *w);
     if (w == NULL) {
-        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
+        att_av_set(error, ATT_ERR_MEMORY_LIMIT, "out of memory", 0);
         return NULL;
     }
     w->output = *o;
@@ -195,7 +195,7 @@ att_av_writer *att_av_writer_open(const att_av_output *o, const uint64_t *deadli
     const AVCodec *aac = audio ? avcodec_find_encoder_by_name("aac") : NULL;
     if ((video && h264 == NULL) || (audio && aac == NULL) || (!video && !audio)) {
         att_av_set(
-            error, ATT_AV_UNSUPPORTED,
+            error, ATT_ERR_UNSUPPORTED,
             video && h264 == NULL ? "this FFmpeg has no libx264 (H.264 encoding)" : "nothing to encode", 0);
         free(w);
         return NULL;
@@ -204,7 +204,7 @@ att_av_writer *att_av_writer_open(const att_av_output *o, const uint64_t *deadli
     w->io = code >= 0 ? att_io_context(&w->out, 1) : NULL;
     w->packet = av_packet_alloc();
     if (w->mux == NULL || w->io == NULL || w->packet == NULL) {
-        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", code);
+        att_av_set(error, ATT_ERR_MEMORY_LIMIT, "out of memory", code);
         att_av_writer_close(w);
         return NULL;
     }
@@ -258,7 +258,7 @@ static int encode(att_av_writer *w, AVCodecContext *c, AVStream *stream, AVFrame
 int att_av_writer_picture(
     att_av_writer *w, const uint8_t *const planes[4], const int strides[4], int width, int height, int format,
     int from_rgb, int64_t pts, int64_t duration) {
-    if (att_av_passed(w->deadline)) return AVERROR_EXIT;
+    if (att_deadline_passed(w->deadline)) return AVERROR_EXIT;
     if (w->scaler == NULL || w->scaler_width != width || w->scaler_height != height || w->scaler_format != format) {
         sws_freeContext(w->scaler);
         w->scaler = sws_getContext(
@@ -289,15 +289,15 @@ int att_av_writer_picture(
 
 int32_t att_av_writer_rgba(
     att_av_writer *w, const uint8_t *rgba, int32_t width, int32_t height, int32_t stride, int64_t pts,
-    int64_t duration, att_av_error *error) {
+    int64_t duration, att_error *error) {
     if (w->video == NULL) {
-        att_av_set(error, ATT_AV_INTERNAL, "this writer has no video", 0);
-        return ATT_AV_INTERNAL;
+        att_av_set(error, ATT_ERR_INTERNAL, "this writer has no video", 0);
+        return ATT_ERR_INTERNAL;
     }
     const uint8_t *planes[4] = {rgba, NULL, NULL, NULL};
     int strides[4] = {stride, 0, 0, 0};
     int code = att_av_writer_picture(w, planes, strides, width, height, AV_PIX_FMT_RGBA, 1, pts, duration);
-    return code < 0 ? att_av_writer_failed(w, error, "a frame cannot be encoded", code) : ATT_AV_OK;
+    return code < 0 ? att_av_writer_failed(w, error, "a frame cannot be encoded", code) : ATT_OK;
 }
 
 // Decoded samples converted to the encoder's format and sent in its frame size (NULL: flush).
@@ -345,13 +345,13 @@ int att_av_writer_samples(att_av_writer *w, const AVFrame *decoded) {
     return 0;
 }
 
-int32_t att_av_writer_finish(att_av_writer *w, uint8_t **bytes, size_t *length, att_av_error *error) {
+int32_t att_av_writer_finish(att_av_writer *w, uint8_t **bytes, size_t *length, att_error *error) {
     *bytes = NULL;
     *length = 0;
     int code = 0;
     if (w->video != NULL && w->frames == 0) {
-        att_av_set(error, ATT_AV_CORRUPT, "no frame was decoded", 0);
-        return ATT_AV_CORRUPT;
+        att_av_set(error, ATT_ERR_CORRUPT, "no frame was decoded", 0);
+        return ATT_ERR_CORRUPT;
     }
     if (w->video != NULL) code = encode(w, w->video, w->video_stream, NULL);
     if (code >= 0 && w->audio != NULL) {
@@ -366,7 +366,7 @@ int32_t att_av_writer_finish(att_av_writer *w, uint8_t **bytes, size_t *length, 
     *bytes = w->out.data;
     *length = w->out.size;
     w->out.data = NULL;
-    return ATT_AV_OK;
+    return ATT_OK;
 }
 
 void att_av_writer_close(att_av_writer *w) {

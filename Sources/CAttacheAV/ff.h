@@ -239,7 +239,7 @@ int att_av_writer_picture(
 /// Encodes decoded audio (NULL: flushes what the resampler and the FIFO hold); an FFmpeg code.
 int att_av_writer_samples(att_av_writer *w, const AVFrame *decoded);
 /// Fills `error` for a failed step (the byte cap when the output passed it) and returns its status.
-int att_av_writer_failed(att_av_writer *w, att_av_error *error, const char *what, int code);
+int att_av_writer_failed(att_av_writer *w, att_error *error, const char *what, int code);
 
 struct att_av {
     AVFormatContext *format;
@@ -253,11 +253,9 @@ struct att_av {
 /// Decoders allowed (FFmpeg's names).
 extern const char *const att_av_decoders;
 /// Fills `error` with `what` and FFmpeg's reason for `code` (when negative).
-void att_av_set(att_av_error *error, int32_t status, const char *what, int code);
+void att_av_set(att_error *error, int32_t status, const char *what, int code);
 /// Fills `error`: a decoder's frames would pass the decoder memory cap of `cap` bytes.
-void att_av_set_memory(att_av_error *error, int64_t cap);
-/// The deadline cell (CLOCK_MONOTONIC nanoseconds, 0 none) has passed.
-int att_av_passed(const uint64_t *cell);
+void att_av_set_memory(att_error *error, int64_t cap);
 /// An outcome code for an FFmpeg error.
 int32_t att_av_status(int code);
 

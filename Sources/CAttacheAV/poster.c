@@ -24,7 +24,7 @@ static int find_frame(poster *p) {
     AVFormatContext *f = p->av->format;
     int decoded = 0;
     while (decoded < p->max_frames) {
-        if (att_av_passed(p->av->deadline)) return -1;
+        if (att_deadline_passed(p->av->deadline)) return -1;
         if (att_av_budget_exceeded(p->budget)) return 0;
         int code = av_read_frame(f, p->packet);
         int draining = code < 0;
@@ -60,10 +60,10 @@ static int find_frame(poster *p) {
 // ratio, then fit inside `max_side`), straight from the decoder's planes.
 static int32_t scale(
     const AVFrame *frame, const AVStream *stream, int32_t max_side, int64_t max_pixels, uint8_t **rgb, int32_t *width,
-    int32_t *height, att_av_error *error) {
+    int32_t *height, att_error *error) {
     if (frame->width <= 0 || frame->height <= 0 || (int64_t)frame->width * frame->height > max_pixels) {
-        att_av_set(error, ATT_AV_MEMORY_LIMIT, "a decoded frame is over the pixel limit", 0);
-        return ATT_AV_MEMORY_LIMIT;
+        att_av_set(error, ATT_ERR_MEMORY_LIMIT, "a decoded frame is over the pixel limit", 0);
+        return ATT_ERR_MEMORY_LIMIT;
     }
     double shown_width = frame->width;
     AVRational sar = frame->sample_aspect_ratio.num > 0 ? frame->sample_aspect_ratio : stream->sample_aspect_ratio;
@@ -75,8 +75,8 @@ static int32_t scale(
     if (out_width < 1) out_width = 1;
     if (out_height < 1) out_height = 1;
     if ((int64_t)out_width * out_height > max_pixels) {
-        att_av_set(error, ATT_AV_MEMORY_LIMIT, "the poster is over the pixel limit", 0);
-        return ATT_AV_MEMORY_LIMIT;
+        att_av_set(error, ATT_ERR_MEMORY_LIMIT, "the poster is over the pixel limit", 0);
+        return ATT_ERR_MEMORY_LIMIT;
     }
     struct SwsContext *scaler = sws_getContext(
         frame->width, frame->height, frame->format, out_width, out_height, AV_PIX_FMT_RGB24,
@@ -85,8 +85,8 @@ static int32_t scale(
     if (scaler == NULL || out == NULL) {
         sws_freeContext(scaler);
         free(out);
-        att_av_set(error, ATT_AV_UNSUPPORTED, "the frame's pixel format cannot be converted", 0);
-        return ATT_AV_UNSUPPORTED;
+        att_av_set(error, ATT_ERR_UNSUPPORTED, "the frame's pixel format cannot be converted", 0);
+        return ATT_ERR_UNSUPPORTED;
     }
     uint8_t *planes[4] = {out, NULL, NULL, NULL};
     int strides[4] = {out_width * 3, 0, 0, 0};
@@ -95,7 +95,7 @@ static int32_t scale(
     *rgb = out;
     *width = out_width;
     *height = out_height;
-    return ATT_AV_OK;
+    return ATT_OK;
 }
 
 // Opens the stream's decoder on this thread (the pipeline's workers are the threads), its
@@ -110,19 +110,19 @@ static int open_decoder(poster *p, const AVCodec *codec, const AVStream *stream)
 
 int32_t att_av_poster(
     att_av *av, double seconds, int32_t max_frames, int64_t max_pixels, int64_t max_decoder_bytes, int32_t max_side,
-    uint8_t **rgb, int32_t *width, int32_t *height, double *shown, att_av_error *error) {
+    uint8_t **rgb, int32_t *width, int32_t *height, double *shown, att_error *error) {
     *rgb = NULL;
     AVFormatContext *f = av->format;
     const AVCodec *codec = NULL;
     int index = av_find_best_stream(f, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
     if (index < 0 || codec == NULL) {
-        att_av_set(error, ATT_AV_UNSUPPORTED, "no video stream with a decoder here", index < 0 ? index : 0);
-        return ATT_AV_UNSUPPORTED;
+        att_av_set(error, ATT_ERR_UNSUPPORTED, "no video stream with a decoder here", index < 0 ? index : 0);
+        return ATT_ERR_UNSUPPORTED;
     }
     AVStream *stream = f->streams[index];
     if ((int64_t)stream->codecpar->width * stream->codecpar->height > max_pixels) {
-        att_av_set(error, ATT_AV_MEMORY_LIMIT, "the video's frames are over the pixel limit", 0);
-        return ATT_AV_MEMORY_LIMIT;
+        att_av_set(error, ATT_ERR_MEMORY_LIMIT, "the video's frames are over the pixel limit", 0);
+        return ATT_ERR_MEMORY_LIMIT;
     }
     poster p = {
         .av = av,
@@ -136,11 +136,11 @@ int32_t att_av_poster(
         .max_frames = max_frames,
     };
     if (stream->start_time != AV_NOPTS_VALUE) p.target += stream->start_time;
-    int32_t result = ATT_AV_OK;
+    int32_t result = ATT_OK;
     int code = 0, found = 0;
     if (p.decoder == NULL || p.packet == NULL || p.frame == NULL || p.last == NULL || p.budget == NULL) {
-        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
-        result = ATT_AV_MEMORY_LIMIT;
+        att_av_set(error, ATT_ERR_MEMORY_LIMIT, "out of memory", 0);
+        result = ATT_ERR_MEMORY_LIMIT;
     } else if ((code = open_decoder(&p, codec, stream)) < 0) {
         att_av_set(error, att_av_status(code), "the video decoder cannot start", code);
         result = att_av_status(code);
@@ -154,15 +154,15 @@ int32_t att_av_poster(
             found = 1;
         }
         if (found < 0) {
-            att_av_set(error, ATT_AV_TIMEOUT, "the poster's deadline passed", 0);
-            result = ATT_AV_TIMEOUT;
+            att_av_set(error, ATT_ERR_TIMEOUT, "the poster's deadline passed", 0);
+            result = ATT_ERR_TIMEOUT;
         } else if (att_av_budget_exceeded(p.budget)) {
             att_av_set_memory(error, max_decoder_bytes);
-            result = ATT_AV_MEMORY_LIMIT;
+            result = ATT_ERR_MEMORY_LIMIT;
         } else if (!found) {
-            att_av_set(error, ATT_AV_CORRUPT, "no frame could be decoded", 0);
-            result = ATT_AV_CORRUPT;
-        } else if ((result = scale(p.frame, stream, max_side, max_pixels, rgb, width, height, error)) == ATT_AV_OK) {
+            att_av_set(error, ATT_ERR_CORRUPT, "no frame could be decoded", 0);
+            result = ATT_ERR_CORRUPT;
+        } else if ((result = scale(p.frame, stream, max_side, max_pixels, rgb, width, height, error)) == ATT_OK) {
             int64_t pts = p.frame->best_effort_timestamp;
             if (pts != AV_NOPTS_VALUE && stream->start_time != AV_NOPTS_VALUE) pts -= stream->start_time;
             *shown = pts == AV_NOPTS_VALUE ? 0 : (double)pts * av_q2d(stream->time_base);

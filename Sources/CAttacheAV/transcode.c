@@ -28,13 +28,13 @@ typedef struct {
 } streams;
 
 // Picks the streams and takes into `o` what the output keeps of the source's video: its time
-// base, frame rate, colour tags and display matrix. ATT_AV_OK, or the refusal (error set).
-static int32_t pick(AVFormatContext *f, att_av_output *o, streams *s, att_av_error *error) {
+// base, frame rate, colour tags and display matrix. ATT_OK, or the refusal (error set).
+static int32_t pick(AVFormatContext *f, att_av_output *o, streams *s, att_error *error) {
     *s = (streams){.video = -1, .audio = -1};
     s->video = o->width > 0 ? av_find_best_stream(f, AVMEDIA_TYPE_VIDEO, -1, -1, &s->video_codec, 0) : -1;
     if (o->width > 0 && (s->video < 0 || s->video_codec == NULL)) {
-        att_av_set(error, ATT_AV_UNSUPPORTED, "no video stream with a decoder here", 0);
-        return ATT_AV_UNSUPPORTED;
+        att_av_set(error, ATT_ERR_UNSUPPORTED, "no video stream with a decoder here", 0);
+        return ATT_ERR_UNSUPPORTED;
     }
     s->audio = o->audio_bit_rate > 0 ? av_find_best_stream(f, AVMEDIA_TYPE_AUDIO, -1, s->video, &s->audio_codec, 0) : -1;
     if (s->audio < 0 || s->audio_codec == NULL) {
@@ -42,10 +42,10 @@ static int32_t pick(AVFormatContext *f, att_av_output *o, streams *s, att_av_err
         o->audio_bit_rate = 0;
     }
     if (s->video < 0 && s->audio < 0) {
-        att_av_set(error, ATT_AV_UNSUPPORTED, "no stream to encode", 0);
-        return ATT_AV_UNSUPPORTED;
+        att_av_set(error, ATT_ERR_UNSUPPORTED, "no stream to encode", 0);
+        return ATT_ERR_UNSUPPORTED;
     }
-    if (s->video < 0) return ATT_AV_OK;
+    if (s->video < 0) return ATT_OK;
     AVStream *vs = f->streams[s->video];
     o->time_base_num = vs->time_base.num;
     o->time_base_den = vs->time_base.den;
@@ -60,7 +60,7 @@ static int32_t pick(AVFormatContext *f, att_av_output *o, streams *s, att_av_err
         memcpy(o->display_matrix, matrix, sizeof o->display_matrix);
         o->has_matrix = 1;
     }
-    return ATT_AV_OK;
+    return ATT_OK;
 }
 
 // The job of one transcode: the source, its decoders and the writer.
@@ -110,7 +110,7 @@ static int run(job *j) {
     int code = 0;
     int draining = 0;
     while (!draining && !att_av_budget_exceeded(j->budget)) {
-        if (att_av_passed(j->av->deadline)) return AVERROR_EXIT;
+        if (att_deadline_passed(j->av->deadline)) return AVERROR_EXIT;
         code = av_read_frame(j->av->format, j->packet);
         if (code == AVERROR_EXIT) return code;
         draining = code < 0;
@@ -130,13 +130,13 @@ static int run(job *j) {
     return code;
 }
 
-int32_t att_av_transcode(att_av *av, const att_av_output *given, uint8_t **bytes, size_t *length, att_av_error *error) {
+int32_t att_av_transcode(att_av *av, const att_av_output *given, uint8_t **bytes, size_t *length, att_error *error) {
     *bytes = NULL;
     *length = 0;
     att_av_output o = *given;
     streams s;
     int32_t result = pick(av->format, &o, &s, error);
-    if (result != ATT_AV_OK) return result;
+    if (result != ATT_OK) return result;
     AVStream *vs = s.video >= 0 ? av->format->streams[s.video] : NULL;
     AVStream *as = s.audio >= 0 ? av->format->streams[s.audio] : NULL;
     job j = {
@@ -150,8 +150,8 @@ int32_t att_av_transcode(att_av *av, const att_av_output *given, uint8_t **bytes
     };
     int code = 0;
     if (j.packet == NULL || j.frame == NULL || j.budget == NULL) {
-        att_av_set(error, ATT_AV_MEMORY_LIMIT, "out of memory", 0);
-        result = ATT_AV_MEMORY_LIMIT;
+        att_av_set(error, ATT_ERR_MEMORY_LIMIT, "out of memory", 0);
+        result = ATT_ERR_MEMORY_LIMIT;
     } else if (vs != NULL && (j.video = open_decoder(vs, s.video_codec, j.budget, &code)) == NULL) {
         att_av_set(error, att_av_status(code), "the video decoder cannot start", code);
         result = att_av_status(code);
@@ -159,13 +159,13 @@ int32_t att_av_transcode(att_av *av, const att_av_output *given, uint8_t **bytes
         att_av_set(error, att_av_status(code), "the audio decoder cannot start", code);
         result = att_av_status(code);
     } else if ((j.writer = att_av_writer_open(&o, av->deadline, error)) == NULL) {
-        result = error ? error->status : ATT_AV_INTERNAL;
+        result = error ? error->status : ATT_ERR_INTERNAL;
     } else if ((code = run(&j)), att_av_budget_exceeded(j.budget)) {
         att_av_set_memory(error, o.max_decoder_bytes);
-        result = ATT_AV_MEMORY_LIMIT;
+        result = ATT_ERR_MEMORY_LIMIT;
     } else if (code == AVERROR(E2BIG)) {
-        att_av_set(error, ATT_AV_MEMORY_LIMIT, "more frames than the limit allows", 0);
-        result = ATT_AV_MEMORY_LIMIT;
+        att_av_set(error, ATT_ERR_MEMORY_LIMIT, "more frames than the limit allows", 0);
+        result = ATT_ERR_MEMORY_LIMIT;
     } else if (code < 0) {
         result = att_av_writer_failed(j.writer, error, "the media cannot be transcoded", code);
     } else {

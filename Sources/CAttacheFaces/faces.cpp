@@ -5,7 +5,6 @@
 #include <opencv2/objdetect.hpp>
 
 #include <algorithm>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -20,14 +19,10 @@ struct Loaded {
 
 thread_local Loaded loaded;
 
-void say(char *error, size_t size, const char *text) {
-    if (error && size) std::snprintf(error, size, "%s", text);
-}
-
 }  // namespace
 
 extern "C" int att_faces_detect(const uint8_t *gray, int width, int height, const char *cascade_path,
-                                int min_side, att_face_box *out, int max, char *error, size_t error_size) {
+                                int min_side, att_face_box *out, int max, att_error *error) {
     try {
         // The work is one small picture: no OpenCV thread pool beside the pipeline's own, and no
         // OpenCL device probed.
@@ -42,7 +37,7 @@ extern "C" int att_faces_detect(const uint8_t *gray, int width, int height, cons
             loaded.ok = loaded.classifier.load(cascade_path);
         }
         if (!loaded.ok) {
-            say(error, error_size, "the face cascade cannot be read");
+            att_set_error(error, ATT_ERR_UNSUPPORTED, "the face cascade cannot be read");
             return -1;
         }
         cv::Mat image(height, width, CV_8UC1, const_cast<uint8_t *>(gray), static_cast<size_t>(width));
@@ -55,10 +50,10 @@ extern "C" int att_faces_detect(const uint8_t *gray, int width, int height, cons
         }
         return count;
     } catch (const cv::Exception &exception) {
-        say(error, error_size, exception.what());
+        att_set_error(error, ATT_ERR_INTERNAL, "%s", exception.what());
         return -2;
     } catch (...) {
-        say(error, error_size, "face detection failed");
+        att_set_error(error, ATT_ERR_INTERNAL, "face detection failed");
         return -2;
     }
 }

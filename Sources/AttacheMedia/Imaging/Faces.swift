@@ -53,11 +53,9 @@ enum Faces {
         else { return nil }
         let gray = grey(small)
         var box = att_face_box()
-        var error = [CChar](repeating: 0, count: 256)
+        var error = att_error()
         let found = gray.withUnsafeBufferPointer { pixels in
-            att_faces_detect(
-                pixels.baseAddress, Int32(small.width), Int32(small.height), cascadePath, 24, &box, 1, &error,
-                error.count)
+            att_faces_detect(pixels.baseAddress, Int32(small.width), Int32(small.height), cascadePath, 24, &box, 1, &error)
         }
         guard found > 0 else { return nil }
         let across = Double(region.width) / Double(small.width)

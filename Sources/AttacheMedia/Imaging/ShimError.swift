@@ -1,9 +1,10 @@
 internal import AttacheBase
-internal import CAttacheCodecs
+internal import CAttacheShim
 internal import Foundation
 
 extension AttacheError {
-    /// Maps a C shim failure to a typed error; `format` names the codec in the message.
+    /// Maps a C shim's failure (every shim reports one `att_error`: attache_shim.h) to a typed
+    /// error; `format` names the codec or the container in the message.
     init(shim error: att_error, format: String) {
         let message = Self.line(error.message)
         let text = "\(format): \(message.isEmpty ? "decoder failed" : message)"
@@ -22,6 +23,10 @@ extension AttacheError {
             self.init(.tooManyPixels, text, limit: .maxPixels)
         case Int32(ATT_ERR_STRUCTURE.rawValue):
             self.init(.tooLarge, text, limit: .maxItems)
+        case Int32(ATT_ERR_STREAMS.rawValue):
+            self.init(.tooLarge, text, limit: .maxStreams)
+        case Int32(ATT_ERR_DURATION.rawValue):
+            self.init(.tooLarge, text, limit: .maxMediaSeconds)
         case Int32(ATT_ERR_TIMEOUT.rawValue):
             self.init(.timedOut, text)
         case Int32(ATT_ERR_CORRUPT.rawValue):

@@ -64,7 +64,7 @@ public enum MediaContainer {
         OpaquePointer, att_av_info
     ) {
         var info = att_av_info()
-        var error = att_av_error()
+        var error = att_error()
         var bounds = att_av_limits(
             max_streams: Int32(clamping: limits.maxStreams), probe_bytes: 5 << 20,
             max_pixels: Int64(limits.maxVideoPixels), max_decoder_bytes: Int64(limits.maxDecoderMemory),
@@ -72,7 +72,7 @@ public enum MediaContainer {
         guard
             let handle = att_av_open(
                 bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, &bounds, deadline.pointer, &info, &error)
-        else { throw AttacheError(av: error) }
+        else { throw AttacheError(shim: error, format: "container") }
         return (handle, info)
     }
 
@@ -155,23 +155,5 @@ extension att_av_info {
             frameRate: frame_rate > 0 ? frame_rate : nil, audioCodec: audio_streams > 0 && !audio.isEmpty ? audio : nil,
             sampleRate: audio_streams > 0 ? Int(sample_rate) : nil, channels: audio_streams > 0 ? Int(channels) : nil,
             indexFirst: index_first != 0, decoderBytes: Int(decoder_bytes))
-    }
-}
-
-extension AttacheError {
-    /// Maps a container shim failure to a typed error.
-    init(av error: att_av_error) {
-        let message = Self.line(error.message)
-        let text = "container: \(message.isEmpty ? "unreadable" : message)"
-        switch error.status {
-        case Int32(ATT_AV_STREAMS): self.init(.tooLarge, text, limit: .maxStreams)
-        case Int32(ATT_AV_DURATION): self.init(.tooLarge, text, limit: .maxMediaSeconds)
-        case Int32(ATT_AV_TRUNCATED): self.init(.truncated, text)
-        case Int32(ATT_AV_UNSUPPORTED): self.init(.unsupportedVariant, text)
-        case Int32(ATT_AV_MEMORY_LIMIT):
-            self.init(.decoderMemoryExceeded, text, limit: .maxDecoderMemory)
-        case Int32(ATT_AV_TIMEOUT): self.init(.timedOut, text)
-        default: self.init(.corruptData, text)
-        }
     }
 }

@@ -156,7 +156,7 @@ public enum MediaEncoder {
         settings.color_primaries = 1  // BT.709 (sRGB's primaries)
         settings.color_trc = 1
         settings.colorspace = 1
-        var error = att_av_error()
+        var error = att_error()
         guard let writer = att_av_writer_open(&settings, deadline.pointer, &error) else {
             throw AttacheError(encode: error, cap: cap)
         }
@@ -167,7 +167,7 @@ public enum MediaEncoder {
             try deadline.check()
             let status = att_av_writer_rgba(
                 writer, canvas, Int32(width), Int32(height), Int32(width * 4), Int64(time), Int64(delay), &error)
-            guard status == Int32(ATT_AV_OK) else { throw AttacheError(encode: error, cap: cap) }
+            guard status == Int32(ATT_OK.rawValue) else { throw AttacheError(encode: error, cap: cap) }
             time += delay
             written += 1
         }
@@ -228,9 +228,9 @@ public enum MediaEncoder {
         defer { att_av_close(handle) }
         var data: UnsafeMutablePointer<UInt8>?
         var length = 0
-        var error = att_av_error()
+        var error = att_error()
         let status = att_av_transcode(handle, &settings, &data, &length, &error)
-        guard status == Int32(ATT_AV_OK), let data else { throw AttacheError(encode: error, cap: cap) }
+        guard status == Int32(ATT_OK.rawValue), let data else { throw AttacheError(encode: error, cap: cap) }
         defer { att_av_free(data) }
         return Output(
             bytes: Array(UnsafeBufferPointer(start: data, count: length)), kind: video ? .mp4 : .m4a,
@@ -240,9 +240,9 @@ public enum MediaEncoder {
     private static func finish(_ writer: OpaquePointer, cap: Int64) throws(AttacheError) -> [UInt8] {
         var data: UnsafeMutablePointer<UInt8>?
         var length = 0
-        var error = att_av_error()
+        var error = att_error()
         let status = att_av_writer_finish(writer, &data, &length, &error)
-        guard status == Int32(ATT_AV_OK), let data else { throw AttacheError(encode: error, cap: cap) }
+        guard status == Int32(ATT_OK.rawValue), let data else { throw AttacheError(encode: error, cap: cap) }
         defer { att_av_free(data) }
         return Array(UnsafeBufferPointer(start: data, count: length))
     }
@@ -250,16 +250,16 @@ public enum MediaEncoder {
 
 extension AttacheError {
     /// Maps an encode's failure to a typed error.
-    init(encode error: att_av_error, cap: Int64) {
+    init(encode error: att_error, cap: Int64) {
         let message = Self.line(error.message)
         let text = "encode: \(message.isEmpty ? "failed" : message)"
         switch error.status {
-        case Int32(ATT_AV_MEMORY_LIMIT) where message.contains("byte cap"):
+        case Int32(ATT_ERR_MEMORY_LIMIT.rawValue) where message.contains("byte cap"):
             self.init(.tooLarge, "\(text) (\(cap) bytes)", limit: .maxBytes(of: .video))
-        case Int32(ATT_AV_MEMORY_LIMIT) where message.contains("frames"):
+        case Int32(ATT_ERR_MEMORY_LIMIT.rawValue) where message.contains("frames"):
             self.init(.tooLarge, text, limit: .maxMediaSeconds)
         default:
-            self.init(av: error)
+            self.init(shim: error, format: "container")
         }
     }
 }

@@ -24,13 +24,13 @@ public enum MediaPoster {
         var rgb: UnsafeMutablePointer<UInt8>?
         var (width, height) = (Int32(0), Int32(0))
         var shown = 0.0
-        var error = att_av_error()
+        var error = att_error()
         // The side is asked of the stored frame; a turned track swaps it after.
         let status = att_av_poster(
             handle, max(0, time ?? defaultTime).isFinite ? max(0, time ?? defaultTime) : 0, Int32(frameBudget),
             Int64(limits.maxVideoPixels), Int64(limits.maxDecoderMemory), Int32(clamping: maxSide), &rgb, &width,
             &height, &shown, &error)
-        guard status == Int32(ATT_AV_OK), let rgb else { throw AttacheError(av: error) }
+        guard status == Int32(ATT_OK.rawValue), let rgb else { throw AttacheError(shim: error, format: "container") }
         defer { att_av_free(rgb) }
         let pixels = Array(UnsafeBufferPointer(start: rgb, count: Int(width) * Int(height) * 3))
         let image = PixelImage(width: Int(width), height: Int(height), channels: 3, pixels: pixels)

@@ -8,25 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/// Outcome codes, as the codec shim's (attache_codecs.h) so Swift maps them the same way.
-enum {
-    ATT_AV_OK = 0,
-    ATT_AV_CORRUPT = 1,
-    ATT_AV_TRUNCATED = 2,
-    ATT_AV_UNSUPPORTED = 3,
-    ATT_AV_MEMORY_LIMIT = 4,
-    ATT_AV_TIMEOUT = 7,
-    ATT_AV_INTERNAL = 8,
-    /// Over the stream limit (`max_streams`).
-    ATT_AV_STREAMS = 9,
-    /// Longer than `max_seconds`, counted from the packets.
-    ATT_AV_DURATION = 10,
-};
+#include "attache_shim.h"
 
-typedef struct {
-    int32_t status;
-    char message[240];
-} att_av_error;
+// Failures come back as att_error (attache_shim.h, shared by every shim): a code and a message.
 
 typedef struct {
     /// The demuxer's name (`mov,mp4,m4a,3gp,3g2,mj2`, `matroska,webm`, `avi`, …).
@@ -61,7 +45,7 @@ typedef struct {
 
 /// What opening a container may cost, checked before it is spent.
 typedef struct {
-    /// Streams at most (more: ATT_AV_STREAMS, before libavformat reads them where the file
+    /// Streams at most (more: ATT_ERR_STREAMS, before libavformat reads them where the file
     /// says how many it has).
     int32_t max_streams;
     /// Bytes read to find the streams.
@@ -69,10 +53,10 @@ typedef struct {
     /// Pixels of one video frame at most, for the decoders opened to find the streams.
     int64_t max_pixels;
     /// What a video decoder may hold: a stream whose size (from the header) needs more is
-    /// refused (ATT_AV_MEMORY_LIMIT) before a frame is decoded. 0: no cap.
+    /// refused (ATT_ERR_MEMORY_LIMIT) before a frame is decoded. 0: no cap.
     int64_t max_decoder_bytes;
     /// 1: every packet is read (not decoded) to find how long the media really are, whatever
-    /// the header says; longer than `max_seconds` is ATT_AV_DURATION.
+    /// the header says; longer than `max_seconds` is ATT_ERR_DURATION.
     int32_t scan;
     double max_seconds;
 } att_av_limits;
@@ -83,7 +67,7 @@ typedef struct att_av att_av;
 /// `deadline` (a CLOCK_MONOTONIC nanosecond cell, 0 = none) as it goes.
 att_av *att_av_open(
     const uint8_t *data, size_t length, const att_av_limits *limits, const uint64_t *deadline, att_av_info *info,
-    att_av_error *error);
+    att_error *error);
 
 /// Decodes the video frame shown at `seconds` (from the keyframe before it, at most
 /// `max_frames` decoded; the last frame when the time is past the end) into RGB24, scaled by
@@ -92,7 +76,7 @@ att_av *att_av_open(
 /// pixels decoded; the decoder's frames hold at most `max_decoder_bytes` at once (0: no cap).
 int32_t att_av_poster(
     att_av *av, double seconds, int32_t max_frames, int64_t max_pixels, int64_t max_decoder_bytes, int32_t max_side,
-    uint8_t **rgb, int32_t *width, int32_t *height, double *shown, att_av_error *error);
+    uint8_t **rgb, int32_t *width, int32_t *height, double *shown, att_error *error);
 
 /// The first video stream's display rotation, clockwise: 0, 90, 180 or 270.
 int32_t att_av_rotation(att_av *av);
@@ -142,23 +126,23 @@ int32_t att_av_can_encode(void);
 typedef struct att_av_writer att_av_writer;
 
 /// An MP4 (H.264, faststart) or M4A (AAC) written into memory.
-att_av_writer *att_av_writer_open(const att_av_output *output, const uint64_t *deadline, att_av_error *error);
+att_av_writer *att_av_writer_open(const att_av_output *output, const uint64_t *deadline, att_error *error);
 
 /// Adds a frame of `width`×`height` RGBA pixels (`stride` bytes a row), shown from `pts` for
 /// `duration` (the writer's time base); scaled to the output size.
 int32_t att_av_writer_rgba(
     att_av_writer *writer, const uint8_t *rgba, int32_t width, int32_t height, int32_t stride, int64_t pts,
-    int64_t duration, att_av_error *error);
+    int64_t duration, att_error *error);
 
 /// Flushes the encoders and finishes the file: `*bytes` (att_av_free) of `*length`.
-int32_t att_av_writer_finish(att_av_writer *writer, uint8_t **bytes, size_t *length, att_av_error *error);
+int32_t att_av_writer_finish(att_av_writer *writer, uint8_t **bytes, size_t *length, att_error *error);
 
 void att_av_writer_close(att_av_writer *writer);
 
 /// Re-encodes an opened container's first video stream (when `output->width` > 0) and first
 /// audio stream (when `output->audio_bit_rate` > 0) into an MP4 (or an M4A when there is no
 /// video), decoding and encoding on the calling thread only.
-int32_t att_av_transcode(att_av *av, const att_av_output *output, uint8_t **bytes, size_t *length, att_av_error *error);
+int32_t att_av_transcode(att_av *av, const att_av_output *output, uint8_t **bytes, size_t *length, att_error *error);
 
 void att_av_close(att_av *av);
 void att_av_free(void *pointer);

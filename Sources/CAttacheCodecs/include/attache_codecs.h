@@ -10,25 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/// Outcome of a shim call. Stable values: the Swift side maps them to typed errors.
-typedef enum {
-    ATT_OK = 0,
-    ATT_ERR_CORRUPT = 1,
-    ATT_ERR_TRUNCATED = 2,
-    ATT_ERR_UNSUPPORTED = 3,
-    ATT_ERR_MEMORY_LIMIT = 4,
-    ATT_ERR_SCAN_LIMIT = 5,
-    ATT_ERR_DIMENSIONS = 6,
-    ATT_ERR_TIMEOUT = 7,
-    ATT_ERR_INTERNAL = 8,
-    ATT_ERR_PIXELS = 9,     // width x height over the pixel limit
-    ATT_ERR_STRUCTURE = 10, // more items, tiles or boxes than the container limits allow
-} att_status;
+#include "attache_shim.h"
 
-typedef struct {
-    int32_t status;
-    char message[240];
-} att_error;
+// att_status, att_error and the deadline cells: attache_shim.h (CAttacheShim), shared by every shim.
 
 /// Frees memory returned by the encoders.
 void att_free(void *pointer);
@@ -47,15 +31,6 @@ void att_release_free_memory(void);
 /// error is always shown. Called again, it only changes `how`.
 void att_route_library_output(int how);
 
-/// Monotonic clock in nanoseconds (the clock deadlines are measured on).
-uint64_t att_monotonic_ns(void);
-
-/// A deadline cell: a CLOCK_MONOTONIC time in nanoseconds (0 = none), shared between the
-/// thread that decodes and one that may move it (to cancel, it is set to 1: long past).
-uint64_t att_deadline_load(const uint64_t *cell);
-void att_deadline_store(uint64_t *cell, uint64_t value);
-/// Whether the cell holds a deadline that has passed.
-int att_deadline_passed(const uint64_t *cell);
 
 // MARK: - JPEG decoding
 

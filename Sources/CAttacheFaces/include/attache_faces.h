@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attache_shim.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -17,9 +19,9 @@ typedef struct {
 /// Finds frontal faces at least `min_side` pixels across in an 8-bit grey image (`width` bytes a
 /// row). The cascade at `cascade_path` is read once per thread. Writes at most `max` boxes,
 /// largest first, and returns how many there were (0 for none); -1 when the cascade cannot be
-/// read, -2 when OpenCV fails (the reason in `error`).
+/// read, -2 when OpenCV fails (the reason in `error`, as every shim reports one).
 int att_faces_detect(const uint8_t *gray, int width, int height, const char *cascade_path, int min_side,
-                     att_face_box *out, int max, char *error, size_t error_size);
+                     att_face_box *out, int max, att_error *error);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,52 @@
+// What every C shim shares: one outcome code and one error record (a code and a message buffer)
+// for every failure a shim reports, mapped to a typed Swift error by one function
+// (AttacheError(shim:format:)); and the deadline cells the shims poll.
+#ifndef ATTACHE_SHIM_H
+#define ATTACHE_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Outcome of a shim call. Stable values: the Swift side maps them to typed errors.
+typedef enum {
+    ATT_OK = 0,
+    ATT_ERR_CORRUPT = 1,
+    ATT_ERR_TRUNCATED = 2,
+    ATT_ERR_UNSUPPORTED = 3,
+    ATT_ERR_MEMORY_LIMIT = 4,
+    ATT_ERR_SCAN_LIMIT = 5,
+    ATT_ERR_DIMENSIONS = 6,
+    ATT_ERR_TIMEOUT = 7,
+    ATT_ERR_INTERNAL = 8,
+    ATT_ERR_PIXELS = 9,      // width x height over the pixel limit
+    ATT_ERR_STRUCTURE = 10,  // more items, tiles or boxes than the container limits allow
+    ATT_ERR_STREAMS = 11,    // more streams or tracks than the limit
+    ATT_ERR_DURATION = 12,   // longer than the limit, counted from the packets
+} att_status;
+
+typedef struct {
+    int32_t status;
+    char message[240];
+} att_error;
+
+/// Fills `error` (when not NULL) with `status` and a printf-style message.
+void att_set_error(att_error *error, int32_t status, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/// CLOCK_MONOTONIC in nanoseconds.
+uint64_t att_monotonic_ns(void);
+/// A deadline cell: CLOCK_MONOTONIC nanoseconds, 0 for none, written by Swift while C polls it.
+uint64_t att_deadline_load(const uint64_t *cell);
+void att_deadline_store(uint64_t *cell, uint64_t value);
+/// Nonzero once the cell's deadline has passed (a NULL cell never passes).
+int att_deadline_passed(const uint64_t *cell);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,31 @@
+// The error record and the deadline cells every shim shares (attache_shim.h).
+#include "attache_shim.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+void att_set_error(att_error *error, int32_t status, const char *format, ...) {
+    if (error == NULL) return;
+    error->status = status;
+    va_list arguments;
+    va_start(arguments, format);
+    vsnprintf(error->message, sizeof error->message, format, arguments);
+    va_end(arguments);
+}
+
+uint64_t att_monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t att_deadline_load(const uint64_t *cell) { return __atomic_load_n(cell, __ATOMIC_RELAXED); }
+
+void att_deadline_store(uint64_t *cell, uint64_t value) { __atomic_store_n(cell, value, __ATOMIC_RELAXED); }
+
+int att_deadline_passed(const uint64_t *cell) {
+    if (cell == NULL) return 0;
+    uint64_t deadline = __atomic_load_n(cell, __ATOMIC_RELAXED);
+    return deadline != 0 && att_monotonic_ns() > deadline;
+}
