@@ -55,7 +55,8 @@ enum Faces {
         var box = att_face_box()
         var error = att_error()
         let found = gray.withUnsafeBufferPointer { pixels in
-            att_faces_detect(pixels.baseAddress, Int32(small.width), Int32(small.height), cascadePath, 24, &box, 1, &error)
+            att_faces_detect(
+                pixels.baseAddress, Int32(small.width), Int32(small.height), cascadePath, 24, &box, 1, &error)
         }
         guard found > 0 else { return nil }
         let across = Double(region.width) / Double(small.width)
