@@ -226,36 +226,14 @@ extension ImageProcessor {
         let target = RenditionSpec.fit(width: info.width, height: info.height, into: maxSide)
         let decoder = try GIFDecoder(
             bytes: bytes, limits: limits, allowPartial: spec.gifAllowPartial, deadline: deadline)
-        var compositor = GIFCompositor(screenOf: info)
-        // Premultiplied colours of an indexed screen, for the resampler.
-        var screenColors = [SIMD4<Float>](repeating: .zero, count: 256)
-        for i in 0..<min(info.globalPalette.count / 3, 256) where i != info.screenBlank.map(Int.init) {
-            let p = info.globalPalette
-            screenColors[i] = SIMD4(Float(p[i * 3]), Float(p[i * 3 + 1]), Float(p[i * 3 + 2]), 255)
-        }
+        var screen = GIFScreen(info: info, target: target)
         // The source's global palette (with its usual transparent slot) becomes the output's.
-        let global =
-            info.globalPalette.isEmpty
-            ? nil : GIFPalette(source: info.globalPalette, transparent: info.globalTransparent)
+        var palettes = GIFPalettes(info: info)
         let writer = try GIFFrameWriter(
-            width: target.width, height: target.height, loopCount: info.loopCount, globalPalette: global)
-        let resampler =
-            target.width == info.width && target.height == info.height
-            ? nil
-            : Resampler(
-                inWidth: info.width, inHeight: info.height, outWidth: target.width, outHeight: target.height,
-                channels: 4, lanczosReserve: 1)
-        var palettes: [[UInt8]: GIFPalette] = [:]
-        if let global {
-            palettes[
-                info.globalPalette + [
-                    UInt8(truncatingIfNeeded: info.globalTransparent ?? 999), info.globalTransparent == nil ? 1 : 0,
-                ]] = global
-        }
+            width: target.width, height: target.height, loopCount: info.loopCount, globalPalette: palettes.global)
         var sourceIndex = 0
         var time = 0
-        let pixels = target.width * target.height
-        var poster: (index: Int, time: Int, coverage: Int, image: [UInt8])?
+        var poster = GIFPosterChoice(pixels: target.width * target.height)
         while let frame = try decoder.next() {
             try deadline.check()
             defer { sourceIndex += 1 }
@@ -263,90 +241,23 @@ extension ImageProcessor {
             let slot = sourceIndex * keep / info.frames
             let previousSlot = sourceIndex == 0 ? -1 : (sourceIndex - 1) * keep / info.frames
             guard slot != previousSlot else {
-                compositor.draw(frame)
+                screen.compositor.draw(frame)
                 writer.extendLast(by: frame.delay)
                 time += frame.delay
                 continue
             }
-            var scaled: [UInt8]
-            if let resampler {
-                // Each screen row goes to the resampler as soon as it is drawn.
-                resampler.reset()
-                if compositor.blank != nil {
-                    screenColors.withUnsafeBufferPointer { colors in
-                        compositor.draw(frame) { resampler.push(indices: $0, colors: colors.baseAddress!) }
-                    }
-                } else {
-                    compositor.draw(frame, rows: resampler.push)
-                }
-                scaled = resampler.output
-            } else {
-                compositor.draw(frame)
-                scaled = compositor.rgba
-            }
+            let scaled = screen.draw(frame)
             // Compositing and resampling are half a frame's work: look again before mapping.
             try deadline.check()
-            let key =
-                frame.palette + [UInt8(truncatingIfNeeded: frame.transparent ?? 999), frame.transparent == nil ? 1 : 0]
-            let sourcePalette = palettes[key] ?? GIFPalette(source: frame.palette, transparent: frame.transparent)
-            if palettes.count >= 16 { palettes.removeAll() }
-            palettes[key] = sourcePalette
-            var indices = [UInt8](repeating: 0, count: pixels)
-            var chosen = sourcePalette
-            let error = scaled.withUnsafeBufferPointer { rgba in
-                indices.withUnsafeMutableBufferPointer {
-                    sourcePalette.map(rgba.baseAddress!, count: pixels, into: $0.baseAddress!, exact: resampler == nil)
-                }
-            }
-            // The frame's own palette cannot show what the screen holds (colours restored from
-            // other frames, or a small local palette): build one for this frame instead.
-            if error > 64 {
-                let built = scaled.withUnsafeBufferPointer { GIFPalette.medianCut($0.baseAddress!, count: pixels) }
-                let builtError = scaled.withUnsafeBufferPointer { rgba in
-                    indices.withUnsafeMutableBufferPointer {
-                        built.map(rgba.baseAddress!, count: pixels, into: $0.baseAddress!, exact: resampler == nil)
-                    }
-                }
-                if builtError < error {
-                    chosen = built
-                } else {
-                    scaled.withUnsafeBufferPointer { rgba in
-                        indices.withUnsafeMutableBufferPointer {
-                            _ = sourcePalette.map(
-                                rgba.baseAddress!, count: pixels, into: $0.baseAddress!, exact: resampler == nil)
-                        }
-                    }
-                }
-            }
-            if spec.gifDither {
-                scaled.withUnsafeBufferPointer { rgba in
-                    indices.withUnsafeMutableBufferPointer {
-                        chosen.mapDithered(
-                            rgba.baseAddress!, width: target.width, height: target.height, into: $0.baseAddress!)
-                    }
-                }
-            }
-            let palette = chosen
+            let (indices, palette) = palettes.map(
+                scaled, frame: frame, exact: screen.resampler == nil, dither: spec.gifDither, target: target)
             try writer.add(indices: indices, source: scaled, palette: palette, delay: frame.delay)
-            // Coverage matters only until a frame covering 90% has been found.
-            var coverage = 0
-            if poster == nil || poster!.coverage * 10 < pixels * 9 {
-                scaled.withUnsafeBufferPointer { rgba in
-                    for i in 0..<pixels where rgba[i * 4 + 3] >= 128 { coverage += 1 }
-                }
-            }
-            if poster == nil || (poster!.coverage * 10 < pixels * 9 && coverage > poster!.coverage) {
-                var shownFrame = [UInt8](repeating: 0, count: pixels * 4)
-                shownFrame.withUnsafeMutableBufferPointer { out in
-                    for i in 0..<pixels { palette.rgba(indices[i], into: out.baseAddress! + i * 4) }
-                }
-                // The frame is the pending one (merged or not): its output index is the count written.
-                poster = (writer.framesWritten, time, coverage, shownFrame)
-            }
+            // The frame is the pending one (merged or not): its output index is the count written.
+            poster.consider(scaled, indices: indices, palette: palette, index: writer.framesWritten, time: time)
             time += frame.delay
         }
         let data = try writer.finish()
-        let chosen = poster!
+        let chosen = poster.chosen!
         return GIFRendition(
             data: data, width: target.width, height: target.height, frames: writer.framesWritten,
             loopCount: info.loopCount, duration: writer.duration, posterFrame: chosen.index,
@@ -398,5 +309,128 @@ extension ImageProcessor {
         return Rendition(
             kind: still.kind, width: gif.width, height: gif.height, data: still.data,
             source: ImageInfo(gif.source), frames: 1, posterFrame: gif.posterFrame, posterTime: gif.posterTime)
+    }
+}
+
+/// The GIF's screen as frames are drawn on it, and the resampler that takes its rows to the
+/// output size as they are drawn (none when the size stays).
+struct GIFScreen {
+    var compositor: GIFCompositor
+    let resampler: Resampler?
+    /// Premultiplied colours of an indexed screen, for the resampler.
+    private var colors = [SIMD4<Float>](repeating: .zero, count: 256)
+
+    init(info: GIFInfo, target: (width: Int, height: Int)) {
+        compositor = GIFCompositor(screenOf: info)
+        for i in 0..<min(info.globalPalette.count / 3, 256) where i != info.screenBlank.map(Int.init) {
+            let p = info.globalPalette
+            colors[i] = SIMD4(Float(p[i * 3]), Float(p[i * 3 + 1]), Float(p[i * 3 + 2]), 255)
+        }
+        resampler =
+            target.width == info.width && target.height == info.height
+            ? nil
+            : Resampler(
+                inWidth: info.width, inHeight: info.height, outWidth: target.width, outHeight: target.height,
+                channels: 4, lanczosReserve: 1)
+    }
+
+    /// Draws `frame` and returns the screen at the output size (RGBA).
+    mutating func draw(_ frame: GIFSourceFrame) -> [UInt8] {
+        guard let resampler else {
+            compositor.draw(frame)
+            return compositor.rgba
+        }
+        // Each screen row goes to the resampler as soon as it is drawn.
+        resampler.reset()
+        if compositor.blank != nil {
+            colors.withUnsafeBufferPointer { colors in
+                compositor.draw(frame) { resampler.push(indices: $0, colors: colors.baseAddress!) }
+            }
+        } else {
+            compositor.draw(frame, rows: resampler.push)
+        }
+        return resampler.output
+    }
+}
+
+/// The palettes frames are mapped to: each frame's own (the last 16 kept, by their colours and
+/// transparent slot), or one built for a frame its own cannot show.
+struct GIFPalettes {
+    let global: GIFPalette?
+    private var cache: [[UInt8]: GIFPalette] = [:]
+
+    init(info: GIFInfo) {
+        global =
+            info.globalPalette.isEmpty
+            ? nil : GIFPalette(source: info.globalPalette, transparent: info.globalTransparent)
+        if let global { cache[Self.key(info.globalPalette, transparent: info.globalTransparent)] = global }
+    }
+
+    static func key(_ colors: [UInt8], transparent: Int?) -> [UInt8] {
+        colors + [UInt8(truncatingIfNeeded: transparent ?? 999), transparent == nil ? 1 : 0]
+    }
+
+    /// The frame's pixels (`scaled`, RGBA at `target`) as indices into the palette chosen for it.
+    mutating func map(
+        _ scaled: [UInt8], frame: GIFSourceFrame, exact: Bool, dither: Bool, target: (width: Int, height: Int)
+    ) -> (indices: [UInt8], palette: GIFPalette) {
+        let pixels = target.width * target.height
+        let key = Self.key(frame.palette, transparent: frame.transparent)
+        let source = cache[key] ?? GIFPalette(source: frame.palette, transparent: frame.transparent)
+        if cache.count >= 16 { cache.removeAll() }
+        cache[key] = source
+        var indices = [UInt8](repeating: 0, count: pixels)
+        func map(_ palette: GIFPalette) -> Double {
+            scaled.withUnsafeBufferPointer { rgba in
+                indices.withUnsafeMutableBufferPointer {
+                    palette.map(rgba.baseAddress!, count: pixels, into: $0.baseAddress!, exact: exact)
+                }
+            }
+        }
+        var chosen = source
+        let error = map(source)
+        // The frame's own palette cannot show what the screen holds (colours restored from
+        // other frames, or a small local palette): build one for this frame instead.
+        if error > 64 {
+            let built = scaled.withUnsafeBufferPointer { GIFPalette.medianCut($0.baseAddress!, count: pixels) }
+            if map(built) < error {
+                chosen = built
+            } else {
+                _ = map(source)
+            }
+        }
+        if dither {
+            scaled.withUnsafeBufferPointer { rgba in
+                indices.withUnsafeMutableBufferPointer {
+                    chosen.mapDithered(
+                        rgba.baseAddress!, width: target.width, height: target.height, into: $0.baseAddress!)
+                }
+            }
+        }
+        return (indices, chosen)
+    }
+}
+
+/// The poster of an animation made a GIF: the first frame that covers 90% of the picture with
+/// opaque pixels, else the one that covers most.
+struct GIFPosterChoice {
+    let pixels: Int
+    private(set) var chosen: (index: Int, time: Int, coverage: Int, image: [UInt8])?
+
+    init(pixels: Int) { self.pixels = pixels }
+
+    mutating func consider(_ scaled: [UInt8], indices: [UInt8], palette: GIFPalette, index: Int, time: Int) {
+        // Coverage matters only until a frame covering 90% has been found.
+        if let chosen, chosen.coverage * 10 >= pixels * 9 { return }
+        var coverage = 0
+        scaled.withUnsafeBufferPointer { rgba in
+            for i in 0..<pixels where rgba[i * 4 + 3] >= 128 { coverage += 1 }
+        }
+        if let chosen, coverage <= chosen.coverage { return }
+        var shown = [UInt8](repeating: 0, count: pixels * 4)
+        shown.withUnsafeMutableBufferPointer { out in
+            for i in 0..<pixels { palette.rgba(indices[i], into: out.baseAddress! + i * 4) }
+        }
+        chosen = (index, time, coverage, shown)
     }
 }
