@@ -143,6 +143,146 @@ static int clap_is_safe(const uint8_t *data, size_t length) {
 
 static int cancelled(void *cell) { return cell != NULL && att_deadline_passed(cell); }
 
+// A grid's tiles checked, and the size of one (from the first tile's ispe box) in `header`;
+// -1, error set, when the grid is refused.
+static int check_grid(att_heif *h, const struct heif_image_tiling *tiling_in, att_heif_limits limits,
+                      att_heif_header *header, att_error *error) {
+    const struct heif_image_tiling tiling = *tiling_in;
+    const uint8_t *data = h->data;
+    size_t length = h->length;
+    struct heif_error e;
+    uint32_t tile_width = (uint32_t)header->width, tile_height = (uint32_t)header->height;
+    heif_item_id first = 0;
+    struct heif_image_handle *tile = NULL;
+    // libheif 1.19 checks its tile limit for 'tili' images, not for grids.
+    if (tiling.num_columns * (uint64_t)tiling.num_rows > limits.max_tiles) {
+        char message[96];
+        snprintf(message, sizeof message, "%u x %u tiles, over the limit of %llu", tiling.num_columns,
+                 tiling.num_rows, (unsigned long long)limits.max_tiles);
+        set(error, ATT_ERR_STRUCTURE, "the grid has too many tiles", message);
+        return -1;
+    }
+    if (tiling.num_columns * (uint64_t)tiling.num_rows > 1) {
+        e = heif_image_handle_get_grid_image_tile_id(h->handle, 0, 0, 0, &first);
+        if (e.code == heif_error_Ok) e = heif_context_get_image_handle(h->context, first, &tile);
+        if (e.code != heif_error_Ok) {
+            failed(e, data, length, error, "cannot read the grid's first tile");
+            return -1;
+        }
+        tile_width = (uint32_t)heif_image_handle_get_ispe_width(tile);
+        tile_height = (uint32_t)heif_image_handle_get_ispe_height(tile);
+        heif_image_handle_release(tile);
+        // Every tile must be an image: libheif 1.19.7 dereferences a null image when a grid
+        // names an item that is not one (found by fuzz-modern), so the grid is checked first.
+        uint64_t tiles = (uint64_t)tiling.num_columns * tiling.num_rows;
+        for (uint64_t t = 0; t < tiles; t++) {  // tiles <= max_tiles, checked above
+            heif_item_id id = 0;
+            struct heif_image_handle *each = NULL;
+            e = heif_image_handle_get_grid_image_tile_id(h->handle, 0, (uint32_t)(t % tiling.num_columns),
+                                                         (uint32_t)(t / tiling.num_columns), &id);
+            if (e.code == heif_error_Ok) e = heif_context_get_image_handle(h->context, id, &each);
+            if (e.code == heif_error_Ok && each == NULL) e.code = heif_error_Invalid_input;
+            if (each) heif_image_handle_release(each);
+            if (e.code != heif_error_Ok) {
+                set(error, ATT_ERR_CORRUPT, "a grid tile is not an image", NULL);
+                return -1;
+            }
+        }
+    }
+    header->tile_width = tile_width;
+    header->tile_height = tile_height;
+    return 0;
+}
+
+// irot, imir and clap in the order they apply, as EXIF-style steps and a crop.
+static void read_transformations(att_heif *h, att_heif_header *header) {
+    heif_item_id id = heif_image_handle_get_item_id(h->handle);
+    heif_property_id properties[8];
+    int count = heif_item_get_transformation_properties(h->context, id, properties, 8);
+    int w = header->width, ht = header->height;
+    for (int i = 0; i < count && i < 8; i++) {
+        int32_t step = -1;
+        switch (heif_item_get_property_type(h->context, id, properties[i])) {
+        case heif_item_property_type_transform_rotation:
+            switch (heif_item_get_property_transform_rotation_ccw(h->context, id, properties[i])) {
+            case 0: step = 1; break;
+            case 90: step = 8; break;
+            case 180: step = 3; break;
+            case 270: step = 6; break;
+            default: break;
+            }
+            if (step == 8 || step == 6) {
+                int t = w;
+                w = ht;
+                ht = t;
+            }
+            break;
+        case heif_item_property_type_transform_mirror:
+            switch (heif_item_get_property_transform_mirror(h->context, id, properties[i])) {
+            case heif_transform_mirror_direction_horizontal: step = 2; break;
+            case heif_transform_mirror_direction_vertical: step = 4; break;
+            default: break;
+            }
+            break;
+        case heif_item_property_type_transform_crop: {
+            int l = 0, t = 0, r = 0, b = 0;
+            if (w <= 0 || ht <= 0) {
+                header->unknown_step = 1;
+                break;
+            }
+            heif_item_get_property_transform_crop_borders(h->context, id, properties[i], w, ht, &l, &t, &r, &b);
+            if (header->steps > 0) header->crop_after_turn = 1;
+            header->crop_left = l;
+            header->crop_top = t;
+            header->crop_right = r;
+            header->crop_bottom = b;
+            w -= l + r;
+            ht -= t + b;
+            step = 0;
+            break;
+        }
+        default: break;
+        }
+        if (step > 0 && header->steps < 8) header->step[header->steps++] = step;
+        if (step < 0) header->unknown_step = 1;
+    }
+}
+
+// The chroma subsampling, and the colour: an ICC profile (prof, rICC) or nclx code points.
+static void read_colour(att_heif *h, att_heif_header *header) {
+    enum heif_colorspace space;
+    enum heif_chroma chroma;
+    if (heif_image_handle_get_preferred_decoding_colorspace(h->handle, &space, &chroma).code == heif_error_Ok) {
+        header->chroma = chroma == heif_chroma_420 ? 420 : chroma == heif_chroma_422 ? 422 : chroma == heif_chroma_monochrome ? 400 : 444;
+    }
+    switch (heif_image_handle_get_color_profile_type(h->handle)) {
+    case heif_color_profile_type_prof:
+    case heif_color_profile_type_rICC: {
+        size_t size = heif_image_handle_get_raw_color_profile_size(h->handle);
+        if (size > 0 && size <= ATT_ICC_MAX_BYTES && (h->icc = malloc(size)) != NULL &&
+            heif_image_handle_get_raw_color_profile(h->handle, h->icc).code == heif_error_Ok) {
+            header->icc = h->icc;
+            header->icc_length = size;
+        }
+        break;
+    }
+    case heif_color_profile_type_nclx: {
+        struct heif_color_profile_nclx *nclx = NULL;
+        if (heif_image_handle_get_nclx_color_profile(h->handle, &nclx).code == heif_error_Ok && nclx) {
+            header->primaries = nclx->color_primaries;
+            header->transfer = nclx->transfer_characteristics;
+            const float xy[8] = {nclx->color_primary_red_x, nclx->color_primary_red_y, nclx->color_primary_green_x,
+                                 nclx->color_primary_green_y, nclx->color_primary_blue_x, nclx->color_primary_blue_y,
+                                 nclx->color_primary_white_x, nclx->color_primary_white_y};
+            for (int i = 0; i < 8; i++) header->primaries_xy[i] = xy[i];
+            heif_nclx_color_profile_free(nclx);
+        }
+        break;
+    }
+    default: break;
+    }
+}
+
 att_heif *att_heif_open(
     const uint8_t *data, size_t length, att_heif_limits limits, att_heif_header *header, att_error *error) {
     pthread_once(&once, start);
@@ -199,46 +339,9 @@ att_heif *att_heif_open(
         att_heif_close(h);
         return NULL;
     }
-    uint32_t tile_width = (uint32_t)header->width, tile_height = (uint32_t)header->height;
-    heif_item_id first = 0;
-    struct heif_image_handle *tile = NULL;
-    // libheif 1.19 checks its tile limit for 'tili' images, not for grids.
-    if (tiling.num_columns * (uint64_t)tiling.num_rows > limits.max_tiles) {
-        char message[96];
-        snprintf(message, sizeof message, "%u x %u tiles, over the limit of %llu", tiling.num_columns,
-                 tiling.num_rows, (unsigned long long)limits.max_tiles);
-        set(error, ATT_ERR_STRUCTURE, "the grid has too many tiles", message);
+    if (check_grid(h, &tiling, limits, header, error) < 0) {
         att_heif_close(h);
         return NULL;
-    }
-    if (tiling.num_columns * (uint64_t)tiling.num_rows > 1) {
-        e = heif_image_handle_get_grid_image_tile_id(h->handle, 0, 0, 0, &first);
-        if (e.code == heif_error_Ok) e = heif_context_get_image_handle(h->context, first, &tile);
-        if (e.code != heif_error_Ok) {
-            failed(e, data, length, error, "cannot read the grid's first tile");
-            att_heif_close(h);
-            return NULL;
-        }
-        tile_width = (uint32_t)heif_image_handle_get_ispe_width(tile);
-        tile_height = (uint32_t)heif_image_handle_get_ispe_height(tile);
-        heif_image_handle_release(tile);
-        // Every tile must be an image: libheif 1.19.7 dereferences a null image when a grid
-        // names an item that is not one (found by fuzz-modern), so the grid is checked first.
-        uint64_t tiles = (uint64_t)tiling.num_columns * tiling.num_rows;
-        for (uint64_t t = 0; t < tiles; t++) {  // tiles <= max_tiles, checked above
-            heif_item_id id = 0;
-            struct heif_image_handle *each = NULL;
-            e = heif_image_handle_get_grid_image_tile_id(h->handle, 0, (uint32_t)(t % tiling.num_columns),
-                                                         (uint32_t)(t / tiling.num_columns), &id);
-            if (e.code == heif_error_Ok) e = heif_context_get_image_handle(h->context, id, &each);
-            if (e.code == heif_error_Ok && each == NULL) e.code = heif_error_Invalid_input;
-            if (each) heif_image_handle_release(each);
-            if (e.code != heif_error_Ok) {
-                set(error, ATT_ERR_CORRUPT, "a grid tile is not an image", NULL);
-                att_heif_close(h);
-                return NULL;
-            }
-        }
     }
     header->shown_width = heif_image_handle_get_width(h->handle);
     header->shown_height = heif_image_handle_get_height(h->handle);
@@ -246,90 +349,8 @@ att_heif *att_heif_open(
     header->bit_depth = heif_image_handle_get_luma_bits_per_pixel(h->handle);
     header->tile_columns = tiling.num_columns;
     header->tile_rows = tiling.num_rows;
-    header->tile_width = tile_width;
-    header->tile_height = tile_height;
-    // irot, imir and clap in the order they apply.
-    heif_item_id id = heif_image_handle_get_item_id(h->handle);
-    heif_property_id properties[8];
-    int count = heif_item_get_transformation_properties(h->context, id, properties, 8);
-    int w = header->width, ht = header->height;
-    for (int i = 0; i < count && i < 8; i++) {
-        int32_t step = -1;
-        switch (heif_item_get_property_type(h->context, id, properties[i])) {
-        case heif_item_property_type_transform_rotation:
-            switch (heif_item_get_property_transform_rotation_ccw(h->context, id, properties[i])) {
-            case 0: step = 1; break;
-            case 90: step = 8; break;
-            case 180: step = 3; break;
-            case 270: step = 6; break;
-            default: break;
-            }
-            if (step == 8 || step == 6) {
-                int t = w;
-                w = ht;
-                ht = t;
-            }
-            break;
-        case heif_item_property_type_transform_mirror:
-            switch (heif_item_get_property_transform_mirror(h->context, id, properties[i])) {
-            case heif_transform_mirror_direction_horizontal: step = 2; break;
-            case heif_transform_mirror_direction_vertical: step = 4; break;
-            default: break;
-            }
-            break;
-        case heif_item_property_type_transform_crop: {
-            int l = 0, t = 0, r = 0, b = 0;
-            if (w <= 0 || ht <= 0) {
-                header->unknown_step = 1;
-                break;
-            }
-            heif_item_get_property_transform_crop_borders(h->context, id, properties[i], w, ht, &l, &t, &r, &b);
-            if (header->steps > 0) header->crop_after_turn = 1;
-            header->crop_left = l;
-            header->crop_top = t;
-            header->crop_right = r;
-            header->crop_bottom = b;
-            w -= l + r;
-            ht -= t + b;
-            step = 0;
-            break;
-        }
-        default: break;
-        }
-        if (step > 0 && header->steps < 8) header->step[header->steps++] = step;
-        if (step < 0) header->unknown_step = 1;
-    }
-    enum heif_colorspace space;
-    enum heif_chroma chroma;
-    if (heif_image_handle_get_preferred_decoding_colorspace(h->handle, &space, &chroma).code == heif_error_Ok) {
-        header->chroma = chroma == heif_chroma_420 ? 420 : chroma == heif_chroma_422 ? 422 : chroma == heif_chroma_monochrome ? 400 : 444;
-    }
-    switch (heif_image_handle_get_color_profile_type(h->handle)) {
-    case heif_color_profile_type_prof:
-    case heif_color_profile_type_rICC: {
-        size_t size = heif_image_handle_get_raw_color_profile_size(h->handle);
-        if (size > 0 && size <= ATT_ICC_MAX_BYTES && (h->icc = malloc(size)) != NULL &&
-            heif_image_handle_get_raw_color_profile(h->handle, h->icc).code == heif_error_Ok) {
-            header->icc = h->icc;
-            header->icc_length = size;
-        }
-        break;
-    }
-    case heif_color_profile_type_nclx: {
-        struct heif_color_profile_nclx *nclx = NULL;
-        if (heif_image_handle_get_nclx_color_profile(h->handle, &nclx).code == heif_error_Ok && nclx) {
-            header->primaries = nclx->color_primaries;
-            header->transfer = nclx->transfer_characteristics;
-            const float xy[8] = {nclx->color_primary_red_x, nclx->color_primary_red_y, nclx->color_primary_green_x,
-                                 nclx->color_primary_green_y, nclx->color_primary_blue_x, nclx->color_primary_blue_y,
-                                 nclx->color_primary_white_x, nclx->color_primary_white_y};
-            for (int i = 0; i < 8; i++) header->primaries_xy[i] = xy[i];
-            heif_nclx_color_profile_free(nclx);
-        }
-        break;
-    }
-    default: break;
-    }
+    read_transformations(h, header);
+    read_colour(h, header);
     h->options = heif_decoding_options_alloc();
     if (h->options == NULL) {
         set(error, ATT_ERR_MEMORY_LIMIT, "out of memory", NULL);
