@@ -15,6 +15,10 @@ struct BatchTrace: Sendable {
     /// Runs one item's work with its span current, and ends the span with what came of it.
     func item(_ item: BatchItem, _ work: () async -> PipelineResult?) async -> PipelineResult? {
         let span = startSpan("batch.item", context: run.context)
+        guard span.isRecording else {
+            span.end()
+            return await work()
+        }
         span.attributes["attache.batch.item"] = item.reference
         span.attributes["attache.batch.index"] = item.index
         let result = await ServiceContext.$current.withValue(span.context) { await work() }
@@ -49,6 +53,7 @@ struct BatchTrace: Sendable {
 
     /// Ends the run's span with its totals.
     private func end(_ progress: BatchRunner.Progress, error: AttacheError?) {
+        guard run.isRecording else { return run.end() }
         run.updateAttributes { attributes in
             attributes["attache.batch.total"] = progress.total
             attributes["attache.batch.done"] = progress.done

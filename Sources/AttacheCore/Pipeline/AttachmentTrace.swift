@@ -11,18 +11,26 @@ internal import Tracing
 ///
 /// What a span says never holds a secret: a URL goes without its query, user or password; no
 /// token, key or alert text is written.
+///
+/// Nothing is built for a span that does not record (no tracer, or a trace not sampled): no
+/// stage span is started under it and no attribute is made, so traces off cost one no-op span
+/// an attachment.
 struct AttachmentTrace {
     private let attachment: any Span
     private var stage: (any Span)?
+    private let recording: Bool
 
     init(url: String, convention: String) {
         attachment = startSpan("attachment")
+        recording = attachment.isRecording
+        guard recording else { return }
         attachment.attributes["url.full"] = Self.shown(url)
         attachment.attributes["attache.source.member"] = convention
     }
 
     /// Ends the stage under way, if any, and starts `name`'s.
     mutating func enter(_ name: String) {
+        guard recording else { return }
         stage?.end()
         stage = startSpan(name, context: attachment.context, ofKind: name == "fetch" ? .client : .internal)
     }
@@ -49,6 +57,7 @@ struct AttachmentTrace {
 
     /// The kind the bytes are.
     func validated(_ kind: MediaKind) {
+        guard recording else { return }
         stage?.attributes["attache.media.kind"] = kind.rawValue
     }
 
@@ -90,6 +99,7 @@ struct AttachmentTrace {
     /// Ends every span open, with the outcome on the attachment's: a failure sets the status
     /// of the stage it happened in and of the attachment, with the error's code.
     func end(_ outcome: AttachmentOutcome) {
+        guard recording else { return attachment.end() }
         if let error = outcome.error {
             let status = SpanStatus(code: .error, message: error.code.rawValue)
             for span in [stage, attachment].compactMap({ $0 }) {
