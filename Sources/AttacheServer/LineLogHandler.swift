@@ -117,52 +117,38 @@ public struct LineLogHandler: LogHandler {
         guard metadata.isEmpty, metadataProvider == nil else { return false }
         var line: [UInt8] = []
         line.reserveCapacity(200)
-        // In key order, as both formats sort them: hb.request.id, method, ms, outcome, route, status.
-        var idText = id.prefix
-        idText += "-"
-        idText += String(id.number, radix: 16)
-        let ms = String(milliseconds)
-        let statusText = String(status)
+        func field(_ key: StaticString, _ value: String) {
+            if json {
+                line += #"",""#.utf8
+                line += UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
+                line += #"":""#.utf8
+            } else {
+                line.append(0x20)
+                line += UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
+                line.append(UInt8(ascii: "="))
+            }
+            line += value.utf8
+        }
         if json {
             line += #"{"time":""#.utf8
             LogWriter.appendTimestamp(to: &line)
             line += #"","level":"info","label":""#.utf8
             line += label.utf8
-            line += #"","source":"AttacheServer","message":"request","hb.request.id":""#.utf8
-            line += idText.utf8
-            line += #"","method":""#.utf8
-            line += method.utf8
-            line += #"","ms":""#.utf8
-            line += ms.utf8
-            if let outcome {
-                line += #"","outcome":""#.utf8
-                line += outcome.utf8
-            }
-            line += #"","route":""#.utf8
-            line += route.utf8
-            line += #"","status":""#.utf8
-            line += statusText.utf8
-            line += "\"}\n".utf8
+            line += #"","source":"AttacheServer","message":"request"#.utf8
         } else {
             LogWriter.appendTimestamp(to: &line)
             line += " info ".utf8
             line += label.utf8
-            line += ": hb.request.id=".utf8
-            line += idText.utf8
-            line += " method=".utf8
-            line += method.utf8
-            line += " ms=".utf8
-            line += ms.utf8
-            if let outcome {
-                line += " outcome=".utf8
-                line += outcome.utf8
-            }
-            line += " route=".utf8
-            line += route.utf8
-            line += " status=".utf8
-            line += statusText.utf8
-            line += " [AttacheServer] request\n".utf8
+            line.append(UInt8(ascii: ":"))
         }
+        // In key order, as both formats sort them.
+        field("hb.request.id", id.prefix + "-" + String(id.number, radix: 16))
+        field("method", method)
+        field("ms", String(milliseconds))
+        if let outcome { field("outcome", outcome) }
+        field("route", route)
+        field("status", String(status))
+        line += json ? "\"}\n".utf8 : " [AttacheServer] request\n".utf8
         line.withUnsafeBytes { writer.append($0) }
         return true
     }

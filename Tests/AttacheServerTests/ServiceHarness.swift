@@ -11,6 +11,7 @@ import Metrics
 import Prometheus
 import ServiceLifecycle
 import Synchronization
+import Testing
 
 /// One Prometheus registry for the whole test process (swift-metrics is bootstrapped once).
 enum TestMetrics {
@@ -375,5 +376,52 @@ func rawExchange(port: Int, _ bytes: [UInt8], quiet: Int = 30) async throws -> [
             close(fd)
             done.resume(returning: received)
         }
+    }
+}
+
+/// `attache serve` as operators run it, in a process of its own: a store in a temporary
+/// directory, the test's API key, loopback fetches allowed, standard error in a log file, and
+/// the port it says it listens on read from that log (text or JSON lines).
+final class ServeProcess: @unchecked Sendable {
+    let process = Process()
+    let directory: TemporaryDirectory
+    let log: String
+    /// Signalled when the process exits.
+    let exited = DispatchSemaphore(value: 0)
+
+    init(_ arguments: [String], environment: [String: String]? = nil) throws {
+        directory = try TemporaryDirectory()
+        log = directory.path + "/log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
+        process.arguments =
+            [
+                "serve", "--port", "0", "--store", directory.path + "/store", "--api-keys", RunningService.apiKey,
+                "--allow-loopback",
+            ] + arguments
+        if let environment { process.environment = environment }
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        process.standardOutput = FileHandle.nullDevice
+        process.terminationHandler = { [exited] _ in exited.signal() }
+        try process.run()
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+    }
+
+    var logged: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+
+    /// The port of the `listening` line's address, once it is written.
+    var port: Int? {
+        guard let range = logged.range(of: #"address.{1,3}http://127\.0\.0\.1:[0-9]+/"#, options: .regularExpression)
+        else { return nil }
+        return Int(logged[range].split(separator: ":").last!.dropLast())
+    }
+
+    /// `http://127.0.0.1:<port>`, once the process says where it listens.
+    func base() async throws -> String {
+        #expect(await eventually { port != nil || !process.isRunning }, "it says where it listens")
+        return "http://127.0.0.1:\(try #require(port, "\(logged)"))"
     }
 }

@@ -650,30 +650,10 @@ import Testing
     @Test func sigtermDrainsInFlightWorkThenExits() async throws {
         let media = try TestHTTPServer()
         let held = HeldRoute(on: media, path: "/held.jpg", body: sampleJPEG)
-        let directory = try TemporaryDirectory()
-        let log = directory.path + "/log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
-        process.arguments = [
-            "serve", "--port", "0", "--store", directory.path + "/store", "--api-keys", RunningService.apiKey,
-            "--allow-loopback", "--grace-period", "60s", "--gc-interval", "0s",
-        ]
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.standardOutput = FileHandle.nullDevice
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-
-        func logged() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
-        func port() -> Int? {
-            guard let range = logged().range(of: #"address=http://127\.0\.0\.1:[0-9]+/"#, options: .regularExpression)
-            else { return nil }
-            return Int(logged()[range].split(separator: ":").last!.dropLast())
-        }
-        #expect(await eventually { port() != nil || !process.isRunning }, "it says where it listens")
-        let base = "http://127.0.0.1:\(try #require(port(), "\(logged())"))"
+        let serve = try ServeProcess(["--grace-period", "60s", "--gc-interval", "0s"])
+        defer { serve.stop() }
+        let process = serve.process
+        let base = try await serve.base()
 
         let answer = Task {
             try await curl(
@@ -693,9 +673,9 @@ import Testing
         let entries = (try drained.json())["attachments"] as? [[String: Any]] ?? []
         let url = try #require(entries.first?["url"] as? String, "\(drained.text)")
         #expect(url.hasPrefix(base + "/attachments/"), "\(url)")
-        #expect(logged().contains("attachments=\(base)/attachments"), "\(logged())")
-        #expect(await signalled(exited), "it exits once drained")
-        #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(logged())")
+        #expect(serve.logged.contains("attachments=\(base)/attachments"), "\(serve.logged)")
+        #expect(await signalled(serve.exited), "it exits once drained")
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(serve.logged)")
     }
 
     /// schemathesis (examples, coverage and fuzzing phases, every check) against the live

@@ -94,28 +94,10 @@ import Testing
         media.route("/moved.jpg") { _, c in c.redirect(to: "/photo.jpg") }
         media.route("/gone.jpg") { _, c in c.respond(status: 404, body: Array("gone".utf8)) }
 
-        let directory = try TemporaryDirectory()
-        let log = directory.path + "/log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
-        process.arguments = [
-            "serve", "--port", "0", "--store", directory.path + "/store", "--api-keys", RunningService.apiKey,
-            "--allow-loopback", "--log-format", "json", "--gc-interval", "0s",
-        ]
-        process.environment = Self.environment(receiver)
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        func logged() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
-        func port() -> Int? {
-            guard let range = logged().range(of: #"http://127\.0\.0\.1:[0-9]+/""#, options: .regularExpression)
-            else { return nil }
-            return Int(logged()[range].dropFirst("http://127.0.0.1:".count).dropLast(2))
-        }
-        #expect(await eventually { port() != nil || !process.isRunning }, "it says where it listens: \(logged())")
-        let base = "http://127.0.0.1:\(try #require(port(), "\(logged())"))"
+        let serve = try ServeProcess(
+            ["--log-format", "json", "--gc-interval", "0s"], environment: Self.environment(receiver))
+        defer { serve.stop() }
+        let base = try await serve.base()
 
         // A caller's trace, a secret in the alert and in each URL's query.
         let secretQuery = "signature=SECRET-QUERY-\(UInt32.random(in: 0 ... .max))"
@@ -208,10 +190,10 @@ import Testing
         }
         // The request's JSON log line names its trace and span.
         let line = try #require(
-            logged().split(separator: "\n").first {
+            serve.logged.split(separator: "\n").first {
                 $0.contains(#""route":"notifications""#) && $0.contains(Self.callerTrace)
             },
-            "\(logged())")
+            "\(serve.logged)")
         #expect(line.contains(#""span_id":"\#(server.spanID)""#), "\(line)")
     }
 
