@@ -38,9 +38,7 @@ public struct AttacheService: Sendable {
             Pipeline(configuration: configuration.pipeline, fetcher: Fetcher(policy: configuration.fetch), store: store)
         )
         let metrics = self.metrics
-        self.admission = Admission(slots: configuration.maxConcurrent, queue: configuration.maxQueued) {
-            metrics.admission(running: $0, waiting: $1)
-        }
+        self.admission = Admission(slots: configuration.maxConcurrent, queue: configuration.maxQueued)
         self.metricsText = metricsText
         if let stats = try? store.stats() { metrics.store(objects: stats.objects, bytes: stats.bytes) }
         metrics.quotas(objects: configuration.store.maxObjects, bytes: configuration.store.maxBytes)
@@ -85,17 +83,20 @@ public struct AttacheService: Sendable {
         let downloads = attachments
         router.get("/metrics") { _, _ in
             guard let metricsText else { throw Problem(.notFound, .notFound, "metrics are not enabled") }
-            // Gauges that are cheapest to read at scrape time (a shared store's off the event loop);
-            // the admission counts last, right before the text is rendered, so the answer shows
-            // them as they are now.
+            // Gauges that are cheapest to read at scrape time (a shared store's off the event loop).
             if let stats = try? await downloads.blocking({ try store.stats() }) {
                 metrics.store(objects: stats.objects, bytes: stats.bytes)
             }
+            // The admission counts are this service's own, as they are now: written beside the
+            // registry's text, not recorded into it (a registry is the process's, and another
+            // service in it would record its own).
             let (running, waiting) = admission.counts
-            metrics.admission(running: running, waiting: waiting)
+            var text = metricsText()
+            if !text.isEmpty && !text.hasSuffix("\n") { text += "\n" }
+            text += ServerMetrics.admission(running: running, waiting: waiting)
             var headers: HTTPFields = [.contentType: "text/plain; version=0.0.4; charset=utf-8"]
             headers[.cacheControl] = "no-store"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: metricsText())))
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
         }
         router.get("/openapi.yaml") { _, _ in
             var headers: HTTPFields = [.contentType: "application/yaml"]

@@ -82,10 +82,15 @@ final class ServerMetrics: Sendable {
         servedBytes.increment(by: Int64(bytes))
     }
 
-    /// Payloads in the pipeline and waiting for a slot.
-    func admission(running: Int, waiting: Int) {
-        Gauge(label: "attache_pipeline_in_flight").record(running)
-        Gauge(label: "attache_pipeline_queued").record(waiting)
+    /// Payloads in the pipeline and waiting for a slot, as Prometheus text.
+    static func admission(running: Int, waiting: Int) -> String {
+        """
+        # TYPE attache_pipeline_in_flight gauge
+        attache_pipeline_in_flight \(running)
+        # TYPE attache_pipeline_queued gauge
+        attache_pipeline_queued \(waiting)
+
+        """
     }
 
     /// Requests turned away for lack of room.
