@@ -147,6 +147,26 @@ final class GIFPalette {
         }
     }
 
+    /// `rgba` (RGBA at `target`) as indices into a median-cut palette of its own, dithered or not.
+    static func quantize(
+        _ rgba: [UInt8], target: (width: Int, height: Int), dither: Bool
+    ) -> (indices: [UInt8], palette: GIFPalette) {
+        let pixels = target.width * target.height
+        let palette = rgba.withUnsafeBufferPointer { medianCut($0.baseAddress!, count: pixels) }
+        var indices = [UInt8](repeating: 0, count: pixels)
+        rgba.withUnsafeBufferPointer { source in
+            indices.withUnsafeMutableBufferPointer { out in
+                if dither {
+                    palette.mapDithered(
+                        source.baseAddress!, width: target.width, height: target.height, into: out.baseAddress!)
+                } else {
+                    _ = palette.map(source.baseAddress!, count: pixels, into: out.baseAddress!, exact: false)
+                }
+            }
+        }
+        return (indices, palette)
+    }
+
     /// A palette of at most 255 colours (plus a transparent slot) for `count` RGBA pixels:
     /// median cut over a 15-bit histogram, each box's colour the mean of its pixels.
     static func medianCut(_ rgba: UnsafePointer<UInt8>, count: Int) -> GIFPalette {

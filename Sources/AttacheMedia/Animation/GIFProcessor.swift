@@ -106,29 +106,6 @@ extension ImageProcessor {
             globalTransparent: transparent == -1 ? nil : transparent, screenBlank: blank)
     }
 
-    /// Decodes every frame fully (compositing included) and reports what it found.
-    static func inspectGIF(
-        _ bytes: MediaBytes, limits: ImageLimits, deadline: WorkDeadline
-    ) throws(AttacheError)
-        -> GIFInfo
-    {
-        // The scan (no pixel decoded) says whether the screen can be kept as indices.
-        var compositor = GIFCompositor(screenOf: try scanGIF(bytes, limits: limits, deadline: deadline))
-        let decoder = try GIFDecoder(bytes: bytes, limits: limits, deadline: deadline)
-        var frames = 0
-        var duration = 0
-        while let frame = try decoder.next() {
-            try deadline.check()
-            compositor.draw(frame)
-            frames += 1
-            duration += frame.delay
-        }
-        guard frames > 0 else { throw AttacheError(.corruptData, "gif: no frames") }
-        return GIFInfo(
-            width: decoder.width, height: decoder.height, frames: frames, loopCount: decoder.loopCount,
-            duration: duration)
-    }
-
     /// Composited frames at the screen size (RGBA), the first `limit` of them, for tests and tools.
     static func compositeGIF(
         _ bytes: MediaBytes, limits: ImageLimits = .default, limit: Int = .max
@@ -151,119 +128,22 @@ extension ImageProcessor {
         _ bytes: MediaBytes, spec: RenditionSpec = RenditionSpec(), limits: ImageLimits = .default,
         deadline: WorkDeadline = .none
     ) throws(AttacheError) -> GIFRendition {
-        let info = try scanGIF(bytes, limits: limits, allowPartial: spec.gifAllowPartial, deadline: deadline)
-        var actions: [String] = []
-        var keep = min(info.frames, max(1, spec.gifMaxFrames))
-        if keep < info.frames { actions.append("dropped \(info.frames - keep) of \(info.frames) frames (max_frames)") }
-        let shown = keepWithinWork(info, keep: keep, limits: limits)
-        if shown < keep {
-            actions.append(
-                "dropped \(keep - shown) more frames: each frame shown composes the whole \(info.width)x\(info.height) "
-                    + "screen (max_total_frame_pixels)")
-            keep = shown
+        let source = try GIFAnimation(
+            bytes: bytes, limits: limits, deadline: deadline, allowPartial: spec.gifAllowPartial)
+        func rendition(_ gif: AnimatedGIF, actions: [String]) -> GIFRendition {
+            GIFRendition(
+                data: gif.data, width: gif.width, height: gif.height, frames: gif.frames,
+                loopCount: source.scan.loopCount, duration: gif.duration, posterFrame: gif.posterFrame,
+                posterTime: gif.posterTime, poster: gif.poster, source: source.scan, actions: actions)
         }
-        let maxSide = spec.maxSide(forWidth: info.width, height: info.height)
-        try deadline.expect(
-            workEstimate(
-                info, frames: keep, output: RenditionSpec.fit(width: info.width, height: info.height, into: maxSide),
-                spec: spec))
-        let outcome = try AnimationBudget.fit(
-            frames: info.frames, keep: keep, maxSide: maxSide, spec: spec, actions: actions
-        ) { (keep, maxSide) throws(AttacheError) in
-            let made = try renderGIF(
-                bytes, info: info, keep: keep, maxSide: maxSide, spec: spec, limits: limits, deadline: deadline)
-            return (made, made.data.count, max(made.width, made.height))
-        }
-        switch outcome {
-        case .fits(var rendition, let actions):
-            rendition.actions = actions
-            return rendition
+        switch try fitAnimation(source, spec: spec) {
+        case .fits(let gif, let actions): return rendition(gif, actions: actions)
         // One frame at 16 px is as small as a GIF gets: it is kept, whatever its bytes.
-        case .over(var rendition, let keep, let maxSide, let actions) where keep == 1 && maxSide <= 16:
-            rendition.actions = actions
-            return rendition
+        case .over(let gif, let keep, let maxSide, let actions) where keep == 1 && maxSide <= 16:
+            return rendition(gif, actions: actions)
         case .over:
             throw AttacheError(.tooLarge, "gif: cannot fit \(spec.gifMaxBytes) bytes", limit: .gifMaxBytes)
         }
-    }
-
-    /// How many of `keep` frames can be shown within the work budget. Two costs are counted,
-    /// each against ``ImageLimits/maxTotalFramePixels``: decoding, every frame's rectangle (the
-    /// decoder refuses a file over it), and composing, the whole screen for each frame shown
-    /// (composed, resampled, mapped): a thousand one-pixel frames on a 7000 × 7000 screen cost
-    /// little to decode and 49 billion pixels to show. At least one frame is always shown.
-    static func keepWithinWork(_ info: GIFInfo, keep: Int, limits: ImageLimits) -> Int {
-        let screen = max(1, info.width * info.height)
-        let (total, overflow) = keep.multipliedReportingOverflow(by: screen)
-        guard overflow || total > limits.maxTotalFramePixels else { return keep }
-        return max(1, min(keep, limits.maxTotalFramePixels / screen))
-    }
-
-    /// What rendering `frames` frames of the GIF `info` describes at `output` costs.
-    static func workEstimate(
-        _ info: GIFInfo, frames: Int, output: (width: Int, height: Int), spec: RenditionSpec
-    ) -> WorkEstimate {
-        let screen = info.width * info.height
-        let out = output.width * output.height
-        let resampled = out != screen
-        let nanoseconds =
-            Double(info.framePixels) * WorkEstimate.PerPixel.gifDecode + Double(frames) * Double(screen)
-            * (WorkEstimate.PerPixel.composite + (resampled ? WorkEstimate.PerPixel.shrink : 0)) + Double(frames)
-            * Double(out) * (WorkEstimate.PerPixel.lanczos + WorkEstimate.PerPixel.encode)
-        // The screen (indices or RGBA) and a frame's rectangle kept for disposal 3, one frame's
-        // indices as decoded, the resampled frame, its indices, the poster, and the file.
-        let screenBytes = info.screenBlank == nil ? 4 : 1
-        let memory =
-            screen * screenBytes + info.largestFrame * (screenBytes + 1) + out * (4 * 4 + 1)
-            + min(spec.gifMaxBytes, frames * out) + (2 << 20)
-        return WorkEstimate(seconds: nanoseconds / 1e9, memory: memory)
-    }
-
-    private static func renderGIF(
-        _ bytes: MediaBytes, info: GIFInfo, keep: Int, maxSide: Int, spec: RenditionSpec, limits: ImageLimits,
-        deadline: WorkDeadline
-    ) throws(AttacheError) -> GIFRendition {
-        let target = RenditionSpec.fit(width: info.width, height: info.height, into: maxSide)
-        let decoder = try GIFDecoder(
-            bytes: bytes, limits: limits, allowPartial: spec.gifAllowPartial, deadline: deadline)
-        var screen = GIFScreen(info: info, target: target)
-        // The source's global palette (with its usual transparent slot) becomes the output's.
-        var palettes = GIFPalettes(info: info)
-        let writer = try GIFFrameWriter(
-            width: target.width, height: target.height, loopCount: info.loopCount, globalPalette: palettes.global)
-        var sourceIndex = 0
-        var time = 0
-        var poster = GIFPosterChoice(pixels: target.width * target.height)
-        while let frame = try decoder.next() {
-            try deadline.check()
-            defer { sourceIndex += 1 }
-            // Keep frame i when the even spread of `keep` over the source reaches a new slot.
-            let slot = sourceIndex * keep / info.frames
-            let previousSlot = sourceIndex == 0 ? -1 : (sourceIndex - 1) * keep / info.frames
-            guard slot != previousSlot else {
-                screen.compositor.draw(frame)
-                writer.extendLast(by: frame.delay)
-                time += frame.delay
-                continue
-            }
-            let scaled = screen.draw(frame)
-            // Compositing and resampling are half a frame's work: look again before mapping.
-            try deadline.check()
-            let (indices, palette) = palettes.map(
-                scaled, frame: frame, exact: screen.resampler == nil, dither: spec.gifDither, target: target)
-            try writer.add(indices: indices, source: scaled, palette: palette, delay: frame.delay)
-            // The frame is the pending one (merged or not): its output index is the count written.
-            poster.consider(scaled, indices: indices, palette: palette, index: writer.framesWritten, time: time)
-            time += frame.delay
-        }
-        let data = try writer.finish()
-        let chosen = poster.chosen!
-        return GIFRendition(
-            data: data, width: target.width, height: target.height, frames: writer.framesWritten,
-            loopCount: info.loopCount, duration: writer.duration, posterFrame: chosen.index,
-            posterTime: Double(chosen.time) / 100,
-            poster: PixelImage(width: target.width, height: target.height, channels: 4, pixels: chosen.image),
-            source: info, actions: [])
     }
 }
 
@@ -272,43 +152,11 @@ extension ImageProcessor {
     /// the image has transparency).
     static func stillGIF(_ image: PixelImage) throws(AttacheError) -> [UInt8] {
         guard image.channels == 4 else { throw AttacheError(.internalError, "a still GIF is made from RGBA pixels") }
-        let rgba = image
-        let pixels = rgba.width * rgba.height
-        let palette = rgba.pixels.withUnsafeBufferPointer { GIFPalette.medianCut($0.baseAddress!, count: pixels) }
-        var indices = [UInt8](repeating: 0, count: pixels)
-        rgba.pixels.withUnsafeBufferPointer { source in
-            indices.withUnsafeMutableBufferPointer {
-                _ = palette.map(source.baseAddress!, count: pixels, into: $0.baseAddress!, exact: false)
-            }
-        }
-        let writer = try GIFFrameWriter(width: rgba.width, height: rgba.height, loopCount: nil, globalPalette: nil)
-        try writer.add(indices: indices, source: rgba.pixels, palette: palette, delay: 0)
+        let (indices, palette) = GIFPalette.quantize(
+            image.pixels, target: (image.width, image.height), dither: false)
+        let writer = try GIFFrameWriter(width: image.width, height: image.height, loopCount: nil, globalPalette: nil)
+        try writer.add(indices: indices, source: image.pixels, palette: palette, delay: 0)
         return try writer.finish()
-    }
-
-    /// A GIF's poster frame (an animated WebP's first frame, or any image) as a still: PNG when it
-    /// has transparency, else JPEG.
-    public static func renderStill(
-        _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: ImageLimits = .default
-    )
-        throws(AttacheError) -> Rendition
-    {
-        let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
-        if kind == .webp && WebPDecoder.isAnimated(bytes) {
-            return try WebPAnimation.still(bytes, spec: spec, limits: limits, deadline: .none)
-        }
-        guard kind == .gif else {
-            return try render(bytes, kind: kind, spec: spec, limits: limits, deadline: .none)
-        }
-        // The still is taken from the animation as the frame budget leaves it, whatever its bytes.
-        var stillSpec = spec
-        stillSpec.gifMaxBytes = RenditionSpec().gifMaxBytes
-        stillSpec.gifDither = false
-        let gif = try renderGIF(bytes, spec: stillSpec, limits: limits)
-        let still = try Encoders.still(gif.poster, spec: spec)
-        return Rendition(
-            kind: still.kind, width: gif.width, height: gif.height, data: still.data,
-            source: ImageInfo(gif.source), frames: 1, posterFrame: gif.posterFrame, posterTime: gif.posterTime)
     }
 }
 

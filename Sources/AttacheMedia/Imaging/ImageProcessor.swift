@@ -15,9 +15,8 @@ public enum ImageProcessor {
     ) throws(AttacheError) -> ImageInfo {
         let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
         let deadline = WorkDeadline(budget: timeBudget)
-        if kind == .gif { return ImageInfo(try inspectGIF(bytes, limits: limits, deadline: deadline)) }
-        if kind == .webp && WebPDecoder.isAnimated(bytes) {
-            return try WebPAnimation.info(bytes, limits: limits, decode: true, deadline: deadline)
+        if let animation = animation(kind, bytes) {
+            return try openAnimation(animation, bytes, limits: limits, deadline: deadline).inspect()
         }
         guard let decoder = stillDecoder(kind) else { throw notAnImage(kind) }
         return try inspectStill(decoder, bytes, kind: kind, limits: limits, deadline: deadline)
@@ -27,9 +26,8 @@ public enum ImageProcessor {
     /// checked. Nothing is decoded.
     public static func probe(_ bytes: MediaBytes, limits: ImageLimits = .default) throws(AttacheError) -> ImageInfo {
         let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
-        if kind == .gif { return ImageInfo(try scanGIF(bytes, limits: limits)) }
-        if kind == .webp && WebPDecoder.isAnimated(bytes) {
-            return try WebPAnimation.info(bytes, limits: limits, decode: false, deadline: .none)
+        if let animation = animation(kind, bytes) {
+            return try openAnimation(animation, bytes, limits: limits, deadline: .none).info
         }
         guard let decoder = stillDecoder(kind) else { throw notAnImage(kind) }
         return try decoder.init(bytes: bytes, kind: kind, limits: limits, deadline: .none).info
@@ -54,20 +52,21 @@ public enum ImageProcessor {
     static func decode(
         _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline
     ) throws(AttacheError) -> (image: PixelImage, info: ImageInfo) {
-        if kind == .gif {
-            let frames = try compositeGIF(bytes, limits: limits, limit: 1)
-            let info = try scanGIF(bytes, limits: limits, deadline: deadline)
-            let target = spec.outputSize(width: info.width, height: info.height)
-            let first = frames[0]
-            guard target.width != first.width || target.height != first.height else { return (first, ImageInfo(info)) }
-            return (try resample(first, target: target, lanczosReserve: 2), ImageInfo(info))
+        if let animation = animation(kind, bytes) {
+            // An animation's first frame.
+            let source = try openAnimation(animation, bytes, spec: spec, limits: limits, deadline: deadline)
+            let first = try source.firstFrame()
+            let target = spec.outputSize(width: first.width, height: first.height)
+            guard target.width != first.width || target.height != first.height else { return (first, source.info) }
+            return (try resample(first, target: target, lanczosReserve: 2), source.info)
         }
         guard let decoder = stillDecoder(kind) else { throw notAnImage(kind) }
         return try decodeStill(decoder, bytes, kind: kind, spec: spec, limits: limits, deadline: deadline)
     }
 
     /// Decodes, downscales to fit `spec`, applies orientation, strips all metadata and
-    /// re-encodes in the source's format (JPEG stays JPEG, PNG stays PNG, GIF stays animated).
+    /// re-encodes: a JPEG or PNG as it came (``outputKind(source:image:format:)``), an animation as a
+    /// GIF within its budgets (``renderAnimation(_:_:spec:smallSide:)``).
     public static func render(
         _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: ImageLimits = .default,
         timeBudget: Duration? = nil
@@ -84,36 +83,9 @@ public enum ImageProcessor {
         _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline,
         smallSide: Int? = nil
     ) throws(AttacheError) -> Rendition {
-        if kind == .gif {
-            let gif = try renderGIF(bytes, spec: spec, limits: limits, deadline: deadline)
-            var rendition = Rendition(
-                kind: .gif, width: gif.width, height: gif.height, data: gif.data, source: ImageInfo(gif.source),
-                frames: gif.frames, posterFrame: gif.posterFrame, posterTime: gif.posterTime, actions: gif.actions)
-            // Never larger than it came: an animation within every budget as it is (its size, its
-            // frame count, its bytes; no budget acted) whose re-encoding is not smaller is stored
-            // as it was, its comments and metadata extensions removed.
-            if gif.width == gif.source.width, gif.height == gif.source.height, gif.source.frames <= spec.gifMaxFrames,
-                bytes.count <= spec.gifMaxBytes, gif.actions.isEmpty,
-                let stripped = MetadataStripper.strip(bytes, kind: .gif),
-                stripped.count <= rendition.data.count
-            {
-                rendition.data = stripped
-                rendition.keptSource = true
-            }
-            rendition.pixels = gif.poster
-            // An animation's small rendition is its poster frame, a still GIF, from the pixels
-            // the render already composed.
-            if let smallSide, max(gif.width, gif.height) > smallSide {
-                try deadline.check()
-                let target = RenditionSpec.fit(width: gif.width, height: gif.height, into: smallSide)
-                let small = try resample(gif.poster, target: target, lanczosReserve: 1)
-                rendition.small = SmallRendition(
-                    width: small.width, height: small.height, data: try stillGIF(small))
-            }
-            return rendition
-        }
-        if kind == .webp && WebPDecoder.isAnimated(bytes) {
-            return try WebPAnimation.render(bytes, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide)
+        if let animation = animation(kind, bytes) {
+            let source = try openAnimation(animation, bytes, spec: spec, limits: limits, deadline: deadline)
+            return try renderAnimation(source, bytes, spec: spec, smallSide: smallSide)
         }
         let (image, info) = try decode(bytes, kind: kind, spec: spec, limits: limits, deadline: deadline)
         let output = outputKind(source: info.kind, image: image, format: spec.outputFormat)

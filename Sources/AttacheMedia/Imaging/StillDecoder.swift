@@ -38,7 +38,8 @@ extension StillDecoder {
 }
 
 extension ImageProcessor {
-    /// The decoder for a still image of `kind` (nil for GIF, audio and video). Every kind is
+    /// The decoder for a still image of `kind` (nil for GIF, audio and video; an animated WebP
+    /// is read by ``animation(_:_:)`` before this is asked). Every kind is
     /// named: a kind added to ``MediaKind`` does not compile until it is given a decoder or
     /// said to have none.
     static func stillDecoder(_ kind: MediaKind) -> (any StillDecoder.Type)? {
@@ -48,7 +49,7 @@ extension ImageProcessor {
         case .webp: WebPDecoder.self
         case .heic, .avif: HEIFDecoder.self
         case .jxl: JXLDecoder.self
-        // GIF has its own frame path; audio and video are checked, not decoded.
+        // GIF is always an animation (``GIFAnimation``); audio and video are checked, not decoded.
         case .gif: nil
         case .aiff, .aifc, .wav, .mp3, .m4a, .ogg, .flac: nil
         case .mpeg, .mpeg2, .mp4, .m4v, .avi, .mov, .webm: nil

@@ -96,32 +96,20 @@ public enum MediaTransform {
             // or over the image cap) plays whole as an MP4, a fraction of the bytes: one rule
             // for GIF and animated WebP. FFmpeg is loaded only then: an animation that fits
             // never pays for it.
-            let attempt = Result { () throws(AttacheError) in
-                try ImageProcessor.render(
-                    media.bytes, kind: media.kind, spec: spec, limits: limits, deadline: deadline,
-                    smallSide: smallSide)
-            }
-            switch attempt {
-            case .success(let rendition)
-            where rendition.source.frames <= 1 || rendition.actions.isEmpty || !MediaEncoder.isAvailable:
+            let rendition = try ImageProcessor.render(
+                media.bytes, kind: media.kind, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide)
+            guard rendition.source.frames > 1, !rendition.actions.isEmpty, MediaEncoder.isAvailable else {
                 return image(rendition)
-            case .failure(let error) where error.limit != .gifMaxBytes || !MediaEncoder.isAvailable:
-                throw error
-            case .success(let rendition):
-                do {
-                    return try animationVideo(
-                        media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide,
-                        caps: caps, clipped: rendition.actions.joined(separator: "; "), pictures: pictures)
-                } catch  where error.code == .tooLarge || error.code == .decoderMemoryExceeded {
-                    // Too much work or memory as video: the animation, cut to fit, is attached.
-                    var kept = image(rendition)
-                    kept.warnings.append("not made a video: \(error.message)")
-                    return kept
-                }
-            case .failure(let error):
+            }
+            do {
                 return try animationVideo(
-                    media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide,
-                    caps: caps, clipped: error.message, pictures: pictures)
+                    media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide, caps: caps,
+                    clipped: rendition.actions.joined(separator: "; "), pictures: pictures)
+            } catch  where error.code == .tooLarge || error.code == .decoderMemoryExceeded {
+                // Too much work or memory as video: the animation, cut to fit, is attached.
+                var kept = image(rendition)
+                kept.warnings.append("not made a video: \(error.message)")
+                return kept
             }
         case .image:
             return image(

@@ -114,23 +114,27 @@ public enum MediaEncoder {
     /// An animation (a GIF, or an animated WebP) as an H.264 MP4: every frame kept with its
     /// delay (the total duration kept), composed on its canvas as a browser shows it, scaled to
     /// fit the rendition's side (even). One path for every animation: the frames, their
-    /// canvas and the checks before it is allocated come from ``AnimationFrames``.
+    /// canvas and the checks before it is allocated come from its ``AnimationSource``.
     public static func video(
         fromAnimation bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: ImageLimits, cap: Int64,
         deadline: WorkDeadline = .none
     ) throws(AttacheError) -> Output {
-        let frames = try AnimationFrames(bytes, kind: kind, limits: limits, deadline: deadline)
-        let (width, height) = (frames.width, frames.height)
+        guard let animation = ImageProcessor.animation(kind, bytes) else {
+            throw AttacheError(.unsupportedVariant, "\(kind.rawValue): not an animation")
+        }
+        let source = try ImageProcessor.openAnimation(animation, bytes, limits: limits, deadline: deadline)
+        let (width, height) = source.canvas
+        let (count, duration) = (source.info.frames, source.info.duration ?? 0)
         let size = evenFit(width: width, height: height, side: spec.maxSide(forWidth: width, height: height))
         // Every frame composes the whole canvas (RGBA, with a second one for disposal) and hands
         // it to the scaler: checked before the canvas is allocated or a frame decoded. An
         // animation over either is left to the GIF rendition, whose frames are dropped to fit.
         let screen = width * height
-        let (shown, overflow) = frames.count.multipliedReportingOverflow(by: screen)
+        let (shown, overflow) = count.multipliedReportingOverflow(by: screen)
         guard !overflow, shown <= limits.maxTotalFramePixels else {
             throw AttacheError(
                 .tooLarge,
-                "\(kind.rawValue): \(frames.count) frames of a \(width)x\(height) canvas compose more than "
+                "\(kind.rawValue): \(count) frames of a \(width)x\(height) canvas compose more than "
                     + "\(limits.maxTotalFramePixels) pixels as video",
                 limit: .maxTotalFramePixels)
         }
@@ -140,14 +144,14 @@ public enum MediaEncoder {
             what: "the \(kind.rawValue) canvas composed for video")
         try deadline.expect(
             WorkEstimate(
-                seconds: (frames.decodeNanoseconds + Double(shown)
-                    * (WorkEstimate.PerPixel.composite + WorkEstimate.PerPixel.shrink) + Double(frames.count)
+                seconds: (source.decodeNanoseconds + Double(shown)
+                    * (WorkEstimate.PerPixel.composite + WorkEstimate.PerPixel.shrink) + Double(count)
                     * Double(outputPixels) * WorkEstimate.PerPixel.videoEncode) / 1e9,
                 memory: screen * 4 * 2 + encoderBytes(outputPixels: outputPixels, cap: cap)))
         var settings = output(preset: spec.video.preset)
         (settings.width, settings.height) = (Int32(size.width), Int32(size.height))
         (settings.time_base_num, settings.time_base_den) = (1, 100)
-        settings.frame_rate = frames.duration > 0 ? Double(frames.count) * 100 / Double(frames.duration) : 10
+        settings.frame_rate = duration > 0 ? Double(count) * 100 / Double(duration) : 10
         settings.crf = Int32(spec.video.crf)
         settings.max_bytes = cap
         // No B-frames: an animation's delays run to seconds, and reordering across them would
@@ -163,13 +167,14 @@ public enum MediaEncoder {
         defer { att_av_writer_close(writer) }
         var time = 0
         var written = 0
-        try frames.forEach { (canvas, delay) throws(AttacheError) in
+        try source.forEachFrame { (canvas, delay) throws(AttacheError) in
             try deadline.check()
             let status = att_av_writer_rgba(
                 writer, canvas, Int32(width), Int32(height), Int32(width * 4), Int64(time), Int64(delay), &error)
             guard status == Int32(ATT_OK.rawValue) else { throw AttacheError(encode: error, cap: cap) }
             time += delay
             written += 1
+            return true
         }
         let data = try finish(writer, cap: cap)
         return Output(
