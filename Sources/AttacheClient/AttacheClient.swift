@@ -169,33 +169,7 @@ public struct AttacheClient: Sendable {
         let entries = raw.enumerated().map { entry($1, index: $0) }
         let wantsReceipts = receipts || (payload["attache-receipts"] as? NSNumber)?.intValue == 1
         let started = ContinuousClock.now
-
-        // Every attachment at once; at the deadline what is ready is taken and the rest cancelled.
-        let outcomes: [Int: Result<PreparedAttachment, AttacheClientError>] = await withTaskGroup(
-            of: (Int, Result<PreparedAttachment, AttacheClientError>)?.self
-        ) { group in
-            guard !entries.isEmpty else { return [:] }
-            for (index, entry) in entries.enumerated() {
-                switch entry {
-                case .success(let entry): group.addTask { (index, await self.deliver(entry, deadline: deadline)) }
-                case .failure(let error): group.addTask { (index, .failure(error)) }
-                }
-            }
-            group.addTask {
-                try? await Task.sleep(until: deadline, clock: .continuous)
-                return nil
-            }
-            var outcomes: [Int: Result<PreparedAttachment, AttacheClientError>] = [:]
-            while let next = await group.next() {
-                guard let (index, outcome) = next else {
-                    group.cancelAll()
-                    continue
-                }
-                outcomes[index] = outcome
-                if outcomes.count == entries.count { group.cancelAll() }
-            }
-            return outcomes
-        }
+        let outcomes = await deliverAll(entries, deadline: deadline)
         let elapsed =
             Int((ContinuousClock.now - started).components.seconds * 1000)
             + Int((ContinuousClock.now - started).components.attoseconds / 1_000_000_000_000_000)
@@ -221,6 +195,37 @@ public struct AttacheClient: Sendable {
             }
         }
         return result
+    }
+
+    /// Every attachment at once; at the deadline what is ready is taken and the rest cancelled.
+    private func deliverAll(
+        _ entries: [Result<Entry, AttacheClientError>], deadline: ContinuousClock.Instant
+    ) async -> [Int: Result<PreparedAttachment, AttacheClientError>] {
+        await withTaskGroup(
+            of: (Int, Result<PreparedAttachment, AttacheClientError>)?.self
+        ) { group in
+            guard !entries.isEmpty else { return [:] }
+            for (index, entry) in entries.enumerated() {
+                switch entry {
+                case .success(let entry): group.addTask { (index, await self.deliver(entry, deadline: deadline)) }
+                case .failure(let error): group.addTask { (index, .failure(error)) }
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                return nil
+            }
+            var outcomes: [Int: Result<PreparedAttachment, AttacheClientError>] = [:]
+            while let next = await group.next() {
+                guard let (index, outcome) = next else {
+                    group.cancelAll()
+                    continue
+                }
+                outcomes[index] = outcome
+                if outcomes.count == entries.count { group.cancelAll() }
+            }
+            return outcomes
+        }
     }
 
     /// The visible payload with the seal's members merged over it (`aps` member by member).

@@ -10,8 +10,23 @@ extension SharedBackend {
         let dryRun = options.dryRun
         var report = CollectionReport(dryRun: dryRun)
         let pace = DeletionPace(perSecond: options.maxDeletesPerSecond)
+        try collectExpired(now: now, dryRun: dryRun, pace: pace, into: &report)
+        // Bytes without a row: uploads cut off before their commit (their writer's lock is gone
+        // with its session), or rows removed by hand. Each prefix's listing and rows are read side
+        // by side in id order, a page of each at a time, several prefixes at once (each on a
+        // connection of its own: the locks are the session's). An object younger than the minimum
+        // age (by the object store's clock) is left: its upload may be about to commit.
+        guard options.sweepOrphans else { return report }
+        report.orphans = try sweepOrphans(options, pace: pace)
+        return report
+    }
+
+    /// Expired rows a page at a time, in (expires, id) order, each removed with its bytes under
+    /// its exclusive lock; leased ones are passed over.
+    private func collectExpired(
+        now: Int64, dryRun: Bool, pace: DeletionPace, into report: inout CollectionReport
+    ) throws(AttacheError) {
         try pool.with { (connection) throws(AttacheError) in
-            // Expired rows a page at a time, in (expires, id) order; leased ones are passed over.
             var after = (expires: Int64.min, id: "")
             while true {
                 let page = try connection.query(
@@ -58,12 +73,11 @@ extension SharedBackend {
                 if page.count < RowCursor.pageSize { break }
             }
         }
-        // Bytes without a row: uploads cut off before their commit (their writer's lock is gone
-        // with its session), or rows removed by hand. Each prefix's listing and rows are read side
-        // by side in id order, a page of each at a time, several prefixes at once (each on a
-        // connection of its own: the locks are the session's). An object younger than the minimum
-        // age (by the object store's clock) is left: its upload may be about to commit.
-        guard options.sweepOrphans else { return report }
+    }
+
+    /// Bytes without a row older than the minimum age, removed; how many.
+    private func sweepOrphans(_ options: CollectionOptions, pace: DeletionPace) throws(AttacheError) -> Int {
+        let dryRun = options.dryRun
         let minimumAge = options.minOrphanAge.components.seconds
         let orphans = Atomic<Int>(0)
         try forEachConcurrently(ObjectLayout.prefixes, workers: verifyConcurrency) {
@@ -92,8 +106,7 @@ extension SharedBackend {
                 }
             }
         }
-        report.orphans = orphans.load(ordering: .relaxed)
-        return report
+        return orphans.load(ordering: .relaxed)
     }
 
     /// The rows of one prefix in id order, a page at a time, on `connection` (or the pool).

@@ -33,6 +33,17 @@ static void fail(att_error *error, int code, const char *what) {
     snprintf(error->message, sizeof error->message, "%s: %s", what, reason ? reason : "error");
 }
 
+/* A colour map's RGB triples into `palette`; its colour count, 0 when it has none usable. */
+static int copy_palette(const ColorMapObject *map, uint8_t *palette) {
+    if (map == NULL || map->ColorCount <= 0 || map->ColorCount > 256) return 0;
+    for (int i = 0; i < map->ColorCount; i++) {
+        palette[3 * i] = map->Colors[i].Red;
+        palette[3 * i + 1] = map->Colors[i].Green;
+        palette[3 * i + 2] = map->Colors[i].Blue;
+    }
+    return map->ColorCount;
+}
+
 att_gif_decoder *att_gif_open(const uint8_t *data, size_t size, att_gif_screen *screen, att_error *error) {
     att_gif_decoder *d = calloc(1, sizeof *d);
     if (d == NULL) {
@@ -54,16 +65,81 @@ att_gif_decoder *att_gif_open(const uint8_t *data, size_t size, att_gif_screen *
     screen->width = d->gif->SWidth;
     screen->height = d->gif->SHeight;
     screen->background = d->gif->SBackGroundColor;
-    ColorMapObject *map = d->gif->SColorMap;
-    if (map != NULL && map->ColorCount > 0 && map->ColorCount <= 256) {
-        screen->colors = map->ColorCount;
-        for (int i = 0; i < map->ColorCount; i++) {
-            screen->palette[3 * i] = map->Colors[i].Red;
-            screen->palette[3 * i + 1] = map->Colors[i].Green;
-            screen->palette[3 * i + 2] = map->Colors[i].Blue;
+    screen->colors = copy_palette(d->gif->SColorMap, screen->palette);
+    return d;
+}
+
+/* An extension record: a graphic control block is kept for the next frame, a NETSCAPE2.0
+   (or ANIMEXTS1.0) block gives the loop count. 0, or -1 with `error` set. */
+static int32_t read_extension(att_gif_decoder *d, int32_t *loop_count, att_error *error) {
+    int code = 0;
+    GifByteType *block = NULL;
+    if (DGifGetExtension(d->gif, &code, &block) == GIF_ERROR) {
+        fail(error, d->gif->Error, "extension");
+        return -1;
+    }
+    int netscape = 0;
+    if (code == GRAPHICS_EXT_FUNC_CODE && block != NULL && block[0] >= 4) {
+        d->pending_disposal = (block[1] >> 2) & 7;
+        d->pending_delay = block[2] | block[3] << 8;
+        d->pending_transparent = (block[1] & 1) ? block[4] : -1;
+    } else if (code == APPLICATION_EXT_FUNC_CODE && block != NULL && block[0] == 11 &&
+               (memcmp(block + 1, "NETSCAPE2.0", 11) == 0 || memcmp(block + 1, "ANIMEXTS1.0", 11) == 0)) {
+        netscape = 1;
+    }
+    while (block != NULL) {
+        if (DGifGetExtensionNext(d->gif, &block) == GIF_ERROR) {
+            fail(error, d->gif->Error, "extension");
+            return -1;
+        }
+        if (netscape && block != NULL && block[0] >= 3 && block[1] == 1) {
+            *loop_count = block[2] | block[3] << 8;
+            netscape = 0;
         }
     }
-    return d;
+    return 0;
+}
+
+/* An image descriptor: the frame's rectangle, palette and the pending control block. 1, or
+   -1 with `error` set. */
+static int32_t read_descriptor(att_gif_decoder *d, att_gif_frame *frame, att_error *error) {
+    // giflib 5.2.1 frees the previous frame's local palette only while SavedImages is
+    // empty, so from the second frame on each local palette leaked (its copy in
+    // SavedImages is freed, the original is not). The previous frame's palette was
+    // already copied out: free it here before giflib reads the next descriptor.
+    if (d->gif->Image.ColorMap != NULL) {
+        GifFreeMapObject(d->gif->Image.ColorMap);
+        d->gif->Image.ColorMap = NULL;
+    }
+    if (DGifGetImageDesc(d->gif) == GIF_ERROR) {
+        fail(error, d->gif->Error, "image descriptor");
+        return -1;
+    }
+    // giflib keeps a descriptor per frame in SavedImages; drop them as we go so a
+    // many-frame file does not grow that array.
+    if (d->gif->ImageCount > 0 && d->gif->SavedImages != NULL) {
+        SavedImage *saved = &d->gif->SavedImages[d->gif->ImageCount - 1];
+        if (saved->ImageDesc.ColorMap != NULL) GifFreeMapObject(saved->ImageDesc.ColorMap);
+        saved->ImageDesc.ColorMap = NULL;
+    }
+    GifImageDesc *desc = &d->gif->Image;
+    memset(frame, 0, sizeof *frame);
+    frame->left = desc->Left;
+    frame->top = desc->Top;
+    frame->width = desc->Width;
+    frame->height = desc->Height;
+    frame->interlaced = desc->Interlace ? 1 : 0;
+    frame->colors = copy_palette(desc->ColorMap, frame->palette);
+    frame->disposal = d->pending_disposal;
+    frame->delay_cs = d->pending_delay;
+    frame->transparent = d->pending_transparent;
+    d->pending_disposal = 0;
+    d->pending_delay = 0;
+    d->pending_transparent = -1;
+    d->width = desc->Width;
+    d->height = desc->Height;
+    d->interlaced = desc->Interlace;
+    return 1;
 }
 
 int32_t att_gif_next_frame(att_gif_decoder *d, att_gif_frame *frame, int32_t *loop_count, att_error *error) {
@@ -75,80 +151,10 @@ int32_t att_gif_next_frame(att_gif_decoder *d, att_gif_frame *frame, int32_t *lo
         }
         if (type == TERMINATE_RECORD_TYPE) return 0;
         if (type == EXTENSION_RECORD_TYPE) {
-            int code = 0;
-            GifByteType *block = NULL;
-            if (DGifGetExtension(d->gif, &code, &block) == GIF_ERROR) {
-                fail(error, d->gif->Error, "extension");
-                return -1;
-            }
-            int netscape = 0;
-            if (code == GRAPHICS_EXT_FUNC_CODE && block != NULL && block[0] >= 4) {
-                d->pending_disposal = (block[1] >> 2) & 7;
-                d->pending_delay = block[2] | block[3] << 8;
-                d->pending_transparent = (block[1] & 1) ? block[4] : -1;
-            } else if (code == APPLICATION_EXT_FUNC_CODE && block != NULL && block[0] == 11 &&
-                       (memcmp(block + 1, "NETSCAPE2.0", 11) == 0 || memcmp(block + 1, "ANIMEXTS1.0", 11) == 0)) {
-                netscape = 1;
-            }
-            while (block != NULL) {
-                if (DGifGetExtensionNext(d->gif, &block) == GIF_ERROR) {
-                    fail(error, d->gif->Error, "extension");
-                    return -1;
-                }
-                if (netscape && block != NULL && block[0] >= 3 && block[1] == 1) {
-                    *loop_count = block[2] | block[3] << 8;
-                    netscape = 0;
-                }
-            }
+            if (read_extension(d, loop_count, error) != 0) return -1;
             continue;
         }
-        if (type == IMAGE_DESC_RECORD_TYPE) {
-            // giflib 5.2.1 frees the previous frame's local palette only while SavedImages is
-            // empty, so from the second frame on each local palette leaked (its copy in
-            // SavedImages is freed, the original is not). The previous frame's palette was
-            // already copied out: free it here before giflib reads the next descriptor.
-            if (d->gif->Image.ColorMap != NULL) {
-                GifFreeMapObject(d->gif->Image.ColorMap);
-                d->gif->Image.ColorMap = NULL;
-            }
-            if (DGifGetImageDesc(d->gif) == GIF_ERROR) {
-                fail(error, d->gif->Error, "image descriptor");
-                return -1;
-            }
-            // giflib keeps a descriptor per frame in SavedImages; drop them as we go so a
-            // many-frame file does not grow that array.
-            if (d->gif->ImageCount > 0 && d->gif->SavedImages != NULL) {
-                SavedImage *saved = &d->gif->SavedImages[d->gif->ImageCount - 1];
-                if (saved->ImageDesc.ColorMap != NULL) GifFreeMapObject(saved->ImageDesc.ColorMap);
-                saved->ImageDesc.ColorMap = NULL;
-            }
-            GifImageDesc *desc = &d->gif->Image;
-            memset(frame, 0, sizeof *frame);
-            frame->left = desc->Left;
-            frame->top = desc->Top;
-            frame->width = desc->Width;
-            frame->height = desc->Height;
-            frame->interlaced = desc->Interlace ? 1 : 0;
-            ColorMapObject *map = desc->ColorMap;
-            if (map != NULL && map->ColorCount > 0 && map->ColorCount <= 256) {
-                frame->colors = map->ColorCount;
-                for (int i = 0; i < map->ColorCount; i++) {
-                    frame->palette[3 * i] = map->Colors[i].Red;
-                    frame->palette[3 * i + 1] = map->Colors[i].Green;
-                    frame->palette[3 * i + 2] = map->Colors[i].Blue;
-                }
-            }
-            frame->disposal = d->pending_disposal;
-            frame->delay_cs = d->pending_delay;
-            frame->transparent = d->pending_transparent;
-            d->pending_disposal = 0;
-            d->pending_delay = 0;
-            d->pending_transparent = -1;
-            d->width = desc->Width;
-            d->height = desc->Height;
-            d->interlaced = desc->Interlace;
-            return 1;
-        }
+        if (type == IMAGE_DESC_RECORD_TYPE) return read_descriptor(d, frame, error);
         error->status = ATT_ERR_CORRUPT;
         snprintf(error->message, sizeof error->message, "unknown record type");
         return -1;

@@ -283,6 +283,20 @@ static void read_colour(att_heif *h, att_heif_header *header) {
     }
 }
 
+/* Limits from the caller, checked by libheif as it reads the boxes, before it allocates. */
+static void set_limits(struct heif_context *context, att_heif_limits limits) {
+    struct heif_security_limits *security = heif_context_get_security_limits(context);
+    security->max_image_size_pixels = limits.max_pixels;
+    security->max_memory_block_size = limits.max_memory;
+    security->max_number_of_tiles = limits.max_tiles;
+    // Items: every tile (and its alpha tile) is one, with room for the image, metadata and a
+    // thumbnail; libheif's default (1,000) would refuse grids the tile limit allows.
+    security->max_items = (uint32_t)(2 * limits.max_tiles + 64);
+    security->max_color_profile_size = ATT_ICC_MAX_BYTES;
+    // Tiles are decoded on the calling thread: the pipeline runs its own workers.
+    heif_context_set_max_decoding_threads(context, 0);
+}
+
 att_heif *att_heif_open(
     const uint8_t *data, size_t length, att_heif_limits limits, att_heif_header *header, att_error *error) {
     pthread_once(&once, start);
@@ -305,17 +319,7 @@ att_heif *att_heif_open(
         att_heif_close(h);
         return NULL;
     }
-    // Limits from the caller, checked by libheif as it reads the boxes, before it allocates.
-    struct heif_security_limits *security = heif_context_get_security_limits(h->context);
-    security->max_image_size_pixels = limits.max_pixels;
-    security->max_memory_block_size = limits.max_memory;
-    security->max_number_of_tiles = limits.max_tiles;
-    // Items: every tile (and its alpha tile) is one, with room for the image, metadata and a
-    // thumbnail; libheif's default (1,000) would refuse grids the tile limit allows.
-    security->max_items = (uint32_t)(2 * limits.max_tiles + 64);
-    security->max_color_profile_size = ATT_ICC_MAX_BYTES;
-    // Tiles are decoded on the calling thread: the pipeline runs its own workers.
-    heif_context_set_max_decoding_threads(h->context, 0);
+    set_limits(h->context, limits);
     struct heif_error e = heif_context_read_from_memory_without_copy(h->context, data, length, NULL);
     if (e.code == heif_error_Ok) e = heif_context_get_primary_image_handle(h->context, &h->handle);
     // The tiles as stored: libheif 1.19's tiling of a turned grid reports tiles of the wrong

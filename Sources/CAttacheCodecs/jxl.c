@@ -37,6 +37,59 @@ static int feed(att_jxl *j) {
     return 1;
 }
 
+/* The header's size, alpha, orientation and colour model, from libjxl's basic info. */
+static void read_basic_info(const att_jxl *j, att_jxl_header *header) {
+    header->width = (int32_t)(j->info.xsize > INT32_MAX ? INT32_MAX : j->info.xsize);
+    header->height = (int32_t)(j->info.ysize > INT32_MAX ? INT32_MAX : j->info.ysize);
+    header->has_alpha = j->info.alpha_bits > 0;
+    header->orientation = (int32_t)j->info.orientation;
+    header->animated = j->info.have_animation ? 1 : 0;
+    header->bits = (int32_t)j->info.bits_per_sample;
+    header->xyb = j->info.uses_original_profile ? 0 : 1;
+    header->gray = j->info.num_color_channels == 1;
+}
+
+/* The colour space the pixels come in: XYB turned by libjxl into the original space when it
+   has a name (else sRGB), and an ICC profile of any space that is not sRGB for the caller. */
+static void read_colour(att_jxl *j, att_jxl_header *header) {
+    // XYB (lossy) images are turned into sRGB by libjxl itself; others come in the colour
+    // space they were stored in, and an ICC profile of it is handed to the caller.
+    JxlColorEncoding srgb;
+    memset(&srgb, 0, sizeof srgb);
+    srgb.color_space = header->gray ? JXL_COLOR_SPACE_GRAY : JXL_COLOR_SPACE_RGB;
+    srgb.white_point = JXL_WHITE_POINT_D65;
+    srgb.primaries = JXL_PRIMARIES_SRGB;
+    srgb.transfer_function = JXL_TRANSFER_FUNCTION_SRGB;
+    srgb.rendering_intent = JXL_RENDERING_INTENT_PERCEPTUAL;
+    if (header->xyb) {
+        // XYB is turned by libjxl into the original colour space when that has a name
+        // (then lcms2 converts it, perceptual like every other profile: libjxl itself
+        // would clip out-of-gamut colours), otherwise straight into sRGB.
+        JxlColorEncoding original;
+        int named = JxlDecoderGetColorAsEncodedProfile(j->decoder, NULL, JXL_COLOR_PROFILE_TARGET_ORIGINAL,
+                                                       &original) == JXL_DEC_SUCCESS;
+        if (!named || JxlDecoderSetPreferredColorProfile(j->decoder, &original) != JXL_DEC_SUCCESS) {
+            header->converted_by_decoder = 1;
+            JxlDecoderSetPreferredColorProfile(j->decoder, &srgb);
+        }
+    }
+    JxlColorEncoding data;
+    int is_srgb = JxlDecoderGetColorAsEncodedProfile(j->decoder, NULL, JXL_COLOR_PROFILE_TARGET_DATA, &data) ==
+                      JXL_DEC_SUCCESS &&
+                  data.white_point == JXL_WHITE_POINT_D65 &&
+                  (data.color_space == JXL_COLOR_SPACE_GRAY || data.primaries == JXL_PRIMARIES_SRGB) &&
+                  data.transfer_function == JXL_TRANSFER_FUNCTION_SRGB;
+    size_t size = 0;
+    if (!is_srgb &&
+        JxlDecoderGetICCProfileSize(j->decoder, NULL, JXL_COLOR_PROFILE_TARGET_DATA, &size) == JXL_DEC_SUCCESS &&
+        size > 0 && size <= ATT_ICC_MAX_BYTES && (j->icc = malloc(size)) != NULL &&
+        JxlDecoderGetColorAsICCProfile(j->decoder, NULL, JXL_COLOR_PROFILE_TARGET_DATA, j->icc, size) ==
+            JXL_DEC_SUCCESS) {
+        header->icc = j->icc;
+        header->icc_length = size;
+    }
+}
+
 att_jxl *att_jxl_open(const uint8_t *data, size_t length, att_jxl_header *header, att_error *error) {
     memset(header, 0, sizeof *header);
     att_jxl *j = calloc(1, sizeof *j);
@@ -69,53 +122,11 @@ att_jxl *att_jxl_open(const uint8_t *data, size_t length, att_jxl_header *header
         }
         if (status == JXL_DEC_BASIC_INFO) {
             if (JxlDecoderGetBasicInfo(j->decoder, &j->info) != JXL_DEC_SUCCESS) break;
-            header->width = (int32_t)(j->info.xsize > INT32_MAX ? INT32_MAX : j->info.xsize);
-            header->height = (int32_t)(j->info.ysize > INT32_MAX ? INT32_MAX : j->info.ysize);
-            header->has_alpha = j->info.alpha_bits > 0;
-            header->orientation = (int32_t)j->info.orientation;
-            header->animated = j->info.have_animation ? 1 : 0;
-            header->bits = (int32_t)j->info.bits_per_sample;
-            header->xyb = j->info.uses_original_profile ? 0 : 1;
-            header->gray = j->info.num_color_channels == 1;
+            read_basic_info(j, header);
             continue;
         }
         if (status == JXL_DEC_COLOR_ENCODING) {
-            // XYB (lossy) images are turned into sRGB by libjxl itself; others come in the colour
-            // space they were stored in, and an ICC profile of it is handed to the caller.
-            JxlColorEncoding srgb;
-            memset(&srgb, 0, sizeof srgb);
-            srgb.color_space = header->gray ? JXL_COLOR_SPACE_GRAY : JXL_COLOR_SPACE_RGB;
-            srgb.white_point = JXL_WHITE_POINT_D65;
-            srgb.primaries = JXL_PRIMARIES_SRGB;
-            srgb.transfer_function = JXL_TRANSFER_FUNCTION_SRGB;
-            srgb.rendering_intent = JXL_RENDERING_INTENT_PERCEPTUAL;
-            if (header->xyb) {
-                // XYB is turned by libjxl into the original colour space when that has a name
-                // (then lcms2 converts it, perceptual like every other profile: libjxl itself
-                // would clip out-of-gamut colours), otherwise straight into sRGB.
-                JxlColorEncoding original;
-                int named = JxlDecoderGetColorAsEncodedProfile(j->decoder, NULL, JXL_COLOR_PROFILE_TARGET_ORIGINAL,
-                                                               &original) == JXL_DEC_SUCCESS;
-                if (!named || JxlDecoderSetPreferredColorProfile(j->decoder, &original) != JXL_DEC_SUCCESS) {
-                    header->converted_by_decoder = 1;
-                    JxlDecoderSetPreferredColorProfile(j->decoder, &srgb);
-                }
-            }
-            JxlColorEncoding data;
-            int is_srgb = JxlDecoderGetColorAsEncodedProfile(j->decoder, NULL, JXL_COLOR_PROFILE_TARGET_DATA, &data) ==
-                              JXL_DEC_SUCCESS &&
-                          data.white_point == JXL_WHITE_POINT_D65 &&
-                          (data.color_space == JXL_COLOR_SPACE_GRAY || data.primaries == JXL_PRIMARIES_SRGB) &&
-                          data.transfer_function == JXL_TRANSFER_FUNCTION_SRGB;
-            size_t size = 0;
-            if (!is_srgb &&
-                JxlDecoderGetICCProfileSize(j->decoder, NULL, JXL_COLOR_PROFILE_TARGET_DATA, &size) == JXL_DEC_SUCCESS &&
-                size > 0 && size <= ATT_ICC_MAX_BYTES && (j->icc = malloc(size)) != NULL &&
-                JxlDecoderGetColorAsICCProfile(j->decoder, NULL, JXL_COLOR_PROFILE_TARGET_DATA, j->icc, size) ==
-                    JXL_DEC_SUCCESS) {
-                header->icc = j->icc;
-                header->icc_length = size;
-            }
+            read_colour(j, header);
             return j;
         }
         break;

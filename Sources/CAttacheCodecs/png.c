@@ -95,6 +95,66 @@ static int orientation_from_exif(png_structp png, png_infop info) {
     return 0;
 }
 
+/* The reader's limits and the chunks it keeps (called inside att_png_open's setjmp). */
+static void configure_reader(att_png_decoder *d, uint32_t max_width, uint32_t max_height) {
+    png_set_read_fn(d->png, &d->io, read_from_memory);
+    png_set_user_limits(d->png, max_width, max_height);
+    png_set_chunk_cache_max(d->png, 128);
+    png_set_chunk_malloc_max(d->png, 4000000);
+#if defined(PNG_IGNORE_ADLER32)
+    // Every IDAT chunk's CRC is checked (a mismatch is fatal), which covers the compressed
+    // bytes; zlib's Adler-32 over the inflated bytes would only cost time (6% of a decode).
+    png_set_option(d->png, PNG_IGNORE_ADLER32, PNG_OPTION_ON);
+#endif
+    // Never inflate or keep chunks we do not use.
+    static const png_byte skipped[] = {
+        't', 'E', 'X', 't', '\0', 'z', 'T', 'X', 't', '\0',
+        'i', 'T', 'X', 't', '\0', 's', 'P', 'L', 'T', '\0', 'h', 'I', 'S', 'T', '\0',
+        'p', 'C', 'A', 'L', '\0', 's', 'C', 'A', 'L', '\0', 't', 'I', 'M', 'E', '\0',
+    };
+    png_set_keep_unknown_chunks(d->png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
+    png_set_keep_unknown_chunks(d->png, PNG_HANDLE_CHUNK_NEVER, skipped,
+                                (int)(sizeof skipped / 5));
+    // cICP (colour by ITU-T H.273 code points) is newer than this libpng: kept as unknown.
+    static const png_byte cicp[] = {'c', 'I', 'C', 'P', '\0'};
+    png_set_keep_unknown_chunks(d->png, PNG_HANDLE_CHUNK_ALWAYS, cicp, 1);
+}
+
+/* How the PNG names its colours (called inside att_png_open's setjmp). */
+static void read_colour(att_png_decoder *d, att_png_header *header) {
+    // An ICC profile, unless an sRGB chunk says the pixels are sRGB already.
+    png_charp icc_name = NULL;
+    png_bytep icc = NULL;
+    png_uint_32 icc_length = 0;
+    int compression = 0;
+    if (!png_get_valid(d->png, d->info, PNG_INFO_sRGB) &&
+        png_get_iCCP(d->png, d->info, &icc_name, &compression, &icc, &icc_length) && icc != NULL &&
+        icc_length <= ATT_ICC_MAX_BYTES) {
+        header->icc = icc;
+        header->icc_length = icc_length;
+    }
+    // The other ways a PNG names its colours (the caller uses the first that applies: cICP,
+    // iCCP, sRGB, then cHRM and gAMA).
+    header->srgb = png_get_valid(d->png, d->info, PNG_INFO_sRGB) != 0;
+    png_unknown_chunkp chunks = NULL;
+    int count = png_get_unknown_chunks(d->png, d->info, &chunks);
+    for (int i = 0; i < count; i++) {
+        if (memcmp(chunks[i].name, "cICP", 4) == 0 && chunks[i].size == 4) {
+            header->cicp_primaries = chunks[i].data[0];
+            header->cicp_transfer = chunks[i].data[1];
+            header->has_cicp = 1;
+        }
+    }
+    double gamma = 0;
+    if (png_get_gAMA(d->png, d->info, &gamma) && gamma > 0) header->gamma = gamma;
+    double wx, wy, rx, ry, gx, gy, bx, by;
+    if (png_get_cHRM(d->png, d->info, &wx, &wy, &rx, &ry, &gx, &gy, &bx, &by)) {
+        const double xy[8] = {rx, ry, gx, gy, bx, by, wx, wy};
+        memcpy(header->chromaticities, xy, sizeof xy);
+        header->has_chromaticities = 1;
+    }
+}
+
 att_png_decoder *att_png_open(
     const uint8_t *data, size_t length, uint32_t max_width, uint32_t max_height,
     att_png_header *header, att_error *error) {
@@ -127,27 +187,7 @@ att_png_decoder *att_png_open(
         att_png_close(d);
         return NULL;
     }
-    png_set_read_fn(d->png, &d->io, read_from_memory);
-    png_set_user_limits(d->png, max_width, max_height);
-    png_set_chunk_cache_max(d->png, 128);
-    png_set_chunk_malloc_max(d->png, 4000000);
-#if defined(PNG_IGNORE_ADLER32)
-    // Every IDAT chunk's CRC is checked (a mismatch is fatal), which covers the compressed
-    // bytes; zlib's Adler-32 over the inflated bytes would only cost time (6% of a decode).
-    png_set_option(d->png, PNG_IGNORE_ADLER32, PNG_OPTION_ON);
-#endif
-    // Never inflate or keep chunks we do not use.
-    static const png_byte skipped[] = {
-        't', 'E', 'X', 't', '\0', 'z', 'T', 'X', 't', '\0',
-        'i', 'T', 'X', 't', '\0', 's', 'P', 'L', 'T', '\0', 'h', 'I', 'S', 'T', '\0',
-        'p', 'C', 'A', 'L', '\0', 's', 'C', 'A', 'L', '\0', 't', 'I', 'M', 'E', '\0',
-    };
-    png_set_keep_unknown_chunks(d->png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
-    png_set_keep_unknown_chunks(d->png, PNG_HANDLE_CHUNK_NEVER, skipped,
-                                (int)(sizeof skipped / 5));
-    // cICP (colour by ITU-T H.273 code points) is newer than this libpng: kept as unknown.
-    static const png_byte cicp[] = {'c', 'I', 'C', 'P', '\0'};
-    png_set_keep_unknown_chunks(d->png, PNG_HANDLE_CHUNK_ALWAYS, cicp, 1);
+    configure_reader(d, max_width, max_height);
     png_read_info(d->png, d->info);
 
     png_uint_32 width = 0, height = 0;
@@ -171,37 +211,7 @@ att_png_decoder *att_png_open(
     header->interlaced = d->interlaced;
     header->channels = png_get_channels(d->png, d->info);
     header->orientation = orientation_from_exif(d->png, d->info);
-    // An ICC profile, unless an sRGB chunk says the pixels are sRGB already.
-    png_charp icc_name = NULL;
-    png_bytep icc = NULL;
-    png_uint_32 icc_length = 0;
-    int compression = 0;
-    if (!png_get_valid(d->png, d->info, PNG_INFO_sRGB) &&
-        png_get_iCCP(d->png, d->info, &icc_name, &compression, &icc, &icc_length) && icc != NULL &&
-        icc_length <= ATT_ICC_MAX_BYTES) {
-        header->icc = icc;
-        header->icc_length = icc_length;
-    }
-    // The other ways a PNG names its colours (the caller uses the first that applies: cICP,
-    // iCCP, sRGB, then cHRM and gAMA).
-    header->srgb = png_get_valid(d->png, d->info, PNG_INFO_sRGB) != 0;
-    png_unknown_chunkp chunks = NULL;
-    int count = png_get_unknown_chunks(d->png, d->info, &chunks);
-    for (int i = 0; i < count; i++) {
-        if (memcmp(chunks[i].name, "cICP", 4) == 0 && chunks[i].size == 4) {
-            header->cicp_primaries = chunks[i].data[0];
-            header->cicp_transfer = chunks[i].data[1];
-            header->has_cicp = 1;
-        }
-    }
-    double gamma = 0;
-    if (png_get_gAMA(d->png, d->info, &gamma) && gamma > 0) header->gamma = gamma;
-    double wx, wy, rx, ry, gx, gy, bx, by;
-    if (png_get_cHRM(d->png, d->info, &wx, &wy, &rx, &ry, &gx, &gy, &bx, &by)) {
-        const double xy[8] = {rx, ry, gx, gy, bx, by, wx, wy};
-        memcpy(header->chromaticities, xy, sizeof xy);
-        header->has_chromaticities = 1;
-    }
+    read_colour(d, header);
     if (png_get_rowbytes(d->png, d->info) != (size_t)width * (size_t)header->channels) {
         d->io.status = ATT_ERR_INTERNAL;
         snprintf(d->io.message, sizeof d->io.message, "unexpected row layout");

@@ -289,43 +289,12 @@ void att_curl_global_init(void) { pthread_once(&global_once, global_init); }
         CURLcode rc_ = curl_easy_setopt(t->easy, option, value);                               \
         if (rc_ != CURLE_OK) {                                                                 \
             snprintf(error, 256, "%s: %s", #option, curl_easy_strerror(rc_));                  \
-            att_transfer_free(t);                                                              \
-            return NULL;                                                                       \
+            return -1;                                                                         \
         }                                                                                      \
     } while (0)
 
-att_transfer *att_transfer_new(const att_transfer_options *o, char *error) {
-    att_curl_global_init();
-    att_transfer *t = calloc(1, sizeof *t);
-    if (t == NULL) {
-        snprintf(error, 256, "out of memory");
-        return NULL;
-    }
-    t->easy = curl_easy_init();
-    if (t->easy == NULL) {
-        snprintf(error, 256, "curl_easy_init failed");
-        free(t);
-        return NULL;
-    }
-    t->max_bytes = o->max_bytes;
-    t->category_caps[1] = o->max_image_bytes;
-    t->category_caps[2] = o->max_audio_bytes;
-    t->category_caps[3] = o->max_video_bytes;
-    t->animation_cap_bytes = o->animation_cap_bytes;
-    t->address_flags = o->address_flags;
-    t->sniff_bytes = o->sniff_bytes;
-    t->sniff = o->sniff;
-    t->kind = -1;
-    t->budget = o->budget;
-    t->declared_length = -1;
-    atomic_init(&t->cancelled, 0);
-    if (o->allowed_hosts != NULL) {
-        size_t n = 0;
-        while (o->allowed_hosts[n] != NULL) n++;
-        t->allowed_hosts = calloc(n + 1, sizeof(char *));
-        for (size_t i = 0; t->allowed_hosts != NULL && i < n; i++) t->allowed_hosts[i] = strdup(o->allowed_hosts[i]);
-    }
-
+/* The easy handle's options: 0, or -1 with `error` set (the handle is then freed by the caller). */
+static int set_options(att_transfer *t, const att_transfer_options *o, char *error) {
     SET(CURLOPT_URL, o->url);
     SET(CURLOPT_PRIVATE, (void *)t);
     SET(CURLOPT_ERRORBUFFER, t->error);
@@ -377,6 +346,45 @@ att_transfer *att_transfer_new(const att_transfer_options *o, char *error) {
         t->headers = next;
     }
     if (t->headers != NULL) SET(CURLOPT_HTTPHEADER, t->headers);
+    return 0;
+}
+
+att_transfer *att_transfer_new(const att_transfer_options *o, char *error) {
+    att_curl_global_init();
+    att_transfer *t = calloc(1, sizeof *t);
+    if (t == NULL) {
+        snprintf(error, 256, "out of memory");
+        return NULL;
+    }
+    t->easy = curl_easy_init();
+    if (t->easy == NULL) {
+        snprintf(error, 256, "curl_easy_init failed");
+        free(t);
+        return NULL;
+    }
+    t->max_bytes = o->max_bytes;
+    t->category_caps[1] = o->max_image_bytes;
+    t->category_caps[2] = o->max_audio_bytes;
+    t->category_caps[3] = o->max_video_bytes;
+    t->animation_cap_bytes = o->animation_cap_bytes;
+    t->address_flags = o->address_flags;
+    t->sniff_bytes = o->sniff_bytes;
+    t->sniff = o->sniff;
+    t->kind = -1;
+    t->budget = o->budget;
+    t->declared_length = -1;
+    atomic_init(&t->cancelled, 0);
+    if (o->allowed_hosts != NULL) {
+        size_t n = 0;
+        while (o->allowed_hosts[n] != NULL) n++;
+        t->allowed_hosts = calloc(n + 1, sizeof(char *));
+        for (size_t i = 0; t->allowed_hosts != NULL && i < n; i++) t->allowed_hosts[i] = strdup(o->allowed_hosts[i]);
+    }
+
+    if (set_options(t, o, error) != 0) {
+        att_transfer_free(t);
+        return NULL;
+    }
     return t;
 }
 

@@ -90,16 +90,8 @@ struct Fetch: AsyncParsableCommand {
         return !parts[2].isEmpty
     }
 
-    func run() async throws {
-        Attache.tuneAllocatorForBatch()
-        var list = arguments
-        if let urls {
-            // Read bounded (64 MiB: about half a million URLs), as every input is.
-            let text = String(decoding: try BoundedInput.read(urls, limit: 64 << 20), as: UTF8.self)
-            list += text.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.isEmpty }
-        }
-        guard !list.isEmpty else { throw ValidationError("give at least one URL") }
-        guard concurrency > 0 else { throw ValidationError("--concurrency must be positive") }
+    /// The fetch policy the options say.
+    func policy() -> FetchPolicy {
         var policy = FetchPolicy()
         address.apply(to: &policy)
         policy.httpsOnly = httpsOnly
@@ -110,6 +102,20 @@ struct Fetch: AsyncParsableCommand {
         policy.allowedHosts = allowedHosts.isEmpty ? nil : allowedHosts
         policy.resolve = resolve
         policy.caFile = caFile
+        return policy
+    }
+
+    func run() async throws {
+        Attache.tuneAllocatorForBatch()
+        var list = arguments
+        if let urls {
+            // Read bounded (64 MiB: about half a million URLs), as every input is.
+            let text = String(decoding: try BoundedInput.read(urls, limit: 64 << 20), as: UTF8.self)
+            list += text.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.isEmpty }
+        }
+        guard !list.isEmpty else { throw ValidationError("give at least one URL") }
+        guard concurrency > 0 else { throw ValidationError("--concurrency must be positive") }
+        let policy = self.policy()
         if let out { try OptionChecks.directory(out, "--out") }
 
         let fetcher = Fetcher(policy: policy, maxHostConnections: concurrency, maxTotalConnections: concurrency)

@@ -77,6 +77,28 @@ final class GIFFrameWriter {
             pending!.rect = (0, 0, width, height)
             shown = [UInt8](repeating: 0, count: pixels * 4)
         }
+        var (written, (minX, minY, maxX, maxY)) = draw(indices: indices, source: source, palette: palette)
+        if maxX < 0 && pending != nil && !needsClear {
+            pending!.delay += delay
+            duration += delay
+            return
+        }
+        if maxX < 0 {
+            (minX, minY, maxX, maxY) = (0, 0, 0, 0)
+        }
+        try flush()
+        let rect =
+            framesWritten == 0 ? (0, 0, width, height) : (minX, minY, maxX - minX + 1, maxY - minY + 1)
+        pending = Pending(indices: written, palette: palette, delay: delay, rect: rect, disposal: 1)
+        duration += delay
+    }
+
+    /// Draws the frame over what is shown: a pixel that stays as it is shown is written
+    /// transparent (where the palette has a slot for it). The indices to write, and the
+    /// rectangle that changed (maxX < 0: none).
+    private func draw(
+        indices: [UInt8], source: [UInt8], palette: GIFPalette
+    ) -> (written: [UInt8], changed: (minX: Int, minY: Int, maxX: Int, maxY: Int)) {
         let canSkip = palette.transparent != nil
         var written = indices
         let blank = UInt8(truncatingIfNeeded: palette.transparent ?? 0)
@@ -85,7 +107,7 @@ final class GIFFrameWriter {
         var maxX = -1
         var maxY = -1
         let table = GIFCompositor.words(palette.colors, transparent: palette.transparent)
-        let width = self.width
+        let (width, height) = (self.width, self.height)
         // What is shown is updated in place (pixel i is read before it is written).
         shown.withUnsafeMutableBytes { shownRaw in
             source.withUnsafeBytes { sourceRaw in
@@ -127,19 +149,7 @@ final class GIFFrameWriter {
                 }
             }
         }
-        if maxX < 0 && pending != nil && !needsClear {
-            pending!.delay += delay
-            duration += delay
-            return
-        }
-        if maxX < 0 {
-            (minX, minY, maxX, maxY) = (0, 0, 0, 0)
-        }
-        try flush()
-        let rect =
-            framesWritten == 0 ? (0, 0, width, height) : (minX, minY, maxX - minX + 1, maxY - minY + 1)
-        pending = Pending(indices: written, palette: palette, delay: delay, rect: rect, disposal: 1)
-        duration += delay
+        return (written, (minX, minY, maxX, maxY))
     }
 
     /// Writes the pending frame.
