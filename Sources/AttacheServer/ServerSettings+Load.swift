@@ -165,47 +165,15 @@ final class SettingsReading {
             problem("apiKeys", "every API key must be at least 16 printable ASCII characters")
         }
         configuration.apiKeys = keys
-        configuration.allowAnonymous = flag("allowAnonymous")
         if keys.isEmpty && !configuration.allowAnonymous {
             problems.append(
                 "no API key: give \(ServerSettings.setting("apiKeys").environment) or \(named("apiKeyFiles")), "
                     + "or allow anonymous callers with --allow-anonymous")
         }
-        configuration.fetch.allowLoopback = flag("allowLoopback")
-        configuration.fetch.allowPrivate = flag("allowPrivate")
-        configuration.receipts = flag("receipts")
-    }
-
-    /// Requests, deadlines, slots, shutdown and collection.
-    func limits(_ configuration: inout ServerConfiguration) {
-        configuration.maxRequestBytes = integer("maxRequestBytes", 2...(1 << 20), configuration.maxRequestBytes)
-        configuration.pipeline.deadline = duration(
-            "deadline", .milliseconds(1)...(.seconds(3600)), configuration.pipeline.deadline)
-        configuration.maxDeadline = duration(
-            "maxDeadline", .milliseconds(1)...(.seconds(3600)), configuration.maxDeadline)
-        configuration.maxConcurrent = integer("maxConcurrent", 1...4096, configuration.maxConcurrent)
-        configuration.maxQueued = integer("maxQueued", 0...1_000_000, configuration.maxQueued)
-        configuration.retryAfterSeconds = integer("retryAfter", 1...3600, configuration.retryAfterSeconds)
-        configuration.gracePeriod = duration("gracePeriod", .zero...(.seconds(3600)), configuration.gracePeriod)
-        configuration.workerNice = Int32(integer("workerNice", 0...19, Int(configuration.workerNice)))
-        configuration.collectionInterval = duration(
-            "gcInterval", .zero...(.seconds(86_400 * 7)), configuration.collectionInterval)
-        configuration.pipeline.maxSources = integer("maxSources", 1...1000, configuration.pipeline.maxSources)
-        configuration.pipeline.maxPayloadFetchBytes = integer(
-            "maxPayloadFetchBytes", 1...(1 << 40), configuration.pipeline.maxPayloadFetchBytes)
-        configuration.pipeline.maxPayloadStoreBytes = integer(
-            "maxPayloadStoreBytes", 1...(1 << 40), configuration.pipeline.maxPayloadStoreBytes)
-        let maxTTL = Duration.seconds(100 * 365 * 86_400)
-        configuration.pipeline.storeTTL =
-            duration("storeTtl", .seconds(1)...maxTTL, .seconds(configuration.pipeline.storeTTL)).components.seconds
-        configuration.pipeline.tokenTTL =
-            duration("tokenTtl", .seconds(1)...maxTTL, .seconds(configuration.pipeline.tokenTTL)).components.seconds
     }
 
     /// What is made: the rendition, video, the small rendition and the other receivers' pictures.
     func renditions(_ configuration: inout ServerConfiguration) {
-        configuration.pipeline.rendition.maxSide = integer(
-            "maxSide", 1...32_767, configuration.pipeline.rendition.maxSide)
         if let format = text("format") {
             if let chosen = RenditionSpec.OutputFormat(rawValue: format.lowercased()) {
                 configuration.pipeline.rendition.outputFormat = chosen
@@ -213,7 +181,6 @@ final class SettingsReading {
                 problem("format", "'\(format)' is not auto, jpeg or webp")
             }
         }
-        if text("transcode") != nil { configuration.pipeline.rendition.video.enabled = flag("transcode") }
         if let preset = text("videoPreset") {
             if VideoEncoding.presets.contains(preset) {
                 configuration.pipeline.rendition.video.preset = preset
@@ -221,7 +188,6 @@ final class SettingsReading {
                 problem("videoPreset", "'\(preset)' is not one of \(VideoEncoding.presets.joined(separator: ", "))")
             }
         }
-        configuration.pipeline.smallSide = integer("smallSide", 0...32_767, configuration.pipeline.smallSide)
         configuration.pipeline.targets[.android]?.maxBytes = integer(
             "androidMaxBytes", 1_000...100_000_000, TargetSpec(.android).maxBytes)
         configuration.pipeline.targets[.web]?.maxBytes = integer(

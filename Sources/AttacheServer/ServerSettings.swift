@@ -21,6 +21,9 @@ public enum ServerSettings {
         public let secret: Bool
         /// A switch: `--name` / `--no-name` on the command line, true or false elsewhere.
         public var boolean = false
+        /// How it is read into the configuration, for a setting that goes straight there; nil
+        /// for the ones read in ServerSettings+Load.swift (several settings together, files).
+        public var value: Value? = nil
 
         /// `--kebab-case` flag name.
         public var flag: String {
@@ -40,6 +43,7 @@ public enum ServerSettings {
     }
 
     static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    static let maxTTL = Duration.seconds(100 * 365 * 86_400)
 
     /// The settings, in the order `--help` lists them.
     public static let all: [Setting] = [
@@ -80,50 +84,49 @@ public enum ServerSettings {
             key: "apiKeyFiles", help: "Files of API keys, one per line (comma-separated list of files).",
             defaultText: "none", secret: false),
         .init(
-            key: "allowAnonymous", help: "Accept POST /v1/notifications without an API key (loopback demos).",
-            defaultText: "false", secret: false, boolean: true),
+            "allowAnonymous", "Accept POST /v1/notifications without an API key (loopback demos).",
+            .flag(\.allowAnonymous)),
         .init(
-            key: "maxRequestBytes", help: "Largest request body (bytes); larger is 413.", defaultText: "65536",
-            secret: false),
+            "maxRequestBytes", "Largest request body (bytes); larger is 413.",
+            .integer(\.maxRequestBytes, 2...(1 << 20))),
         .init(
-            key: "deadline", help: "Deadline of a request that names none (800ms, 2s).", defaultText: "25s",
-            secret: false),
+            "deadline", "Deadline of a request that names none (800ms, 2s).",
+            .duration(\.pipeline.deadline, .milliseconds(1)...(.seconds(3600)))),
         .init(
-            key: "maxDeadline", help: "Longest deadline a request may ask for.", defaultText: "25s", secret: false),
+            "maxDeadline", "Longest deadline a request may ask for.",
+            .duration(\.maxDeadline, .milliseconds(1)...(.seconds(3600)))),
         .init(
-            key: "maxConcurrent", help: "Payloads in the pipeline at once (fetching or transforming).",
-            defaultText: "\(8 * cores) (8 × the cores)",
-            secret: false),
+            "maxConcurrent", "Payloads in the pipeline at once (fetching or transforming).",
+            .integer(\.maxConcurrent, 1...4096), default: "\(8 * cores) (8 × the cores)"),
         .init(
-            key: "maxQueued", help: "Payloads waiting for a slot; beyond them, 503.", defaultText: "\(4 * cores)",
-            secret: false),
-        .init(key: "retryAfter", help: "Retry-After of a 503 (seconds).", defaultText: "1", secret: false),
+            "maxQueued", "Payloads waiting for a slot; beyond them, 503.", .integer(\.maxQueued, 0...1_000_000),
+            default: "\(4 * cores) (4 × the cores)"),
+        .init("retryAfter", "Retry-After of a 503 (seconds).", .integer(\.retryAfterSeconds, 1...3600)),
         .init(
-            key: "gracePeriod", help: "Time in-flight requests get after SIGTERM/SIGINT.", defaultText: "10s",
-            secret: false),
+            "gracePeriod", "Time in-flight requests get after SIGTERM/SIGINT.",
+            .duration(\.gracePeriod, .zero...(.seconds(3600)))),
         .init(
-            key: "workerNice", help: "Nice value of the decoding threads (0-19), below request handling.",
-            defaultText: "5", secret: false),
+            "workerNice", "Nice value of the decoding threads (0-19), below request handling.",
+            .integer(\.workerNice, 0...19)),
         .init(
-            key: "gcInterval", help: "Store garbage collection interval (0: never).", defaultText: "5m",
-            secret: false),
-        .init(key: "maxSide", help: "Longest side of image renditions.", defaultText: "1024", secret: false),
+            "gcInterval", "Store garbage collection interval (0: never).",
+            .duration(\.collectionInterval, .zero...(.seconds(86_400 * 7)))),
+        .init("maxSide", "Longest side of image renditions.", .integer(\.pipeline.rendition.maxSide, 1...32_767)),
         .init(
             key: "format",
             help: "Still renditions as auto (Apple-safe), jpeg or webp; a request may ask with ?format=.",
             defaultText: "auto", secret: false),
         .init(
-            key: "transcode",
-            help:
-                "Re-encode what does not fit: GIFs the budgets would clip to MP4, video over 50 MB or unplayable to H.264/AAC MP4, audio to AAC M4A.",
-            defaultText: "true", secret: false, boolean: true),
+            "transcode",
+            "Re-encode what does not fit: GIFs the budgets would clip to MP4, video over 50 MB or unplayable to H.264/AAC MP4, audio to AAC M4A.",
+            .flag(\.pipeline.rendition.video.enabled)),
         .init(
             key: "videoPreset", help: "libx264's preset for those encodes (ultrafast ... veryslow).",
             defaultText: "veryfast", secret: false),
-        .init(key: "maxSources", help: "Media sources considered per payload.", defaultText: "8", secret: false),
+        .init("maxSources", "Media sources considered per payload.", .integer(\.pipeline.maxSources, 1...1000)),
         .init(
-            key: "smallSide", help: "Longest side of the small rendition beside each image (0: none).",
-            defaultText: "320", secret: false),
+            "smallSide", "Longest side of the small rendition beside each image (0: none).",
+            .integer(\.pipeline.smallSide, 0...32_767)),
         .init(
             key: "androidMaxBytes",
             help: "Largest Android picture of an FCM message or OneSignal body, in bytes (FCM: 1 MB).",
@@ -145,22 +148,21 @@ public enum ServerSettings {
             key: "categories", help: "Categories by kind: a JSON file of rules and actions.", defaultText: "none",
             secret: false),
         .init(
-            key: "maxPayloadFetchBytes", help: "Bytes all of a payload's fetches may read.",
-            defaultText: "100000000", secret: false),
+            "maxPayloadFetchBytes", "Bytes all of a payload's fetches may read.",
+            .integer(\.pipeline.maxPayloadFetchBytes, 1...(1 << 40))),
         .init(
-            key: "maxPayloadStoreBytes", help: "Bytes a payload may add to the store.", defaultText: "100000000",
-            secret: false),
-        .init(key: "storeTtl", help: "How long stored attachments live.", defaultText: "7d", secret: false),
-        .init(key: "tokenTtl", help: "How long an attachment URL's token opens it.", defaultText: "7d", secret: false),
+            "maxPayloadStoreBytes", "Bytes a payload may add to the store.",
+            .integer(\.pipeline.maxPayloadStoreBytes, 1...(1 << 40))),
+        .init("storeTtl", "How long stored attachments live.", .seconds(\.pipeline.storeTTL, .seconds(1)...maxTTL)),
         .init(
-            key: "receipts", help: "Take delivery receipts: POST to an attachment's own URL (the device kit's report).",
-            defaultText: "false", secret: false, boolean: true),
+            "tokenTtl", "How long an attachment URL's token opens it.",
+            .seconds(\.pipeline.tokenTTL, .seconds(1)...maxTTL)),
         .init(
-            key: "allowLoopback", help: "Fetch from 127.0.0.0/8 and ::1 (tests and demos).", defaultText: "false",
-            secret: false, boolean: true),
+            "receipts", "Take delivery receipts: POST to an attachment's own URL (the device kit's report).",
+            .flag(\.receipts)),
+        .init("allowLoopback", "Fetch from 127.0.0.0/8 and ::1 (tests and demos).", .flag(\.fetch.allowLoopback)),
         .init(
-            key: "allowPrivate", help: "Fetch from private ranges (metadata addresses stay denied).",
-            defaultText: "false", secret: false, boolean: true),
+            "allowPrivate", "Fetch from private ranges (metadata addresses stay denied).", .flag(\.fetch.allowPrivate)),
         .init(
             key: "logLevel", help: "trace, debug, info, notice, warning, error or critical.", defaultText: "info",
             secret: false),
@@ -261,9 +263,9 @@ public enum ServerSettings {
     ) -> Loaded {
         let read = SettingsReading(reader, environment: environment)
         var configuration = read.store()
+        for setting in all { setting.value?.read(read, setting.key, &configuration) }
         read.listen(&configuration)
         read.callers(&configuration)
-        read.limits(&configuration)
         read.renditions(&configuration)
         read.payloads(&configuration)
         let (level, format) = read.logging()

@@ -45,13 +45,56 @@ import Testing
         for match in source.matches(of: read) {
             if let key = match.output[1].substring { used.insert(String(key)) }
         }
-        #expect(used.count > 30 && used.isSubset(of: keys), "read but not declared: \(used.subtracting(keys))")
+        #expect(used.isSubset(of: keys), "read but not declared: \(used.subtracting(keys))")
+        // Every row is read: by its own value, or in ServerSettings+Load.swift.
+        let typed = Set(ServerSettings.all.filter { $0.value != nil }.map(\.key))
+        #expect(used.union(typed) == keys, "declared but never read: \(keys.subtracting(used.union(typed)))")
         let docs = try String(contentsOfFile: Paths.package + "/docs/service-api.md", encoding: .utf8)
         let rows = docs.split(separator: "\n").filter { $0.hasPrefix("| `--") }.joined(separator: "\n")
         for setting in ServerSettings.all {
             #expect(
                 rows.contains("`--\(setting.flag)`") || rows.contains("`--[no-]\(setting.flag)`"),
                 "docs/service-api.md has no row for --\(setting.flag)")
+        }
+    }
+
+    @Test("a setting read straight into the configuration is one row: its parser, range and default come from it")
+    func typedSettingsAreOneRow() async throws {
+        let typed = ServerSettings.all.filter { $0.value != nil }
+        #expect(typed.count >= 20)
+        let docs = try String(contentsOfFile: Paths.package + "/docs/service-api.md", encoding: .utf8)
+        let rows = docs.split(separator: "\n").filter { $0.hasPrefix("| `--") }
+        for setting in typed {
+            // A bad value is a problem naming the setting; its default read back is none, and
+            // leaves the configuration as it was.
+            func load(_ text: String) async throws -> ServerSettings.Loaded {
+                ServerSettings.load(
+                    try await ServerSettings.reader(flags: [setting.key: text], environment: [:], file: nil),
+                    environment: ["HOME": "/nonexistent"])
+            }
+            let bad = try await load("0x").problems.filter { $0.hasPrefix("\(setting.flag) / \(setting.environment)") }
+            #expect(bad.count == 1, "--\(setting.flag) 0x: \(bad)")
+            let again = try await load(setting.value!.shown(ServerSettings.defaults))
+            #expect(
+                again.problems.allSatisfy { !$0.hasPrefix(setting.flag + " ") }
+                    && setting.value!.shown(again.configuration) == setting.value!.shown(ServerSettings.defaults),
+                "--\(setting.flag) \(setting.defaultText): \(again.problems)")
+            // The docs table shows the default the configuration has (unless the row says it
+            // follows the machine).
+            guard setting.defaultText == setting.value!.shown(ServerSettings.defaults) else { continue }
+            let row = try #require(
+                rows.first { $0.contains("`--\(setting.flag)`") || $0.contains("`--[no-]\(setting.flag)`") })
+            let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            let flags = cells[0].components(separatedBy: ", ").map { $0.replacingOccurrences(of: "[no-]", with: "") }
+            let index = try #require(flags.firstIndex(of: "`--\(setting.flag)`"), "\(row)")
+            var shown = cells[2].components(separatedBy: ", ")
+            if shown.count == 1, shown[0].hasSuffix(" each") {
+                shown = Array(repeating: String(shown[0].dropLast(5)), count: flags.count)
+            }
+            let documented = shown.count == flags.count ? shown[index] : "?"
+            #expect(
+                documented.replacingOccurrences(of: ",", with: "").replacingOccurrences(of: "`", with: "")
+                    == setting.defaultText, "docs/service-api.md: --\(setting.flag)'s default \(documented)")
         }
     }
 
