@@ -79,6 +79,12 @@ import Testing
                 again.problems.allSatisfy { !$0.hasPrefix(setting.flag + " ") }
                     && setting.value!.shown(again.configuration) == setting.value!.shown(ServerSettings.defaults),
                 "--\(setting.flag) \(setting.defaultText): \(again.problems)")
+            // A switch set the other way reaches the configuration.
+            if setting.boolean {
+                let other = setting.defaultText == "true" ? "false" : "true"
+                #expect(
+                    setting.value!.shown(try await load(other).configuration) == other, "--\(setting.flag) \(other)")
+            }
             // The docs table shows the default the configuration has (unless the row says it
             // follows the machine).
             guard setting.defaultText == setting.value!.shown(ServerSettings.defaults) else { continue }
