@@ -126,19 +126,19 @@ struct Inspect: ParsableCommand {
     }
 }
 
-/// Options that set ``ImageLimits``.
+/// Options that set ``DecodeLimits``.
 struct LimitOptions: ParsableArguments {
     @Option(help: "Largest width x height accepted.")
-    var maxPixels: Int = ImageLimits.default.maxPixels
+    var maxPixels: Int = DecodeLimits.default.maxPixels
 
     @Option(help: "Largest width or height accepted.")
-    var maxDimension: Int = ImageLimits.default.maxDimension
+    var maxDimension: Int = DecodeLimits.default.maxDimension
 
     @Option(help: "Most progressive JPEG scans accepted.")
-    var maxScans: Int = ImageLimits.default.maxScans
+    var maxScans: Int = DecodeLimits.default.maxScans
 
     @Option(help: "Cap in bytes on whole-image decoder buffers (progressive JPEG, interlaced PNG).")
-    var maxDecoderMemory: Int = ImageLimits.default.maxDecoderMemory
+    var maxDecoderMemory: Int = DecodeLimits.default.maxDecoderMemory
 
     func validate() throws {
         try Ranges.check(maxPixels, 1...(1 << 40), "--max-pixels")
@@ -147,8 +147,8 @@ struct LimitOptions: ParsableArguments {
         try Ranges.check(maxDecoderMemory, 1...(1 << 40), "--max-decoder-memory")
     }
 
-    var imageLimits: ImageLimits {
-        ImageLimits(
+    var imageLimits: DecodeLimits {
+        DecodeLimits(
             maxPixels: maxPixels, maxDimension: maxDimension, maxScans: maxScans,
             maxDecoderMemory: maxDecoderMemory)
     }

@@ -130,7 +130,7 @@ struct Resize: ParsableCommand {
     /// do/catch mixing untyped and typed throws around a `Rendition` was miscompiled by the
     /// release optimizer here — an error path destroyed a rendition never made.)
     private func convert(
-        _ file: String, spec: RenditionSpec, limits: ImageLimits, targets: [TargetSpec], focus: FocalPoint?
+        _ file: String, spec: RenditionSpec, limits: DecodeLimits, targets: [TargetSpec], focus: FocalPoint?
     )
         -> Result<(rendition: Rendition, path: String, targets: [(TargetOutcome, String)]), AttacheError>
     {

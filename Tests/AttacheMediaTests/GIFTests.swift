@@ -175,12 +175,12 @@ func frameHash(_ image: PixelImage) -> String {
 
     @Test func limitsTripBeforeDecoding() throws {
         var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: Corpus.root + "/gif-edge-cases/pillow__chi.gif")))
-        var frames = ImageLimits()
+        var frames = DecodeLimits()
         frames.maxFrames = 5
         let clock = threadCPUTime()
         let tooMany = failure { try ImageProcessor.scanGIF(MediaBytes(bytes), limits: frames) }
         #expect(tooMany?.code == .tooManyFrames && tooMany?.limit?.rawValue == "max_frames")
-        var total = ImageLimits()
+        var total = DecodeLimits()
         total.maxTotalFramePixels = 100_000
         #expect(failure { try ImageProcessor.scanGIF(MediaBytes(bytes), limits: total) }?.code == .tooManyPixels)
         // A logical screen of 65535 x 65535 is refused from the header.

@@ -19,7 +19,7 @@ struct HEIFTests {
         try ImageProcessor.render(MediaBytes(bytes), spec: RenditionSpec(maxSide: maxSide))
     }
 
-    static func code(_ bytes: [UInt8], limits: ImageLimits = .default) -> AttacheError.Code? {
+    static func code(_ bytes: [UInt8], limits: DecodeLimits = .default) -> AttacheError.Code? {
         do {
             _ = try ImageProcessor.render(MediaBytes(bytes), spec: RenditionSpec(maxSide: 200), limits: limits)
             return nil
@@ -145,7 +145,7 @@ struct HEIFTests {
         let wide = Self.code(Self.claiming(try Self.file("photo.avif"), width: 20_000, height: 20_000))
         #expect(wide == .tooManyPixels || wide == .dimensionsTooLarge, "\(String(describing: wide))")
         // A tight decoder-memory cap refuses what a tile needs, from the header.
-        #expect(Self.code(try Self.file("photo.heic"), limits: ImageLimits(maxDecoderMemory: 10_000)) != nil)
+        #expect(Self.code(try Self.file("photo.heic"), limits: DecodeLimits(maxDecoderMemory: 10_000)) != nil)
         for name in ["photo.heic", "grid.heic", "photo.avif", "alpha.avif"] {
             let whole = try Self.file(name)
             for cut in stride(from: 1, to: whole.count, by: max(1, whole.count / 61)) {
@@ -160,7 +160,7 @@ struct HEIFTests {
         let grid = try Self.file("grid-1024-tiles.heic")
         let rendition = try Self.render(grid, maxSide: 64)
         #expect(rendition.width == 64 && rendition.height == 64)
-        var limits = ImageLimits.default
+        var limits = DecodeLimits.default
         limits.maxTiles = 1_000
         let error = #expect(throws: AttacheError.self) {
             _ = try ImageProcessor.render(MediaBytes(grid), spec: RenditionSpec(maxSide: 64), limits: limits)
@@ -209,7 +209,7 @@ struct HEIFTests {
         // 7000 x 7000 monochrome: dav1d 1.0 gives up on it, aom decodes it (using about 700 MB,
         // so the decoder-memory cap is raised for it).
         let bytes = MediaBytes(try Self.file("gray-7000-dav1d-refuses.avif"))
-        let info = try ImageProcessor.inspect(bytes, limits: ImageLimits(maxDecoderMemory: 1 << 30))
+        let info = try ImageProcessor.inspect(bytes, limits: DecodeLimits(maxDecoderMemory: 1 << 30))
         #expect(info.kind == .avif && info.width == 7000 && info.height == 7000)
         // At the default cap it is refused from the header, before any decoding.
         #expect(Self.code(bytes.buffer.map { $0 }) == .decoderMemoryExceeded)

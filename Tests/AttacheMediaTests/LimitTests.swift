@@ -52,7 +52,7 @@ struct LimitTests {
     @Test("a raised pixel limit lets a large header through to the next check")
     func limitsAreConfigurable() throws {
         let bytes = try Self.hopper(declaring: 3000, 3000).bytes
-        let strict = ImageLimits(maxPixels: 1_000_000)
+        let strict = DecodeLimits(maxPixels: 1_000_000)
         #expect(failure { try ImageProcessor.inspect(MediaBytes(bytes), limits: strict) }?.code == .tooManyPixels)
         let error = failure { try ImageProcessor.inspect(MediaBytes(bytes)) }
         #expect(error?.code != .tooManyPixels)
@@ -62,7 +62,7 @@ struct LimitTests {
     func decoderMemory() throws {
         let bytes = try MediaBytes(Fixtures.bytes("progressive.jpg"))
         #expect(try ImageProcessor.inspect(bytes).isProgressive)
-        let error = failure { try ImageProcessor.inspect(bytes, limits: ImageLimits(maxDecoderMemory: 100_000)) }
+        let error = failure { try ImageProcessor.inspect(bytes, limits: DecodeLimits(maxDecoderMemory: 100_000)) }
         #expect(error?.code == .decoderMemoryExceeded)
         #expect(error?.limit?.rawValue == "max_decoder_memory")
     }
@@ -70,7 +70,7 @@ struct LimitTests {
     @Test("progressive scans beyond the limit are refused")
     func scanLimit() throws {
         let bytes = try MediaBytes(Fixtures.bytes("progressive.jpg"))
-        let error = failure { try ImageProcessor.inspect(bytes, limits: ImageLimits(maxScans: 3)) }
+        let error = failure { try ImageProcessor.inspect(bytes, limits: DecodeLimits(maxScans: 3)) }
         #expect(error?.code == .tooManyScans)
         #expect(error?.limit?.rawValue == "max_scans")
     }
@@ -79,7 +79,7 @@ struct LimitTests {
     func interlacedPNG() throws {
         let bytes = try MediaBytes(contentsOfFile: Corpus.root + "/pngsuite/basi6a08.png")
         #expect(try ImageProcessor.inspect(bytes).isProgressive)
-        let error = failure { try ImageProcessor.inspect(bytes, limits: ImageLimits(maxDecoderMemory: 1000)) }
+        let error = failure { try ImageProcessor.inspect(bytes, limits: DecodeLimits(maxDecoderMemory: 1000)) }
         #expect(error?.code == .decoderMemoryExceeded)
     }
 

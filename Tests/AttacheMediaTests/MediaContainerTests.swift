@@ -11,14 +11,14 @@ import Testing
 struct MediaContainerTests {
     static let directory = Fixtures.root + "/video"
 
-    static func check(_ path: String, limits: ImageLimits = .default) throws(AttacheError) -> ContainerInfo {
+    static func check(_ path: String, limits: DecodeLimits = .default) throws(AttacheError) -> ContainerInfo {
         let bytes = try? MediaBytes(contentsOfFile: path)
         guard let bytes else { throw AttacheError(.ioError, "cannot read \(path)") }
         let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
         return try MediaContainer.check(bytes, kind: kind, limits: limits)
     }
 
-    static func code(_ path: String, limits: ImageLimits = .default) -> AttacheError.Code? {
+    static func code(_ path: String, limits: DecodeLimits = .default) -> AttacheError.Code? {
         do {
             _ = try check(path, limits: limits)
             return nil
@@ -55,14 +55,14 @@ struct MediaContainerTests {
         #expect(Self.code(Self.directory + "/opus.m4a") == .unsupportedVariant)
         // 40 streams, over the default 16.
         #expect(Self.code(Self.directory + "/many-streams.mp4") == .tooLarge)
-        var wide = ImageLimits.default
+        var wide = DecodeLimits.default
         wide.maxStreams = 64
         // Within a wider limit it is read: 40 audio streams and no video, which a video kind needs.
         #expect(Self.code(Self.directory + "/many-streams.mp4", limits: wide) == .unsupportedVariant)
-        var short = ImageLimits.default
+        var short = DecodeLimits.default
         short.maxMediaSeconds = 1
         #expect(Self.code(Self.directory + "/h264.mp4", limits: short) == .tooLarge)
-        var small = ImageLimits.default
+        var small = DecodeLimits.default
         small.maxVideoPixels = 100 * 100
         #expect(Self.code(Self.directory + "/h264.mp4", limits: small) == .tooManyPixels)
         // Every cut of the MP4: a typed error or a whole check, never a crash.
@@ -159,7 +159,7 @@ struct MediaContainerTests {
     @Test("frames the decoder could not hold within max_decoder_memory are refused from the header's size")
     func decoderMemoryFromTheHeader() throws {
         // 160×120 H.264: six frames of 1.5 bytes a pixel, 172,800 bytes.
-        var small = ImageLimits.default
+        var small = DecodeLimits.default
         small.maxDecoderMemory = 100_000
         do {
             _ = try Self.check(Self.directory + "/h264.mp4", limits: small)
@@ -198,7 +198,7 @@ struct MediaContainerTests {
         }
         let moov = try #require(Self.boxes(whole, in: 0..<whole.count).first { $0.type == "moov" })
         patch(moov.range)
-        var short = ImageLimits.default
+        var short = DecodeLimits.default
         short.maxMediaSeconds = 1.5
         do {
             let info = try MediaContainer.check(MediaBytes(whole), kind: .mp4, limits: short)

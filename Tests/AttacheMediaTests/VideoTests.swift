@@ -132,7 +132,7 @@ struct VideoTests {
         let out = try MediaTransform.apply(media, spec: RenditionSpec(), limits: .default, deadline: .none)
         #expect(out.kind == .gif && (out.frames ?? 0) >= 1 && (out.frames ?? 0) <= 10, "\(out.actions)")
         // A screen the decoder memory cap cannot hold twice over as RGBA is refused the same way.
-        var small = ImageLimits.default
+        var small = DecodeLimits.default
         small.maxDecoderMemory = 64 << 20
         let few = try writeGIF(
             width: 7000, height: 7000, palette: [0, 0, 0, 255, 255, 255], frames: Array(frames[0..<3]))
@@ -250,7 +250,7 @@ struct VideoTests {
 
     @Test("the decoders' frames count against the job's decoder memory cap: over it, decoder_memory_exceeded")
     func decoderFramesAreCapped() throws {
-        var small = ImageLimits.default
+        var small = DecodeLimits.default
         small.maxDecoderMemory = 16 << 10  // under one 160×120 frame's planes
         let clip = try Self.bytes("h264.mp4")
         #expect {

@@ -160,7 +160,7 @@ public enum FuzzChecks {
     /// bytes behind a GIF signature; what it writes decodes again with the frames it reports.
     public static func gif(_ bytes: [UInt8]) throws(FuzzFinding) {
         let input = MediaBytes(Array("GIF89a".utf8) + bytes)
-        let limits = ImageLimits(maxPixels: 1 << 20, maxDimension: 2048, maxFrames: 64, maxTotalFramePixels: 1 << 22)
+        let limits = DecodeLimits(maxPixels: 1 << 20, maxDimension: 2048, maxFrames: 64, maxTotalFramePixels: 1 << 22)
         for side in [16, 4096] {
             var spec = RenditionSpec(maxSide: side)
             spec.gifMaxFrames = 8
@@ -209,13 +209,13 @@ public enum FuzzChecks {
         let signature: [UInt8] =
             first == 2 ? riff : first & 1 == 0 ? [0xFF, 0xD8, 0xFF] : [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
         let input = MediaBytes(signature + bytes.dropFirst())
-        let limits = ImageLimits(maxPixels: 1 << 22, maxDimension: 4096, maxScans: 50, maxDecoderMemory: 64 << 20)
+        let limits = DecodeLimits(maxPixels: 1 << 22, maxDimension: 4096, maxScans: 50, maxDecoderMemory: 64 << 20)
         try renderAndDecodeAgain(input, limits: limits)
     }
 
     /// Renders `input` to 64 px: any outcome but an internal error is fine, and a rendition
     /// must decode again at its size.
-    static func renderAndDecodeAgain(_ input: MediaBytes, limits: ImageLimits) throws(FuzzFinding) {
+    static func renderAndDecodeAgain(_ input: MediaBytes, limits: DecodeLimits) throws(FuzzFinding) {
         let rendition: Rendition
         do throws(AttacheError) {
             rendition = try ImageProcessor.render(input, spec: RenditionSpec(maxSide: 64), limits: limits)
@@ -235,7 +235,7 @@ public enum FuzzChecks {
     public static func modern(_ bytes: [UInt8]) throws(FuzzFinding) {
         guard let first = bytes.first else { return }
         let input = MediaBytes(bytes.dropFirst())
-        let limits = ImageLimits(
+        let limits = DecodeLimits(
             maxPixels: 1 << 22, maxDimension: 4096, maxScans: 50, maxDecoderMemory: first & 1 == 0 ? 64 << 20 : 8 << 20)
         guard let kind = try? Sniffer.kind(of: input.prefix(Sniffer.prefixLength)),
             [.heic, .avif, .jxl, .webp].contains(kind)
@@ -250,7 +250,7 @@ public enum FuzzChecks {
         guard let first = bytes.first else { return }
         let kinds: [MediaKind] = [.mp4, .m4v, .m4a, .mp3, .wav, .aiff, .avi, .mpeg, .mov, .webm, .ogg, .flac]
         let kind = kinds[Int(first) % kinds.count]
-        var limits = ImageLimits.default
+        var limits = DecodeLimits.default
         limits.maxStreams = 8
         let info: ContainerInfo
         do throws(AttacheError) {
@@ -270,7 +270,7 @@ public enum FuzzChecks {
     /// exactly its size, within a 1080p frame limit (memory stays bounded).
     public static func poster(_ bytes: [UInt8]) throws(FuzzFinding) {
         guard let first = bytes.first else { return }
-        var limits = ImageLimits.default
+        var limits = DecodeLimits.default
         limits.maxStreams = 8
         limits.maxVideoPixels = 1920 * 1088
         let time = Double(first) / 32

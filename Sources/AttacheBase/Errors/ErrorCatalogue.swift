@@ -128,29 +128,29 @@ extension AttacheError.Code {
 extension AttacheError.Limit {
     // MARK: - Images (checked from the header before pixels are allocated)
 
-    /// Largest width × height of an image or GIF screen (`ImageLimits.maxPixels`).
+    /// Largest width × height of an image or GIF screen (`DecodeLimits.maxPixels`).
     public static let maxPixels = Self(rawValue: "max_pixels")
-    /// Largest width or height (`ImageLimits.maxDimension`).
+    /// Largest width or height (`DecodeLimits.maxDimension`).
     public static let maxDimension = Self(rawValue: "max_dimension")
-    /// Most progressive JPEG scans (`ImageLimits.maxScans`).
+    /// Most progressive JPEG scans (`DecodeLimits.maxScans`).
     public static let maxScans = Self(rawValue: "max_scans")
-    /// Cap on whole-image decoder buffers and on a video job's decoded frames (`ImageLimits.maxDecoderMemory`).
+    /// Cap on whole-image decoder buffers and on a video job's decoded frames (`DecodeLimits.maxDecoderMemory`).
     public static let maxDecoderMemory = Self(rawValue: "max_decoder_memory")
-    /// Most frames a GIF may hold (`ImageLimits.maxFrames`).
+    /// Most frames a GIF may hold (`DecodeLimits.maxFrames`).
     public static let maxFrames = Self(rawValue: "max_frames")
-    /// Most pixels summed over a GIF's frame rectangles (`ImageLimits.maxTotalFramePixels`).
+    /// Most pixels summed over a GIF's frame rectangles (`DecodeLimits.maxTotalFramePixels`).
     public static let maxTotalFramePixels = Self(rawValue: "max_total_frame_pixels")
 
     // MARK: - Video and audio (checked from the container before anything is stored)
 
-    /// Longest video or audio accepted, in seconds (`ImageLimits.maxMediaSeconds`).
+    /// Longest video or audio accepted, in seconds (`DecodeLimits.maxMediaSeconds`).
     public static let maxMediaSeconds = Self(rawValue: "max_media_seconds")
-    /// Largest video frame, width × height (`ImageLimits.maxVideoPixels`).
+    /// Largest video frame, width × height (`DecodeLimits.maxVideoPixels`).
     public static let maxVideoPixels = Self(rawValue: "max_video_pixels")
-    /// Most streams a container may hold (`ImageLimits.maxStreams`).
+    /// Most streams a container may hold (`DecodeLimits.maxStreams`).
     public static let maxStreams = Self(rawValue: "max_streams")
     /// Most tiles, items, properties or child boxes a HEIF/AVIF file may hold (libheif's
-    /// security limits: tiles `ImageLimits.maxTiles`, items twice that and 64 more).
+    /// security limits: tiles `DecodeLimits.maxTiles`, items twice that and 64 more).
     public static let maxItems = Self(rawValue: "max_items")
 
     // MARK: - Bytes

@@ -12,7 +12,7 @@ public struct PipelineConfiguration: Sendable {
     /// The rendition images get (longest side 1024 by default, GIF budgets, device budget).
     public var rendition = RenditionSpec()
     /// Image decoding limits.
-    public var imageLimits = ImageLimits.default
+    public var imageLimits = DecodeLimits.default
     /// Byte caps per kind: applied by the fetch as soon as the first bytes tell the kind, by
     /// validation, and to GIF renditions.
     public var mediaLimits = MediaLimits()

@@ -22,7 +22,7 @@ extension ImageProcessor {
 
     /// The animation in `bytes`, its header read and checked.
     static func openAnimation(
-        _ type: any AnimationSource.Type, _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: ImageLimits,
+        _ type: any AnimationSource.Type, _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: DecodeLimits,
         deadline: WorkDeadline
     ) throws(AttacheError) -> any AnimationSource {
         try type.init(bytes: bytes, limits: limits, deadline: deadline, allowPartial: spec.gifAllowPartial)
@@ -122,7 +122,7 @@ extension ImageProcessor {
     /// first, for an animated WebP), or any image, as a still: PNG when it has transparency,
     /// else JPEG (a JPEG or PNG stays as it is).
     public static func renderStill(
-        _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: ImageLimits = .default
+        _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: DecodeLimits = .default
     ) throws(AttacheError) -> Rendition {
         let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
         guard let type = animation(kind, bytes) else {

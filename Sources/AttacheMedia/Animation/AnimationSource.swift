@@ -12,7 +12,7 @@ protocol AnimationSource: AnyObject {
     /// Reads the header (a GIF's records are scanned) and checks every limit against it:
     /// nothing is decoded and nothing large allocated before that passes. `allowPartial` keeps
     /// the frames before a cut (a GIF's).
-    init(bytes: MediaBytes, limits: ImageLimits, deadline: WorkDeadline, allowPartial: Bool) throws(AttacheError)
+    init(bytes: MediaBytes, limits: DecodeLimits, deadline: WorkDeadline, allowPartial: Bool) throws(AttacheError)
     /// What the header says: the kind, the canvas, the frames, the loop count (GIF's meaning:
     /// repeats, 0 = forever, nil = once) and the duration in centiseconds.
     var info: ImageInfo { get }

@@ -11,10 +11,10 @@ final class GIFAnimation: AnimationSource {
     let deadline: WorkDeadline
     let decodeNanoseconds: Double
     private let bytes: MediaBytes
-    private let limits: ImageLimits
+    private let limits: DecodeLimits
     private let allowPartial: Bool
 
-    init(bytes: MediaBytes, limits: ImageLimits, deadline: WorkDeadline, allowPartial: Bool) throws(AttacheError) {
+    init(bytes: MediaBytes, limits: DecodeLimits, deadline: WorkDeadline, allowPartial: Bool) throws(AttacheError) {
         (self.bytes, self.limits, self.deadline, self.allowPartial) = (bytes, limits, deadline, allowPartial)
         scan = try ImageProcessor.scanGIF(bytes, limits: limits, allowPartial: allowPartial, deadline: deadline)
         info = ImageInfo(scan)
@@ -53,7 +53,7 @@ final class GIFAnimation: AnimationSource {
         return found
     }
 
-    /// Two costs are counted, each against ``ImageLimits/maxTotalFramePixels``: decoding, every
+    /// Two costs are counted, each against ``DecodeLimits/maxTotalFramePixels``: decoding, every
     /// frame's rectangle (the scan refuses a file over it), and composing, the whole screen for
     /// each frame shown (composed, resampled, mapped): a thousand one-pixel frames on a
     /// 7000 × 7000 screen cost little to decode and 49 billion pixels to show.

@@ -26,7 +26,7 @@ final class GIFDecoder {
     /// NETSCAPE2.0 loop count (0 = forever); nil when absent (play once).
     private(set) var loopCount: Int?
     let globalPalette: [UInt8]
-    private let limits: ImageLimits
+    private let limits: DecodeLimits
     private let allowPartial: Bool
     private(set) var framesRead = 0
     private var totalPixels = 0
@@ -40,7 +40,7 @@ final class GIFDecoder {
     /// after its first frame ends early instead of failing with `truncated`. `deadline` is
     /// checked every 64 rows of a frame.
     init(
-        bytes: MediaBytes, limits: ImageLimits, allowPartial: Bool = false, deadline: WorkDeadline = .none
+        bytes: MediaBytes, limits: DecodeLimits, allowPartial: Bool = false, deadline: WorkDeadline = .none
     ) throws(AttacheError) {
         var screen = att_gif_screen()
         var error = att_error()

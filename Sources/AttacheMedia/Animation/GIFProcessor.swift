@@ -60,7 +60,7 @@ extension ImageProcessor {
     /// Scans a GIF's records: size, frame count, loop, duration, with every limit checked and
     /// no pixel decoded.
     public static func scanGIF(
-        _ bytes: MediaBytes, limits: ImageLimits = .default, allowPartial: Bool = false,
+        _ bytes: MediaBytes, limits: DecodeLimits = .default, allowPartial: Bool = false,
         deadline: WorkDeadline = .none
     ) throws(AttacheError) -> GIFInfo {
         let decoder = try GIFDecoder(bytes: bytes, limits: limits, allowPartial: allowPartial, deadline: deadline)
@@ -108,7 +108,7 @@ extension ImageProcessor {
 
     /// Composited frames at the screen size (RGBA), the first `limit` of them, for tests and tools.
     static func compositeGIF(
-        _ bytes: MediaBytes, limits: ImageLimits = .default, limit: Int = .max
+        _ bytes: MediaBytes, limits: DecodeLimits = .default, limit: Int = .max
     )
         throws(AttacheError) -> [PixelImage]
     {
@@ -125,7 +125,7 @@ extension ImageProcessor {
     /// Downscales an animated (or still) GIF within the spec's frame and byte budgets,
     /// checking `deadline` between frames.
     public static func renderGIF(
-        _ bytes: MediaBytes, spec: RenditionSpec = RenditionSpec(), limits: ImageLimits = .default,
+        _ bytes: MediaBytes, spec: RenditionSpec = RenditionSpec(), limits: DecodeLimits = .default,
         deadline: WorkDeadline = .none
     ) throws(AttacheError) -> GIFRendition {
         let source = try GIFAnimation(

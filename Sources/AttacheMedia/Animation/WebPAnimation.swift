@@ -2,16 +2,16 @@ internal import AttacheBase
 internal import CAttacheCodecs
 
 /// An animated WebP as an ``AnimationSource``: libwebpdemux composes each frame on its canvas
-/// (two RGBA canvases, checked against ``ImageLimits/maxDecoderMemory`` from the header, as
+/// (two RGBA canvases, checked against ``DecodeLimits/maxDecoderMemory`` from the header, as
 /// are the frame count and the frames' pixels).
 final class WebPAnimation: AnimationSource {
     let info: ImageInfo
     let deadline: WorkDeadline
     let decodeNanoseconds: Double
     private let bytes: MediaBytes
-    private let limits: ImageLimits
+    private let limits: DecodeLimits
 
-    init(bytes: MediaBytes, limits: ImageLimits, deadline: WorkDeadline, allowPartial: Bool) throws(AttacheError) {
+    init(bytes: MediaBytes, limits: DecodeLimits, deadline: WorkDeadline, allowPartial: Bool) throws(AttacheError) {
         (self.bytes, self.limits, self.deadline) = (bytes, limits, deadline)
         let (handle, header) = try Self.open(bytes, limits: limits)
         att_webp_anim_close(handle)
@@ -46,7 +46,7 @@ final class WebPAnimation: AnimationSource {
 
     /// Opens the animation and checks its header against `limits`.
     private static func open(
-        _ bytes: MediaBytes, limits: ImageLimits
+        _ bytes: MediaBytes, limits: DecodeLimits
     ) throws(AttacheError) -> (
         handle: OpaquePointer, header: att_webp_anim_header
     ) {

@@ -31,7 +31,7 @@ final class HEIFDecoder: StillDecoder {
     /// The conversion to sRGB from the embedded profile, or from the `nclx` box's primaries.
     let colour: ColourProfile?
 
-    init(bytes: MediaBytes, kind: MediaKind, limits: ImageLimits, deadline: WorkDeadline) throws(AttacheError) {
+    init(bytes: MediaBytes, kind: MediaKind, limits: DecodeLimits, deadline: WorkDeadline) throws(AttacheError) {
         var header = att_heif_header()
         var error = att_error()
         // libheif's own pixel limit is the square of the dimension limit (a backstop that refuses

@@ -7,11 +7,11 @@ internal import CAttacheCodecs
 /// Memory for a resize is a few input rows plus the output image: JPEGs are decoded with DCT
 /// scaling close to the target size and streamed row by row into the ``Resampler``;
 /// non-interlaced PNGs stream row by row too. Only progressive/multi-scan JPEGs and
-/// interlaced PNGs hold a whole-image buffer, bounded by ``ImageLimits/maxDecoderMemory``.
+/// interlaced PNGs hold a whole-image buffer, bounded by ``DecodeLimits/maxDecoderMemory``.
 public enum ImageProcessor {
     /// Fully decodes `bytes` (every row), checking every limit, and reports what it found.
     public static func inspect(
-        _ bytes: MediaBytes, limits: ImageLimits = .default, timeBudget: Duration? = nil
+        _ bytes: MediaBytes, limits: DecodeLimits = .default, timeBudget: Duration? = nil
     ) throws(AttacheError) -> ImageInfo {
         let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
         let deadline = WorkDeadline(budget: timeBudget)
@@ -24,7 +24,7 @@ public enum ImageProcessor {
 
     /// Reads only the header: kind, stored size and orientation, with every header limit
     /// checked. Nothing is decoded.
-    public static func probe(_ bytes: MediaBytes, limits: ImageLimits = .default) throws(AttacheError) -> ImageInfo {
+    public static func probe(_ bytes: MediaBytes, limits: DecodeLimits = .default) throws(AttacheError) -> ImageInfo {
         let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
         if let animation = animation(kind, bytes) {
             return try openAnimation(animation, bytes, limits: limits, deadline: .none).info
@@ -40,7 +40,7 @@ public enum ImageProcessor {
 
     /// Decodes `bytes` straight to upright pixels that fit `spec`.
     public static func decode(
-        _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: ImageLimits = .default,
+        _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: DecodeLimits = .default,
         timeBudget: Duration? = nil
     ) throws(AttacheError) -> (image: PixelImage, info: ImageInfo) {
         let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
@@ -50,7 +50,7 @@ public enum ImageProcessor {
     /// ``decode(_:spec:limits:timeBudget:)`` for bytes whose kind is already known: the header
     /// is opened once, and its size decides the decode scale.
     static func decode(
-        _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline
+        _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: DecodeLimits, deadline: WorkDeadline
     ) throws(AttacheError) -> (image: PixelImage, info: ImageInfo) {
         if let animation = animation(kind, bytes) {
             // An animation's first frame.
@@ -68,7 +68,7 @@ public enum ImageProcessor {
     /// re-encodes: a JPEG or PNG as it came (``outputKind(source:image:format:)``), an animation as a
     /// GIF within its budgets (``renderAnimation(_:_:spec:smallSide:)``).
     public static func render(
-        _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: ImageLimits = .default,
+        _ bytes: MediaBytes, spec: RenditionSpec = .init(), limits: DecodeLimits = .default,
         timeBudget: Duration? = nil
     ) throws(AttacheError) -> Rendition {
         let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
@@ -80,7 +80,7 @@ public enum ImageProcessor {
     /// With `smallSide`, a JPEG or PNG also gets a small rendition (longest side `smallSide`)
     /// resampled from the decoded pixels (``Rendition/small``).
     static func render(
-        _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline,
+        _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: DecodeLimits, deadline: WorkDeadline,
         smallSide: Int? = nil
     ) throws(AttacheError) -> Rendition {
         if let animation = animation(kind, bytes) {

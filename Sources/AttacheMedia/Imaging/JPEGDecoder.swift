@@ -23,7 +23,8 @@ final class JPEGDecoder: StillDecoder {
     let colour: ColourProfile?
 
     /// Reads the header and checks `limits`; nothing large is allocated before this passes.
-    init(bytes: MediaBytes, kind: MediaKind = .jpeg, limits: ImageLimits, deadline: WorkDeadline) throws(AttacheError) {
+    init(bytes: MediaBytes, kind: MediaKind = .jpeg, limits: DecodeLimits, deadline: WorkDeadline) throws(AttacheError)
+    {
         var header = att_jpeg_header()
         var error = att_error()
         let cLimits = att_jpeg_limits(

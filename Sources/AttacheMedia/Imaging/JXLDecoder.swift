@@ -6,7 +6,7 @@ internal import CAttacheCodecs
 ///
 /// The header's size is checked against the limits before anything is decoded, and libjxl's
 /// own buffers (it holds the frame while decoding: about 18 bytes a pixel, measured) against
-/// ``ImageLimits/maxDecoderMemory``. Pixels come out in the image's own colour space (a lossy
+/// ``DecodeLimits/maxDecoderMemory``. Pixels come out in the image's own colour space (a lossy
 /// XYB image's original one when it has a name) and are converted to sRGB with lcms2. The codestream's orientation
 /// is applied after the downscale. The deadline is checked between 256 KiB slices of input.
 final class JXLDecoder: StillDecoder {
@@ -27,7 +27,7 @@ final class JXLDecoder: StillDecoder {
     /// `attache resize` on 9.4 and 10.7 MP photos (Benchmarks/modern.sh).
     static let bytesPerPixel = 18
 
-    init(bytes: MediaBytes, kind: MediaKind = .jxl, limits: ImageLimits, deadline: WorkDeadline) throws(AttacheError) {
+    init(bytes: MediaBytes, kind: MediaKind = .jxl, limits: DecodeLimits, deadline: WorkDeadline) throws(AttacheError) {
         var header = att_jxl_header()
         var error = att_error()
         guard let handle = att_jxl_open(bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, &header, &error)

@@ -11,7 +11,7 @@ final class PNGDecoder: StillDecoder {
     /// Kept alive: the C decoder reads from its memory until closed.
     private let bytes: MediaBytes
     let deadline: WorkDeadline
-    private let limits: ImageLimits
+    private let limits: DecodeLimits
     /// Width in pixels.
     let width: Int
     /// Height in pixels.
@@ -25,7 +25,7 @@ final class PNGDecoder: StillDecoder {
     /// The conversion to sRGB from the file's cICP, iCCP, or cHRM and gAMA, when they are not sRGB.
     let colour: ColourProfile?
 
-    init(bytes: MediaBytes, kind: MediaKind = .png, limits: ImageLimits, deadline: WorkDeadline) throws(AttacheError) {
+    init(bytes: MediaBytes, kind: MediaKind = .png, limits: DecodeLimits, deadline: WorkDeadline) throws(AttacheError) {
         // Check IHDR's dimensions before libpng reads any further chunk.
         let head = bytes.buffer
         if head.count >= 24, Array(head[12..<16]) == Array("IHDR".utf8) {

@@ -7,7 +7,7 @@ internal import AttacheBase
 /// once by ``ImageProcessor`` for all of them; each format's file holds only its library calls.
 protocol StillDecoder: AnyObject, RowSource {
     /// Reads the header of `bytes` (of `kind`) and checks `limits`.
-    init(bytes: MediaBytes, kind: MediaKind, limits: ImageLimits, deadline: WorkDeadline) throws(AttacheError)
+    init(bytes: MediaBytes, kind: MediaKind, limits: DecodeLimits, deadline: WorkDeadline) throws(AttacheError)
     /// The size of the image the rows make at full resolution (before orientation).
     var size: (width: Int, height: Int) { get }
     /// How the decoded image is turned to be upright (applied after the downscale).
@@ -26,7 +26,7 @@ protocol StillDecoder: AnyObject, RowSource {
     /// when they have no transparency).
     static var dropsOpaqueAlpha: Bool { get }
     /// Whole-image buffers a decode for an output of `target` holds beyond a few rows (bytes),
-    /// as checked against ``ImageLimits/maxDecoderMemory``; known from the header, before
+    /// as checked against ``DecodeLimits/maxDecoderMemory``; known from the header, before
     /// ``prepare(target:spec:)`` allocates anything.
     func heldBytes(for target: (width: Int, height: Int)) -> Int
     /// CPU per decoded pixel, in nanoseconds (``WorkEstimate``).
@@ -59,7 +59,7 @@ extension ImageProcessor {
     /// Opens, sizes, streams, resamples, converts and turns: the one decode of a still image.
     static func decodeStill(
         _ type: any StillDecoder.Type, _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec,
-        limits: ImageLimits, deadline: WorkDeadline
+        limits: DecodeLimits, deadline: WorkDeadline
     ) throws(AttacheError) -> (image: PixelImage, info: ImageInfo) {
         let decoder = try type.init(bytes: bytes, kind: kind, limits: limits, deadline: deadline)
         return try decodeStill(decoder, spec: spec)
@@ -92,7 +92,7 @@ extension ImageProcessor {
 
     /// Every row decoded and counted, nothing kept: a full check of the file.
     static func inspectStill(
-        _ type: any StillDecoder.Type, _ bytes: MediaBytes, kind: MediaKind, limits: ImageLimits,
+        _ type: any StillDecoder.Type, _ bytes: MediaBytes, kind: MediaKind, limits: DecodeLimits,
         deadline: WorkDeadline
     ) throws(AttacheError) -> ImageInfo {
         let decoder = try type.init(bytes: bytes, kind: kind, limits: limits, deadline: deadline)

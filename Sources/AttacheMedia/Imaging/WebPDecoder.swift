@@ -5,7 +5,7 @@ internal import CAttacheCodecs
 /// output size as it decodes, with the limits checked from the header first.
 ///
 /// Memory is the output image, and for a lossless file libwebp's own whole-image buffer (four
-/// bytes a pixel), checked against ``ImageLimits/maxDecoderMemory`` before decoding. libwebp
+/// bytes a pixel), checked against ``DecodeLimits/maxDecoderMemory`` before decoding. libwebp
 /// decodes a still image in one call: the deadline is checked before and after it. Animated
 /// WebP goes to ``WebPAnimation`` (this type refuses it as `unsupported_variant`).
 final class WebPDecoder: StillDecoder {
@@ -19,7 +19,7 @@ final class WebPDecoder: StillDecoder {
     private let lossless: Bool
 
     init(
-        bytes: MediaBytes, kind: MediaKind = .webp, limits: ImageLimits, deadline: WorkDeadline
+        bytes: MediaBytes, kind: MediaKind = .webp, limits: DecodeLimits, deadline: WorkDeadline
     )
         throws(AttacheError)
     {

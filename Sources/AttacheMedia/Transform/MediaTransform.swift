@@ -66,7 +66,7 @@ public enum MediaTransform {
     ///     was made from (an animation's poster frame, a video's poster), around `focus` when
     ///     given, else the subject the attention map finds (``TargetRendition``).
     public static func apply(
-        _ media: ValidatedMedia, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline,
+        _ media: ValidatedMedia, spec: RenditionSpec, limits: DecodeLimits, deadline: WorkDeadline,
         smallSide: Int? = nil, caps: MediaLimits = MediaLimits(), posterTime: Double? = nil,
         targets: [TargetSpec] = [], focus: FocalPoint? = nil
     ) throws(AttacheError) -> TransformedMedia {
@@ -86,7 +86,7 @@ public enum MediaTransform {
 
     /// ``apply`` without the targets; with `pictures`, the pixels they are made from are kept.
     private static func transform(
-        _ media: ValidatedMedia, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline,
+        _ media: ValidatedMedia, spec: RenditionSpec, limits: DecodeLimits, deadline: WorkDeadline,
         smallSide: Int?, caps: MediaLimits, posterTime: Double?, pictures: Bool
     ) throws(AttacheError) -> TransformedMedia {
         try deadline.check()
@@ -141,7 +141,7 @@ public enum MediaTransform {
 
     /// An animation (GIF, animated WebP) made MP4, with its poster from the video.
     private static func animationVideo(
-        _ media: ValidatedMedia, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline, smallSide: Int?,
+        _ media: ValidatedMedia, spec: RenditionSpec, limits: DecodeLimits, deadline: WorkDeadline, smallSide: Int?,
         caps: MediaLimits, clipped: String, pictures: Bool
     ) throws(AttacheError) -> TransformedMedia {
         let video = try MediaEncoder.video(
@@ -161,7 +161,7 @@ public enum MediaTransform {
     /// over the limits, is refused), passed as they came when an iPhone plays them and they fit
     /// the cap, else re-encoded; a video's poster is its small rendition.
     private static func audioVisual(
-        _ media: ValidatedMedia, spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline, smallSide: Int?,
+        _ media: ValidatedMedia, spec: RenditionSpec, limits: DecodeLimits, deadline: WorkDeadline, smallSide: Int?,
         caps: MediaLimits, posterTime: Double?, pictures: Bool
     ) throws(AttacheError) -> TransformedMedia {
         let encode = spec.video.enabled && MediaEncoder.isAvailable
@@ -233,7 +233,7 @@ public enum MediaTransform {
     /// a warning, never the video's failure (but the deadline is).
     private static func poster(
         of bytes: MediaBytes, into transformed: inout TransformedMedia, at time: Double?, smallSide: Int?,
-        spec: RenditionSpec, limits: ImageLimits, deadline: WorkDeadline, pictures: Bool = false
+        spec: RenditionSpec, limits: DecodeLimits, deadline: WorkDeadline, pictures: Bool = false
     ) throws(AttacheError) {
         guard smallSide != nil || pictures else { return }
         do throws(AttacheError) {

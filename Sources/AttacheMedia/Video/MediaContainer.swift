@@ -29,19 +29,19 @@ public struct ContainerInfo: Hashable, Sendable {
 /// The container check for video and audio, before anything is stored: libavformat reads the
 /// bytes already fetched through a custom AVIO (no FFmpeg protocol, no file, no network: a
 /// demuxer that asks for another file is refused), with demuxers and decoders on allow-lists,
-/// at most ``ImageLimits/maxStreams`` streams, and the deadline polled by libavformat.
+/// at most ``DecodeLimits/maxStreams`` streams, and the deadline polled by libavformat.
 ///
 /// Refused with a type: a file libavformat cannot read (`corrupt_data`, `truncated`); one whose
 /// index points past its end — an MP4 cut after its `moov`, which a device would download and
 /// fail to play (`truncated`); a video or audio stream an iPhone cannot play in the container it
 /// came in (VP9 or AV1 in an `.mp4`, Opus in an `.m4a`: `unsupported_variant`); no stream of its
-/// category; over ``ImageLimits/maxMediaSeconds`` or ``ImageLimits/maxVideoPixels``.
+/// category; over ``DecodeLimits/maxMediaSeconds`` or ``DecodeLimits/maxVideoPixels``.
 public enum MediaContainer {
     /// Checks `bytes` of `kind` (a video or audio kind) and says what they hold. With
     /// `allowUnplayable`, what an iPhone cannot play is said in ``ContainerInfo/unplayable``
     /// (for a transcode) instead of refused with `unsupported_variant`.
     public static func check(
-        _ bytes: MediaBytes, kind: MediaKind, limits: ImageLimits = .default, deadline: WorkDeadline = .none,
+        _ bytes: MediaBytes, kind: MediaKind, limits: DecodeLimits = .default, deadline: WorkDeadline = .none,
         allowUnplayable: Bool = false
     ) throws(AttacheError) -> ContainerInfo {
         let (handle, info) = try open(bytes, limits: limits, deadline: deadline, scan: true)
@@ -56,10 +56,10 @@ public enum MediaContainer {
 
     /// Opens the container: its streams read, nothing decoded but what finding their
     /// parameters takes — and that only once the header's frame size says the decoder's frames
-    /// fit ``ImageLimits/maxDecoderMemory``. With `scan`, every packet is read (not decoded) so
+    /// fit ``DecodeLimits/maxDecoderMemory``. With `scan`, every packet is read (not decoded) so
     /// that how long the media run is counted, not taken from the header.
     static func open(
-        _ bytes: MediaBytes, limits: ImageLimits, deadline: WorkDeadline, scan: Bool = false
+        _ bytes: MediaBytes, limits: DecodeLimits, deadline: WorkDeadline, scan: Bool = false
     ) throws(AttacheError) -> (
         OpaquePointer, att_av_info
     ) {
@@ -89,7 +89,7 @@ public enum MediaContainer {
     /// Refuses what no transcode may take (too many streams, cut short, too long, too many
     /// pixels, no stream of its category) and says why an iPhone cannot play the rest, if so.
     static func accept(
-        _ info: att_av_info, kind: MediaKind, size: Int, limits: ImageLimits
+        _ info: att_av_info, kind: MediaKind, size: Int, limits: DecodeLimits
     ) throws(AttacheError) -> String? {
         let found = info.public
         let name = kind.rawValue

@@ -116,7 +116,7 @@ public enum MediaEncoder {
     /// fit the rendition's side (even). One path for every animation: the frames, their
     /// canvas and the checks before it is allocated come from its ``AnimationSource``.
     public static func video(
-        fromAnimation bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: ImageLimits, cap: Int64,
+        fromAnimation bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: DecodeLimits, cap: Int64,
         deadline: WorkDeadline = .none
     ) throws(AttacheError) -> Output {
         guard let animation = ImageProcessor.animation(kind, bytes) else {
@@ -186,7 +186,7 @@ public enum MediaEncoder {
     /// iPhone and fits `cap` bytes: a constant quality capped at the rate that fits the cap over
     /// the duration (libx264's VBV), the picture made smaller when that rate is low.
     public static func transcode(
-        _ bytes: MediaBytes, info: ContainerInfo, video: Bool, spec: RenditionSpec, limits: ImageLimits,
+        _ bytes: MediaBytes, info: ContainerInfo, video: Bool, spec: RenditionSpec, limits: DecodeLimits,
         cap: Int64, deadline: WorkDeadline = .none
     ) throws(AttacheError) -> Output {
         let seconds = max(info.duration ?? 0, 0.1)

@@ -16,7 +16,7 @@ public enum MediaPoster {
     /// The frame shown at `time` seconds (the last frame when the video is shorter), fitting
     /// `maxSide` × `maxSide` (0: as stored), upright. `shown` is the frame's own time.
     public static func frame(
-        _ bytes: MediaBytes, at time: Double? = nil, maxSide: Int, limits: ImageLimits = .default,
+        _ bytes: MediaBytes, at time: Double? = nil, maxSide: Int, limits: DecodeLimits = .default,
         deadline: WorkDeadline = .none
     ) throws(AttacheError) -> (image: PixelImage, shown: Double) {
         let (handle, _) = try MediaContainer.open(bytes, limits: limits, deadline: deadline)
@@ -46,7 +46,7 @@ public enum MediaPoster {
 
     /// The poster as a JPEG at `quality`.
     public static func jpeg(
-        _ bytes: MediaBytes, at time: Double? = nil, maxSide: Int, quality: Int = 85, limits: ImageLimits = .default,
+        _ bytes: MediaBytes, at time: Double? = nil, maxSide: Int, quality: Int = 85, limits: DecodeLimits = .default,
         deadline: WorkDeadline = .none
     ) throws(AttacheError) -> (bytes: [UInt8], width: Int, height: Int, shown: Double) {
         let (image, shown) = try frame(bytes, at: time, maxSide: maxSide, limits: limits, deadline: deadline)

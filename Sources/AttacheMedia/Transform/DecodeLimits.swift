@@ -1,7 +1,11 @@
 internal import AttacheBase
 
-/// Resource limits checked from the header, before any large allocation.
-public struct ImageLimits: Hashable, Sendable {
+/// What one decode may cost, checked from the header before any large allocation: of a still
+/// image, an animation, and an audio or video container (``MediaContainer``). The caps on the
+/// fetched and stored bytes by kind are ``MediaLimits`` (Apple's attachment sizes).
+public struct DecodeLimits: Hashable, Sendable {
+    // MARK: Images
+
     /// Largest width × height accepted (default 50,000,000).
     public var maxPixels: Int
     /// Largest width or height accepted (default 32,767).
@@ -12,20 +16,26 @@ public struct ImageLimits: Hashable, Sendable {
     /// interlaced PNG rows; and on the frames a video job's decoders hold at once (default
     /// 256 MiB).
     public var maxDecoderMemory: Int
-    /// Most frames a GIF may hold (default 1,000).
+    /// Most tiles a HEIF/AVIF grid may hold (default 4,096: a 48 MP iPhone photo has 192); the
+    /// items a file may hold are twice that and 64 more (each tile's alpha, metadata).
+    public var maxTiles: Int = 4_096
+
+    // MARK: Animations
+
+    /// Most frames an animation (GIF, animated WebP) may hold (default 1,000).
     public var maxFrames: Int
-    /// Most pixels summed over every GIF frame's rectangle (default 500,000,000, e.g. 1,000
+    /// Most pixels summed over every frame's rectangle (default 500,000,000, e.g. 1,000
     /// frames of 0.5 MP).
     public var maxTotalFramePixels: Int
+
+    // MARK: Audio and video
+
     /// Longest video or audio, in seconds, from its container (default 600).
     public var maxMediaSeconds: Double = 600
     /// Largest video frame, width × height (default 8192 × 4320).
     public var maxVideoPixels: Int = 8192 * 4320
     /// Most streams a video or audio container may hold (default 16).
     public var maxStreams: Int = 16
-    /// Most tiles a HEIF/AVIF grid may hold (default 4,096: a 48 MP iPhone photo has 192); the
-    /// items a file may hold are twice that and 64 more (each tile's alpha, metadata).
-    public var maxTiles: Int = 4_096
 
     /// Creates limits; every argument has the documented default.
     public init(
@@ -45,7 +55,7 @@ public struct ImageLimits: Hashable, Sendable {
     }
 
     /// The defaults.
-    public static let `default` = ImageLimits()
+    public static let `default` = DecodeLimits()
 
     /// Throws when a header's dimensions break a limit.
     func check(width: Int, height: Int) throws(AttacheError) {
