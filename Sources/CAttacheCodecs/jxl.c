@@ -90,7 +90,11 @@ static void read_colour(att_jxl *j, att_jxl_header *header) {
     }
 }
 
-att_jxl *att_jxl_open(const uint8_t *data, size_t length, att_jxl_header *header, att_error *error) {
+/* A decoder that has read the header and colour encoding. A still keeps its orientation (the
+   caller turns it after the downscale) and decodes its first frame; an animation is turned by
+   libjxl and reports each frame. */
+static att_jxl *open_decoder(
+    const uint8_t *data, size_t length, int animation, att_jxl_header *header, att_error *error) {
     memset(header, 0, sizeof *header);
     att_jxl *j = calloc(1, sizeof *j);
     if (j == NULL || (j->decoder = JxlDecoderCreate(NULL)) == NULL) {
@@ -100,11 +104,12 @@ att_jxl *att_jxl_open(const uint8_t *data, size_t length, att_jxl_header *header
     }
     j->data = data;
     j->length = length;
-    // Orientation is applied by the caller after the downscale, as a JPEG's EXIF orientation is.
-    JxlDecoderSetKeepOrientation(j->decoder, JXL_TRUE);
+    // A still's orientation is applied by the caller after the downscale, as a JPEG's EXIF
+    // orientation is.
+    JxlDecoderSetKeepOrientation(j->decoder, animation ? JXL_FALSE : JXL_TRUE);
     JxlDecoderSetUnpremultiplyAlpha(j->decoder, JXL_TRUE);
-    if (JxlDecoderSubscribeEvents(j->decoder, JXL_DEC_BASIC_INFO | JXL_DEC_COLOR_ENCODING | JXL_DEC_FULL_IMAGE) !=
-        JXL_DEC_SUCCESS) {
+    int events = JXL_DEC_BASIC_INFO | JXL_DEC_COLOR_ENCODING | JXL_DEC_FULL_IMAGE | (animation ? JXL_DEC_FRAME : 0);
+    if (JxlDecoderSubscribeEvents(j->decoder, events) != JXL_DEC_SUCCESS) {
         set(error, ATT_ERR_INTERNAL, "libjxl refused its events");
         att_jxl_close(j);
         return NULL;
@@ -134,6 +139,10 @@ att_jxl *att_jxl_open(const uint8_t *data, size_t length, att_jxl_header *header
     set(error, ATT_ERR_CORRUPT, "not a JPEG XL image libjxl reads");
     att_jxl_close(j);
     return NULL;
+}
+
+att_jxl *att_jxl_open(const uint8_t *data, size_t length, att_jxl_header *header, att_error *error) {
+    return open_decoder(data, length, 0, header, error);
 }
 
 // Rows arrive as pieces (x, y, count); whole rows go to the sink in order, held meanwhile in a
@@ -228,4 +237,146 @@ void att_jxl_close(att_jxl *j) {
     if (j->decoder) JxlDecoderDestroy(j->decoder);
     free(j->icc);
     free(j);
+}
+
+// MARK: - Animations
+
+struct att_jxl_anim {
+    att_jxl *frames;           // the decoder of the frames, composed by libjxl (coalescing)
+    uint8_t *canvas;           // RGBA, width x height
+    size_t canvas_size;
+    double centiseconds_per_tick;
+    uint64_t ticks;            // the end of the frames handed out so far
+    int32_t ended_at;          // in centiseconds, from `ticks`, so rounding never adds up
+    int32_t pending_delay;
+};
+
+/* Counts the frames and their ticks from the frame headers alone (no pixel is decoded); more
+   than `max_frames` stops the count. 0, or an att_status with `error` set. */
+static int32_t scan_frames(
+    const uint8_t *data, size_t length, int32_t max_frames, att_jxl_anim_header *header, const uint64_t *deadline,
+    att_error *error) {
+    att_jxl scan = {.data = data, .length = length};
+    if ((scan.decoder = JxlDecoderCreate(NULL)) == NULL) {
+        set(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
+        return ATT_ERR_MEMORY_LIMIT;
+    }
+    JxlDecoderSubscribeEvents(scan.decoder, JXL_DEC_FRAME);
+    feed(&scan);
+    int32_t result = ATT_OK;
+    for (;;) {
+        if (deadline && att_deadline_passed(deadline)) {
+            set(error, result = ATT_ERR_TIMEOUT, "decode deadline passed");
+            break;
+        }
+        JxlDecoderStatus status = JxlDecoderProcessInput(scan.decoder);
+        if (status == JXL_DEC_NEED_MORE_INPUT) {
+            if (feed(&scan)) continue;
+            set(error, result = ATT_ERR_TRUNCATED, "the animation is cut short");
+        } else if (status == JXL_DEC_FRAME) {
+            JxlFrameHeader frame;
+            if (JxlDecoderGetFrameHeader(scan.decoder, &frame) == JXL_DEC_SUCCESS) header->ticks += frame.duration;
+            if (++header->frames <= max_frames) continue;
+            set(error, result = ATT_ERR_SCAN_LIMIT, "more frames than the limit");
+        } else if (status != JXL_DEC_SUCCESS) {
+            set(error, result = ATT_ERR_CORRUPT, "corrupt animation");
+        }
+        break;
+    }
+    JxlDecoderDestroy(scan.decoder);
+    return result;
+}
+
+att_jxl_anim *att_jxl_anim_open(
+    const uint8_t *data, size_t length, int32_t max_frames, att_jxl_anim_header *header, const uint64_t *deadline,
+    att_error *error) {
+    memset(header, 0, sizeof *header);
+    att_jxl_anim *a = calloc(1, sizeof *a);
+    if (a == NULL) {
+        set(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
+        return NULL;
+    }
+    att_jxl_header still;
+    if ((a->frames = open_decoder(data, length, 1, &still, error)) == NULL) {
+        free(a);
+        return NULL;
+    }
+    const JxlBasicInfo *info = &a->frames->info;
+    if (!info->have_animation || info->animation.tps_numerator == 0) {
+        set(error, ATT_ERR_UNSUPPORTED, "not an animation");
+        att_jxl_anim_close(a);
+        return NULL;
+    }
+    // libjxl turns the frames: the canvas is the upright size.
+    int turned = still.orientation > 4;
+    header->width = turned ? still.height : still.width;
+    header->height = turned ? still.width : still.height;
+    header->has_alpha = still.has_alpha;
+    header->loop_count = (int32_t)info->animation.num_loops;
+    header->icc = still.icc;
+    header->icc_length = still.icc_length;
+    a->centiseconds_per_tick = 100.0 * info->animation.tps_denominator / info->animation.tps_numerator;
+    if (scan_frames(data, length, max_frames, header, deadline, error) != ATT_OK) {
+        att_jxl_anim_close(a);
+        return NULL;
+    }
+    header->duration_cs = (int64_t)(header->ticks * a->centiseconds_per_tick + 0.5);
+    return a;
+}
+
+int32_t att_jxl_anim_next(
+    att_jxl_anim *a, const uint8_t **rgba, int32_t *delay_cs, const uint64_t *deadline, att_error *error) {
+    JxlDecoder *decoder = a->frames->decoder;
+    JxlPixelFormat format = {4, JXL_TYPE_UINT8, JXL_NATIVE_ENDIAN, 0};
+    for (;;) {
+        if (deadline && att_deadline_passed(deadline)) {
+            set(error, ATT_ERR_TIMEOUT, "decode deadline passed");
+            return -1;
+        }
+        JxlDecoderStatus status = JxlDecoderProcessInput(decoder);
+        if (status == JXL_DEC_NEED_MORE_INPUT) {
+            if (feed(a->frames)) continue;
+            set(error, ATT_ERR_TRUNCATED, "the animation is cut short");
+            return -1;
+        }
+        if (status == JXL_DEC_FRAME) {
+            JxlFrameHeader frame;
+            if (JxlDecoderGetFrameHeader(decoder, &frame) != JXL_DEC_SUCCESS) frame.duration = 0;
+            a->ticks += frame.duration;
+            int32_t end = (int32_t)(a->ticks * a->centiseconds_per_tick + 0.5);
+            a->pending_delay = end > a->ended_at ? end - a->ended_at : 0;
+            a->ended_at = end;
+            continue;
+        }
+        if (status == JXL_DEC_NEED_IMAGE_OUT_BUFFER) {
+            size_t size = 0;
+            if (JxlDecoderImageOutBufferSize(decoder, &format, &size) != JXL_DEC_SUCCESS) break;
+            if (a->canvas == NULL) {
+                a->canvas = malloc(size);
+                a->canvas_size = size;
+            }
+            if (a->canvas == NULL || size != a->canvas_size ||
+                JxlDecoderSetImageOutBuffer(decoder, &format, a->canvas, size) != JXL_DEC_SUCCESS) {
+                set(error, ATT_ERR_CORRUPT, "a frame is not the size of the canvas");
+                return -1;
+            }
+            continue;
+        }
+        if (status == JXL_DEC_FULL_IMAGE) {
+            *rgba = a->canvas;
+            *delay_cs = a->pending_delay;
+            return 1;
+        }
+        if (status == JXL_DEC_SUCCESS) return 0;
+        break;
+    }
+    set(error, ATT_ERR_CORRUPT, "corrupt animation");
+    return -1;
+}
+
+void att_jxl_anim_close(att_jxl_anim *a) {
+    if (!a) return;
+    att_jxl_close(a->frames);
+    free(a->canvas);
+    free(a);
 }

@@ -23,11 +23,11 @@ struct JXLTests {
     }
 
     @Test(
-        "every fixture becomes a JPEG, or a PNG with alpha, of the size asked",
+        "every still becomes a JPEG, or a PNG with alpha, and an animation a GIF, of the size asked",
         arguments: [
             ("photo.jxl", MediaKind.jpeg, 200, 134), ("turned.jxl", .jpeg, 200, 134), ("16bit.jxl", .jpeg, 200, 134),
             ("alpha.jxl", .png, 120, 80), ("DisplayP3-lossless.jxl", .jpeg, 32, 32),
-            ("DisplayP3-lossy.jxl", .jpeg, 32, 32), ("animated.jxl", .jpeg, 64, 48),
+            ("DisplayP3-lossy.jxl", .jpeg, 32, 32), ("animated.jxl", .gif, 64, 48),
         ])
     func converted(name: String, output: MediaKind, width: Int, height: Int) throws {
         let bytes = try Self.file(name)
@@ -35,6 +35,29 @@ struct JXLTests {
         let rendition = try ImageProcessor.render(MediaBytes(bytes), spec: RenditionSpec(maxSide: 200))
         #expect(rendition.kind == output && rendition.width == width && rendition.height == height, "\(name)")
         #expect(rendition.source.kind == .jxl && !rendition.keptSource)
+    }
+
+    @Test("an animation becomes an animated GIF: every frame, its colour, its timing and its loop")
+    func animation() throws {
+        // Two 64x48 frames of 100 ms, green then red, looping forever (make.sh).
+        let bytes = MediaBytes(try Self.file("animated.jxl"))
+        let probed = try ImageProcessor.probe(bytes)
+        #expect(probed.kind == .jxl && probed.frames == 2 && probed.duration == 20 && probed.loopCount == 0)
+        let rendition = try ImageProcessor.render(bytes, spec: RenditionSpec(maxSide: 200))
+        #expect(rendition.kind == .gif && rendition.frames == 2)
+        let out = try ImageProcessor.scanGIF(MediaBytes(rendition.data))
+        #expect(out.frames == 2 && out.duration == 20 && out.loopCount == 0, "\(out)")
+        let frames = try ImageProcessor.compositeGIF(MediaBytes(rendition.data))
+        let centre = (24 * 64 + 32) * 4
+        for (frame, expected) in zip(frames, [[30, 160, 90], [200, 60, 90]]) {
+            let pixel = frame.pixels[centre..<centre + 3].map(Int.init)
+            #expect(zip(pixel, expected).allSatisfy { abs($0 - $1) <= 2 }, "\(pixel) against \(expected)")
+        }
+        // A frame limit below its count is refused from the frame headers.
+        var limits = DecodeLimits()
+        limits.maxFrames = 1
+        let refused = failure { try ImageProcessor.render(bytes, spec: RenditionSpec(maxSide: 200), limits: limits) }
+        #expect(refused?.code == .tooManyFrames && refused?.limit == .maxFrames)
     }
 
     static func psnr(_ a: PixelImage, _ b: PixelImage) -> Double {

@@ -12,9 +12,9 @@ extension ImageProcessor {
         switch kind {
         case .gif: GIFAnimation.self
         case .webp: WebPDecoder.isAnimated(bytes) ? WebPAnimation.self : nil
-        // An APNG decodes as its default image; an AVIF image sequence and a JPEG XL animation
-        // as their first frame.
-        case .jpeg, .png, .heic, .avif, .jxl: nil
+        case .jxl: JXLDecoder.isAnimated(bytes) ? JXLAnimation.self : nil
+        // An APNG decodes as its default image; an AVIF image sequence as its first frame.
+        case .jpeg, .png, .heic, .avif: nil
         case .aiff, .aifc, .wav, .mp3, .m4a, .ogg, .flac: nil
         case .mpeg, .mpeg2, .mp4, .m4v, .avi, .mov, .webm: nil
         }

@@ -1,7 +1,7 @@
 internal import AttacheBase
 internal import CAttacheCodecs
 
-/// A JPEG XL still (or an animation's first frame) decoded by libjxl, rows streamed into the
+/// A JPEG XL still decoded by libjxl (an animation is a ``JXLAnimation``), rows streamed into the
 /// resampler as libjxl finishes them.
 ///
 /// The header's size is checked against the limits before anything is decoded, and libjxl's
@@ -46,6 +46,16 @@ final class JXLDecoder: StillDecoder {
     }
 
     deinit { att_jxl_close(handle) }
+
+    /// Whether `bytes` hold an animation (from the basic info; nothing decoded).
+    static func isAnimated(_ bytes: MediaBytes) -> Bool {
+        var header = att_jxl_header()
+        var error = att_error()
+        guard let handle = att_jxl_open(bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, &header, &error)
+        else { return false }
+        att_jxl_close(handle)
+        return header.animated != 0
+    }
 
     func heldBytes(for target: (width: Int, height: Int)) -> Int { width * height * Self.bytesPerPixel }
     static var decodeCost: Double { WorkEstimate.PerPixel.jxlDecode }

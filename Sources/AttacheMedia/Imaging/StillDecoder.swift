@@ -39,7 +39,7 @@ extension StillDecoder {
 
 extension ImageProcessor {
     /// The decoder for a still image of `kind` (nil for GIF, audio and video; an animated WebP
-    /// is read by ``animation(_:_:)`` before this is asked). Every kind is
+    /// or JPEG XL is read by ``animation(_:_:)`` before this is asked). Every kind is
     /// named: a kind added to ``MediaKind`` does not compile until it is given a decoder or
     /// said to have none.
     static func stillDecoder(_ kind: MediaKind) -> (any StillDecoder.Type)? {

@@ -91,10 +91,10 @@ public enum MediaTransform {
     ) throws(AttacheError) -> TransformedMedia {
         try deadline.check()
         switch media.kind.category {
-        case .image where (media.kind == .gif || media.kind == .webp) && spec.video.enabled:
+        case .image where spec.video.enabled && ImageProcessor.animation(media.kind, media.bytes) != nil:
             // An animation the GIF budgets would clip (frames dropped, shrunk, cut to a still,
             // or over the image cap) plays whole as an MP4, a fraction of the bytes: one rule
-            // for GIF and animated WebP. FFmpeg is loaded only then: an animation that fits
+            // for every animation (GIF, animated WebP, JPEG XL). FFmpeg is loaded only then: an animation that fits
             // never pays for it.
             let rendition = try ImageProcessor.render(
                 media.bytes, kind: media.kind, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide)

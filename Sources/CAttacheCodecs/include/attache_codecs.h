@@ -302,6 +302,39 @@ int32_t att_jxl_decode(
 
 void att_jxl_close(att_jxl *decoder);
 
+/// A JPEG XL animation: the frames composed and turned upright by libjxl, RGBA 8-bit.
+typedef struct att_jxl_anim att_jxl_anim;
+
+typedef struct {
+    /// The canvas, upright.
+    int32_t width;
+    int32_t height;
+    int32_t has_alpha;
+    /// Frames shown, counted from their headers, and their ticks summed.
+    int32_t frames;
+    uint64_t ticks;
+    /// The frames' durations summed, in centiseconds.
+    int64_t duration_cs;
+    /// Plays (0 = forever), as the file says.
+    int32_t loop_count;
+    /// The pixels' colour space when not sRGB (owned by the animation).
+    const uint8_t *icc;
+    size_t icc_length;
+} att_jxl_anim_header;
+
+/// Reads the header and counts the frames from their headers (no pixel decoded); more than
+/// `max_frames` is ATT_ERR_SCAN_LIMIT.
+att_jxl_anim *att_jxl_anim_open(
+    const uint8_t *data, size_t length, int32_t max_frames, att_jxl_anim_header *header, const uint64_t *deadline,
+    att_error *error);
+
+/// The next frame: 1 with the canvas (valid until the next call) and its delay in centiseconds,
+/// 0 after the last, -1 with `error` set.
+int32_t att_jxl_anim_next(
+    att_jxl_anim *animation, const uint8_t **rgba, int32_t *delay_cs, const uint64_t *deadline, att_error *error);
+
+void att_jxl_anim_close(att_jxl_anim *animation);
+
 // MARK: - Colour (lcms2)
 
 /// Profiles larger than this are not used (a display profile is a few kilobytes).
