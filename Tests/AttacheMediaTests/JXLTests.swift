@@ -53,6 +53,12 @@ struct JXLTests {
             let pixel = frame.pixels[centre..<centre + 3].map(Int.init)
             #expect(zip(pixel, expected).allSatisfy { abs($0 - $1) <= 2 }, "\(pixel) against \(expected)")
         }
+        // As video (what an animation the budgets clip becomes): every frame, the whole time.
+        if MediaEncoder.isAvailable {
+            let video = try MediaEncoder.video(
+                fromAnimation: bytes, kind: .jxl, spec: RenditionSpec(maxSide: 200), limits: .default, cap: 50_000_000)
+            #expect(video.kind == .mp4 && video.frames == 2 && video.width == 64 && video.height == 48)
+        }
         // A frame limit below its count is refused from the frame headers.
         var limits = DecodeLimits()
         limits.maxFrames = 1
