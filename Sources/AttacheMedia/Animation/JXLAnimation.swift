@@ -18,12 +18,9 @@ final class JXLAnimation: AnimationSource {
         let (handle, header) = try Self.open(bytes, limits: limits, deadline: deadline)
         att_jxl_anim_close(handle)
         let (width, height, frames) = (Int(header.width), Int(header.height), Int(header.frames))
-        var info = ImageInfo(
-            kind: .jxl, width: width, height: height, frames: frames, orientation: .up, isProgressive: false)
-        // JPEG XL counts plays (0 = forever); GIF's NETSCAPE2.0 counts repeats, absent = once.
-        info.loopCount = header.loop_count == 0 ? 0 : (header.loop_count > 1 ? Int(header.loop_count) - 1 : nil)
-        info.duration = Int(header.duration_cs)
-        self.info = info
+        info = .animation(
+            .jxl, width: width, height: height, frames: frames, plays: Int(header.loop_count),
+            duration: Int(header.duration_cs))
         decodeNanoseconds = Double(frames) * Double(width * height) * WorkEstimate.PerPixel.jxlDecode
     }
 
@@ -64,18 +61,12 @@ final class JXLAnimation: AnimationSource {
             }
             throw AttacheError(shim: error, format: "jxl")
         }
-        let (width, height, frames) = (Int(header.width), Int(header.height), Int(header.frames))
+        let (width, height) = (Int(header.width), Int(header.height))
         do throws(AttacheError) {
-            try limits.check(width: width, height: height)
-            guard frames >= 1 else { throw AttacheError(.corruptData, "jxl: the animation has no frames") }
-            guard frames * width * height <= limits.maxTotalFramePixels else {
-                throw AttacheError(
-                    .tooManyPixels, "jxl: frames add up to more than \(limits.maxTotalFramePixels) pixels",
-                    limit: .maxTotalFramePixels)
-            }
             // libjxl's frame buffers (as for a still) and the RGBA canvas it composes into.
-            try limits.checkDecoderMemory(
-                width * height * (JXLDecoder.bytesPerPixel + 4), what: "JPEG XL animation canvas")
+            try limits.checkAnimation(
+                width: width, height: height, frames: Int(header.frames),
+                canvasBytes: width * height * (JXLDecoder.bytesPerPixel + 4), format: "jxl")
         } catch {
             att_jxl_anim_close(handle)
             throw error

@@ -16,12 +16,9 @@ final class WebPAnimation: AnimationSource {
         let (handle, header) = try Self.open(bytes, limits: limits)
         att_webp_anim_close(handle)
         let (width, height, frames) = (Int(header.width), Int(header.height), Int(header.frames))
-        var info = ImageInfo(
-            kind: .webp, width: width, height: height, frames: frames, orientation: .up, isProgressive: false)
-        // WebP counts plays (0 = forever); GIF's NETSCAPE2.0 counts repeats, absent = once.
-        info.loopCount = header.loop_count == 0 ? 0 : (header.loop_count > 1 ? Int(header.loop_count) - 1 : nil)
-        info.duration = Int((header.duration_ms + 5) / 10)
-        self.info = info
+        info = .animation(
+            .webp, width: width, height: height, frames: frames, plays: Int(header.loop_count),
+            duration: Int((header.duration_ms + 5) / 10))
         decodeNanoseconds = Double(frames) * Double(width * height) * WorkEstimate.PerPixel.webpDecode
     }
 
@@ -56,19 +53,12 @@ final class WebPAnimation: AnimationSource {
             let handle = att_webp_anim_open(
                 bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, &header, &error)
         else { throw AttacheError(shim: error, format: "webp") }
-        let (width, height, frames) = (Int(header.width), Int(header.height), Int(header.frames))
+        let (width, height) = (Int(header.width), Int(header.height))
         do throws(AttacheError) {
-            try limits.check(width: width, height: height)
-            guard frames >= 1 else { throw AttacheError(.corruptData, "webp: the animation has no frames") }
-            guard frames <= limits.maxFrames else {
-                throw AttacheError(.tooManyFrames, "webp: more than \(limits.maxFrames) frames", limit: .maxFrames)
-            }
-            guard frames * width * height <= limits.maxTotalFramePixels else {
-                throw AttacheError(
-                    .tooManyPixels, "webp: frames add up to more than \(limits.maxTotalFramePixels) pixels",
-                    limit: .maxTotalFramePixels)
-            }
-            try limits.checkDecoderMemory(width * height * 8, what: "animated WebP canvases")
+            // Two RGBA canvases: the one composed, and the one kept for the next frame.
+            try limits.checkAnimation(
+                width: width, height: height, frames: Int(header.frames), canvasBytes: width * height * 8,
+                format: "webp")
         } catch {
             att_webp_anim_close(handle)
             throw error

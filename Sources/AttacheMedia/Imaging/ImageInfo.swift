@@ -38,6 +38,18 @@ extension ImageInfo {
     }
 }
 
+extension ImageInfo {
+    /// An animation's header. `plays` as WebP and JPEG XL count them (0 = forever) is kept as
+    /// GIF's NETSCAPE2.0 loop count (repeats; nil = once).
+    static func animation(
+        _ kind: MediaKind, width: Int, height: Int, frames: Int, plays: Int, duration: Int
+    ) -> ImageInfo {
+        ImageInfo(
+            kind: kind, width: width, height: height, frames: frames, orientation: .up, isProgressive: false,
+            loopCount: plays == 0 ? 0 : (plays > 1 ? plays - 1 : nil), duration: duration)
+    }
+}
+
 /// An encoded, upright, metadata-free image ready to store.
 public struct Rendition: Sendable {
     /// Output kind.

@@ -77,6 +77,26 @@ public struct DecodeLimits: Hashable, Sendable {
         }
     }
 
+    /// Throws when an animation's header breaks a limit: its canvas, its frame count, the
+    /// pixels its frames add up to (each composes the whole canvas), and `canvasBytes` of
+    /// whole-canvas buffers against the decoder-memory cap.
+    func checkAnimation(
+        width: Int, height: Int, frames: Int, canvasBytes: Int, format: String
+    ) throws(AttacheError) {
+        try check(width: width, height: height)
+        guard frames >= 1 else { throw AttacheError(.corruptData, "\(format): the animation has no frames") }
+        guard frames <= maxFrames else {
+            throw AttacheError(.tooManyFrames, "\(format): more than \(maxFrames) frames", limit: .maxFrames)
+        }
+        let (total, overflow) = frames.multipliedReportingOverflow(by: width * height)
+        guard !overflow, total <= maxTotalFramePixels else {
+            throw AttacheError(
+                .tooManyPixels, "\(format): frames add up to more than \(maxTotalFramePixels) pixels",
+                limit: .maxTotalFramePixels)
+        }
+        try checkDecoderMemory(canvasBytes, what: "\(format) animation canvases")
+    }
+
     /// Throws when a whole-image buffer would pass the decoder-memory cap.
     func checkDecoderMemory(_ bytes: Int, what: String) throws(AttacheError) {
         guard bytes <= maxDecoderMemory else {
