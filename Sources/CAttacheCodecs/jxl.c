@@ -287,9 +287,7 @@ static int32_t scan_frames(
     return result;
 }
 
-att_jxl_anim *att_jxl_anim_open(
-    const uint8_t *data, size_t length, int32_t max_frames, att_jxl_anim_header *header, const uint64_t *deadline,
-    att_error *error) {
+att_jxl_anim *att_jxl_anim_open(const uint8_t *data, size_t length, att_jxl_anim_header *header, att_error *error) {
     memset(header, 0, sizeof *header);
     att_jxl_anim *a = calloc(1, sizeof *a);
     if (a == NULL) {
@@ -316,12 +314,14 @@ att_jxl_anim *att_jxl_anim_open(
     header->icc = still.icc;
     header->icc_length = still.icc_length;
     a->centiseconds_per_tick = 100.0 * info->animation.tps_denominator / info->animation.tps_numerator;
-    if (scan_frames(data, length, max_frames, header, deadline, error) != ATT_OK) {
-        att_jxl_anim_close(a);
-        return NULL;
-    }
-    header->duration_cs = (int64_t)(header->ticks * a->centiseconds_per_tick + 0.5);
     return a;
+}
+
+int32_t att_jxl_anim_count(
+    att_jxl_anim *a, int32_t max_frames, att_jxl_anim_header *header, const uint64_t *deadline, att_error *error) {
+    int32_t status = scan_frames(a->frames->data, a->frames->length, max_frames, header, deadline, error);
+    header->duration_cs = (int64_t)(header->ticks * a->centiseconds_per_tick + 0.5);
+    return status;
 }
 
 int32_t att_jxl_anim_next(

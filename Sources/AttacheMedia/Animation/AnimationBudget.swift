@@ -15,6 +15,13 @@ enum AnimationBudget {
         case over(Made, keep: Int, maxSide: Int, actions: [String])
     }
 
+    /// Whether frame `index` of `frames` is one of `keep` spread evenly over them: the even
+    /// spread reaches a new slot there (frame 0 always is). A frame not kept adds its time to
+    /// the one before.
+    static func keeps(_ index: Int, of frames: Int, keeping keep: Int) -> Bool {
+        index == 0 || index * keep / frames != (index - 1) * keep / frames
+    }
+
     /// One render: what was made, its bytes and its longest side.
     typealias Render<Made> = (_ keep: Int, _ maxSide: Int) throws(AttacheError) -> (made: Made, bytes: Int, side: Int)
 

@@ -108,8 +108,7 @@ extension ImageProcessor {
     {
         let (width, height) = source.canvas
         let poster = try source.poster(
-            keep: framesKept(source, spec: spec).keep, maxSide: spec.maxSide(forWidth: width, height: height),
-            spec: spec)
+            keep: framesKept(source, spec: spec).keep, maxSide: spec.maxSide(forWidth: width, height: height))
         let still = try Encoders.still(poster.image, spec: spec)
         var rendition = Rendition(
             kind: still.kind, width: still.image.width, height: still.image.height, data: still.data,

@@ -32,7 +32,7 @@ protocol AnimationSource: AnyObject {
     /// `maxSide`, written as a GIF.
     func gif(keep: Int, maxSide: Int, spec: RenditionSpec) throws(AttacheError) -> AnimatedGIF
     /// The frame a still of the animation shows (of `keep` spread evenly), fitting `maxSide`.
-    func poster(keep: Int, maxSide: Int, spec: RenditionSpec) throws(AttacheError) -> AnimationPoster
+    func poster(keep: Int, maxSide: Int) throws(AttacheError) -> AnimationPoster
     /// Every frame decoded: a full check of the file.
     func inspect() throws(AttacheError) -> ImageInfo
 }
@@ -105,7 +105,7 @@ extension AnimationSource {
     }
 
     /// The first frame.
-    func poster(keep: Int, maxSide: Int, spec: RenditionSpec) throws(AttacheError) -> AnimationPoster {
+    func poster(keep: Int, maxSide: Int) throws(AttacheError) -> AnimationPoster {
         let first = try firstFrame()
         let target = RenditionSpec.fit(width: first.width, height: first.height, into: maxSide)
         let image = try ImageProcessor.resampleImage(first, target: target)
@@ -131,8 +131,7 @@ extension AnimationSource {
         try forEachFrame { (rgba, delay) throws(AttacheError) in
             try deadline.check()
             defer { index += 1 }
-            // Keep frame i when the even spread of `keep` over the source reaches a new slot.
-            guard index == 0 || index * keep / frames != (index - 1) * keep / frames else {
+            guard AnimationBudget.keeps(index, of: frames, keeping: keep) else {
                 writer.extendLast(by: delay)
                 return true
             }

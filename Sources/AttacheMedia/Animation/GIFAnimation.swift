@@ -98,10 +98,7 @@ final class GIFAnimation: AnimationSource {
         while let frame = try decoder.next() {
             try deadline.check()
             defer { sourceIndex += 1 }
-            // Keep frame i when the even spread of `keep` over the source reaches a new slot.
-            let slot = sourceIndex * keep / scan.frames
-            let previousSlot = sourceIndex == 0 ? -1 : (sourceIndex - 1) * keep / scan.frames
-            guard slot != previousSlot else {
+            guard AnimationBudget.keeps(sourceIndex, of: scan.frames, keeping: keep) else {
                 screen.compositor.draw(frame)
                 writer.extendLast(by: frame.delay)
                 time += frame.delay
@@ -128,14 +125,14 @@ final class GIFAnimation: AnimationSource {
     /// Of the frames kept, the first that covers 90% of the screen with opaque pixels, else
     /// the one that covers most (as the GIF made of them chooses): frames are composed until it
     /// is found, and only it is resampled.
-    func poster(keep: Int, maxSide: Int, spec: RenditionSpec) throws(AttacheError) -> AnimationPoster {
+    func poster(keep: Int, maxSide: Int) throws(AttacheError) -> AnimationPoster {
         let pixels = scan.width * scan.height
         var best: (frame: Int, time: Int, coverage: Int, image: [UInt8])? = nil
         var (index, kept, time) = (0, 0, 0)
         try forEachFrame { (canvas, delay) throws(AttacheError) in
             try deadline.check()
             defer { (index, time) = (index + 1, time + delay) }
-            guard index == 0 || index * keep / scan.frames != (index - 1) * keep / scan.frames else { return true }
+            guard AnimationBudget.keeps(index, of: scan.frames, keeping: keep) else { return true }
             defer { kept += 1 }
             var coverage = 0
             for i in 0..<pixels where canvas[i * 4 + 3] >= 128 { coverage += 1 }

@@ -11,13 +11,24 @@ final class JXLAnimation: AnimationSource {
     let deadline: WorkDeadline
     let decodeNanoseconds: Double
     private let bytes: MediaBytes
-    private let limits: DecodeLimits
 
     init(bytes: MediaBytes, limits: DecodeLimits, deadline: WorkDeadline, allowPartial: Bool) throws(AttacheError) {
-        (self.bytes, self.limits, self.deadline) = (bytes, limits, deadline)
-        let (handle, header) = try Self.open(bytes, limits: limits, deadline: deadline)
-        att_jxl_anim_close(handle)
+        (self.bytes, self.deadline) = (bytes, deadline)
+        var (handle, header) = try Self.open(bytes)
+        defer { att_jxl_anim_close(handle) }
+        var error = att_error()
+        guard att_jxl_anim_count(handle, Int32(clamping: limits.maxFrames), &header, deadline.pointer, &error) == 0
+        else {
+            if error.status == Int32(ATT_ERR_SCAN_LIMIT.rawValue) {
+                throw AttacheError(.tooManyFrames, "jxl: more than \(limits.maxFrames) frames", limit: .maxFrames)
+            }
+            throw AttacheError(shim: error, format: "jxl")
+        }
         let (width, height, frames) = (Int(header.width), Int(header.height), Int(header.frames))
+        // libjxl's frame buffers (as for a still) and the RGBA canvas it composes into.
+        try limits.checkAnimation(
+            width: width, height: height, frames: frames,
+            canvasBytes: width * height * (JXLDecoder.bytesPerPixel + 4), format: "jxl")
         info = .animation(
             .jxl, width: width, height: height, frames: frames, plays: Int(header.loop_count),
             duration: Int(header.duration_cs))
@@ -25,7 +36,8 @@ final class JXLAnimation: AnimationSource {
     }
 
     func forEachFrame(_ body: (UnsafePointer<UInt8>, Int) throws(AttacheError) -> Bool) throws(AttacheError) {
-        let (handle, header) = try Self.open(bytes, limits: limits, deadline: deadline)
+        // Checked when it was made: the frames are not counted again.
+        let (handle, header) = try Self.open(bytes)
         defer { att_jxl_anim_close(handle) }
         let colour = ColourProfile.make(profile: header.icc, length: header.icc_length, channels: 4)
         let width = Int(header.width)
@@ -45,32 +57,15 @@ final class JXLAnimation: AnimationSource {
         }
     }
 
-    /// Opens the animation (its frames counted) and checks it against `limits`.
+    /// Opens the animation: its header, no frame counted.
     private static func open(
-        _ bytes: MediaBytes, limits: DecodeLimits, deadline: WorkDeadline
+        _ bytes: MediaBytes
     ) throws(AttacheError) -> (handle: OpaquePointer, header: att_jxl_anim_header) {
         var header = att_jxl_anim_header()
         var error = att_error()
         guard
-            let handle = att_jxl_anim_open(
-                bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, Int32(clamping: limits.maxFrames), &header,
-                deadline.pointer, &error)
-        else {
-            if error.status == Int32(ATT_ERR_SCAN_LIMIT.rawValue) {
-                throw AttacheError(.tooManyFrames, "jxl: more than \(limits.maxFrames) frames", limit: .maxFrames)
-            }
-            throw AttacheError(shim: error, format: "jxl")
-        }
-        let (width, height) = (Int(header.width), Int(header.height))
-        do throws(AttacheError) {
-            // libjxl's frame buffers (as for a still) and the RGBA canvas it composes into.
-            try limits.checkAnimation(
-                width: width, height: height, frames: Int(header.frames),
-                canvasBytes: width * height * (JXLDecoder.bytesPerPixel + 4), format: "jxl")
-        } catch {
-            att_jxl_anim_close(handle)
-            throw error
-        }
+            let handle = att_jxl_anim_open(bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, &header, &error)
+        else { throw AttacheError(shim: error, format: "jxl") }
         return (handle, header)
     }
 }

@@ -91,16 +91,16 @@ public enum MediaTransform {
     ) throws(AttacheError) -> TransformedMedia {
         try deadline.check()
         switch media.kind.category {
-        case .image where spec.video.enabled && ImageProcessor.animation(media.kind, media.bytes) != nil:
-            // An animation the GIF budgets would clip (frames dropped, shrunk, cut to a still,
-            // or over the image cap) plays whole as an MP4, a fraction of the bytes: one rule
-            // for every animation (GIF, animated WebP, JPEG XL). FFmpeg is loaded only then: an animation that fits
-            // never pays for it.
+        case .image:
             let rendition = try ImageProcessor.render(
                 media.bytes, kind: media.kind, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide)
-            guard rendition.source.frames > 1, !rendition.actions.isEmpty, MediaEncoder.isAvailable else {
-                return image(rendition)
-            }
+            // An animation the GIF budgets clipped (frames dropped, shrunk, cut to a still, or
+            // over the image cap) plays whole as an MP4, a fraction of the bytes: one rule for
+            // every animation (GIF, animated WebP, JPEG XL). FFmpeg is loaded only then: an
+            // animation that fits never pays for it.
+            guard spec.video.enabled, rendition.source.frames > 1, !rendition.actions.isEmpty,
+                MediaEncoder.isAvailable
+            else { return image(rendition) }
             do {
                 return try animationVideo(
                     media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide, caps: caps,
@@ -111,11 +111,6 @@ public enum MediaTransform {
                 kept.warnings.append("not made a video: \(error.message)")
                 return kept
             }
-        case .image:
-            return image(
-                try ImageProcessor.render(
-                    media.bytes, kind: media.kind, spec: spec, limits: limits, deadline: deadline,
-                    smallSide: smallSide))
         case .audio, .video:
             return try audioVisual(
                 media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide, caps: caps,

@@ -310,7 +310,7 @@ typedef struct {
     int32_t width;
     int32_t height;
     int32_t has_alpha;
-    /// Frames shown, counted from their headers, and their ticks summed.
+    /// Frames shown, counted from their headers, and their ticks summed (`att_jxl_anim_count`).
     int32_t frames;
     uint64_t ticks;
     /// The frames' durations summed, in centiseconds.
@@ -322,10 +322,13 @@ typedef struct {
     size_t icc_length;
 } att_jxl_anim_header;
 
-/// Reads the header and counts the frames from their headers (no pixel decoded); more than
-/// `max_frames` is ATT_ERR_SCAN_LIMIT.
-att_jxl_anim *att_jxl_anim_open(
-    const uint8_t *data, size_t length, int32_t max_frames, att_jxl_anim_header *header, const uint64_t *deadline,
+/// Reads the header (the frames are not counted: `att_jxl_anim_count`).
+att_jxl_anim *att_jxl_anim_open(const uint8_t *data, size_t length, att_jxl_anim_header *header, att_error *error);
+
+/// Counts the frames and sums their durations into `header` from the frame headers alone (no
+/// pixel decoded, with a decoder of its own); more than `max_frames` is ATT_ERR_SCAN_LIMIT.
+int32_t att_jxl_anim_count(
+    att_jxl_anim *animation, int32_t max_frames, att_jxl_anim_header *header, const uint64_t *deadline,
     att_error *error);
 
 /// The next frame: 1 with the canvas (valid until the next call) and its delay in centiseconds,
