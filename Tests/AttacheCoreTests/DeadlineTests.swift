@@ -24,8 +24,11 @@ import Testing
         // process-wide heap and descriptor counts see only its own work.
         [
             "AttacheServerTests.ServiceTests", "AttacheServerTests.SealedServiceTests",
-            "AttacheServerTests.FramingTests", "AttacheServerTests.FullDiskTests", "AttacheServerTests.AlertRulesTests",
+            "AttacheServerTests.FramingTests", "AttacheServerTests.FullDiskTests",
         ],
+        // A real Prometheus reads the process's metrics, which every service in the process
+        // adds to: alone, so that the failures other suites inject on purpose are not its.
+        ["AttacheServerTests.AlertRulesTests"],
         ["AttacheCoreTests.DeadlineTests"],
         ["AttacheSealTests.SealedDeliveryTests"],
         ["AttacheSealTests.KitMemoryTests"],
@@ -85,10 +88,12 @@ struct DeadlineTests {
     }
 
     /// 200 payloads, each with a fast image and a host that never answers, 20 at a time, each
-    /// with a 300 ms deadline: every one must come back within 400 ms with the image attached.
-    /// Time the whole process went unrun (the machine busy with other work, seen by a
-    /// ``StallMeter``) is not counted against it; a cooperative thread blocked inside the
-    /// process is.
+    /// with a 300 ms deadline: every one must come back within 100 ms of its deadline with the
+    /// image attached. Time the whole process went unrun (the machine busy with other work, seen
+    /// by a ``StallMeter``) is not counted against it; a cooperative thread blocked inside the
+    /// process is. Before each batch, the same 20 payloads without the hanging host are timed:
+    /// on a machine so busy that the fast image alone takes more than a third of 300 ms, the
+    /// deadline is three times what it took (the bound is about the deadline, not the machine).
     @Test func bestAttemptWithinDeadlinePlus100msIn200Runs() async throws {
         let server = try sampleMediaServer()
         // The store in memory: these tests are about the deadline, not about how long a commit's
@@ -100,8 +105,21 @@ struct DeadlineTests {
         var late: [String] = []
         var worst = Duration.zero
         var excused = Duration.zero
+        var deadlines: [Duration] = []
         for batch in 0..<10 {
-            let times = await withTaskGroup(of: (ContinuousClock.Instant, ContinuousClock.Instant, Bool).self) {
+            let alone = await withTaskGroup(of: Duration.self) { group in
+                for _ in 0..<20 {
+                    group.addTask {
+                        let start = ContinuousClock.now
+                        _ = await pipeline.process(payload(["image": JSONValue.quote(server.url("/gray.jpg"))]))
+                        return .now - start
+                    }
+                }
+                return await group.reduce(Duration.zero) { max($0, $1) }
+            }
+            let budget = max(.milliseconds(300), alone * 3)
+            deadlines.append(budget)
+            let times = await withTaskGroup(of: (ContinuousClock.Instant, ContinuousClock.Instant, String?).self) {
                 group in
                 for i in 0..<20 {
                     let input = payload([
@@ -110,31 +128,32 @@ struct DeadlineTests {
                     ])
                     group.addTask {
                         let start = ContinuousClock.now
-                        let result = await pipeline.process(input, deadline: start + .milliseconds(300))
+                        let result = await pipeline.process(input, deadline: start + budget)
                         // The fetch's own timeout may end the hung transfer a moment before the
                         // payload deadline; either way it is reported timed_out.
                         let ok =
                             result.outcomes.contains { $0.attachment != nil }
                             && result.outcomes.contains { $0.error?.code == .timedOut }
-                        return (start, ContinuousClock.now, ok)
+                        let what = result.outcomes.map { "\($0.reason) \($0.timings.json.text)" }
+                        return (start, ContinuousClock.now, ok ? nil : what.joined(separator: "; "))
                     }
                 }
                 return await group.reduce(into: []) { $0.append($1) }
             }
-            for (start, end, ok) in times {
+            for (start, end, missing) in times {
                 let elapsed = start.duration(to: end)
                 let stalled = meter.stalled(from: start, to: end)
                 worst = max(worst, elapsed)
                 excused = max(excused, stalled)
-                if elapsed - stalled > .milliseconds(400) || !ok {
-                    late.append("\(elapsed) (\(stalled) unrun)\(ok ? "" : " incomplete")")
+                if elapsed - stalled > budget + .milliseconds(100) || missing != nil {
+                    late.append("\(elapsed) (\(stalled) unrun)\(missing.map { " incomplete: " + $0 } ?? "")")
                 }
             }
         }
         #expect(late.isEmpty, "\(late.count) of 200 runs late or incomplete: \(late.prefix(10))")
         print(
-            "deadline: 200 runs with a hanging host, 300 ms deadline, slowest returned after \(worst); "
-                + "longest time the process went unrun during one run: \(excused)")
+            "deadline: 200 runs with a hanging host, deadlines \(deadlines.map(\.milliseconds)) ms, slowest returned "
+                + "after \(worst); longest time the process went unrun during one run: \(excused)")
     }
 
     /// A 240-frame GIF whose payload has an eighth of the render's time: the answer says `timed_out`, and the work on
