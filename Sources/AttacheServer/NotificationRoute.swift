@@ -25,12 +25,13 @@ struct NotificationRoute: Sendable {
         let arrived = ContinuousClock.now
         context.notes.route = "notifications"
         let tenant = try authenticate(request)
-        let deadline = arrived + (try requestedDeadline(request))
+        let terms = try QueryTerms(request.uri.queryParameters)
+        let deadline = arrived + (try requestedDeadline(request, terms))
         let seal = try requestedSeal(request)
-        let envelope = try wantsEnvelope(request)
-        let format = try requestedFormat(request)
-        let focus = try requestedFocus(request)
-        let targets = try requestedTargets(request, pipelines.current.configuration.targets)
+        let envelope = try terms.flag("envelope") ?? false
+        let format = try requestedFormat(terms)
+        let focus = try requestedFocus(terms)
+        let targets = try requestedTargets(terms, pipelines.current.configuration.targets)
 
         // The cap is checked from Content-Length before a byte is read, and again while reading.
         let cap = configuration.maxRequestBytes
@@ -128,11 +129,9 @@ struct NotificationRoute: Sendable {
 
     /// `Attache-Deadline` header or `deadline` query (`800ms`, `2s`, or seconds), capped by
     /// the configured maximum; the pipeline's own deadline (capped too) when neither is given.
-    private func requestedDeadline(_ request: Request) throws -> Duration {
+    private func requestedDeadline(_ request: Request, _ terms: QueryTerms) throws -> Duration {
         // Both are checked when both are given; the query wins.
-        let given = [request.uri.queryParameters.get("deadline"), request.headers[.attacheDeadline]].compactMap {
-            $0
-        }
+        let given = [terms.value("deadline"), request.headers[.attacheDeadline]].compactMap { $0 }
         guard !given.isEmpty else { return min(configuration.pipeline.deadline, configuration.maxDeadline) }
         let durations = given.compactMap(DeadlineText.parse)
         guard durations.count == given.count else {
@@ -144,8 +143,8 @@ struct NotificationRoute: Sendable {
     }
 
     /// `format` query: `auto`, `jpeg` or `webp` for this request's still renditions.
-    private func requestedFormat(_ request: Request) throws -> RenditionSpec.OutputFormat? {
-        guard let value = request.uri.queryParameters.get("format") else { return nil }
+    private func requestedFormat(_ terms: QueryTerms) throws -> RenditionSpec.OutputFormat? {
+        guard let value = terms.value("format") else { return nil }
         guard let format = RenditionSpec.OutputFormat(rawValue: String(value)) else {
             throw Problem(.badRequest, .invalidRequest, "format must be auto, jpeg or webp")
         }
@@ -157,28 +156,24 @@ struct NotificationRoute: Sendable {
     /// `android_aspect` (width over height of the Android and web pictures, 0.25 to 8) and
     /// `faces` (true or false).
     private func requestedTargets(
-        _ request: Request, _ service: [TargetSpec.Target: TargetSpec]
+        _ terms: QueryTerms, _ service: [TargetSpec.Target: TargetSpec]
     ) throws -> [TargetSpec.Target: TargetSpec] {
         var targets = service
-        let query = request.uri.queryParameters
         for (name, target) in [("android_max_bytes", TargetSpec.Target.android), ("web_max_bytes", .web)] {
-            guard let value = query.get(name) else { continue }
+            guard let value = terms.value(name) else { continue }
             guard let bytes = Int(value), (1_000...100_000_000).contains(bytes) else {
                 throw Problem(.badRequest, .invalidRequest, "\(name) must be a whole number from 1000 to 100000000")
             }
             targets[target]?.maxBytes = bytes
         }
-        if let value = query.get("android_aspect") {
+        if let value = terms.value("android_aspect") {
             guard let aspect = Double(value), (0.25...8).contains(aspect) else {
                 throw Problem(.badRequest, .invalidRequest, "android_aspect must be a number from 0.25 to 8")
             }
             targets[.android]?.aspect = aspect
             targets[.web]?.aspect = aspect
         }
-        if let value = query.get("faces") {
-            guard let faces = ["true": true, "1": true, "false": false, "0": false][value] else {
-                throw Problem(.badRequest, .invalidRequest, "faces must be true or false")
-            }
+        if let faces = try terms.flag("faces") {
             for target in TargetSpec.Target.allCases { targets[target]?.faces = faces }
         }
         return targets
@@ -186,22 +181,13 @@ struct NotificationRoute: Sendable {
 
     /// `focus=x,y` (each 0 to 1): the subject of an FCM or OneSignal body's pictures, over the
     /// body's own `attache-focus`.
-    private func requestedFocus(_ request: Request) throws -> FocalPoint? {
-        guard let value = request.uri.queryParameters.get("focus") else { return nil }
+    private func requestedFocus(_ terms: QueryTerms) throws -> FocalPoint? {
+        guard let value = terms.value("focus") else { return nil }
         let parts = value.split(separator: ",").compactMap { Double(String($0)) }
         guard parts.count == 2, let point = FocalPoint(x: parts[0], y: parts[1]) else {
             throw Problem(.badRequest, .invalidRequest, "focus must be x,y with both from 0 to 1")
         }
         return point
-    }
-
-    private func wantsEnvelope(_ request: Request) throws -> Bool {
-        guard let value = request.uri.queryParameters.get("envelope") else { return false }
-        switch value {
-        case "true", "1", "": return true
-        case "false", "0": return false
-        default: throw Problem(.badRequest, .invalidRequest, "envelope must be true or false")
-        }
     }
 
     static func tooLarge(_ cap: Int) -> Problem {
@@ -246,6 +232,35 @@ struct NotificationRoute: Sendable {
         line.add("payload_base64", Data(result.payload).base64EncodedString())
         line.addRaw("report", result.report())
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: line.text)))
+    }
+}
+
+/// The request's query terms, read by one rule: a term given twice is refused (which one was
+/// meant?), and a yes-or-no term is `true` or `false` (a bare `?envelope` is `true`).
+struct QueryTerms {
+    private let parameters: Parameters
+
+    init(_ parameters: Parameters) throws {
+        self.parameters = parameters
+        var seen = Set<Substring>()
+        for (name, _) in parameters where !seen.insert(name).inserted {
+            throw Problem(.badRequest, .invalidRequest, "\(name) is given more than once")
+        }
+    }
+
+    /// The term's value; nil when it is not given.
+    func value(_ name: String) -> String? {
+        parameters.get(name)
+    }
+
+    /// A yes-or-no term: `true` or `false` (or bare: true); nil when it is not given.
+    func flag(_ name: String) throws -> Bool? {
+        guard let value = value(name) else { return nil }
+        switch value {
+        case "true", "": return true
+        case "false": return false
+        default: throw Problem(.badRequest, .invalidRequest, "\(name) must be true or false")
+        }
     }
 }
 

@@ -13,6 +13,7 @@ final class SettingsReading {
     private let reader: ConfigReader
     private let environment: [String: String]
     private(set) var problems: [String] = []
+    private(set) var notes: [String] = []
 
     init(_ reader: ConfigReader, environment: [String: String]) {
         self.reader = reader
@@ -103,24 +104,27 @@ final class SettingsReading {
                 root: storeRoot,
                 maxBytes: integer("storeMaxBytes", 1...Int64.max / 2, defaults.maxBytes),
                 maxObjects: integer("storeMaxObjects", 1...Int.max / 2, defaults.maxObjects)))
+        // Read (and checked) whatever the store: a replica's tuning may be set for a fleet that
+        // runs both kinds of store.
+        let grace = duration(
+            "catalogOutageGrace", .zero...(.seconds(3600)), SharedStoreConfiguration.defaultOutageGrace)
+        let timeout = duration(
+            "catalogTimeout", .milliseconds(100)...(.seconds(600)), SharedStoreConfiguration.defaultTimeout)
         guard SharedStoreConfiguration.names(storeRoot) else {
-            for key in ["catalogOutageGrace", "catalogTimeout"] where text(key) != nil {
-                problem(key, "only a postgres:// store has a catalog")
+            for key in ["catalogOutageGrace", "catalogTimeout", "blobCache"] where text(key) != nil {
+                notes.append("\(named(key)) is set; only a postgres:// store uses it (this store is a directory)")
             }
+            // Where the bytes go is not tuning: a bucket named for a directory store is a store
+            // that is not the one meant.
             if text("blobs") != nil { problem("blobs", "only a postgres:// store keeps its bytes in a bucket") }
-            if text("blobCache") != nil {
-                problem("blobCache", "only a postgres:// store keeps local copies of its objects")
-            }
             return configuration
         }
         do {
             configuration.store.shared = try SharedStoreConfiguration.parse(
                 store: storeRoot, blobs: text("blobs"), environment: environment, cache: text("blobCache"),
                 defaultCache: SharedStoreConfiguration.defaultCacheDirectory(environment: environment))
-            configuration.store.shared?.catalogOutageGrace = duration(
-                "catalogOutageGrace", .zero...(.seconds(3600)), SharedStoreConfiguration.defaultOutageGrace)
-            configuration.store.shared?.catalogTimeout = duration(
-                "catalogTimeout", .milliseconds(100)...(.seconds(600)), SharedStoreConfiguration.defaultTimeout)
+            configuration.store.shared?.catalogOutageGrace = grace
+            configuration.store.shared?.catalogTimeout = timeout
         } catch {
             problem("store", error.message)
         }

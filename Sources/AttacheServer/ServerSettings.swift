@@ -211,7 +211,12 @@ public enum ServerSettings {
         public var logFormat = "text"
         /// Where traces go.
         public var traces = TraceSettings()
+        /// The process's `OTEL_*` environment, checked against what this build can honour.
+        public var traceEnvironment: TraceEnvironment
         public var problems: [String]
+        /// Settings accepted that do nothing here, and what was changed to be honoured: logged
+        /// at start.
+        public var notes: [String] = []
     }
 
     /// Where traces go (OpenTelemetry, OTLP/HTTP), as the settings say; the process's `OTEL_*`
@@ -271,9 +276,10 @@ public enum ServerSettings {
         read.payloads(&configuration)
         let (level, format) = read.logging()
         let traces = read.traces()
+        let checked = TraceEnvironment(environment, settings: traces)
         return Loaded(
             configuration: configuration, logLevel: level, logFormat: format, traces: traces,
-            problems: read.problems)
+            traceEnvironment: checked, problems: read.problems + checked.problems, notes: read.notes + checked.notes)
     }
 
     /// An IP address or a host name (letters, digits, `-`, `.`; `:` for IPv6).

@@ -88,7 +88,7 @@ public final class AttachmentStore: Sendable {
         let sourceRow = source.map {
             SourceRow(
                 url: $0.url, spec: $0.spec, objectID: id.hex, etag: $0.etag,
-                lastModified: $0.lastModified, fetched: now)
+                lastModified: $0.lastModified, fetched: now, note: $0.note)
         }
         return try StoredAttachment(row: try backend.publish(bytes, row: row, source: sourceRow))
     }
@@ -123,7 +123,8 @@ public final class AttachmentStore: Sendable {
             return nil
         }
         let reference = SourceReference(
-            url: source.url, spec: source.spec, etag: source.etag, lastModified: source.lastModified)
+            url: source.url, spec: source.spec, etag: source.etag, lastModified: source.lastModified,
+            note: source.note)
         return (try StoredAttachment(row: row), reference)
     }
 

@@ -41,16 +41,19 @@ package struct SourceRow: Codable, Hashable {
     package var etag: String?
     package var lastModified: String?
     package var fetched: Int64
+    /// What the maker said of the rendition (``SourceReference/note``).
+    package var note: String?
 
     package init(
-        url: String, spec: String, objectID: String, etag: String?, lastModified: String?, fetched: Int64
+        url: String, spec: String, objectID: String, etag: String?, lastModified: String?, fetched: Int64,
+        note: String? = nil
     ) {
         (self.url, self.spec, self.objectID) = (url, spec, objectID)
-        (self.etag, self.lastModified, self.fetched) = (etag, lastModified, fetched)
+        (self.etag, self.lastModified, self.fetched, self.note) = (etag, lastModified, fetched, note)
     }
 
     package enum CodingKeys: String, CodingKey {
-        case url, spec, etag, fetched
+        case url, spec, etag, fetched, note
         case objectID = "object_id"
         case lastModified = "last_modified"
     }
@@ -111,6 +114,9 @@ final class Catalog: Sendable {
         }
         migrator.registerMigration("v2: poster time") { db in
             try db.alter(table: "object") { t in t.add(column: "poster_time", .double) }
+        }
+        migrator.registerMigration("v3: source note") { db in
+            try db.alter(table: "source") { t in t.add(column: "note", .text) }
         }
         return migrator
     }

@@ -129,13 +129,17 @@ public struct SourceReference: Hashable, Sendable {
     public var etag: String?
     /// The origin's `Last-Modified`, for a conditional re-fetch.
     public var lastModified: String?
+    /// What the maker said of the rendition that a reuse reports again (a receiver's picture:
+    /// its crop, how it was placed, the encodes and quality that met the cap), in its words.
+    public var note: String?
 
     /// Creates a reference.
-    public init(url: String, spec: String, etag: String? = nil, lastModified: String? = nil) {
+    public init(url: String, spec: String, etag: String? = nil, lastModified: String? = nil, note: String? = nil) {
         self.url = url
         self.spec = spec
         self.etag = etag
         self.lastModified = lastModified
+        self.note = note
     }
 }
 

@@ -15,14 +15,14 @@ extension SharedBackend {
             separator: ", ")
         let rows = try pool.query(
             """
-            SELECT \(columns), s.etag, s.last_modified, s.fetched FROM attache_source s
+            SELECT \(columns), s.etag, s.last_modified, s.fetched, s.note FROM attache_source s
             JOIN attache_object o ON o.id = s.object_id WHERE s.url = $1 AND s.spec = $2
             """, [url, spec])
         guard let values = rows.first else { return nil }
         let object = try Self.row(values)
         let source = SourceRow(
             url: url, spec: spec, objectID: object.id, etag: values[11], lastModified: values[12],
-            fetched: values[13].flatMap { Int64($0) } ?? 0)
+            fetched: values[13].flatMap { Int64($0) } ?? 0, note: values.count > 14 ? values[14] : nil)
         return (source, object)
     }
 

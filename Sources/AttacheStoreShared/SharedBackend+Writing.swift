@@ -92,13 +92,14 @@ extension SharedBackend {
     static func upsert(_ source: SourceRow, on connection: PostgresConnection) throws(AttacheError) {
         try connection.query(
             """
-            INSERT INTO attache_source (url, spec, object_id, etag, last_modified, fetched)
-            VALUES ($1, $2, $3, $4, $5, $6)
+            INSERT INTO attache_source (url, spec, object_id, etag, last_modified, fetched, note)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
             ON CONFLICT (url, spec) DO UPDATE SET object_id = EXCLUDED.object_id, etag = EXCLUDED.etag,
-                last_modified = EXCLUDED.last_modified, fetched = EXCLUDED.fetched
+                last_modified = EXCLUDED.last_modified, fetched = EXCLUDED.fetched, note = EXCLUDED.note
             """,
             [
                 source.url, source.spec, source.objectID, source.etag, source.lastModified, String(source.fetched),
+                source.note,
             ])
     }
 }

@@ -96,6 +96,7 @@ final class SharedBackend: StoreBackend {
                 object_id text NOT NULL REFERENCES attache_object (id) ON DELETE CASCADE,
                 etag text, last_modified text, fetched bigint NOT NULL, PRIMARY KEY (url, spec))
             """,
+            "ALTER TABLE attache_source ADD COLUMN IF NOT EXISTS note text",
             "CREATE INDEX IF NOT EXISTS attache_source_object ON attache_source (object_id)",
             """
             CREATE TABLE IF NOT EXISTS attache_totals (

@@ -108,7 +108,7 @@ struct BatchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await TraceExport.around { try await runBatch() }
+        try await TraceExport.around("batch") { try await runBatch() }
     }
 
     private func runBatch() async throws {

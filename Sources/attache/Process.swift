@@ -35,7 +35,7 @@ struct ProcessCommand: AsyncParsableCommand {
     var payloads: [String] = ["-"]
 
     func run() async throws {
-        try await TraceExport.around { try await processAll() }
+        try await TraceExport.around("process") { try await processAll() }
     }
 
     private func processAll() async throws {
@@ -91,7 +91,7 @@ struct ProcessCommand: AsyncParsableCommand {
             } else {
                 what = "\(outcome.reason): \(outcome.error?.message ?? "")"
             }
-            text += "  [\(outcome.convention)] \(outcome.url) -> \(what)\n"
+            text += "  [\(outcome.convention)] \(outcome.shownURL) -> \(what)\n"
             for target in outcome.targets {
                 if let error = target.error {
                     text += "    \(target.target.rawValue): \(error.code): \(error.message)\n"
@@ -104,6 +104,7 @@ struct ProcessCommand: AsyncParsableCommand {
             for warning in outcome.warnings { text += "    warning: \(warning)\n" }
         }
         for cut in result.trimmed { text += "  trimmed to fit: \(cut)\n" }
+        for note in result.notes { text += "  note: \(note)\n" }
         return text
     }
 

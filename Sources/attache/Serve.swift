@@ -89,9 +89,10 @@ struct Serve: AsyncParsableCommand {
         if checkConfig { return try Self.checkConfiguration(loaded) }
         let registry = Self.bootstrap(loaded)
         let logger = Logger(label: "attache")
+        for note in loaded.notes { logger.notice("setting", metadata: ["note": "\(note)"]) }
         let traces: TraceExport?
         do {
-            traces = try TraceExport.start(loaded.traces, logger: logger)
+            traces = try TraceExport.start(loaded.traces, loaded.traceEnvironment, logger: logger)
         } catch {
             FileHandle.standardError.write(Data("attache serve: traces cannot be set up: \(error)\n".utf8))
             throw ExitCode(2)
@@ -157,7 +158,7 @@ struct Serve: AsyncParsableCommand {
                 "  api keys     \(configuration.apiKeys.count)" + anonymous,
                 "  pipeline     \(configuration.maxConcurrent) at once, \(configuration.maxQueued) queued",
             ]
-            print(lines.joined(separator: "\n"))
+            print((lines + loaded.notes.map { "  note         " + $0 }).joined(separator: "\n"))
         } catch {
             FileHandle.standardError.write(
                 Data("attache serve: cannot open the store (store / ATTACHE_STORE): \(error.message)\n".utf8))
@@ -177,7 +178,7 @@ struct Serve: AsyncParsableCommand {
                 handler.json = loaded.logFormat == "json"
                 handler.metadataProvider = provider
                 return handler
-            }, metadataProvider: TraceExport.wanted(loaded.traces) ? OTel.makeLoggingMetadataProvider() : nil)
+            }, metadataProvider: loaded.traceEnvironment.wanted ? OTel.makeLoggingMetadataProvider() : nil)
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = [

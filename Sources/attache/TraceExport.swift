@@ -1,3 +1,4 @@
+import ArgumentParser
 import AttacheServer
 import Foundation
 import Logging
@@ -10,26 +11,19 @@ import Tracing
 /// standard `OTEL_EXPORTER_OTLP_ENDPOINT` / `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) and not
 /// turned off (`OTEL_SDK_DISABLED=true`, `OTEL_TRACES_EXPORTER=none`). The other `OTEL_*`
 /// variables (service name, resource attributes, sampler, protocol, batch timings) apply as
-/// the OpenTelemetry specification says, over the settings. Only traces: the metrics stay
+/// the OpenTelemetry specification says, over the settings, once checked against what this
+/// build can honour (``AttacheServer/TraceEnvironment``). Only traces: the metrics stay
 /// Prometheus's and the logs stay lines.
 struct TraceExport: Sendable {
     private let group: ServiceGroup
     private let running: Task<Void, any Error>
 
-    /// Whether the environment and `settings` name a collector.
-    static func wanted(
-        _ settings: ServerSettings.TraceSettings, environment: [String: String] = ProcessInfo.processInfo.environment
-    ) -> Bool {
-        if environment["OTEL_SDK_DISABLED"]?.lowercased() == "true" { return false }
-        if environment["OTEL_TRACES_EXPORTER"]?.lowercased() == "none" { return false }
-        return settings.endpoint != nil || environment["OTEL_EXPORTER_OTLP_ENDPOINT"] != nil
-            || environment["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] != nil
-    }
-
     /// Bootstraps the process's tracer and starts its exporter; nil when no collector is named.
-    /// Call once, before anything traced starts.
-    static func start(_ settings: ServerSettings.TraceSettings, logger: Logger) throws -> TraceExport? {
-        guard wanted(settings) else { return nil }
+    /// Call once, before anything traced starts, with an environment whose problems were said.
+    static func start(
+        _ settings: ServerSettings.TraceSettings, _ checked: TraceEnvironment, logger: Logger
+    ) throws -> TraceExport? {
+        guard checked.wanted else { return nil }
         var configuration = OTel.Configuration.default
         configuration.serviceName = settings.serviceName
         configuration.logs.enabled = false
@@ -41,16 +35,28 @@ struct TraceExport: Sendable {
             configuration.traces.otlpExporter.endpoint = base + "/v1/traces"
         }
         configuration.traces.sampler = sampler(settings)
-        let (tracer, service) = try OTel.makeTracingBackend(configuration: configuration)
-        InstrumentationSystem.bootstrap(tracer)
+        let service = try OTel.bootstrap(configuration: configuration, environment: checked.environment)
         let group = ServiceGroup(configuration: .init(services: [service], logger: logger))
         return TraceExport(group: group, running: Task { try await group.run() })
     }
 
     /// Runs `body` with traces exported as the `OTEL_*` environment says (`batch`, `process`),
-    /// the spans still buffered sent before it returns.
-    static func around<T>(_ body: () async throws -> T) async throws -> T {
-        let export = try start(.init(), logger: Logger(label: "attache.traces"))
+    /// the spans still buffered sent before it returns. A variable this build cannot honour
+    /// is said by name and the command exits 2.
+    static func around<T>(_ command: String, _ body: () async throws -> T) async throws -> T {
+        let checked = TraceEnvironment(ProcessInfo.processInfo.environment, settings: .init())
+        for problem in checked.problems {
+            FileHandle.standardError.write(Data("attache \(command): \(problem)\n".utf8))
+        }
+        guard checked.problems.isEmpty else { throw ExitCode(2) }
+        for note in checked.notes { FileHandle.standardError.write(Data("attache \(command): \(note)\n".utf8)) }
+        let export: TraceExport?
+        do {
+            export = try start(.init(), checked, logger: Logger(label: "attache.traces"))
+        } catch {
+            FileHandle.standardError.write(Data("attache \(command): traces cannot be set up: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
         do {
             let value = try await body()
             await export?.finish()

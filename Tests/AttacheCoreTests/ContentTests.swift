@@ -123,4 +123,39 @@ import Testing
                 == text.replacingCharacters(in: insertion, with: #","attachments":[]"#))
         #expect(String(decoding: try content("{ }").setting("k", to: .null), as: UTF8.self) == #"{ "k":null}"#)
     }
+
+    @Test("an existing member replaced in place keeps its key's spelling and the spacing at its colon")
+    func replacingAMemberKeepsItsKey() throws {
+        let original = #"{"aps":{"mutable-content":1}, "\u0061ttachments" :  [1] ,"z":0}"#
+        let out = try content(original).setting("attachments", to: .array([]))
+        #expect(
+            String(decoding: out, as: UTF8.self) == #"{"aps":{"mutable-content":1}, "\u0061ttachments" :  [] ,"z":0}"#)
+    }
+
+    @Test("docs/receivers.md's table is the senders' table: order, marks, fields and receivers")
+    func theReceiversTableIsTheSendersTable() throws {
+        let docs = try String(contentsOfFile: Paths.package + "/docs/receivers.md", encoding: .utf8)
+        let lines = docs.split(separator: "\n").map(String.init)
+        let head = try #require(lines.firstIndex { $0.hasPrefix("| shape | told by |") })
+        var blocks: [[[String]]] = []
+        for line in lines[(head + 2)...] {
+            guard line.hasPrefix("|") else { break }
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).dropFirst().dropLast()
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+            if cells[0].isEmpty { blocks[blocks.count - 1].append(cells) } else { blocks.append([cells]) }
+        }
+        #expect(blocks.count == SendShape.all.count, "one block per sender, in the order they are tried")
+        let words: [Receiver: String] = [.ios: "iOS", .android: "Android", .web: "web push", .icon: "large icon"]
+        for (sender, block) in zip(SendShape.all, blocks) {
+            #expect(block[0][0].hasPrefix(sender.name), "\(sender.name) is at its place: \(block[0][0])")
+            #expect(block[0][1] == sender.toldBy, "\(sender.name): told by \(block[0][1])")
+            for field in sender.fields {
+                let path = field.path.prefix { $0 != "*" }.joined(separator: ".")
+                let row = block.first { $0[2].contains("`\(path)`") }
+                #expect(
+                    row?[3].hasPrefix(words[field.receiver]!) == true, "\(sender.name): `\(path)` for \(field.receiver)"
+                )
+            }
+        }
+    }
 }

@@ -19,6 +19,7 @@ import Testing
         [
             "AttacheFetchTests.FetchTests", "AttacheFetchTests.TLSTests", "AttacheCoreTests.PipelineTests",
             "AttacheCoreTests.CommandLineTests", "AttacheCoreTests.OptionErrorTests", "AttacheCoreTests.ReceiverTests",
+            "AttacheCoreTests.PayloadEdgeTests",
         ],
         // The service's tests start servers and schemathesis: apart, so that the fetch suite's
         // process-wide heap and descriptor counts see only its own work.

@@ -127,7 +127,8 @@ import Testing
     }
 
     /// Keys spelled with escapes and spaces around the colons: the APNs payload inside is found
-    /// and replaced whole, the result parses, nothing else moves.
+    /// and its value replaced, the result parses, nothing else moves — the key's spelling and the
+    /// spacing around its colon and a rewritten picture's among them.
     @Test func escapedKeysAndSpacingAreRewrittenInPlace() async throws {
         let body = """
             { "message" : { "apns" : { "payl\\u006fad" :  { "aps" : { "mutable-content" : 1 } } } ,\
@@ -140,9 +141,10 @@ import Testing
             "\(String(decoding: result.payload, as: UTF8.self))")
         let text = String(decoding: result.payload, as: UTF8.self)
         #expect(
-            text.hasPrefix(#"{ "message" : { "apns" : { "payload":"#) && text.hasSuffix(#"} } , "x" : 1.50 }"#),
+            text.hasPrefix(#"{ "message" : { "apns" : { "payl\u006fad" :  { "aps" : { "mutable-content" : 1 }"#)
+                && text.hasSuffix(#"} } , "x" : 1.50 }"#),
             "\(text)")
-        #expect(text.contains(#""title" : "a\"b""#))
+        #expect(text.contains(#""title" : "a\"b", "image" : "https://cdn.test/a/"#), "\(text)")
     }
 
     /// A Braze `/messages/send` body: iOS's asset (its `asset_file_type` said again for what is

@@ -210,11 +210,21 @@ import Testing
         let info = try ImageProcessor.inspect(MediaBytes(download.body))
         #expect(
             download.body.count <= 30_000 && abs(info.height * 3 - info.width) <= 3, "\(info) \(download.body.count)")
-        for query in ["android_max_bytes=999", "android_aspect=9", "faces=maybe"] {
+        // One rule for every term: a yes-or-no is true or false, and no term is given twice.
+        for query in [
+            "android_max_bytes=999", "android_aspect=9", "faces=maybe", "faces=1", "faces=yes", "envelope=1",
+            "android_max_bytes=40000&android_max_bytes=50000", "deadline=2s&deadline=3s", "format=jpeg&format=webp",
+        ] {
             let refused = try await curl(
                 "POST", service.base + "/v1/notifications?" + query, headers: Self.auth, body: body)
             #expect(refused.status == 400, "\(query): \(refused.text)")
         }
+        let twice = try await curl(
+            "POST", service.base + "/v1/notifications?faces=true&faces=false", headers: Self.auth, body: body)
+        #expect(twice.text.contains("faces is given more than once"), "\(twice.text)")
+        let bare = try await curl("POST", service.base + "/v1/notifications?envelope", headers: Self.auth, body: body)
+        let report = try bare.json()["report"] as? [String: Any]
+        #expect(bare.status == 200 && report?["shape"] as? String == "fcm", "\(bare.text)")
     }
 
     @Test func mutateRoundTripThenDownloadByTheReturnedURL() async throws {

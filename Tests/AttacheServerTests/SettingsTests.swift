@@ -106,6 +106,102 @@ import Testing
 
     /// `--log-format json`: every line the service writes is one JSON object, the request
     /// line's fields among its members, a control character in a value escaped.
+    /// The standard OTEL_* values this build cannot honour: each one said by name at start, exit
+    /// 2 — never a crash inside the exporter's set-up (swift-otel stops the process on gRPC).
+    static let refusedTraceEnvironments: [[String: String]] = [
+        ["OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"],
+        ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"],
+        ["OTEL_EXPORTER_OTLP_PROTOCOL": "thrift"],
+        ["OTEL_TRACES_SAMPLER": "jaeger_remote"],
+        ["OTEL_TRACES_SAMPLER": "parentbased_jaeger_remote"],
+        ["OTEL_TRACES_SAMPLER": "xray"],
+        ["OTEL_TRACES_SAMPLER_ARG": "lots"],
+        ["OTEL_TRACES_EXPORTER": "console"],
+        ["OTEL_TRACES_EXPORTER": "zipkin"],
+        ["OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"],
+        ["OTEL_EXPORTER_OTLP_ENDPOINT": "notaurl"],
+        ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://[::1"],
+    ]
+
+    @Test(
+        "an OTEL_* value this build cannot honour stops serve and process by name, exit 2, no crash",
+        arguments: refusedTraceEnvironments)
+    func anUnsupportedTraceSettingIsRefusedByName(variables: [String: String]) async throws {
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OTEL_") }
+        environment["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:9"
+        environment.merge(variables) { _, new in new }
+        let (name, value) = try #require(variables.first)
+        let directory = try TemporaryDirectory()
+        let serve = await runProcess(
+            try attacheExecutable(),
+            ["serve", "--check-config", "--allow-anonymous", "--store", directory.path + "/store"],
+            environment: environment)
+        #expect(serve.status == 2 && serve.output.contains(name) && serve.output.contains(value), "\(serve)")
+        let payload = directory.path + "/p.json"
+        try Data(#"{"aps":{"alert":"a"}}"#.utf8).write(to: URL(fileURLWithPath: payload))
+        let process = await runProcess(try attacheExecutable(), ["process", payload], environment: environment)
+        #expect(process.status == 2 && process.output.contains(name), "\(process)")
+        // Without a collector named, traces are off and nothing is checked.
+        environment["OTEL_EXPORTER_OTLP_ENDPOINT"] = nil
+        environment["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = nil
+        let off = await runProcess(try attacheExecutable(), ["process", payload], environment: environment)
+        #expect(off.status == 0, "\(off)")
+    }
+
+    @Test("OTEL_PROPAGATORS keeps what this build has and notes the rest; a service starts and stops with it")
+    func unsupportedPropagatorsAreDroppedWithANote() async throws {
+        let checked = TraceEnvironment(
+            ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_PROPAGATORS": "tracecontext,baggage,b3"],
+            settings: .init())
+        #expect(checked.problems.isEmpty && checked.environment["OTEL_PROPAGATORS"] == "tracecontext")
+        #expect(checked.notes.count == 1 && checked.notes[0].contains("baggage, b3 dropped"), "\(checked.notes)")
+        let only = TraceEnvironment(
+            ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_PROPAGATORS": "b3multi"], settings: .init())
+        #expect(only.environment["OTEL_PROPAGATORS"] == "tracecontext")
+        // Empty is unset; turned off is not checked.
+        let empty = TraceEnvironment(
+            ["OTEL_EXPORTER_OTLP_ENDPOINT": "", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"], settings: .init())
+        #expect(!empty.wanted && empty.problems.isEmpty && empty.environment["OTEL_EXPORTER_OTLP_ENDPOINT"] == nil)
+        let disabled = TraceEnvironment(
+            [
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://h:4318", "OTEL_SDK_DISABLED": "true",
+                "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+            ], settings: .init())
+        #expect(!disabled.wanted && disabled.problems.isEmpty)
+
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OTEL_") }
+        environment["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:9"
+        environment["OTEL_PROPAGATORS"] = "tracecontext,baggage,b3,jaeger,xray,ottrace"
+        environment["OTEL_BSP_SCHEDULE_DELAY"] = "100"
+        let directory = try TemporaryDirectory()
+        let payload = directory.path + "/p.json"
+        try Data(#"{"aps":{"alert":"a"}}"#.utf8).write(to: URL(fileURLWithPath: payload))
+        let process = await runProcess(try attacheExecutable(), ["process", payload], environment: environment)
+        #expect(process.status == 0 && process.output.contains("dropped"), "\(process)")
+    }
+
+    @Test("a shared store's tuning given to a directory store is accepted with a note; problems come all at once")
+    func settingsProblemsAreSaidTogether() async throws {
+        func load(_ flags: [String: String]) async throws -> ServerSettings.Loaded {
+            ServerSettings.load(
+                try await ServerSettings.reader(flags: flags, environment: [:], file: nil),
+                environment: ["HOME": "/nonexistent"])
+        }
+        let directory = try await load(["allowAnonymous": "true", "catalogTimeout": "5s", "catalogOutageGrace": "1m"])
+        #expect(directory.problems.isEmpty, "\(directory.problems)")
+        #expect(directory.notes.filter { $0.contains("only a postgres:// store uses it") }.count == 2)
+        let bad = try await load(["allowAnonymous": "true", "catalogTimeout": "soon"])
+        #expect(bad.problems.count == 1 && bad.problems[0].contains("catalog-timeout"), "\(bad.problems)")
+        // A shared store missing its bucket and a bad timeout: both said, not the first alone.
+        let shared = try await load(
+            ["allowAnonymous": "true", "store": "postgres://h/db", "catalogTimeout": "soon", "port": "99999"])
+        #expect(shared.problems.contains { $0.contains("catalog-timeout") }, "\(shared.problems)")
+        #expect(shared.problems.contains { $0.contains("store / ATTACHE_STORE") }, "\(shared.problems)")
+        #expect(shared.problems.contains { $0.contains("port") }, "\(shared.problems)")
+        let blobs = try await load(["allowAnonymous": "true", "blobs": "s3://bucket"])
+        #expect(blobs.problems.contains { $0.contains("blobs") }, "a bucket for a directory store is a mistake")
+    }
+
     @Test func jsonLogLinesParse() async throws {
         let directory = try TemporaryDirectory()
         let log = directory.path + "/log"

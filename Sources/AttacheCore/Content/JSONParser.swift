@@ -102,8 +102,10 @@ public struct JSONParser {
             skipSpace()
             try expect(UInt8(ascii: ":"))
             skipSpace()
+            let valueStart = index
             let value = try value()
-            members.append(JSONValue.Member(key: key, value: value, sourceRange: start..<index))
+            members.append(
+                JSONValue.Member(key: key, value: value, sourceRange: start..<index, valueStart: valueStart))
             skipSpace()
             if current == UInt8(ascii: ",") {
                 index += 1

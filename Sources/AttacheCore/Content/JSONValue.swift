@@ -19,11 +19,21 @@ public indirect enum JSONValue: Hashable, Sendable {
         public var value: JSONValue
         /// Byte range of the whole member (key through value) in the parsed source, if parsed.
         public var sourceRange: Range<Int>?
+        /// Where the value starts in the parsed source (past the colon and the blanks after it).
+        public var valueStart: Int?
 
-        public init(key: String, value: JSONValue, sourceRange: Range<Int>? = nil) {
+        public init(key: String, value: JSONValue, sourceRange: Range<Int>? = nil, valueStart: Int? = nil) {
             self.key = key
             self.value = value
             self.sourceRange = sourceRange
+            self.valueStart = valueStart
+        }
+
+        /// Byte range of the value alone in the parsed source, if parsed: what an edit of the
+        /// value replaces, keeping the key's spelling and the spacing around the colon.
+        public var valueRange: Range<Int>? {
+            guard let sourceRange, let valueStart else { return nil }
+            return valueStart..<sourceRange.upperBound
         }
     }
 

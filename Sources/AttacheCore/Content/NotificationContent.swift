@@ -61,7 +61,12 @@ public struct NotificationContent: Sendable {
             let piece: [UInt8]
             if let change = latest[member.key] {
                 guard let value = change else { continue }
-                piece = text(member.key, value)
+                // The key and the spacing around its colon as they were; the value anew.
+                if let valueStart = member.valueStart {
+                    piece = Array(bytes[ranges[index].lowerBound..<valueStart]) + Array(value.text.utf8)
+                } else {
+                    piece = text(member.key, value)
+                }
             } else {
                 piece = Array(bytes[ranges[index]])
             }

@@ -85,81 +85,179 @@ public struct TypeMember: Hashable, Sendable {
     }
 }
 
-extension NotificationContent {
-    /// What kind of body this is.
-    public var shape: PayloadShape {
-        if case .object = root["message"] ?? .null { return .fcm }
-        if let messages = root["messages"], case .object = messages,
-            messages["apple_push"] != nil || messages["android_push"] != nil || messages["web_push"] != nil
-        {
-            return .braze
+/// One sender's send body: what tells it apart, and the fields that name its pictures. The
+/// senders are tried in ``all``'s order; docs/receivers.md's table is checked against it.
+public struct SendShape: Sendable {
+    /// One field naming a picture: its path (`*` stands for every member of an object), whom it
+    /// is for, and the member beside it naming the file's type, if the sender has one.
+    public struct Field: Sendable {
+        public var path: [String]
+        public var receiver: Receiver
+        public var type: (path: [String], spelling: TypeMember.Spelling)?
+
+        init(_ path: [String], _ receiver: Receiver, type: (path: [String], spelling: TypeMember.Spelling)? = nil) {
+            (self.path, self.receiver, self.type) = (path, receiver, type)
         }
-        if root["app_id"]?.stringValue != nil,
-            root["contents"] != nil || root["headings"] != nil || root["template_id"] != nil
-        {
-            return .oneSignal
-        }
-        if case .object = root["notification"] ?? .null, root["audience"] != nil || root["device_types"] != nil {
-            return .airship
-        }
-        if case .object = root["content"]?["platform_specific"] ?? .null { return .cleverTap }
-        return .apns
     }
 
-    /// The fields of a multi-platform body that name pictures, in the order listed here (none
-    /// for an APNs payload); docs/receivers.md has the table.
+    public var shape: PayloadShape
+    /// The sender's name, for reports.
+    public var name: String
+    /// What tells the body apart, in words (reports and docs).
+    public var toldBy: String
+    /// Whether a body's top level carries this sender's marks.
+    let matches: @Sendable (JSONValue) -> Bool
+    public var fields: [Field]
+
+    /// The send shapes in the order they are tried: a body that carries the marks of several is
+    /// read as the first, and its report says which others it also matched.
+    public static let all: [SendShape] = [fcm, braze, oneSignal, airship, cleverTap]
+
+    static let fcm = SendShape(
+        shape: .fcm, name: "FCM HTTP v1", toldBy: "a top-level `message` object",
+        matches: { if case .object = $0["message"] ?? .null { true } else { false } },
+        fields: [
+            Field(["message", "notification", "image"], .android),
+            Field(["message", "android", "notification", "image"], .android),
+            Field(["message", "apns", "fcm_options", "image"], .ios),
+            Field(["message", "webpush", "notification", "image"], .web),
+            Field(["message", "webpush", "headers", "image"], .web),
+        ])
+
+    static let braze = SendShape(
+        shape: .braze, name: "Braze", toldBy: "`messages` with `apple_push`, `android_push` or `web_push`",
+        matches: { root in
+            guard let messages = root["messages"], case .object = messages else { return false }
+            return messages["apple_push"] != nil || messages["android_push"] != nil || messages["web_push"] != nil
+        },
+        fields: [
+            Field(
+                ["messages", "apple_push", "asset_url"], .ios,
+                type: (["messages", "apple_push", "asset_file_type"], .brazeFileType)),
+            Field(["messages", "android_push", "extra", "appboy_image_url"], .android),
+            Field(["messages", "android_push", "push_icon_image_url"], .icon),
+            Field(["messages", "web_push", "large_image_url"], .web),
+            Field(["messages", "web_push", "image_url"], .icon),
+        ])
+
+    static let oneSignal = SendShape(
+        shape: .oneSignal, name: "OneSignal", toldBy: "`app_id` with `contents`, `headings` or `template_id`",
+        matches: { root in
+            root["app_id"]?.stringValue != nil
+                && (root["contents"] != nil || root["headings"] != nil || root["template_id"] != nil)
+        },
+        fields: ["big_picture", "huawei_big_picture", "adm_big_picture"].map { Field([$0], .android) }
+            + [Field(["chrome_web_image"], .web)]
+            + ["large_icon", "huawei_large_icon"].map { Field([$0], .icon) }
+            + [Field(["ios_attachments", "*"], .ios)])
+
+    static let airship = SendShape(
+        shape: .airship, name: "Airship", toldBy: "a `notification` object beside `audience` or `device_types`",
+        matches: { root in
+            guard case .object = root["notification"] ?? .null else { return false }
+            return root["audience"] != nil || root["device_types"] != nil
+        },
+        fields: [
+            Field(["notification", "ios", "media_attachment", "url"], .ios),
+            Field(["notification", "android", "style", "big_picture"], .android),
+            Field(["notification", "amazon", "style", "big_picture"], .android),
+            Field(["notification", "web", "image", "url"], .web),
+            Field(["notification", "web", "icon", "url"], .icon),
+        ])
+
+    static let cleverTap: SendShape = {
+        let platforms = ["content", "platform_specific"]
+        return SendShape(
+            shape: .cleverTap, name: "CleverTap", toldBy: "`content` with `platform_specific`",
+            matches: { if case .object = $0["content"]?["platform_specific"] ?? .null { true } else { false } },
+            fields: [
+                Field(
+                    platforms + ["ios", "ct_mediaUrl"], .ios,
+                    type: (platforms + ["ios", "ct_mediaType"], .cleverTapMediaType)),
+                Field(platforms + ["android", "background_image"], .android),
+                Field(platforms + ["android", "large_icon"], .icon),
+                Field(platforms + ["chrome", "image"], .web),
+                Field(platforms + ["chrome", "icon"], .icon),
+                Field(platforms + ["firefox", "icon"], .icon),
+            ])
+    }()
+
+    /// The send shape of `shape` (nil for APNs).
+    public static func of(_ shape: PayloadShape) -> SendShape? { all.first { $0.shape == shape } }
+}
+
+/// What a body was read as, and why when it could have been read otherwise.
+public struct ShapeReading: Sendable {
+    public var shape: PayloadShape
+    /// Said in the report when the body carried another shape's marks too.
+    public var note: String?
+}
+
+extension NotificationContent {
+    /// What kind of body this is.
+    public var shape: PayloadShape { shapeReading.shape }
+
+    /// The shape read, with a note when the body carries the marks of another: a top-level
+    /// `aps` makes an APNs payload whatever else it holds (no send body has one: a `message`
+    /// or `notification` beside it is the app's own key); otherwise the first send shape in
+    /// ``SendShape/all``'s order whose marks it carries, and the others it matched are named.
+    public var shapeReading: ShapeReading {
+        let matched = SendShape.all.filter { $0.matches(root) }
+        func marks(_ shapes: [SendShape]) -> String {
+            shapes.map { "\($0.name) (\($0.toldBy))" }.joined(separator: ", ")
+        }
+        if root["aps"] != nil {
+            let note =
+                matched.isEmpty
+                ? nil
+                : "read as an APNs payload (it has a top-level aps, which no send body has); the members that "
+                    + "look like \(marks(matched)) are the app's own keys"
+            return ShapeReading(shape: .apns, note: note)
+        }
+        guard let first = matched.first else { return ShapeReading(shape: .apns, note: nil) }
+        let others = matched.dropFirst()
+        let note =
+            others.isEmpty
+            ? nil
+            : "read as \(first.name) (\(first.toldBy)), the first of "
+                + SendShape.all.map(\.name).joined(separator: ", ")
+                + " to match; it also has the marks of \(marks(Array(others))), whose fields were not read"
+        return ShapeReading(shape: first.shape, note: note)
+    }
+
+    /// The fields of a multi-platform body that name pictures, in the order its sender lists
+    /// them (none for an APNs payload); docs/receivers.md has the table. Every string is read,
+    /// so that what cannot be fetched (another scheme, a relative path) is reported, except a
+    /// large icon's resource name (no scheme and no `/`: a drawable in the app) and an empty one.
     public var receiverFields: [ReceiverField] {
-        var rules: [(path: [String], receiver: Receiver, type: TypeMember?)] = []
-        func add(_ path: [String], _ receiver: Receiver, type: TypeMember? = nil) {
-            rules.append((path, receiver, type))
-        }
-        switch shape {
-        case .apns: return []
-        case .fcm:
-            add(["message", "notification", "image"], .android)
-            add(["message", "android", "notification", "image"], .android)
-            add(["message", "apns", "fcm_options", "image"], .ios)
-            add(["message", "webpush", "notification", "image"], .web)
-            add(["message", "webpush", "headers", "image"], .web)
-        case .oneSignal:
-            for key in ["big_picture", "huawei_big_picture", "adm_big_picture"] { add([key], .android) }
-            add(["chrome_web_image"], .web)
-            for key in ["large_icon", "huawei_large_icon"] { add([key], .icon) }
-            if case .object(let members) = root["ios_attachments"] ?? .null {
-                for member in members { add(["ios_attachments", member.key], .ios) }
+        guard let sender = SendShape.of(shape) else { return [] }
+        var found: [ReceiverField] = []
+        for field in sender.fields {
+            for path in expand(field.path[...], prefix: []) {
+                guard let url = value(at: path)?.stringValue, !url.isEmpty else { continue }
+                if field.receiver == .icon, Self.isResourceName(url) { continue }
+                // A type member beside the URL is written whatever it held before (the pair agree).
+                let type = field.type.flatMap { type in
+                    value(at: type.path) != nil ? TypeMember(path: type.path, spelling: type.spelling) : nil
+                }
+                found.append(ReceiverField(path: path, receiver: field.receiver, url: url, typeMember: type))
             }
-        case .braze:
-            let apple = ["messages", "apple_push"]
-            add(
-                apple + ["asset_url"], .ios,
-                type: TypeMember(path: apple + ["asset_file_type"], spelling: .brazeFileType))
-            add(["messages", "android_push", "extra", "appboy_image_url"], .android)
-            add(["messages", "android_push", "push_icon_image_url"], .icon)
-            add(["messages", "web_push", "large_image_url"], .web)
-            add(["messages", "web_push", "image_url"], .icon)
-        case .airship:
-            add(["notification", "ios", "media_attachment", "url"], .ios)
-            add(["notification", "android", "style", "big_picture"], .android)
-            add(["notification", "amazon", "style", "big_picture"], .android)
-            add(["notification", "web", "image", "url"], .web)
-            add(["notification", "web", "icon", "url"], .icon)
-        case .cleverTap:
-            let platforms = ["content", "platform_specific"]
-            let ios = platforms + ["ios"]
-            add(
-                ios + ["ct_mediaUrl"], .ios,
-                type: TypeMember(path: ios + ["ct_mediaType"], spelling: .cleverTapMediaType))
-            add(platforms + ["android", "background_image"], .android)
-            add(platforms + ["android", "large_icon"], .icon)
-            add(platforms + ["chrome", "image"], .web)
-            add(platforms + ["chrome", "icon"], .icon)
-            add(platforms + ["firefox", "icon"], .icon)
         }
-        return rules.compactMap { rule in
-            guard let url = value(at: rule.path)?.stringValue, Self.isRemote(url) else { return nil }
-            let type = rule.type.flatMap { value(at: $0.path)?.stringValue != nil ? $0 : nil }
-            return ReceiverField(path: rule.path, receiver: rule.receiver, url: url, typeMember: type)
-        }
+        return found
+    }
+
+    /// The paths `pattern` names in this body (`*`: each member of the object there).
+    private func expand(_ pattern: ArraySlice<String>, prefix: [String]) -> [[String]] {
+        guard let head = pattern.first else { return [prefix] }
+        guard head == "*" else { return expand(pattern.dropFirst(), prefix: prefix + [head]) }
+        guard case .object(let members) = value(at: prefix) ?? .null else { return [] }
+        return members.flatMap { expand(pattern.dropFirst(), prefix: prefix + [$0.key]) }
+    }
+
+    /// A name without a scheme or a path: an icon resource in the app (OneSignal's `large_icon`
+    /// may name a drawable), not something to fetch.
+    static func isResourceName(_ text: String) -> Bool {
+        !text.contains(":") && !text.contains("/")
     }
 
     /// The APNs payload inside an FCM message (`message.apns.payload`), when there is one.
@@ -184,19 +282,18 @@ extension NotificationContent {
     /// The member a sender names its focal point in (never written out).
     public static let focusMember = "attache-focus"
 
-    /// An `http(s)` URL (a OneSignal `large_icon` may also name a drawable in the app).
-    static func isRemote(_ url: String) -> Bool {
-        url.hasPrefix("https://") || url.hasPrefix("http://")
-    }
+    /// The report's note for an `attache-focus` that is not a point.
+    static let focusNote =
+        "attache-focus is not {\"x\": 0 to 1, \"y\": 0 to 1}: the crops are placed by the picture's own subject"
 
     /// The payload with the values at `edits`' paths replaced (every member on a path must
-    /// exist) and top-level members removed; every other byte is kept. Edits must not nest
-    /// inside one another.
+    /// exist) and top-level members removed; every other byte is kept, the keys' spelling and
+    /// the spacing around each colon among them. Edits must not nest inside one another.
     public func replacing(_ edits: [(path: [String], value: JSONValue)], removing: [String] = []) -> [UInt8] {
         var splices: [(range: Range<Int>, text: [UInt8])] = []
         for (path, value) in edits {
-            guard let member = member(at: path), let range = member.sourceRange else { continue }
-            splices.append((range, Array((JSONValue.quote(member.key) + ":" + value.text).utf8)))
+            guard let range = member(at: path)?.valueRange else { continue }
+            splices.append((range, Array(value.text.utf8)))
         }
         var out = bytes
         for splice in splices.sorted(by: { $0.range.lowerBound > $1.range.lowerBound }) {
@@ -215,16 +312,7 @@ extension NotificationContent {
 
     /// The source bytes of the value at `path` (a member's value as it was written).
     func valueBytes(at path: [String]) -> [UInt8]? {
-        guard let range = member(at: path)?.sourceRange else { return nil }
-        // Past the key (a string literal, escapes skipped), the colon and blanks.
-        var index = range.lowerBound + 1
-        while index < range.upperBound, bytes[index] != UInt8(ascii: "\"") {
-            index += bytes[index] == UInt8(ascii: "\\") ? 2 : 1
-        }
-        index += 1
-        while index < range.upperBound, [0x20, 0x09, 0x0A, 0x0D, UInt8(ascii: ":")].contains(bytes[index]) {
-            index += 1
-        }
-        return Array(bytes[index..<range.upperBound])
+        guard let range = member(at: path)?.valueRange else { return nil }
+        return Array(bytes[range])
     }
 }

@@ -38,6 +38,19 @@ public struct AttachmentOutcome: Sendable {
 
     /// `attached`, or the error code.
     public var reason: String { attachment != nil ? "attached" : error?.code.rawValue ?? "unknown" }
+
+    /// The URL as a report shows it: without a `user:password@` (refused, but a secret all the
+    /// same), as the logs and traces leave it out.
+    public var shownURL: String { Self.withoutUserinfo(url) }
+
+    /// `url` without the userinfo of its authority, if it has one.
+    static func withoutUserinfo(_ url: String) -> String {
+        guard let scheme = url.firstRange(of: "://") else { return url }
+        let rest = url[scheme.upperBound...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return url }
+        return String(url[..<scheme.upperBound]) + "***" + String(rest[at...])
+    }
 }
 
 /// Milliseconds per stage for one attachment; a stage that ran and failed reports the time it
@@ -77,4 +90,32 @@ public struct TargetEntry: Sendable {
     public var error: AttacheError?
     /// Reused from the store (made for this URL and spec before).
     public var cached = false
+
+    /// How the picture was made, as kept beside it in the store: `crop=x,y,w,h;placement=…;
+    /// encodes=…;quality=…`.
+    var note: String {
+        var parts: [String] = []
+        if crop.count == 4 { parts.append("crop=" + crop.map(String.init).joined(separator: ",")) }
+        if let placement { parts.append("placement=" + placement) }
+        if let encodes { parts.append("encodes=\(encodes)") }
+        if let quality { parts.append("quality=\(quality)") }
+        return parts.joined(separator: ";")
+    }
+
+    /// Takes back what ``note`` kept (a picture stored before notes were kept has none).
+    mutating func read(note: String?) {
+        for part in (note ?? "").split(separator: ";") {
+            let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+            guard pair.count == 2 else { continue }
+            switch pair[0] {
+            case "crop":
+                let values = pair[1].split(separator: ",").compactMap { Int($0) }
+                if values.count == 4 { crop = values }
+            case "placement": placement = pair[1]
+            case "encodes": encodes = Int(pair[1])
+            case "quality": quality = Int(pair[1])
+            default: continue
+            }
+        }
+    }
 }

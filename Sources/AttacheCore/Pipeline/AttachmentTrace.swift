@@ -28,6 +28,12 @@ struct AttachmentTrace {
         attachment.attributes["attache.source.member"] = convention
     }
 
+    /// The attachment was another payload's run, shared (no stage of its own ran).
+    func shared() {
+        guard recording else { return }
+        attachment.attributes["attache.shared"] = true
+    }
+
     /// Ends the stage under way, if any, and starts `name`'s.
     mutating func enter(_ name: String) {
         guard recording else { return }

@@ -31,13 +31,15 @@ extension Pipeline {
             wanted[field.url, default: []].insert(field.receiver)
         }
         let focus = given ?? content.focus
-        // The body's own member goes whatever it held (never sent on).
+        // The body's own member goes whatever it held (never sent on); one that is not a point
+        // is said in the report.
         let named = content.root[NotificationContent.focusMember] != nil
+        let notes = given == nil && named && content.focus == nil ? [NotificationContent.focusNote] : []
         func unchanged(_ outcomes: [AttachmentOutcome], unfinished: Bool = false) -> PipelineResult {
             let payload = named ? content.replacing([], removing: [NotificationContent.focusMember]) : content.bytes
             return PipelineResult(
                 payload: payload, outcomes: outcomes, bestAttempt: unfinished, passedThrough: !named,
-                payloadError: nil, trimmed: [], elapsed: .now - start)
+                payloadError: nil, trimmed: [], elapsed: .now - start, notes: notes)
         }
         guard !order.isEmpty else { return unchanged([]) }
 
@@ -52,14 +54,22 @@ extension Pipeline {
         let targetsFor: [String: [TargetSpec]] = wanted.mapValues { receivers in
             Receiver.allCases.filter { receivers.contains($0) }.compactMap { $0.target.flatMap { specs[$0] } }
         }
-        let (outcomes, unfinished) = await runAll(sources, deadline: deadline) { [self] source in
+        let (ran, unfinished) = await runAll(sources, deadline: deadline) { [self] source in
             await run(
                 source, deadline: deadline, budgets: budgets, sealed: false, group: WorkGroup.payload(of: tenant),
                 targets: targetsFor[source.url] ?? [], focus: focus)
         }
 
-        let byURL = Dictionary(outcomes.map { ($0.url, $0) }, uniquingKeysWith: { a, _ in a })
-        var edits = Self.fieldEdits(fields, byURL)
+        var byURL = Dictionary(ran.map { ($0.url, $0) }, uniquingKeysWith: { a, _ in a })
+        let (fieldEdits, unnamed) = Self.fieldEdits(fields, byURL)
+        var edits = fieldEdits
+        // A rendition its sender has no word for is not attached: the field keeps its URL, and
+        // the outcome says so.
+        for (url, error) in unnamed {
+            byURL[url]?.attachment = nil
+            byURL[url]?.error = error
+        }
+        let outcomes = ran.map { byURL[$0.url] ?? $0 }
         var iosOutcomes: [AttachmentOutcome] = []
         var trimmed: [String] = []
         if let mutableInner, let apnsPath, let iosField = fields.first(where: { $0.receiver == .ios }),
@@ -85,15 +95,18 @@ extension Pipeline {
         }
         return PipelineResult(
             payload: payload, outcomes: reported + skipped, bestAttempt: unfinished, passedThrough: false,
-            payloadError: nil, trimmed: trimmed, elapsed: .now - start)
+            payloadError: nil, trimmed: trimmed, elapsed: .now - start, notes: notes)
     }
 
     /// Each field to its receiver's picture; a field whose picture could not be made keeps the
-    /// URL it had (the receiver fetches it as it would have without Attache).
+    /// URL it had (the receiver fetches it as it would have without Attache). `unnamed`: the
+    /// URLs whose rendition the field's sender has no word for (a Braze `asset_file_type` for
+    /// a WebP), with the error their outcome reports.
     static func fieldEdits(
         _ fields: [ReceiverField], _ byURL: [String: AttachmentOutcome]
-    ) -> [(path: [String], value: JSONValue)] {
+    ) -> (edits: [(path: [String], value: JSONValue)], unnamed: [(url: String, error: AttacheError)]) {
         var edits: [(path: [String], value: JSONValue)] = []
+        var unnamed: [(url: String, error: AttacheError)] = []
         for field in fields where !field.path.isEmpty {
             guard let outcome = byURL[field.url] else { continue }
             switch field.receiver.target {
@@ -101,7 +114,14 @@ extension Pipeline {
                 guard let attachment = outcome.attachment else { continue }
                 // A member naming the file's type says the type written, or the field stays.
                 if let member = field.typeMember {
-                    guard let word = member.word(for: attachment.kind) else { continue }
+                    guard let word = member.word(for: attachment.kind) else {
+                        let error = AttacheError(
+                            .unsupportedVariant,
+                            "\(member.path.joined(separator: ".")) has no word for \(attachment.kind.mimeType): "
+                                + "\(field.path.joined(separator: ".")) keeps its URL")
+                        unnamed.append((field.url, error))
+                        continue
+                    }
                     edits.append((member.path, .string(word)))
                 }
                 edits.append((field.path, .string(attachment.url)))
@@ -111,7 +131,7 @@ extension Pipeline {
                 }
             }
         }
-        return edits
+        return (edits, unnamed)
     }
 
     /// The iOS attachment block written into an FCM message's mutable APNs payload, under the

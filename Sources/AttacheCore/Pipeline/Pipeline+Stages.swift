@@ -68,7 +68,52 @@ struct PieceKeys: Sendable {
 extension Pipeline {
     /// With `targets`, the pictures for other receivers are made from the same decode and
     /// stored beside the rendition (not for a sealed payload), cropped around `focus` if given.
+    ///
+    /// Payloads that name the same URL for the same pieces at the same time share one run
+    /// (``AttachmentFlights``); each is charged its budgets for it. A sealed payload's run is
+    /// its own (its objects are sealed under keys of their own).
     func run(
+        _ source: AttachmentSource, deadline: ContinuousClock.Instant, budgets: PayloadBudgets, sealed: Bool,
+        group: WorkGroup, targets: [TargetSpec] = [], focus: FocalPoint? = nil
+    ) async -> AttachmentOutcome {
+        let alone: @Sendable () async -> AttachmentOutcome = { [self] in
+            await runAlone(
+                source, deadline: deadline, budgets: budgets, sealed: sealed, group: group, targets: targets,
+                focus: focus)
+        }
+        guard !sealed else { return await alone() }
+        let keys = pieceKeys(source, targets: targets, focus: focus)
+        let key = AttachmentFlights.Key(
+            url: source.url, rendition: keys.rendition, small: keys.small, targets: keys.targets,
+            options: source.options)
+        let (shared, joined) = await flights.run(key, alone)
+        guard joined else { return shared }
+        // Another payload's run ended for lack of its time, with time left for this one.
+        if let code = shared.error?.code, code == .timedOut || code == .cancelled, !Task.isCancelled,
+            ContinuousClock.now < deadline
+        {
+            return await alone()
+        }
+        var outcome = shared
+        outcome.convention = source.convention
+        let trace = AttachmentTrace(url: source.url, convention: source.convention)
+        trace.shared()
+        defer { trace.end(outcome) }
+        // This payload is charged for what the run read and stored, as if it had done it.
+        do throws(AttacheError) {
+            if outcome.fetchedBytes > 0 { try budgets.fetch.take(outcome.fetchedBytes) }
+            let stored =
+                (outcome.attachment.map { $0.bytes + ($0.small?.bytes ?? 0) } ?? 0)
+                + outcome.targets.reduce(0) { $0 + $1.bytes }
+            if stored > 0, !outcome.cached { try budgets.store.take(stored) }
+        } catch {
+            (outcome.attachment, outcome.targets, outcome.error) = (nil, [], error)
+        }
+        return outcome
+    }
+
+    /// One attachment through the stages, for this payload alone.
+    func runAlone(
         _ source: AttachmentSource, deadline: ContinuousClock.Instant, budgets: PayloadBudgets, sealed: Bool,
         group: WorkGroup, targets: [TargetSpec] = [], focus: FocalPoint? = nil
     ) async -> AttachmentOutcome {
@@ -186,9 +231,10 @@ extension Pipeline {
             else { return nil }
             var found: [TargetEntry] = []
             for (target, key) in zip(targets, keys.targets) {
-                guard let (picture, _) = try self.store.lookup(url: source.url, spec: key) else { return nil }
+                guard let (picture, reference) = try self.store.lookup(url: source.url, spec: key) else { return nil }
                 var entry = try describeTarget(picture, target: target.target)
                 entry.cached = true
+                entry.read(note: reference.note)
                 found.append(entry)
             }
             var entry = try describe(stored, kind: kind, source: source)
@@ -314,15 +360,19 @@ extension Pipeline {
             case .success(let picture):
                 let metadata = ObjectMetadata(
                     kind: picture.kind, width: picture.width, height: picture.height, frames: 1)
+                var made = TargetEntry(target: outcome.spec.target)
+                made.crop = [picture.crop.x, picture.crop.y, picture.crop.width, picture.crop.height]
+                (made.placement, made.encodes, made.quality) = (picture.placement, picture.encodes, picture.quality)
+                // What the making said is kept beside the picture, so that a reuse reports it too.
                 let reference = SourceReference(
-                    url: source.url, spec: key, etag: media.etag, lastModified: media.lastModified)
+                    url: source.url, spec: key, etag: media.etag, lastModified: media.lastModified, note: made.note)
                 let bytes = MediaBytes(picture.data)
                 let stored = try store.put(
                     UnsafeRawBufferPointer(bytes.buffer), metadata: metadata, source: reference,
                     ttl: configuration.storeTTL)
                 var entry = try describeTarget(stored, target: outcome.spec.target)
-                entry.crop = [picture.crop.x, picture.crop.y, picture.crop.width, picture.crop.height]
-                (entry.placement, entry.encodes, entry.quality) = (picture.placement, picture.encodes, picture.quality)
+                (entry.crop, entry.placement, entry.encodes, entry.quality) =
+                    (made.crop, made.placement, made.encodes, made.quality)
                 entries.append(entry)
             case .failure(let error):
                 entries.append(TargetEntry(target: outcome.spec.target, error: error))

@@ -20,6 +20,11 @@ public struct PipelineResult: Sendable {
     public var trimmed: [String]
     /// Wall time.
     public var elapsed: Duration
+    /// What the payload was read as: an APNs payload or a sender's send body.
+    public var shape: PayloadShape = .apns
+    /// What the payload said that was not used, and why (a body that also carried another
+    /// sender's marks, an `attache-focus` that is not a point).
+    public var notes: [String] = []
 }
 
 /// Payload in, mutated payload out: the server's Notification Service Extension.
@@ -33,20 +38,34 @@ public final class Pipeline: Sendable {
     public let configuration: PipelineConfiguration
     let fetcher: Fetcher
     let store: AttachmentStore
+    /// Attachments under way, shared with every pipeline made from this one.
+    let flights: AttachmentFlights
 
     /// A pipeline that fetches with `fetcher` (its policy: addresses, timeouts, redirects) and
     /// keeps attachments in `store`. The byte caps come from `configuration.mediaLimits`.
-    public init(configuration: PipelineConfiguration, fetcher: Fetcher, store: AttachmentStore) {
+    public convenience init(configuration: PipelineConfiguration, fetcher: Fetcher, store: AttachmentStore) {
+        self.init(configuration: configuration, fetcher: fetcher, store: store, flights: AttachmentFlights())
+    }
+
+    private init(
+        configuration: PipelineConfiguration, fetcher: Fetcher, store: AttachmentStore, flights: AttachmentFlights
+    ) {
         self.configuration = configuration
         self.fetcher = fetcher
         self.store = store
+        self.flights = flights
+    }
+
+    /// This pipeline with another configuration: same fetcher, same store, same attachments under way.
+    private func with(_ configuration: PipelineConfiguration) -> Pipeline {
+        Pipeline(configuration: configuration, fetcher: fetcher, store: store, flights: flights)
     }
 
     /// This pipeline with its attachments served from `baseURL`: same fetcher, same store.
     public func serving(at baseURL: String) -> Pipeline {
         var configuration = self.configuration
         configuration.baseURL = baseURL
-        return Pipeline(configuration: configuration, fetcher: fetcher, store: store)
+        return with(configuration)
     }
 
     /// This pipeline writing still renditions as `format`: same fetcher, same store (a rendition
@@ -55,7 +74,7 @@ public final class Pipeline: Sendable {
         guard format != configuration.rendition.outputFormat else { return self }
         var configuration = self.configuration
         configuration.rendition.outputFormat = format
-        return Pipeline(configuration: configuration, fetcher: fetcher, store: store)
+        return with(configuration)
     }
 
     /// This pipeline making the other receivers' pictures to `targets` (a sender's own caps,
@@ -64,7 +83,7 @@ public final class Pipeline: Sendable {
         guard targets != configuration.targets else { return self }
         var configuration = self.configuration
         configuration.targets = targets
-        return Pipeline(configuration: configuration, fetcher: fetcher, store: store)
+        return with(configuration)
     }
 
     /// Processes one payload before `deadline` (default: now + the configured deadline).
@@ -95,20 +114,36 @@ public final class Pipeline: Sendable {
     ) async -> PipelineResult {
         let start = ContinuousClock.now
         let deadline = deadline ?? start + configuration.deadline
-        func unchanged(_ error: AttacheError? = nil, outcomes: [AttachmentOutcome] = []) -> PipelineResult {
-            PipelineResult(
-                payload: payload, outcomes: outcomes, bestAttempt: false, passedThrough: true, payloadError: error,
-                trimmed: [], elapsed: .now - start)
-        }
         let content: NotificationContent
         do throws(AttacheError) {
             content = try NotificationContent(bytes: payload)
         } catch {
-            return unchanged(error)
+            return PipelineResult(
+                payload: payload, outcomes: [], bestAttempt: false, passedThrough: true, payloadError: error,
+                trimmed: [], elapsed: .now - start)
         }
-        // A body for every platform (FCM v1, OneSignal): each receiver's picture.
-        if content.shape != .apns {
-            return await processReceivers(content, deadline: deadline, tenant: tenant, start: start, focus: focus)
+        // A body for every platform (FCM v1, OneSignal, …): each receiver's picture.
+        let reading = content.shapeReading
+        var result =
+            reading.shape == .apns
+            ? await processAPNs(content, deadline: deadline, seal: seal, tenant: tenant, start: start)
+            : await processReceivers(content, deadline: deadline, tenant: tenant, start: start, focus: focus)
+        result.shape = reading.shape
+        if let note = reading.note { result.notes.insert(note, at: 0) }
+        return result
+    }
+
+    /// An APNs payload: its media found by the source rules, attached in its block (sealed when
+    /// asked), under the APNs size.
+    func processAPNs(
+        _ content: NotificationContent, deadline: ContinuousClock.Instant,
+        seal: Result<SealRecipient, AttacheError>?, tenant: String, start: ContinuousClock.Instant
+    ) async -> PipelineResult {
+        let payload = content.bytes
+        func unchanged() -> PipelineResult {
+            PipelineResult(
+                payload: payload, outcomes: [], bestAttempt: false, passedThrough: true, payloadError: nil,
+                trimmed: [], elapsed: .now - start)
         }
         let key = configuration.attachmentsKey
         let found = content.isMutable ? content.sources(using: configuration.sources) : []

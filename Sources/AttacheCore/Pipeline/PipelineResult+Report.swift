@@ -16,6 +16,8 @@ extension PipelineResult {
         line.add("bytes", payload.count)
         if let error = payloadError { line.add("payload_error", object: JSONLine.error(error)) }
         line.addRaw("trimmed", "[" + trimmed.map(JSONLine.quote).joined(separator: ",") + "]")
+        line.add("shape", shape.rawValue)
+        if !notes.isEmpty { line.addRaw("notes", "[" + notes.map(JSONLine.quote).joined(separator: ",") + "]") }
         let items = outcomes.map(\.json.text)
         line.addRaw("attachments", "[" + items.joined(separator: ",") + "]")
         return line.text
@@ -28,7 +30,7 @@ extension AttachmentOutcome {
     /// failed stage, warnings and milliseconds per stage.
     public var json: JSONLine {
         var item = JSONLine()
-        item.add("url", url)
+        item.add("url", shownURL)
         item.add("convention", convention)
         item.add("reason", reason)
         item.add("cached", cached)
