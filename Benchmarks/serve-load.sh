@@ -8,8 +8,14 @@
 #      of accepted requests;
 #   3. downloads: a stored ~200 KB attachment by its tokened URL with wrk -c 64, against nginx
 #      serving the same file from disk;
-#   4. memory: RSS of the service after 1,000 and after 10,000 mutate requests.
+#   4. memory: RSS of the service after 1,000 and after 10,000 mutate requests, and its peak
+#      (VmHWM) through the 16- and 64-client runs;
+#   5. fairness: a tiny payload (a 128x96 JPEG, ?deadline=300ms) posted one after another beside
+#      16 heavy clients, on their API key and on a second one: its answer times and how many
+#      were attached.
 #   bash Benchmarks/serve-load.sh
+# SERVE_ARGS (flags added to `attache serve`) and SERVE_ENV (variables for it, e.g. GLIBC_TUNABLES)
+# compare settings on the same files.
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
@@ -27,6 +33,7 @@ work=$(realpath work)/serve
 rm -rf "$work" && mkdir -p "$work"
 media_port=8901 service_port=8902 thumbor_port=8903
 key=benchmark-key-000000000000
+key2=benchmark-key-000000000001
 pids=()
 trap 'kill ${pids[*]} 2>/dev/null || true; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true' EXIT
 
@@ -40,7 +47,7 @@ for f in sorted(glob.glob("work/jpeg/*.jpg")):
         print(f[len("work/"):])
 PY
 count=$(wc -l < "$work/files")
-requests=$((count * 3))
+requests=$((count * 6))
 echo "files: $count JPEGs of 5-20 MP ($(grep -c . "$work/files") listed), $requests requests per run"
 
 # nginx: the media host, and the download comparison.
@@ -64,10 +71,11 @@ media="http://127.0.0.1:$media_port"
 
 wait_for() { for _ in $(seq 1 300); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
 rss_mb() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
+hwm_mb() { awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 
 start_service() {
-    "$bin" serve --port $service_port --store "$work/store" --api-keys $key --allow-loopback \
-        --max-queued 14 --gc-interval 0s --log-level info > "$work/service.log" 2>&1 &
+    env ${SERVE_ENV:-} "$bin" serve --port $service_port --store "$work/store" --api-keys $key,$key2 --allow-loopback \
+        --max-queued 14 --gc-interval 0s --log-level info ${SERVE_ARGS:-} > "$work/service.log" 2>&1 &
     service=$!
     pids+=($service)
     wait_for "http://127.0.0.1:$service_port/healthz"
@@ -87,12 +95,24 @@ start_service
 echo "attache serve, 16 clients:"
 python3 serve_load.py attache "http://127.0.0.1:$service_port" $key "$media" "$work/files" \
     --clients 16 --requests $requests --tag a16 | tee "$work/attache16.json"
+hwm16=$(hwm_mb $service)
 echo "attache serve, 64 clients (503 retried after Retry-After):"
 python3 serve_load.py attache "http://127.0.0.1:$service_port" $key "$media" "$work/files" \
     --clients 64 --requests $requests --tag a64 --retry-after | tee "$work/attache64.json"
 echo "attache serve, 64 clients, 503 not retried (each refused request counts once):"
 python3 serve_load.py attache "http://127.0.0.1:$service_port" $key "$media" "$work/files" \
     --clients 64 --requests $requests --tag b64 | tee "$work/attache64b.json"
+hwm64=$(hwm_mb $service)
+echo "{\"peak_rss_16_mb\": $hwm16, \"peak_rss_64_mb\": $hwm64}" | tee "$work/peak.json"
+
+# 5. A tiny payload beside 16 heavy clients: on their key, then on a second one.
+python3 -c "from PIL import Image; Image.radial_gradient('L').resize((128, 96)).convert('RGB').save('work/tiny.jpg', quality=85)"
+for tiny_key in $key $key2; do
+    tag=$([ "$tiny_key" = "$key" ] && echo one || echo two)
+    echo "a tiny payload beside 16 heavy clients ($tag API key(s)):"
+    python3 tiny_beside.py "http://127.0.0.1:$service_port" $key $tiny_key "$media" "$work/files" tiny.jpg \
+        --clients 16 --tiny 300 --deadline 300ms --tag "tiny$tag" | tee "$work/tiny-$tag.json"
+done
 
 for progressive in True False; do
     cat > "$work/thumbor.conf" <<CONF
@@ -152,7 +172,8 @@ work, resize = sys.argv[1], float(sys.argv[2])
 load = lambda n: json.load(open(f"{work}/{n}.json"))
 a16, a64, a64b = load("attache16"), load("attache64"), load("attache64b")
 tp, tn = load("thumbor-True"), load("thumbor-False")
-dl, mem = load("downloads"), load("memory")
+dl, mem, peak = load("downloads"), load("memory"), load("peak")
+tiny1, tiny2 = load("tiny-one"), load("tiny-two")
 m1, m2 = load("mem1"), load("mem2")
 ms = lambda s: "-" if s is None else f"{s * 1000:.0f}"
 print()
@@ -180,6 +201,12 @@ if refused:
           f"p99 {refused[int(0.99 * (len(refused) - 1))]:.2f} ms, max {refused[-1]:.2f} ms")
 print(f"- downloads: attache {dl['attache_rps']:.0f} requests/s, nginx {dl['nginx_rps']:.0f}: "
       f"{dl['attache_rps'] / dl['nginx_rps']:.2f}x")
+print(f"- peak RSS (VmHWM): {peak['peak_rss_16_mb']} MB through the 16-client run, {peak['peak_rss_64_mb']} MB "
+      f"through the 64-client runs")
+for name, t in [("one API key", tiny1), ("two API keys", tiny2)]:
+    print(f"- a tiny payload beside 16 heavy clients ({name}, ?deadline={t['deadline']}): answered p50 {t['p50_ms']} ms, "
+          f"p90 {t['p90_ms']} ms, p99 {t['p99_ms']} ms, max {t['max_ms']} ms; {t['attached']} of {t['tiny']} attached "
+          f"({t['attached_share'] * 100:.1f}%); heavy meanwhile {t['heavy_images_per_s']} images/s")
 print(f"- memory: RSS {mem['rss_after_1000_mb']} MB after 1,000 requests, {mem['rss_after_10000_mb']} MB after 10,000 "
       f"({(mem['rss_after_10000_mb'] / mem['rss_after_1000_mb'] - 1) * 100:+.1f}%); "
       f"errors {m1['errors'] + m2['errors']}, {m2['images_per_s']:.0f} requests/s")

@@ -1,6 +1,7 @@
 public import AttacheBase
 public import AttacheCore
 import AttacheFetch
+import AttacheMedia
 public import AttacheStore
 import AttacheStoreShared
 import Foundation
@@ -94,6 +95,7 @@ public struct AttacheService: Sendable {
             var text = metricsText()
             if !text.isEmpty && !text.hasSuffix("\n") { text += "\n" }
             text += ServerMetrics.admission(running: running, waiting: waiting)
+            text += ServerMetrics.decodes(PipelineWorkers.load, limit: PipelineWorkers.memory)
             var headers: HTTPFields = [.contentType: "text/plain; version=0.0.4; charset=utf-8"]
             headers[.cacheControl] = "no-store"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
@@ -144,6 +146,11 @@ public struct AttacheService: Sendable {
     /// up to the grace period, and returns. The pipeline's workers run at `workerNice`.
     public func run(logger: Logger, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         PipelineWorkers.niceness = configuration.workerNice
+        PipelineWorkers.useMemory(configuration.maxDecodeMemory)
+        // Two heaps, buffers of 8 MiB and up mapped apart: the peak follows the decodes admitted
+        // (docs/benchmarks.md: 232-243 MB through the 16- and 64-client runs, where glibc's
+        // defaults kept 700-850 MB at the same rate).
+        ImageProcessor.boundAllocator(arenas: 2, large: 8 << 20, trim: 16 << 20)
         let app = application(logger: logger, onServerRunning: onServerRunning)
         var group = ServiceGroupConfiguration(
             services: [.init(service: app)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

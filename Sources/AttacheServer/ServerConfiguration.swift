@@ -33,11 +33,19 @@ public struct ServerConfiguration: Sendable {
     public var maxRequestBytes = 64 << 10
     /// Longest deadline a request may ask for; a request without one gets the pipeline's.
     public var maxDeadline: Duration = .seconds(25)
-    /// Payloads in the pipeline at once (default: 8 × cores). A payload holds its place while
+    /// Payloads in the pipeline at once (default: 16 × cores). A payload holds its place while
     /// it fetches and while its transforms wait: the cores and the decoders' memory are shared
     /// between the payloads admitted by the workers' scheduler (by tenant, payload and expected
-    /// cost), so this bounds the fetched bytes held, not how the CPU is shared.
-    public var maxConcurrent = 8 * max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    /// cost, within ``maxDecodeMemory``), so this bounds the fetched bytes held, not how the CPU
+    /// or the decoders' memory is shared. It is high enough that a light payload finds a place
+    /// beside every client of a busy sender: a place waited for is waited for in arrival order,
+    /// whatever the payload costs.
+    public var maxConcurrent = 16 * max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    /// Memory the decodes may hold together, in bytes: a decode goes past its header only while
+    /// what it will hold fits beside the others' (default: 96 MiB × the cores, at most a quarter
+    /// of the machine's memory). The service's decode memory follows this, not the number of
+    /// clients. Set before the first payload (the workers' scheduler is the process's).
+    public var maxDecodeMemory = PipelineWorkers.defaultMemory
     /// Payloads waiting for a slot (default: 4 × cores); beyond them, 503 at once.
     public var maxQueued = 4 * max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
     /// The `Retry-After` a 503 carries, in seconds.

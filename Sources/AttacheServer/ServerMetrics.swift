@@ -93,7 +93,27 @@ final class ServerMetrics: Sendable {
         """
     }
 
-    /// Requests turned away for lack of room.
+    /// The decodes as the workers' scheduler holds them now, as Prometheus text: memory held
+    /// and its limit, decodes running, heavy places taken, and the decodes waiting by class
+    /// (`light`, `heavy`, and `unread`: not started, their header not read).
+    static func decodes(_ load: WorkScheduler.Load, limit: Int) -> String {
+        """
+        # TYPE attache_pipeline_decode_memory_bytes gauge
+        attache_pipeline_decode_memory_bytes \(load.memory)
+        # TYPE attache_pipeline_decode_memory_limit_bytes gauge
+        attache_pipeline_decode_memory_limit_bytes \(limit)
+        # TYPE attache_pipeline_decodes_running gauge
+        attache_pipeline_decodes_running \(load.running)
+        # TYPE attache_pipeline_decodes_heavy gauge
+        attache_pipeline_decodes_heavy \(load.heavy)
+        # TYPE attache_pipeline_decodes_waiting gauge
+        attache_pipeline_decodes_waiting{class="light"} \(load.waitingLight)
+        attache_pipeline_decodes_waiting{class="heavy"} \(load.waitingHeavy)
+        attache_pipeline_decodes_waiting{class="unread"} \(load.queued)
+
+        """
+    }
+
     /// A device's delivery receipt.
     func receipt(result: String, code: String?, milliseconds: Int?) {
         Counter(label: "attache_device_receipts_total", dimensions: [("result", result), ("code", code ?? "none")])

@@ -97,10 +97,15 @@ public enum ServerSettings {
             .duration(\.maxDeadline, .milliseconds(1)...(.seconds(3600)))),
         .init(
             "maxConcurrent", "Payloads in the pipeline at once (fetching or transforming).",
-            .integer(\.maxConcurrent, 1...4096), default: "\(8 * cores) (8 × the cores)"),
+            .integer(\.maxConcurrent, 1...4096), default: "\(16 * cores) (16 × the cores)"),
         .init(
             "maxQueued", "Payloads waiting for a slot; beyond them, 503.", .integer(\.maxQueued, 0...1_000_000),
             default: "\(4 * cores) (4 × the cores)"),
+        .init(
+            "maxDecodeMemory",
+            "Bytes the decodes may hold together: one waits, before it allocates, until it fits (not the clients' count).",
+            .integer(\.maxDecodeMemory, (16 << 20)...(1 << 40)),
+            default: "\(PipelineWorkers.defaultMemory) (96 MiB × the cores, at most a quarter of the memory)"),
         .init("retryAfter", "Retry-After of a 503 (seconds).", .integer(\.retryAfterSeconds, 1...3600)),
         .init(
             "gracePeriod", "Time in-flight requests get after SIGTERM/SIGINT.",

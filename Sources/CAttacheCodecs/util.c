@@ -13,11 +13,11 @@ void att_tune_allocator_for_batch(void) {
 #endif
 }
 
-void att_bound_allocator(void) {
+void att_bound_allocator(int arenas, long large, long trim) {
 #ifdef M_MMAP_THRESHOLD
-    mallopt(M_MMAP_THRESHOLD, 1 << 20);
-    mallopt(M_TRIM_THRESHOLD, 4 << 20);
-    mallopt(M_ARENA_MAX, 4);
+    mallopt(M_MMAP_THRESHOLD, (int)large);
+    mallopt(M_TRIM_THRESHOLD, (int)trim);
+    mallopt(M_ARENA_MAX, arenas);
 #endif
 }
 

@@ -55,7 +55,7 @@ struct BatchCommand: AsyncParsableCommand {
     @Option(
         help: """
             Memory (MiB) the decodes may hold together: one waits, before it allocates, until what \
-            it needs fits. Default: 256 per worker, at most a quarter of the machine's.
+            it needs fits. Default: 64 per worker, at most a quarter of the machine's.
             """)
     var workMemory: Int?
 
@@ -142,7 +142,7 @@ struct BatchCommand: AsyncParsableCommand {
         if let workers { PipelineWorkers.use(workers) }
         if let workMemory { PipelineWorkers.useMemory(workMemory << 20) }
         PipelineWorkers.useBatchScheduling()
-        ImageProcessor.boundAllocator()
+        ImageProcessor.boundAllocator(arenas: 4, large: 1 << 20, trim: 4 << 20)
         return jobs ?? 8 * (workers ?? PipelineWorkers.count)
     }
 

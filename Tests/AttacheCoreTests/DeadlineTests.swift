@@ -30,6 +30,9 @@ import Testing
         // A real Prometheus reads the process's metrics, which every service in the process
         // adds to: alone, so that the failures other suites inject on purpose are not its.
         ["AttacheServerTests.AlertRulesTests"],
+        // A tiny payload beside heavy ones, ordered by the process's one scheduler: alone, so
+        // that other suites' decodes are not its heavy ones.
+        ["AttacheServerTests.FairnessTests"],
         ["AttacheCoreTests.DeadlineTests"],
         ["AttacheSealTests.SealedDeliveryTests"],
         ["AttacheSealTests.KitMemoryTests"],

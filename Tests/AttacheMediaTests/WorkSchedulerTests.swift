@@ -276,36 +276,87 @@ import Testing
         #expect(await Self.order(.fairUntilLate, heavyDeadline: .seconds(60)).last == "heavy")
     }
 
-    @Test("beyond the crowd only a job far lighter than every started one starts; like jobs wait their turn")
-    func crowdOfStartedJobs() {
-        let settings = WorkScheduler.Settings(cores: 1, memory: 1 << 30)
-        #expect(settings.crowd == 2 && settings.started == 32)
-        let scheduler = WorkScheduler(settings)
-        var state = WorkScheduler.State()
-        func job(_ seconds: Double, started: Bool) -> WorkScheduler.Job {
-            let job = WorkScheduler.Job(
-                scheduler: scheduler, group: .payload(), estimate: .init(seconds: seconds, memory: 0), deadline: .none)
-            state.add(job)
-            if started {
-                job.phase = .ready
-                state.started += 1
+    @Test("one heavy job per core holds its memory; the others wait past their header holding nothing, light passes")
+    func oneHeavyJobPerCore() async throws {
+        let scheduler = WorkScheduler(.init(cores: 1, memory: 1 << 30))
+        #expect(scheduler.settings.heavy == 1 && scheduler.settings.light == .milliseconds(25))
+        let release = Flag()
+        let firstHolds = Flag()
+        let secondPassed = Flag()
+        let heavy = WorkEstimate(seconds: 10, memory: 100 << 20)
+        let first = Task {
+            let deadline = WorkDeadline.none
+            await scheduler.run(group: .payload(), estimate: .unread(bytes: 0), deadline: deadline) {
+                try? deadline.expect(heavy)
+                firstHolds.set()
+                while !release.isSet {
+                    usleep(500)
+                    try? deadline.check()
+                }
             }
-            return job
         }
-        _ = job(8, started: true)
-        let second = job(4, started: false)
-        #expect(state.mayStart(second, settings), "below the crowd any job may start")
-        second.phase = .ready
-        state.started += 1
-        // Two started (8 s and 4 s still needed): a 2 s job waits, a 1 s job (a quarter of 4 s)
-        // and a light one start.
-        #expect(!state.mayStart(job(2, started: false), settings))
-        #expect(state.mayStart(job(1, started: false), settings))
-        #expect(state.mayStart(job(0.05, started: false), settings))
-        // What a started job has had counts: with 3.9 of its 4 s done, only a job of 25 ms or
-        // less may pass it.
-        second.attained = 3_900_000_000
-        #expect(!state.mayStart(job(0.05, started: false), settings))
-        #expect(state.mayStart(job(0.02, started: false), settings))
+        await Self.eventually { firstHolds.isSet }
+        let second = Task {
+            let deadline = WorkDeadline.none
+            await scheduler.run(group: .payload(), estimate: .unread(bytes: 0), deadline: deadline) {
+                try? deadline.expect(heavy)
+                secondPassed.set()
+            }
+        }
+        // The second reads its header (a light job's turn on the only core), says it is heavy,
+        // and waits there: one heavy place, taken.
+        await Self.eventually { scheduler.load.waitingHeavy == 1 }
+        var load = scheduler.load
+        #expect(load.heavy == 1 && load.waitingHeavy == 1 && !secondPassed.isSet, "\(load)")
+        #expect(load.memory < 2 * heavy.memory, "the waiting one holds only its header's megabyte: \(load)")
+        // A light job is chosen next: the running heavy one gives the core up at a checkpoint.
+        let light = await scheduler.run(
+            group: .payload(), estimate: .init(seconds: 0.001, memory: 1 << 20), deadline: .none
+        ) { !release.isSet }
+        #expect(light, "the light job ran while the heavy one still held its place")
+        #expect(!secondPassed.isSet)
+        release.set()
+        await first.value
+        await second.value
+        #expect(secondPassed.isSet)
+        load = scheduler.load
+        #expect(load == .init(running: 0, waiting: 0, queued: 0, memory: 0), "\(load)")
+    }
+
+    @Test("a job that runs past twice its light estimate becomes heavy, and waits for a place when none is free")
+    func anUnderestimatedJobBecomesHeavy() async throws {
+        let scheduler = WorkScheduler(.init(cores: 2, memory: 1 << 30))
+        let release = Flag()
+        let holding = Recorder<Int>()
+        var tasks: [Task<Void, Never>] = []
+        for index in 0..<2 {
+            tasks.append(
+                Task {
+                    let deadline = WorkDeadline.none
+                    await scheduler.run(group: .payload(), estimate: .unread(bytes: 0), deadline: deadline) {
+                        try? deadline.expect(.init(seconds: 10, memory: 1 << 20))
+                        holding.append(index)
+                        while !release.isSet {
+                            usleep(500)
+                            try? deadline.check()
+                        }
+                    }
+                })
+        }
+        await Self.eventually { holding.values.count == 2 }
+        #expect(scheduler.load.heavy == 2)
+        // It says nothing of itself and runs on: past 2 ms × 2 it is no longer light, and with
+        // both places taken it waits, its work unfinished, until one is free.
+        let deadline = WorkDeadline.none
+        let sneaky = Task {
+            await scheduler.run(group: .payload(), estimate: .unread(bytes: 0), deadline: deadline) {
+                (try? Self.work(.milliseconds(200), deadline)) ?? false
+            }
+        }
+        await Self.eventually { scheduler.load.waitingHeavy == 1 }
+        #expect(scheduler.load.waitingHeavy == 1 && scheduler.load.heavy == 2, "\(scheduler.load)")
+        release.set()
+        for task in tasks { await task.value }
+        #expect(await sneaky.value)
     }
 }

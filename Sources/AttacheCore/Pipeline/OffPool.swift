@@ -30,27 +30,29 @@ enum OffPool {
     static let requestedMemory = Atomic<Int>(0)
     /// Whether the scheduler is set for a batch, asked for before the first job.
     static let requestedBatch = Atomic<Bool>(false)
-    static let workers: Int = {
+    static let workers: Int = workersAsked
+    /// The workers there are, or will be when the first job starts them.
+    static var workersAsked: Int {
         let asked = requested.load(ordering: .relaxed)
         return asked > 0 ? asked : max(1, ProcessInfo.processInfo.activeProcessorCount)
-    }()
+    }
     /// The transforms' scheduler: cores shared by tenant, payload and expected cost, work
     /// admitted by its memory (``WorkScheduler``).
     static let scheduler: WorkScheduler = {
         let asked = requestedMemory.load(ordering: .relaxed)
         guard requestedBatch.load(ordering: .relaxed) else {
-            return WorkScheduler(.init(cores: workers, memory: asked > 0 ? asked : defaultMemory(perWorker: 256 << 20)))
+            return WorkScheduler(.init(cores: workers, memory: asked > 0 ? asked : defaultMemory(perWorker: 96 << 20)))
         }
-        // A batch: one job started beyond the cores (a light item may still pass a heavy one),
-        // a smaller budget, and late jobs first (PipelineWorkers.useBatchScheduling).
+        // A batch: a smaller budget, and late jobs first (PipelineWorkers.useBatchScheduling).
         return WorkScheduler(
             .init(
-                cores: workers, memory: asked > 0 ? asked : defaultMemory(perWorker: 64 << 20), started: workers + 1,
-                crowd: workers + 1, order: .fairUntilLate))
+                cores: workers, memory: asked > 0 ? asked : defaultMemory(perWorker: 64 << 20),
+                order: .fairUntilLate))
     }()
-    /// `perWorker` bytes per worker, at most a quarter of the machine's memory.
+    /// `perWorker` bytes per worker, at most a quarter of the machine's memory (read without
+    /// starting the workers: a count asked for later still applies).
     static func defaultMemory(perWorker: Int) -> Int {
-        min(Int(clamping: ProcessInfo.processInfo.physicalMemory / 4), workers * perWorker)
+        min(Int(clamping: ProcessInfo.processInfo.physicalMemory / 4), workersAsked * perWorker)
     }
     /// The store's writes (hash, write, fsync, rename, catalog commit) on threads of their
     /// own: a worker waiting for the disk would otherwise leave its core idle while decodes
@@ -167,18 +169,17 @@ public enum PipelineWorkers {
         OffPool.requested.store(max(1, count), ordering: .relaxed)
     }
 
-    /// Memory the transforms may hold together (bytes): a job is started only while what it
-    /// says it will hold fits beside the others'. Only before the first job. Default: 256 MiB per
-    /// worker, at most a quarter of the machine's memory.
+    /// Memory the transforms may hold together (bytes): a job goes past its header only while
+    /// what it says it will hold fits beside the others'. Only before the first job. Default:
+    /// 96 MiB per worker, at most a quarter of the machine's memory.
     public static func useMemory(_ bytes: Int) {
         OffPool.requestedMemory.store(max(1 << 20, bytes), ordering: .relaxed)
     }
 
     /// Sets the workers up for a batch, whose items are all one sender's and whose peak memory
-    /// matters more than a light item's wait: one job started beyond the cores (so a light item
-    /// may still pass a heavy one, while at most that many jobs hold their memory), a budget of
-    /// 64 MiB per worker unless ``useMemory(_:)`` says otherwise, and a job that would miss its
-    /// deadline at its fair part of the cores, and can still make it on a core of its own, first
+    /// matters more than a light item's wait: a budget of 64 MiB per worker unless
+    /// ``useMemory(_:)`` says otherwise, and a job that would miss its deadline at its fair part
+    /// of the cores, and can still make it on a core of its own, first
     /// (``AttacheMedia/WorkScheduler/Settings/PayloadOrder/fairUntilLate``). Only before the
     /// first job.
     public static func useBatchScheduling() {
@@ -187,6 +188,10 @@ public enum PipelineWorkers {
 
     /// The memory budget in use.
     public static var memory: Int { OffPool.scheduler.settings.memory }
+
+    /// The budget a service uses unless told otherwise: 96 MiB per worker, at most a quarter of
+    /// the machine's memory.
+    public static var defaultMemory: Int { OffPool.defaultMemory(perWorker: 96 << 20) }
 
     /// What the workers are doing now.
     public static var load: WorkScheduler.Load { OffPool.scheduler.load }

@@ -205,13 +205,14 @@ extension ImageProcessor {
         att_tune_allocator_for_batch()
     }
 
-    /// For processes that run many jobs at once for a long time (a batch of payloads): large
-    /// buffers (1 MiB and up: decoded rows, coefficient planes, fetched bodies) are always
-    /// mapped and unmapped instead of cached in per-thread heaps, and the heaps are few, so
-    /// the resident size follows the buffers alive, not every size once used. Process-wide;
-    /// call once at start.
-    public static func boundAllocator() {
-        att_bound_allocator()
+    /// For processes that run many jobs at once for a long time (a batch, a service): buffers
+    /// of `large` bytes and up (decoded rows, coefficient planes, fetched bodies) are always
+    /// mapped and unmapped instead of cached in per-thread heaps, free memory past `trim` bytes
+    /// at a heap's top goes back to the kernel, and the heaps are `arenas` (glibc otherwise
+    /// makes up to 8 per core, each keeping what its threads freed), so the resident size
+    /// follows the buffers alive, not every size once used. Process-wide; call once at start.
+    public static func boundAllocator(arenas: Int, large: Int, trim: Int) {
+        att_bound_allocator(Int32(arenas), large, trim)
     }
 }
 

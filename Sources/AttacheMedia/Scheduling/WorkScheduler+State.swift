@@ -13,8 +13,9 @@ extension WorkScheduler {
         case running
         /// Started, waiting for a core.
         case ready
-        /// Started, waiting for memory to be admitted.
-        case memory
+        /// Started, its header read, waiting to be admitted: for its memory to fit, and for a
+        /// heavy job, for a heavy place.
+        case admission
         /// Its deadline passed while it waited: unwinding without a core.
         case leaving
     }
@@ -38,6 +39,8 @@ extension WorkScheduler {
         var counted: UInt64 = 0
         /// Memory admitted for it.
         var reserved = 0
+        /// Whether it holds one of the heavy places (``Settings/heavy``).
+        var heavy = false
         var yields = 0
         var firstRun: ContinuousClock.Instant?
         var body: (@Sendable () -> Void)?
@@ -68,6 +71,16 @@ extension WorkScheduler {
 
         /// The CPU it is still expected to need, in nanoseconds.
         var remaining: UInt64 { expected - min(expected, attained) }
+
+        /// Whether it is light: expected to need at most ``Settings/light`` of CPU in all, and to
+        /// hold at most a sixteenth of the memory budget.
+        func isLight(_ settings: Settings) -> Bool {
+            expected <= settings.light.nanoseconds && estimate.memory <= settings.memory / 16
+        }
+
+        /// Whether it goes before heavy work: light — a job whose header is unread says it is
+        /// (``WorkEstimate/unread(bytes:)``): reading it is light work, and tells which it is.
+        func passes(_ settings: Settings) -> Bool { isLight(settings) }
     }
 
     /// A tenant's or a payload's virtual time: the core time its jobs have had since it became
@@ -82,10 +95,8 @@ extension WorkScheduler {
         var payloads = 0
     }
 
-    /// How far ahead of a waiting job a running one may be before it gives its core up: less
-    /// than this is not worth the switch.
-    static let granularity: UInt64 = 10_000_000
-    /// The same between tenants.
+    /// How far ahead in core time a tenant may be of another before its light work no longer
+    /// passes the other's heavy work: less is not worth the switch.
     static let tenantGranularity: UInt64 = 50_000_000
 
     struct State {
@@ -113,6 +124,7 @@ extension WorkScheduler {
             jobs[job.id] = nil
             if job.phase != .queued { started -= 1 }
             job.reserved = 0
+            job.heavy = false
             job.phase = .leaving
             let tenant = job.group.tenant
             payloads[job.group]!.jobs -= 1
@@ -153,35 +165,51 @@ extension WorkScheduler {
             (payloads[job.group]?.virtual ?? job.attained) &- job.attained &+ job.expected
         }
 
-        /// Whether `job` may be given a core now (as for memory and threads; `startLimit`: see
-        /// ``startLimit(_:)``).
-        func eligible(_ job: Job, _ settings: Settings, held: Held, startLimit: UInt64?) -> Bool {
+        /// Whether `job` may be given a core now: a job not started while there is a thread for
+        /// it and its first megabyte fits, a job that gave its core up, and one waiting to be
+        /// admitted once it is admissible.
+        func eligible(_ job: Job, _ settings: Settings, held: Held) -> Bool {
             switch job.phase {
             case .ready: return true
             case .queued:
-                guard let startLimit, job.expected <= startLimit else { return false }
-                return fits(job, settings, held: held)
-            case .memory: return fits(job, settings, held: held)
+                return started < settings.started && fits(job, settings, held: held)
+                    && (job.isLight(settings) || heavyHeld() < settings.heavy)
+            case .admission: return admissible(job, settings, held: held)
             case .running, .leaving: return false
             }
         }
 
-        /// Whether a queued job may be started as for the count of started jobs: below the
-        /// crowd, or below the cap when it is expected to need a quarter or less of what each
-        /// started job still needs (``Settings/crowd``).
-        func mayStart(_ job: Job, _ settings: Settings) -> Bool {
-            guard let limit = startLimit(settings) else { return false }
-            return job.expected <= limit
+        /// Heavy places taken, by jobs other than `job`.
+        func heavyHeld(besides job: Job? = nil) -> Int {
+            jobs.values.reduce(0) { $0 + ($1.heavy && $1 !== job ? 1 : 0) }
         }
 
-        /// The most CPU a queued job may be expected to need to be started now (nil: none may
-        /// start): any below the crowd, a quarter of the least any started job still needs up
-        /// to the cap.
-        func startLimit(_ settings: Settings) -> UInt64? {
-            if started < settings.crowd { return .max }
-            guard started < settings.started else { return nil }
-            let least = jobs.values.lazy.filter { $0.phase != .queued && $0.phase != .leaving }.map(\.remaining).min()
-            return (least ?? .max) / 4
+        /// Whether `job` may go on with what it says it costs: its memory fits beside the
+        /// others', and a heavy job has (or finds) a heavy place.
+        func admissible(_ job: Job, _ settings: Settings, held: Held? = nil) -> Bool {
+            guard fits(job, settings, held: held) else { return false }
+            return job.heavy || job.isLight(settings) || heavyHeld(besides: job) < settings.heavy
+        }
+
+        /// Admits `job` as it now says it costs (``admissible(_:_:held:)`` holds).
+        mutating func admit(_ job: Job, _ settings: Settings) {
+            job.reserved = max(job.reserved, job.estimate.memory)
+            if !job.isLight(settings) { job.heavy = true }
+        }
+
+        /// The running `job` gives its core up and waits in `phase`; the free core goes on.
+        mutating func pause(_ job: Job, _ phase: Phase, _ settings: Settings) -> [Action] {
+            job.phase = phase
+            job.yields += 1
+            running -= 1
+            return dispatch(settings)
+        }
+
+        /// Asks each running heavy job to look at its next checkpoint whether light work waits.
+        func nudgeHeavy() {
+            for job in jobs.values where job.phase == .running && job.heavy {
+                job.checkAfter.store(0, ordering: .relaxed)
+            }
         }
 
         /// Memory the started jobs hold, small and large (``Settings/isLarge(_:)``).
@@ -236,12 +264,13 @@ extension WorkScheduler {
             return !settings.isLarge(need) && held.small + need <= settings.memory - settings.largeShare
         }
 
-        /// The order: the tenant with the least virtual time (by more than `tenantMargin`),
-        /// then (by ``Settings/PayloadOrder/fairUntilLate``) a late job, the earliest deadline
-        /// first, then the smallest key (by more than `margin`), then the earliest job.
+        /// The order: the tenant with the least virtual time (by more than `tenantMargin`), then
+        /// (by ``Settings/PayloadOrder/fairUntilLate``) a late job, the earliest deadline first,
+        /// then light work before heavy; then heavy work of one tenant in its payloads' order,
+        /// and other work by the smallest key; then the earliest job.
         /// `now`: the monotonic clock, read once by the caller for all its comparisons.
         func precedes(
-            _ a: Job, _ b: Job, _ settings: Settings, now: UInt64, tenantMargin: UInt64 = 0, margin: UInt64 = 0
+            _ a: Job, _ b: Job, _ settings: Settings, now: UInt64, tenantMargin: UInt64 = 0
         ) -> Bool {
             if a.group.tenant != b.group.tenant {
                 let (x, y) = (tenants[a.group.tenant]!.virtual, tenants[b.group.tenant]!.virtual)
@@ -254,27 +283,35 @@ extension WorkScheduler {
                     return a.deadline.nanoseconds < b.deadline.nanoseconds
                 }
             }
+            // Light work (and work whose header is unread) before heavy work: it is bounded,
+            // and it is what a light payload waits for.
+            let (lightA, lightB) = (a.passes(settings), b.passes(settings))
+            if lightA != lightB { return lightA }
+            // Heavy work of one tenant in the order its payloads came (inside a payload, the
+            // job expected to finish first): each photo waits for those before it, not for a
+            // share of every one's time, so the tail is what is ahead of it, not the crowd.
+            if !lightA, a.group.tenant == b.group.tenant {
+                if a.group.payload != b.group.payload { return a.group.payload < b.group.payload }
+                return a.remaining != b.remaining ? a.remaining < b.remaining : a.id < b.id
+            }
             let (x, y) = (key(a), key(b))
-            if margin > 0 { return x &+ margin < y }
             return x != y ? x < y : a.id < b.id
         }
 
         /// The job the order puts first among those that may go now. When the first of those
-        /// waiting to be admitted does not fit, the jobs after it are admitted only within the
+        /// waiting to be admitted does not fit, the ones after it are admitted only within the
         /// small jobs' quarter (else a stream of them could keep it waiting for ever); jobs
         /// already under way go on.
         func best(_ settings: Settings, now: UInt64) -> Job? {
-            let limit = startLimit(settings)
+            let all = held(settings)
             var head: Job?
-            for job in jobs.values where job.phase == .queued || job.phase == .memory {
-                if job.phase == .queued, limit.map({ job.expected > $0 }) ?? true { continue }
+            for job in jobs.values where job.phase == .admission {
                 if head == nil || precedes(job, head!, settings, now: now) { head = job }
             }
-            let all = held(settings)
             let blocked = head.map { !fits($0, settings, held: all) } ?? false
             var best: Job?
-            for job in jobs.values where eligible(job, settings, held: all, startLimit: limit) {
-                if blocked, job !== head, job.phase != .ready,
+            for job in jobs.values where eligible(job, settings, held: all) {
+                if blocked, job !== head, job.phase == .admission,
                     !fitsSmallShare(job, settings, held: all.without(job, settings))
                 {
                     continue
@@ -294,14 +331,15 @@ extension WorkScheduler {
             return job.remaining < left && job.remaining >= left / 2
         }
 
-        /// Whether a running job should give its core to a waiting one: only when that one
-        /// comes first by more than the granularity.
+        /// Whether a running job should give its core to a waiting one: a heavy job gives way to
+        /// light work (or work whose header is unread) that the order puts first, by more than
+        /// the tenants' granularity; heavy jobs do not take turns with each other, and light
+        /// work runs to its end.
         func shouldYield(_ job: Job, _ settings: Settings) -> Bool {
+            guard job.heavy else { return false }
             let now = att_monotonic_ns()
-            guard let other = best(settings, now: now) else { return false }
-            return precedes(
-                other, job, settings, now: now, tenantMargin: WorkScheduler.tenantGranularity,
-                margin: WorkScheduler.granularity)
+            guard let other = best(settings, now: now), other.passes(settings) else { return false }
+            return precedes(other, job, settings, now: now, tenantMargin: WorkScheduler.tenantGranularity)
         }
 
         /// Gives free cores to the jobs the order puts first.
@@ -312,19 +350,21 @@ extension WorkScheduler {
                 if next == nil, running == 0 {
                     // Nothing runs and nothing fits: the job waiting for the least memory goes
                     // (else the jobs holding memory would wait for each other forever).
-                    next = jobs.values.filter { $0.phase == .memory }.min { $0.estimate.memory < $1.estimate.memory }
+                    next = jobs.values.filter { $0.phase == .admission }.min {
+                        $0.estimate.memory < $1.estimate.memory
+                    }
                 }
                 guard let job = next else { break }
                 running += 1
                 switch job.phase {
                 case .queued:
                     started += 1
-                    job.reserved = job.estimate.memory
+                    admit(job, settings)
                     job.firstRun = .now
                     job.phase = .running
                     actions.append(.start(job))
-                case .memory:
-                    job.reserved = job.estimate.memory
+                case .admission:
+                    admit(job, settings)
                     job.phase = .running
                     actions.append(.resume(job))
                 default:

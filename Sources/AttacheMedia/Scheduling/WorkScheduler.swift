@@ -23,8 +23,18 @@ public struct WorkGroup: Hashable, Sendable {
     private static let nextPayload = Atomic<UInt64>(0)
 }
 
-/// Runs the transforms (the codecs: blocking C work) on threads of its own, sharing the cores
-/// fairly and admitting work by the memory it will hold.
+/// Runs the transforms (the codecs: blocking C work) on threads of its own, about one decode per
+/// core, choosing what runs next by who is owed the cores and by what each job costs, and
+/// admitting work by the memory it will hold.
+///
+/// **Classes** — every job starts *unread*: its first act is to read its header and say what it
+/// costs (``WorkDeadline/expect(_:)``), before it allocates anything. A job expected to need at
+/// most ``Settings/light`` of CPU, holding at most a sixteenth of the memory budget, is *light*;
+/// the others are *heavy*. At most ``Settings/heavy``
+/// heavy jobs (one per core) are admitted at once — each holding its memory — and a heavy job
+/// that is not admitted waits at that point holding only its header, so memory follows the
+/// cores, not the number of clients. Light jobs need no such place: they run in the cores'
+/// time, between a heavy job's checkpoints.
 ///
 /// **Order** — start-time fair queueing in two levels, with the shortest work first inside:
 /// - *Tenants* share the cores equally: each has a virtual time (the core time it has had
@@ -35,22 +45,24 @@ public struct WorkGroup: Hashable, Sendable {
 ///   joins at its tenant's clock (which moves by the tenant's core time over its busy
 ///   payloads), so a light payload that arrives beside heavy ones is served at once; a running
 ///   job's key stays put (its payload's time grows as its need shrinks), so equal work finishes
-///   in the order it came instead of all of it late together; within a payload the job expected
-///   to finish first goes first; and a heavy payload that waits keeps its time while the clock
-///   moves on, so lighter work passes it for a bounded while only (ageing).
+///   in the order it came; within a payload the job expected to finish first goes first; and a
+///   heavy payload that waits keeps its time while the clock moves on, so lighter work passes
+///   it for a bounded while only (ageing).
 ///
-/// **Slices** — a job holds a core for a slice (``Settings/slice``); then, at its next checkpoint
-/// (the deadline checks between row bands, tiles and frames), it gives the core up when a
-/// waiting job comes first by more than a small margin, and waits on its own thread, keeping
-/// what it has allocated, until its turn comes again. Work inside one library call keeps its
-/// core until it reaches a checkpoint.
+/// **Passing** — a light or unread job is *chosen next*: when every core is held, each running
+/// heavy job is asked to look at its next checkpoint (the deadline checks between row bands,
+/// tiles and frames), and the first to reach one gives its core up to the light job if the
+/// order puts it first, and waits on its own thread, keeping what it has allocated, until the
+/// light work is done. Heavy jobs do not take turns with each other: an admitted heavy job runs
+/// until it ends (or gives way to light work), so each photo takes its own time, not a share of
+/// everyone's. A job that turns out heavier than it said (past twice its estimate) becomes heavy
+/// at its next checkpoint, and waits for a place if there is none.
 ///
-/// **Memory** — a job says what it will hold as soon as its header is read
-/// (``WorkDeadline/expect(_:)``), before it allocates it; a job is started, or let go on past
-/// that point, only while everything admitted fits ``Settings/memory`` — or when nothing else
-/// holds memory, so a job larger than the budget still runs alone (its own limits decide it).
-/// Large jobs (over an eighth of the budget each) may hold three quarters of it together, so a
-/// light job never waits for memory that heavy ones hold while they wait their turn.
+/// **Memory** — a job is started, or let go on past its header, only while everything admitted
+/// fits ``Settings/memory`` — or when nothing else holds memory, so a job larger than the budget
+/// still runs alone (its own limits decide it). Large jobs (over an eighth of the budget each)
+/// may hold three quarters of it together, so a light job never waits for memory that heavy
+/// ones hold.
 public final class WorkScheduler: Sendable {
     /// How the scheduler shares its cores.
     public struct Settings: Sendable {
@@ -72,30 +84,31 @@ public final class WorkScheduler: Sendable {
         public var cores: Int
         /// Memory all admitted jobs may hold together, in bytes.
         public var memory: Int
-        /// How long a job keeps its core before it gives way to a job the order puts first.
+        /// How long a job keeps its core before it looks again whether light work waits.
         public var slice: Duration
-        /// Jobs started and not finished (running or waiting mid-way), each on a thread.
+        /// Jobs started and not finished (running, or waiting mid-way), each on a thread.
         public var started: Int
-        /// Jobs started beyond which another starts only when it is expected to need a quarter
-        /// or less of what each started job still needs: a light job passes heavy ones at once,
-        /// while jobs of like size wait their turn instead of all starting, each holding its
-        /// memory, and all finishing late together.
-        public var crowd: Int
+        /// Heavy jobs admitted at once, each holding its memory (one per core).
+        public var heavy: Int
+        /// The CPU time at or below which a job is light (runs beside the heavy ones' places), when
+        /// it also holds at most a sixteenth of ``memory``.
+        public var light: Duration
         /// How one tenant's payloads share the cores (within a payload the job expected to
         /// finish first goes first either way).
         public var order: PayloadOrder
 
-        /// `cores` cores, `memory` bytes, 20 ms slices, up to 32 jobs started per core, a crowd
-        /// of twice the cores.
+        /// `cores` cores, `memory` bytes, 20 ms slices, up to 32 jobs started per core, one
+        /// heavy job admitted per core, light up to 25 ms.
         public init(
-            cores: Int, memory: Int, slice: Duration = .milliseconds(20), started: Int? = nil, crowd: Int? = nil,
-            order: PayloadOrder = .fair
+            cores: Int, memory: Int, slice: Duration = .milliseconds(20), started: Int? = nil, heavy: Int? = nil,
+            light: Duration = .milliseconds(25), order: PayloadOrder = .fair
         ) {
             self.cores = max(1, cores)
             self.memory = max(1 << 20, memory)
             self.slice = slice
             self.started = max(self.cores, started ?? 32 * self.cores)
-            self.crowd = min(self.started, max(self.cores, crowd ?? 2 * self.cores))
+            self.heavy = min(self.started, max(1, heavy ?? self.cores))
+            self.light = light
             self.order = order
         }
 
@@ -120,12 +133,20 @@ public final class WorkScheduler: Sendable {
     public struct Load: Sendable, Equatable {
         /// Jobs holding a core.
         public var running: Int
-        /// Jobs started and waiting for a core (yielded) or for memory.
+        /// Jobs started and waiting for a core (yielded) or to be admitted (memory, a heavy place).
         public var waiting: Int
-        /// Jobs not started yet.
+        /// Jobs not started yet (their header unread).
         public var queued: Int
         /// Memory the started jobs hold, in bytes.
         public var memory: Int
+        /// Heavy jobs admitted (holding a place), and of the waiting ones the light and the heavy.
+        public var heavy = 0
+        public var waitingLight = 0
+        public var waitingHeavy = 0
+
+        public init(running: Int, waiting: Int, queued: Int, memory: Int) {
+            (self.running, self.waiting, self.queued, self.memory) = (running, waiting, queued, memory)
+        }
     }
 
     public let settings: Settings
@@ -150,10 +171,14 @@ public final class WorkScheduler: Sendable {
     /// The figures now.
     public var load: Load {
         state.withLock { s in
-            let waiting = s.jobs.values.filter { $0.phase == .ready || $0.phase == .memory }.count
-            return Load(
-                running: s.running, waiting: waiting, queued: s.jobs.values.filter { $0.phase == .queued }.count,
+            let waiting = s.jobs.values.filter { $0.phase == .ready || $0.phase == .admission }
+            var load = Load(
+                running: s.running, waiting: waiting.count, queued: s.jobs.values.filter { $0.phase == .queued }.count,
                 memory: s.jobs.values.reduce(0) { $0 + $1.reserved })
+            load.heavy = s.jobs.values.filter(\.heavy).count
+            load.waitingLight = waiting.filter { $0.isLight(settings) }.count
+            load.waitingHeavy = waiting.count - load.waitingLight
+            return load
         }
     }
 
@@ -196,7 +221,11 @@ public final class WorkScheduler: Sendable {
             idle.enter()
             let actions = state.withLock { s -> [Action] in
                 s.add(job)
-                return s.dispatch(settings)
+                let actions = s.dispatch(settings)
+                // Every core held: the running heavy jobs look at their next checkpoint, not at
+                // the end of their slice, whether this one comes first.
+                if s.running >= settings.cores { s.nudgeHeavy() }
+                return actions
             }
             perform(actions)
         }
@@ -204,7 +233,9 @@ public final class WorkScheduler: Sendable {
 
     // MARK: - Checkpoints (called on the job's own thread)
 
-    /// At a checkpoint: gives the core up when the slice is over and another job comes first.
+    /// At a checkpoint: a job grown heavier than it said takes a heavy place (or waits for one);
+    /// a heavy job gives its core up when its slice is over (or it was asked to look) and light
+    /// work the order puts first waits.
     func checkpoint(_ job: Job) {
         let now = att_monotonic_ns()
         guard now >= job.checkAfter.load(ordering: .relaxed) else { return }
@@ -212,45 +243,30 @@ public final class WorkScheduler: Sendable {
         let yield = state.withLock { s -> [Action]? in
             guard job.phase == .running else { return nil }
             s.charge(job, now: cpu)
-            guard s.shouldYield(job, settings) else {
-                job.checkAfter.store(now + settings.slice.nanoseconds, ordering: .relaxed)
-                return nil
+            job.checkAfter.store(now + settings.slice.nanoseconds, ordering: .relaxed)
+            if !job.heavy, !job.isLight(settings) {
+                guard s.admissible(job, settings) else { return s.pause(job, .admission, settings) }
+                job.heavy = true
             }
-            job.phase = .ready
-            job.yields += 1
-            s.running -= 1
-            return s.dispatch(settings)
+            return s.shouldYield(job, settings) ? s.pause(job, .ready, settings) : nil
         }
         guard let yield else { return }
         perform(yield)
         waitForTurn(job)
     }
 
-    /// The job now knows what it costs: a larger memory figure is admitted before the job goes
-    /// on (it waits, its core given up, until it fits), and the order is looked at again.
+    /// The job now knows what it costs (its header is read, nothing allocated yet): it goes on
+    /// only once admitted — its memory fits, and a heavy job holds one of the heavy places —
+    /// waiting, its core given up, until it is; and light work the order puts first goes first.
     func expect(_ job: Job, _ estimate: WorkEstimate) {
         let cpu = Self.threadCPU()
         let actions = state.withLock { s -> [Action]? in
             guard job.phase == .running else { return nil }
             s.charge(job, now: cpu)
             job.estimate = estimate
-            if job.estimate.memory > job.reserved {
-                // Memory it has not allocated yet: when another job comes first, or the memory
-                // does not fit, it waits to be admitted holding only what it holds now.
-                if !s.fits(job, settings) || s.shouldYield(job, settings) {
-                    job.phase = .memory
-                    job.yields += 1
-                    s.running -= 1
-                    return s.dispatch(settings)
-                }
-                job.reserved = job.estimate.memory
-                return nil
-            }
-            guard s.shouldYield(job, settings) else { return nil }
-            job.phase = .ready
-            job.yields += 1
-            s.running -= 1
-            return s.dispatch(settings)
+            guard s.admissible(job, settings) else { return s.pause(job, .admission, settings) }
+            s.admit(job, settings)
+            return s.shouldYield(job, settings) ? s.pause(job, .ready, settings) : nil
         }
         guard let actions else { return }
         perform(actions)
