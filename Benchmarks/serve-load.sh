@@ -47,7 +47,8 @@ for f in sorted(glob.glob("work/jpeg/*.jpg")):
         print(f[len("work/"):])
 PY
 count=$(wc -l < "$work/files")
-requests=$((count * 6))
+passes=6
+requests=$((count * passes))
 echo "files: $count JPEGs of 5-20 MP ($(grep -c . "$work/files") listed), $requests requests per run"
 
 # nginx: the media host, and the download comparison.
@@ -85,7 +86,7 @@ start_service() {
 split -n l/2 "$work/files" "$work/half-"
 start=$(date +%s.%N)
 for half in "$work"/half-*; do
-    (for _ in 1 2 3; do sed 's#^#work/#' "$half"; done | xargs "$bin" resize --max-side 1024 --out "$work/resized" > /dev/null) &
+    (for _ in $(seq $passes); do sed 's#^#work/#' "$half"; done | xargs "$bin" resize --max-side 1024 --out "$work/resized" > /dev/null) &
 done
 wait
 resize_ips=$(python3 -c "import time; print(round($requests / (time.time() - $start), 2))")
