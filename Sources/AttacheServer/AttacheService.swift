@@ -147,10 +147,10 @@ public struct AttacheService: Sendable {
     public func run(logger: Logger, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         PipelineWorkers.niceness = configuration.workerNice
         PipelineWorkers.useMemory(configuration.maxDecodeMemory)
-        // Two heaps, buffers of 8 MiB and up mapped apart: the peak follows the decodes admitted
-        // (docs/benchmarks.md: 232-243 MB through the 16- and 64-client runs, where glibc's
-        // defaults kept 700-850 MB at the same rate).
-        ImageProcessor.boundAllocator(arenas: 2, large: 8 << 20, trim: 16 << 20)
+        // Two heaps, buffers of 2 MiB and up (fetched bodies, decoded rows) mapped apart: the
+        // peak follows the decodes admitted (docs/benchmarks.md: 223-256 MB through the 16- and
+        // 64-client runs, 260-301 MB with 8 MiB, where glibc's defaults kept 700-850 MB).
+        ImageProcessor.boundAllocator(arenas: 2, large: 2 << 20, trim: 8 << 20)
         let app = application(logger: logger, onServerRunning: onServerRunning)
         var group = ServiceGroupConfiguration(
             services: [.init(service: app)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
