@@ -3,12 +3,14 @@
 # ffprobe (the video tests compare posters with the frame the ffmpeg CLI shows and check
 # encodes with ffprobe), and Prometheus with promtool (the alerting and recording rules of
 # docs/operations/ are checked and unit-tested by promtool, and a real Prometheus scrapes a
-# running service). The product itself only loads FFmpeg's libraries (scripts/deps.sh); it
+# running service), and nginx (the edge of docs/operations/attache-edge.conf is tested in front
+# of a running service). The product itself only loads FFmpeg's libraries (scripts/deps.sh); it
 # never runs these programs.
 set -euo pipefail
 need=()
 command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || need+=(ffmpeg)
 command -v promtool >/dev/null && command -v prometheus >/dev/null || need+=(prometheus)
+[ -x /usr/sbin/nginx ] || need+=(nginx-light)
 [ ${#need[@]} -eq 0 ] && exit 0
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
@@ -18,4 +20,9 @@ DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recomme
 # Debian starts the packaged Prometheus as a service; the tests run their own.
 if [[ " ${need[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null; then
     $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi
+# And nginx as a service on port 80; the edge test starts its own.
+if [[ " ${need[*]} " == *" nginx-light "* ]]; then
+    command -v systemctl >/dev/null && { $sudo systemctl disable --now nginx >/dev/null 2>&1 || true; }
+    [ -f /run/nginx.pid ] && { $sudo /usr/sbin/nginx -s quit >/dev/null 2>&1 || true; }
 fi

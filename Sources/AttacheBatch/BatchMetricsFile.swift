@@ -13,6 +13,8 @@ public final class BatchMetricsFile: @unchecked Sendable {
     private var written: ContinuousClock.Instant?
     private var lastProgress: Double
     private var lastDone = -1
+    private var last: BatchRunner.Progress?
+    private var warm: (outcome: EdgeWarmup.Outcome, finished: Bool)?
 
     /// `run` names the batch (the campaign, or the input's file name); `worker` this process.
     public init(path: String, run: String, worker: String) {
@@ -30,9 +32,20 @@ public final class BatchMetricsFile: @unchecked Sendable {
             lastDone = progress.done
             lastProgress = Date().timeIntervalSince1970
         }
+        last = progress
         if !progress.finished, let written, now - written < .seconds(1) { return }
         written = now
         try AtomicFile.write(Array(text(progress).utf8), to: path)
+    }
+
+    /// Records the edge warm-up after the run (`--warm`), written as ``update(_:)`` is.
+    public func update(warm outcome: EdgeWarmup.Outcome, finished: Bool) throws(AttacheError) {
+        warm = (outcome, finished)
+        guard let last else { return }
+        let now = ContinuousClock.now
+        if !finished, let written, now - written < .seconds(1) { return }
+        written = now
+        try AtomicFile.write(Array(text(last).utf8), to: path)
     }
 
     /// The exposition text (Prometheus text format 0.0.4).
@@ -60,6 +73,24 @@ public final class BatchMetricsFile: @unchecked Sendable {
             "# TYPE attache_batch_finished gauge",
             "attache_batch_finished{\(labels)} \(progress.finished ? 1 : 0)",
         ]
+        if let (outcome, finished) = warm {
+            lines += [
+                "# HELP attache_batch_warm_requests Requests of the edge warm-up (--warm) by state.",
+                "# TYPE attache_batch_warm_requests gauge",
+            ]
+            let planned = outcome.urls * outcome.edges
+            for (state, count) in [
+                ("total", planned), ("ok", outcome.ok), ("failed", outcome.failed),
+                ("remaining", max(0, planned - outcome.requests)),
+            ] {
+                lines.append("attache_batch_warm_requests{\(labels),state=\"\(state)\"} \(count)")
+            }
+            lines += [
+                "# HELP attache_batch_warm_finished 1 once the edge warm-up has finished.",
+                "# TYPE attache_batch_warm_finished gauge",
+                "attache_batch_warm_finished{\(labels)} \(finished ? 1 : 0)",
+            ]
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -15,6 +15,8 @@ public struct BatchSummary: Sendable {
     public var stages = StageTimings()
     /// This run: items finished, seconds, and items skipped as already done.
     public var run: BatchRunner.Progress?
+    /// The edge warm-up after the run (`--warm`).
+    public var warm: EdgeWarmup.Outcome?
 
     public init() {}
 
@@ -65,6 +67,7 @@ public struct BatchSummary: Sendable {
                 format: "\nthis run: %d items in %.1f s, %.1f items/s (%d already done, skipped)", run.done, seconds,
                 run.rate, run.skipped)
         }
+        if let warm { text += "\n" + warm.summary }
         return text + "\n"
     }
 
@@ -88,6 +91,7 @@ public struct BatchSummary: Sendable {
             runLine.add("peak_rss_mb", (Self.peakResidentMegabytes * 10).rounded() / 10)
             line.add("run", object: runLine)
         }
+        if let warm { line.add("warm", object: warm.json) }
         return line.text
     }
 

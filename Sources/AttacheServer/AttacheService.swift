@@ -60,7 +60,8 @@ public struct AttacheService: Sendable {
             admission: admission, metrics: metrics, hangUps: hangUps)
         router.post("/v1/notifications", use: notifications.handle)
 
-        let attachments = AttachmentRoute(store: store, metrics: metrics)
+        let attachments = AttachmentRoute(
+            store: store, metrics: metrics, edgeMaxAge: configuration.edgeMaxAge.components.seconds)
         let base = configuration.attachmentsPath
         // One catch-all route: `<token>/<id>.<ext>`, and a URL missing its token is a 401.
         router.get("\(base)/**", use: attachments.handle)
@@ -116,7 +117,8 @@ public struct AttacheService: Sendable {
     ) -> some ApplicationProtocol {
         let collection = CollectionService(
             store: store, interval: configuration.collectionInterval, metrics: metrics, logger: logger)
-        let downloads = AttachmentRoute(store: store, metrics: metrics)
+        let downloads = AttachmentRoute(
+            store: store, metrics: metrics, edgeMaxAge: configuration.edgeMaxAge.components.seconds)
         let attachmentsPath = configuration.attachmentsPath
         let metrics = self.metrics
         return Application(

@@ -16,6 +16,18 @@ import NIOPosix
 struct AttachmentRoute: Sendable {
     let store: AttachmentStore
     let metrics: ServerMetrics
+    /// Seconds a shared cache may keep a download (0: none may).
+    let edgeMaxAge: Int64
+
+    /// A download's `Cache-Control` when its access ends at `ends` (the token's or the object's
+    /// end, the sooner): the device may keep it until then; a shared cache for `edgeMaxAge`
+    /// within that (`s-maxage`), the bytes under one content hash never changing
+    /// (`immutable`). With no edge age, `private`: no shared cache may keep it.
+    static func cacheControl(ends: Int64, now: Int64, edgeMaxAge: Int64) -> String {
+        let left = max(0, ends - now)
+        guard edgeMaxAge > 0 else { return "private, max-age=\(left)" }
+        return "public, max-age=\(left), s-maxage=\(min(left, edgeMaxAge)), immutable"
+    }
     /// Bytes read from the object per write (a local file).
     static let chunk = 64 << 10
     /// Bytes per ranged GET when the object is in a shared store's bucket.
@@ -97,7 +109,8 @@ struct AttachmentRoute: Sendable {
         var headers: HTTPFields = [:]
         let etag = "\"\(stored.id.hex)\""
         headers[.eTag] = etag
-        headers[.cacheControl] = "private, max-age=\(max(0, min(lease.access.expires, stored.expires) - now))"
+        headers[.cacheControl] = Self.cacheControl(
+            ends: min(lease.access.expires, stored.expires), now: now, edgeMaxAge: edgeMaxAge)
         headers[.acceptRanges] = "bytes"
         headers[.xContentTypeOptions] = "nosniff"
         headers[.contentSecurityPolicy] = "sandbox"

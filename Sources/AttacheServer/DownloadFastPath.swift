@@ -216,7 +216,7 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         }
         let entry = CheckedDownload(
             lease: lease, status: status, fields: fields, start: start, length: length, changes: route.store.changes,
-            checked: min(since ?? started, started))
+            checked: min(since ?? started, started), edgeMaxAge: route.edgeMaxAge)
         send(context, entry, now: route.store.configuration.clock(), started: started)
         // Remembered once it is in use, so a full cache closes the lease only after this send.
         if let key, status == .ok {
@@ -327,6 +327,8 @@ final class CheckedDownload {
     /// access until this Unix second.
     let checkedUntil: ContinuousClock.Instant
     let accessEnds: Int64
+    /// Seconds a shared cache may keep it (``AttachmentRoute/edgeMaxAge``).
+    let edgeMaxAge: Int64
     /// The store's change count when it was made (a change in this process ends it at once).
     let changes: Int
     var users = 0
@@ -335,9 +337,10 @@ final class CheckedDownload {
 
     init(
         lease: AttachmentLease, status: HTTPResponse.Status, fields: HTTPFields, start: Int64, length: Int64,
-        changes: Int, checked: ContinuousClock.Instant
+        changes: Int, checked: ContinuousClock.Instant, edgeMaxAge: Int64
     ) {
         self.changes = changes
+        self.edgeMaxAge = edgeMaxAge
         checkedUntil = checked + .seconds(1)
         self.lease = lease
         self.status = status
@@ -354,7 +357,9 @@ final class CheckedDownload {
         if let encoded, encoded.second == now { return encoded.head }
         var headers = HTTPHeaders()
         for field in fields {
-            let value = field.name == .cacheControl ? "private, max-age=\(max(0, accessEnds - now))" : field.value
+            let value =
+                field.name == .cacheControl
+                ? AttachmentRoute.cacheControl(ends: accessEnds, now: now, edgeMaxAge: edgeMaxAge) : field.value
             headers.add(name: field.name.rawName, value: value)
         }
         let head = HTTPResponseHead(

@@ -58,6 +58,10 @@ public struct ServerConfiguration: Sendable {
     public var workerNice: Int32 = 5
     /// How often store garbage collection runs (0: never).
     public var collectionInterval: Duration = .seconds(300)
+    /// How long a shared cache (an edge, a CDN) may keep a download: `s-maxage`, never past
+    /// the token's or the object's end (0: `private`, kept by the device alone). A revocation
+    /// is honoured at an edge within this time.
+    public var edgeMaxAge: Duration = .seconds(60)
 
     /// A configuration with the store at `storeRoot` and every other setting at its default.
     public init(store: StoreConfiguration) {

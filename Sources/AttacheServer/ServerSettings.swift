@@ -163,6 +163,10 @@ public enum ServerSettings {
             "tokenTtl", "How long an attachment URL's token opens it.",
             .seconds(\.pipeline.tokenTTL, .seconds(1)...maxTTL)),
         .init(
+            "edgeMaxAge",
+            "How long a shared cache (an edge, a CDN) may keep a download, within its token's life (0s: private).",
+            .duration(\.edgeMaxAge, .zero...(.seconds(86_400)))),
+        .init(
             "receipts", "Take delivery receipts: POST to an attachment's own URL (the device kit's report).",
             .flag(\.receipts)),
         .init("allowLoopback", "Fetch from 127.0.0.0/8 and ::1 (tests and demos).", .flag(\.fetch.allowLoopback)),

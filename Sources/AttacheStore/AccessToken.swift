@@ -45,6 +45,13 @@ public struct AccessToken: Hashable, Sendable {
         self.expires = expires
     }
 
+    /// The window in which one attachment's tokens are all the same for a lifetime of `ttl`
+    /// seconds: a sixteenth of it, at most an hour (a 7-day token: one URL per hour, expiring
+    /// up to an hour late; a 10-minute token: one per 37 s).
+    public static func window(forTTL ttl: Int64) -> Int64 {
+        min(3600, max(1, ttl / 16))
+    }
+
     static let version: UInt8 = 1
     static let claimsLength = 54
     static let tagLength = 32

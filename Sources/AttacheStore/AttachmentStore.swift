@@ -143,10 +143,18 @@ public final class AttachmentStore: Sendable {
         return out
     }
 
-    /// Issues a token that opens only `id`, until `ttl` seconds from now.
+    /// Issues a token that opens only `id`, for `ttl` seconds from now: the same token for
+    /// every call within one window (``AccessToken/window(forTTL:)``), so it may expire up to a
+    /// window later; issued no earlier than the object's last revocation.
     public func issueToken(for id: AttachmentID, ttl: Int64, scope: TokenScope = .read) throws(AttacheError) -> String {
-        guard try attachment(id) != nil else { throw AttacheError(.notFound, "no attachment \(id)") }
-        return keyRing.issue(for: id, scope: scope, ttl: ttl, now: now).token
+        let now = self.now
+        guard let row = try backend.object(id.hex), row.expires > now else {
+            throw AttacheError(.notFound, "no attachment \(id)")
+        }
+        return keyRing.issue(
+            for: id, scope: scope, ttl: ttl, now: now, window: AccessToken.window(forTTL: ttl),
+            notBefore: row.revokedBefore
+        ).token
     }
 
     /// Checks `token` for `id` without opening anything: the precise refusal, for logs.

@@ -90,16 +90,33 @@ public struct KeyRing: Sendable {
     }
 
     /// Issues a token for one attachment, signed with the current key.
+    ///
+    /// With a `window` of more than a second the claims hold nothing of the moment within the
+    /// window: the token is issued at the window's start (or at `notBefore`, the object's
+    /// revocation, when that is later) and expires `seconds` after the window's end. So every
+    /// token for one attachment issued within one window is the same token (one URL a shared
+    /// cache keeps once), at the cost of an expiry up to one window later than asked.
     public func issue(
         for attachment: AttachmentID,
         scope: TokenScope = .read,
         ttl seconds: Int64,
-        now: Int64
+        now: Int64,
+        window: Int64 = 1,
+        notBefore: Int64 = .min
     ) -> (token: String, claims: AccessToken) {
+        let window = max(1, window)
+        var issued = now
+        var from = now
+        if window > 1 {
+            issued = now - ((now % window) + window) % window
+            // Saturating: the last window of time ends at the largest second.
+            let (end, overflow) = issued.addingReportingOverflow(window)
+            from = overflow ? .max : end
+        }
         // Saturating: a huge lifetime means "never expires", not a trap.
-        let (expires, overflow) = now.addingReportingOverflow(max(0, seconds))
+        let (expires, overflow) = from.addingReportingOverflow(max(0, seconds))
         let claims = AccessToken(
-            keyID: currentKeyID, attachment: attachment, scope: scope, issuedAt: now,
+            keyID: currentKeyID, attachment: attachment, scope: scope, issuedAt: max(issued, notBefore),
             expires: overflow ? .max : expires)
         return (sign(claims), claims)
     }

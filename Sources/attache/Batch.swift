@@ -2,6 +2,7 @@ import ArgumentParser
 import AttacheBase
 import AttacheBatch
 import AttacheCore
+import AttacheFetch
 import AttacheMedia
 import AttacheStore
 import AttacheStoreShared
@@ -71,6 +72,15 @@ struct BatchCommand: AsyncParsableCommand {
             discussion: "Replaced whole at most once a second and at the end; see docs/operations.md."))
     var metricsFile: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Once prepared, request each attachment URL of the payloads once through this edge (http://host[:port]; repeat for several).",
+            discussion: "Needs --out (the URLs are read from the payloads). See docs/operations/edge.md."))
+    var warm: [String] = []
+
+    @Option(help: "Warm-up requests in flight at once per edge.")
+    var warmConcurrency: Int = 16
+
     @Option(help: "Share the batch with other workers under this campaign name (needs a shared store).")
     var campaign: String?
 
@@ -85,6 +95,11 @@ struct BatchCommand: AsyncParsableCommand {
         if let workers { try Ranges.check(workers, 1...256, "--workers") }
         if let workMemory { try Ranges.check(workMemory, 16...1_048_576, "--work-memory") }
         try Ranges.check(lease, 1...86_400, "--lease")
+        try Ranges.check(warmConcurrency, 1...1_024, "--warm-concurrency")
+        if !warm.isEmpty {
+            guard out != nil else { throw ValidationError("--warm reads the URLs from the payloads: it needs --out") }
+            do { _ = try EdgeWarmup(edges: warm) } catch { throw ValidationError(error.message) }
+        }
         guard progressInterval > 0, progressInterval <= 3600 else {
             throw ValidationError("--progress-interval must be between 0 and 3600 seconds")
         }
@@ -131,9 +146,10 @@ struct BatchCommand: AsyncParsableCommand {
         let metrics = metricsFile(run: (input.path as NSString).lastPathComponent)
         let progress = try await runner.run(input, manifest: manifest, output: output) {
             display.show($0)
-            metrics?($0)
+            metrics?.update($0)
         }
-        try await conclude(progress, title: input.path, store: store)
+        let warmed = try await warmEdges(base: options.baseURL, metrics: metrics)
+        try await conclude(progress, title: input.path, store: store, warmed: warmed)
     }
 
     /// Sets the transforms' workers up as the options ask (before the first job) and returns
@@ -166,37 +182,56 @@ struct BatchCommand: AsyncParsableCommand {
         let metrics = metricsFile(run: name)
         let progress = try await runner.run(queue: queue) {
             display.show($0)
-            metrics?($0)
+            metrics?.update($0)
         }
         try SharedCampaign.export(queue, manifest: manifestPath, output: out)
-        try await conclude(progress, title: "\(name) (\(input.path))", store: store)
+        let warmed = try await warmEdges(base: options.baseURL, metrics: metrics)
+        try await conclude(progress, title: "\(name) (\(input.path))", store: store, warmed: warmed)
     }
 
-    /// What records progress in `--metrics-file`, if given; a file that cannot be written is
-    /// said once on standard error and the run goes on.
-    private func metricsFile(run: String) -> ((BatchRunner.Progress) -> Void)? {
+    /// What records progress in `--metrics-file`, if given.
+    private func metricsFile(run: String) -> MetricsRecorder? {
         guard let metricsFile else { return nil }
         let host = ProcessInfo.processInfo.hostName
-        let file = BatchMetricsFile(path: metricsFile, run: run, worker: "\(host):\(getpid())")
-        var said = false
-        return { progress in
-            do throws(AttacheError) {
-                try file.update(progress)
-            } catch {
-                if !said { FileHandle.standardError.write(Data("batch: --metrics-file: \(error.message)\n".utf8)) }
-                said = true
-            }
+        return MetricsRecorder(file: BatchMetricsFile(path: metricsFile, run: run, worker: "\(host):\(getpid())"))
+    }
+
+    /// With `--warm`: every attachment URL of the payloads in `--out` requested once through
+    /// each edge; the outcome, its first failures on standard error.
+    private func warmEdges(base: String, metrics: MetricsRecorder?) async throws -> EdgeWarmup.Outcome? {
+        guard !warm.isEmpty, let out else { return nil }
+        let warmup = try EdgeWarmup(edges: warm, concurrency: warmConcurrency)
+        let urls = try EdgeWarmup.urls(inOutput: out, base: base)
+        FileHandle.standardError.write(
+            Data("batch: warming \(urls.count) URLs through \(warm.count) edge(s)\n".utf8))
+        // The edges are the operator's own (often on a private network): no address policy.
+        var policy = FetchPolicy()
+        policy.allowLoopback = true
+        policy.allowPrivate = true
+        policy.maxBytes = 64 << 20
+        policy.totalTimeout = .seconds(60)
+        let outcome = await warmup.run(urls, fetcher: Fetcher(policy: policy)) {
+            metrics?.update(warm: $0, finished: false)
         }
+        metrics?.update(warm: outcome, finished: true)
+        for failure in outcome.failures {
+            FileHandle.standardError.write(
+                Data("batch: warm \(failure.edge): \(failure.url): \(failure.code): \(failure.message)\n".utf8))
+        }
+        return outcome
     }
 
     /// After a run: the report page (with `--report`), then the summary from the manifest.
-    func conclude(_ progress: BatchRunner.Progress, title: String, store: AttachmentStore) async throws {
+    func conclude(
+        _ progress: BatchRunner.Progress, title: String, store: AttachmentStore, warmed: EdgeWarmup.Outcome? = nil
+    ) async throws {
         if let report {
             let page = try await BatchReport(title: title).render(
                 manifest: manifestPath, store: store, fetcher: options.fetcher())
             try AtomicFile.write(Array(page.utf8), to: report)
         }
-        let summary = try BatchSummary(manifest: manifestPath, run: progress)
+        var summary = try BatchSummary(manifest: manifestPath, run: progress)
+        summary.warm = warmed
         if options.storeOptions.json {
             print(summary.json)
         } else {
@@ -221,6 +256,30 @@ struct BatchCommand: AsyncParsableCommand {
         }
         FileHandle.standardError.write(
             Data("batch (dry run): \(pending) items to do, \(skipped) already in \(manifestPath)\n".utf8))
+    }
+}
+
+/// Keeps `--metrics-file` up to date; a file that cannot be written is said once on standard
+/// error and the run goes on.
+final class MetricsRecorder: @unchecked Sendable {  // used by one task at a time
+    private let file: BatchMetricsFile
+    private var said = false
+
+    init(file: BatchMetricsFile) { self.file = file }
+
+    func update(_ progress: BatchRunner.Progress) { record { () throws(AttacheError) in try file.update(progress) } }
+
+    func update(warm: EdgeWarmup.Outcome, finished: Bool) {
+        record { () throws(AttacheError) in try file.update(warm: warm, finished: finished) }
+    }
+
+    private func record(_ write: () throws(AttacheError) -> Void) {
+        do throws(AttacheError) {
+            try write()
+        } catch {
+            if !said { FileHandle.standardError.write(Data("batch: --metrics-file: \(error.message)\n".utf8)) }
+            said = true
+        }
     }
 }
 

@@ -250,9 +250,13 @@ import Testing
         let id = try #require(url.split(separator: "/").last?.split(separator: ".").first.map(String.init))
         #expect(sha256Hex(download.body) == id, "the object is what its id says")
         #expect(download.headers["etag"] == "\"\(id)\"")
-        let maxAge = try #require(
-            download.headers["cache-control"]?.split(separator: "=").last.flatMap { Int($0) })
-        #expect(maxAge > 0 && maxAge <= 7 * 86_400)
+        // A device keeps it for the token's life (7 days and at most an hour's window), a
+        // shared cache for the edge time (60 s).
+        let control = try #require(download.headers["cache-control"])
+        let directives = control.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let maxAge = try #require(directives.first { $0.hasPrefix("max-age=") }.flatMap { Int($0.dropFirst(8)) })
+        #expect(maxAge > 0 && maxAge <= 7 * 86_400 + 3600)
+        #expect(directives == ["public", "max-age=\(maxAge)", "s-maxage=60", "immutable"], "\(control)")
         #expect(download.body.starts(with: [0xFF, 0xD8]))
 
         // The same payload again: the envelope carries the payload, its exact bytes and the report.
@@ -498,10 +502,13 @@ import Testing
         _ = try service.service.store.retireKey(keyID)
         #expect(try await curl("GET", local).status == 403)
 
-        // Expiry, on the store's clock.
+        // Expiry, on the store's clock: never before the 60 s asked, at most a token window
+        // (3 s) after them.
         let (_, fresh) = try await Self.mutate(service, media: media)
         #expect(try await curl("GET", Self.local(fresh, service)).status == 200)
-        clock.advance(61)
+        clock.advance(59)
+        #expect(try await curl("GET", Self.local(fresh, service)).status == 200)
+        clock.advance(2 + AccessToken.window(forTTL: 60))
         #expect(try await curl("GET", Self.local(fresh, service)).status == 403)
     }
 

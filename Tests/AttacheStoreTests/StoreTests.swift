@@ -89,7 +89,10 @@ import Testing
         #expect(error?.code == .accessDenied)
         #expect(reasons == [.wrongAttachment])
 
-        clock.advance(600)
+        // Never before its lifetime; at most one token window (37 s for 600 s) after it.
+        clock.advance(599)
+        #expect((try? store.open(a.id, token: tokenA))?.close() != nil)
+        clock.advance(1 + AccessToken.window(forTTL: 600))
         reasons = []
         #expect(failure { try store.open(a.id, token: tokenA) { reasons.append($0) } }?.code == .accessDenied)
         #expect(reasons == [.expired])
@@ -123,6 +126,9 @@ import Testing
         #expect(reasons == [.revoked])
         // The other store's catalog connection, used above, sees the revocation at once.
         #expect(failure { try reopened.open(a.id, token: after) }?.code == .accessDenied)
+        // One issued in the revocation's own second (and token window) is issued after it.
+        let sameSecond = try store.issueToken(for: a.id, ttl: 600)
+        #expect(sameSecond != after && (try? store.open(a.id, token: sameSecond)) != nil)
         clock.advance(1)
         let fresh = try store.issueToken(for: a.id, ttl: 600)
         #expect((try? store.open(a.id, token: fresh)) != nil, "tokens issued after revocation work")

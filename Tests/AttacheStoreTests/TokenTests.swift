@@ -20,6 +20,35 @@ import Testing
         #expect(verified.attachment == a && verified.expires == now + 600 && verified.scope == .read)
     }
 
+    /// Within one window every token for an attachment is the same string, never expiring
+    /// before the lifetime asked nor more than a window after it; the next window's differs.
+    @Test func oneTokenPerWindow() throws {
+        let ring = KeyRing.generate()
+        let ttl: Int64 = 7 * 86_400
+        let window = AccessToken.window(forTTL: ttl)
+        #expect(window == 3600 && AccessToken.window(forTTL: 600) == 37 && AccessToken.window(forTTL: 10) == 1)
+        let start = now - now % window
+        var seen: Set<String> = []
+        for second in stride(from: start, to: start + window, by: 97) + [start + window - 1] {
+            let (token, claims) = ring.issue(for: a, ttl: ttl, now: second, window: window)
+            seen.insert(token)
+            #expect(claims.expires >= second + ttl && claims.expires <= second + ttl + window)
+            #expect(claims.issuedAt <= second)
+            #expect((try? ring.check(token, opens: a, now: second).get()) != nil)
+        }
+        #expect(seen.count == 1, "one URL per object and window")
+        let next = ring.issue(for: a, ttl: ttl, now: start + window, window: window).token
+        #expect(!seen.contains(next))
+        // Another attachment in the same window: its own token.
+        #expect(!seen.contains(ring.issue(for: b, ttl: ttl, now: start, window: window).token))
+        // A revocation within the window: the tokens issued after it say so.
+        let revoked = start + 100
+        let after = ring.issue(for: a, ttl: ttl, now: start + 200, window: window, notBefore: revoked).claims
+        #expect(after.issuedAt == revoked)
+        // Without a window (a lifetime under 32 s), the moment itself.
+        #expect(ring.issue(for: a, ttl: 600, now: now + 1).claims.expires == now + 601)
+    }
+
     @Test func everyChangedCharacterIsRefused() {
         let ring = KeyRing.generate()
         let token = Array(ring.issue(for: a, ttl: 600, now: now).token)
