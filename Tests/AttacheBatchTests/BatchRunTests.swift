@@ -541,3 +541,87 @@ final class Gate: @unchecked Sendable {
         return false
     }
 }
+
+/// `batch --warm`: every attachment URL of the payloads once through each edge, failures
+/// counted and named without failing the batch. Run alone with the network suites.
+@Suite(.enabled(if: inIsolatedChild)) struct BatchWarmTests {
+    @Test func everyAttachmentURLIsRequestedOnceThroughEachEdge() async throws {
+        let media = try batchMediaServer()
+        let edge = try TestHTTPServer()
+        edge.fallback { _, c in c.respond(headers: ["Content-Type": "image/jpeg"], body: [0xFF, 0xD8, 0xFF]) }
+        // An edge that answers nothing but 404.
+        let broken = try TestHTTPServer()
+        let directory = try TemporaryDirectory()
+        let urls = directory.path + "/urls.txt"
+        let names = ["gray.jpg", "palette-transparent.png", "animated-chi.gif", "gray.jpg", "missing.jpg"]
+        try Data((names.map { media.url("/" + $0) }.joined(separator: "\n") + "\n").utf8)
+            .write(to: URL(fileURLWithPath: urls))
+        let base = "https://cdn.example.com/attachments"
+        let out = directory.path + "/out.jsonl"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
+        process.arguments = [
+            "batch", "--allow-loopback", "--store", directory.path + "/store", "--out", out, "--base-url", base,
+            "--warm", edge.base, "--warm", broken.base + "/", "--json", "--metrics-file", directory.path + "/m.prom",
+            urls,
+        ]
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let printed = output.fileHandleForReading.readDataToEndOfFile()
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "a warm-up failure does not fail the batch: \(said)")
+
+        // The URLs the payloads name, read here on their own.
+        let text = try String(contentsOfFile: out, encoding: .utf8)
+        var paths: Set<String> = []
+        var rest = Substring(text)
+        while let start = rest.range(of: base + "/") {
+            let end = rest[start.upperBound...].firstIndex(of: "\"")!
+            paths.insert("/attachments/" + rest[start.upperBound..<end])
+            rest = rest[end...]
+        }
+        #expect(paths.count >= 3, "\(text)")
+        for path in paths {
+            #expect(edge.count(path) == 1, "\(path) through the edge \(edge.count(path)) times")
+            #expect(broken.count(path) == 1)
+        }
+
+        let summary = try #require(try JSONSerialization.jsonObject(with: printed) as? [String: Any])
+        let warm = try #require(summary["warm"] as? [String: Any], "\(summary)")
+        #expect(warm["urls"] as? Int == paths.count && warm["edges"] as? Int == 2)
+        #expect(warm["requests"] as? Int == 2 * paths.count)
+        #expect(warm["ok"] as? Int == paths.count && warm["failed"] as? Int == paths.count)
+        let failures = try #require(warm["failures"] as? [[String: Any]])
+        #expect(failures.count == paths.count)
+        #expect(failures.allSatisfy { $0["edge"] as? String == broken.base && $0["code"] as? String == "http_status" })
+        #expect(said.contains("batch: warm \(broken.base): "), "\(said)")
+        let metrics = try String(contentsOfFile: directory.path + "/m.prom", encoding: .utf8)
+        #expect(metrics.contains(#"state="ok"} \#(paths.count)"#) && metrics.contains("attache_batch_warm_finished{"))
+    }
+
+    @Test func aWarmUpNeedsTheOutputAndAnEdgeIsOnlyAnAddress() async throws {
+        let directory = try TemporaryDirectory()
+        let urls = directory.path + "/urls.txt"
+        try Data("http://127.0.0.1:9/a.jpg\n".utf8).write(to: URL(fileURLWithPath: urls))
+        for (extra, words) in [
+            (["--warm", "http://edge.example"], "needs --out"),
+            (["--warm", "http://edge.example/attachments", "--out", directory.path + "/o"], "scheme, host and port"),
+            (["--warm", "ftp://edge.example", "--out", directory.path + "/o"], "http://host[:port]"),
+        ] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: try attacheExecutable())
+            process.arguments = ["batch", "--store", directory.path + "/store"] + extra + [urls]
+            let errors = Pipe()
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = errors
+            try process.run()
+            let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus != 0 && said.contains(words), "\(extra): \(said)")
+        }
+    }
+}

@@ -165,6 +165,10 @@ public final class TestHTTPServer: @unchecked Sendable {
 
     public func route(_ path: String, _ handler: @escaping Handler) { routes.withLock { $0[path] = handler } }
 
+    /// What answers a path no route names (default: 404).
+    public func fallback(_ handler: @escaping Handler) { fallbackHandler.withLock { $0 = handler } }
+    private let fallbackHandler = Mutex<Handler?>(nil)
+
     /// How many requests reached `path`.
     public func count(_ path: String) -> Int { counts.withLock { $0[path] ?? 0 } }
 
@@ -212,7 +216,7 @@ public final class TestHTTPServer: @unchecked Sendable {
             let path = request.path.split(separator: "?").first.map(String.init) ?? request.path
             counts.withLock { $0[path, default: 0] += 1 }
             let connection = Connection(fd: fd)
-            if let handler = routes.withLock({ $0[path] }) {
+            if let handler = routes.withLock({ $0[path] }) ?? fallbackHandler.withLock({ $0 }) {
                 handler(request, connection)
             } else {
                 connection.respond(status: 404, reason: "Not Found", body: Array("not found".utf8))
