@@ -39,7 +39,8 @@ cleanup() {
 trap cleanup EXIT
 ulimit -n 65536 2>/dev/null || true
 
-# 20 photos of 5-20 MP.
+# 20 distinct pictures of 5-20 MP: the photos (one of each baseline/progressive twin), then
+# mirrored copies of them until there are 20.
 python3 - "$work/media" <<'PY'
 import glob, os, struct, sys
 def size(path):
@@ -53,10 +54,14 @@ def size(path):
             h, w = struct.unpack(">HH", data[i + 5:i + 9]); return w * h
         i += 2 + struct.unpack(">H", data[i + 2:i + 4])[0]
     return 0
-photos = [f for f in sorted(glob.glob("work/jpeg/*.jpg")) if 5e6 <= size(f) <= 20e6][:20]
-for n, f in enumerate(photos):
-    os.symlink(os.path.realpath(f), os.path.join(sys.argv[1], "photo-%02d.jpg" % n))
-print(len(photos))
+import subprocess
+photos = [f for f in sorted(glob.glob("work/jpeg/*.jpg")) if 5e6 <= size(f) <= 20e6 and "_baseline" not in f]
+for n in range(20):
+    source, target = os.path.realpath(photos[n % len(photos)]), os.path.join(sys.argv[1], "photo-%02d.jpg" % n)
+    if n < len(photos):
+        os.symlink(source, target)
+    else:
+        subprocess.run(["vips", "flip", source, target + "[Q=92]", "horizontal"], check=True)
 PY
 photos=$(ls "$work/media" | wc -l)
 
@@ -117,6 +122,7 @@ with open(path, "w") as f:
             "notification": {"title": "Hello, customer %d" % i, "body": "Your offer %d is ready" % (i * 7919 % 100000),
                              "image": image},
             "apns": {"payload": {"aps": {"mutable-content": 1}}},
+            "webpush": {"headers": {"image": image}},
             "data": {"customer": str(i), "offer": str(i * 7919 % 100000)},
         }}) + "\n")
 PY
