@@ -234,8 +234,10 @@ let package = Package(
             name: "AttacheTestSupport",
             dependencies: [
                 "AttacheBase", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared", "AttacheCore",
-                "CAttacheCodecs",
+                "CAttacheCodecs", "AttacheServer",
                 "CAttacheTestSupport", "AttacheSeal", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             path: "Tests/AttacheTestSupport"
         ),

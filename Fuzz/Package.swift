@@ -26,6 +26,7 @@ let package = Package(
         fuzzer("fuzz-sniffer", "Sniffer"),
         fuzzer("fuzz-exif", "Exif"),
         fuzzer("fuzz-token", "Token"),
+        fuzzer("fuzz-head", "Head"),
         fuzzer("fuzz-url", "URL"),
         fuzzer("fuzz-gif", "GIF"),
         fuzzer("fuzz-image", "Image"),

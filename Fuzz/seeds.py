@@ -71,6 +71,17 @@ for path in sorted(glob.glob(os.path.join(corpus, "gif-edge-cases", "*.gif")) + 
 for i, token in enumerate([b"AQAAAAL" + b"A" * 108, b"", b"A" * 115, b"%%%", b"AQAAAAEAAAA-_"]):
     write("token", "token-%d" % i, token)
 
+# Head: download GETs as devices, edges and wrk write them, and near misses.
+target = b"/attachments/AQAAAAHs_J7f3PNi0CIA9pmh9kRzDgkKFltMBSUxfuejeLQT7gEAAAAAawk4gA/ecfc9edfdcf362d0.jpg"
+for i, head in enumerate([
+        b"GET " + target + b" HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n",
+        b"GET " + target + b"?a=1 HTTP/1.1\r\nHost: edge\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n",
+        b"GET " + target + b" HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\n\r\nGET " + target + b" HTTP/1.1\r\n\r\n",
+        b"GET " + target + b" HTTP/1.1\r\nHost: a\r\nRange: bytes=0-1\r\n\r\n",
+        b"GET " + target + b" HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\nx",
+        b"GET " + target + b" HTTP/1.1\r\nHost:\tb\r\nX:  \r\n\r\n"]):
+    write("head", "head-%d" % i, head)
+
 for i, url in enumerate([b"https://example.com/a.jpg", b"http://[::1]:8080/x?y=1#z", b"http://2130706433/",
                          b"http://0x7f.1/", b"https://user:pw@host/", b"ftp://h/f", b"http://\xe2\x98\x83.com/",
                          bytes([127, 0, 0, 1]), bytes([169, 254, 169, 254]), bytes(16),
@@ -130,5 +141,5 @@ for path in sorted(glob.glob(os.path.join(root, "Tests", "Fixtures", "video", "*
     if os.path.splitext(path)[1] in (".mp4", ".m4v", ".avi", ".mpg", ".m2v", ".mov", ".webm") and os.path.getsize(path) < 200_000:
         write("poster", "p-" + os.path.basename(path), b"\x20" + read(path))
 
-for target in ["json", "sniffer", "exif", "token", "url", "gif", "image", "seal", "icc", "modern", "av", "poster"]:
+for target in ["json", "sniffer", "exif", "token", "head", "url", "gif", "image", "seal", "icc", "modern", "av", "poster"]:
     print("%s: %d seeds" % (target, len(os.listdir(os.path.join(work, target, "seeds")))))

@@ -130,7 +130,13 @@ public struct AttacheService: Sendable {
                             RequestFraming(metrics: metrics, logger: logger),
                             DownloadFastPath(
                                 route: downloads, attachmentsPath: attachmentsPath, metrics: metrics, logger: logger,
-                                enabled: !Self.tracing)
+                                enabled: !Self.tracing),
+                            // Off while requests are traced: each then goes through the router.
+                            raw: Self.tracing
+                                ? nil
+                                : RawDownloads(
+                                    route: downloads, attachmentsPath: attachmentsPath, metrics: metrics,
+                                    logger: logger)
                         )
                     ])),
             configuration: .init(

@@ -116,7 +116,7 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(data, promise: promise)
     }
 
-    private static let cork = ChannelOptions.Types.SocketOption(
+    static let cork = ChannelOptions.Types.SocketOption(
         level: NIOBSDSocket.OptionLevel(rawValue: CInt(IPPROTO_TCP)), name: NIOBSDSocket.Option(rawValue: TCP_CORK))
 
     /// A plain keep-alive HTTP/1.1 `GET` of `<prefix><token>/<file>` (no escapes to decode).
@@ -264,7 +264,7 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// The request's metrics and log line (built only when the log takes it).
-    private static func record(
+    static func record(
         status: Int, gone: Bool, started: ContinuousClock.Instant, metrics: ServerMetrics, logger: Logger,
         lines: LineLogHandler?
     ) {
@@ -308,7 +308,7 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 }
 
 extension Result {
-    fileprivate var isFailure: Bool {
+    var isFailure: Bool {
         if case .failure = self { return true }
         return false
     }
@@ -366,6 +366,25 @@ final class CheckedDownload {
             version: .http1_1, status: HTTPResponseStatus(statusCode: status.code), headers: headers)
         encoded = (now, head)
         return head
+    }
+
+    private var raw: (second: Int64, head: ByteBuffer)?
+
+    /// The head as bytes on the wire, as the HTTP/1 encoder writes ``head(now:)``.
+    func rawHead(now: Int64) -> ByteBuffer {
+        if let raw, raw.second == now { return raw.head }
+        let head = self.head(now: now)
+        var buffer = ByteBufferAllocator().buffer(capacity: 512)
+        buffer.writeString("HTTP/1.1 \(head.status.code) \(head.status.reasonPhrase)\r\n")
+        for (name, value) in head.headers {
+            buffer.writeString(name)
+            buffer.writeString(": ")
+            buffer.writeString(value)
+            buffer.writeString("\r\n")
+        }
+        buffer.writeString("\r\n")
+        raw = (now, buffer)
+        return buffer
     }
 
     /// One request sent from it is written.

@@ -3,10 +3,14 @@ import AttacheCore
 import AttacheFetch
 import AttacheMedia
 import AttacheSeal
+import AttacheServer
 import AttacheStore
 import CAttacheCodecs
 import Crypto
 import Foundation
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
 
 /// The properties the fuzz targets (`Fuzz/`) check on every input, kept here so the test
 /// suite replays every saved finding (`Tests/Fixtures/fuzz/<target>/`) through the same code.
@@ -21,7 +25,7 @@ public enum FuzzChecks {
     /// The targets, by name (`Fuzz/Targets/<Name>`, `Tests/Fixtures/fuzz/<name>`).
     public static let targets: [String: @Sendable ([UInt8]) throws(FuzzFinding) -> Void] = [
         "json": json, "sniffer": sniffer, "exif": exif, "token": token, "url": url, "gif": gif, "image": image,
-        "seal": seal, "modern": modern, "av": av, "poster": poster,
+        "seal": seal, "modern": modern, "av": av, "poster": poster, "head": head,
     ]
 
     /// The key the seal target's streams are sealed under: bytes 0…31, the key of the
@@ -131,6 +135,39 @@ public enum FuzzChecks {
                 throw FuzzFinding("a verified token is not the one spelling of its claims")
             }
         }
+    }
+
+    /// The download path beneath the HTTP/1 codec: a head it takes as a plain download `GET`
+    /// is one SwiftNIO's decoder reads as that `GET` of that path, version 1.1, keep-alive,
+    /// without a body, ending where it said; and it reads the same from the head alone.
+    public static func head(_ bytes: [UInt8]) throws(FuzzFinding) {
+        let prefix = Array("/attachments/".utf8)
+        let parsed = bytes.withUnsafeBytes { DownloadHead.parse($0, prefix: prefix) }
+        guard case .get(let path, let length) = parsed else { return }
+        guard length <= bytes.count, length <= DownloadHead.maxHead else {
+            throw FuzzFinding("a head of \(length) bytes in \(bytes.count)")
+        }
+        let alone = Array(bytes[0..<length]).withUnsafeBytes { DownloadHead.parse($0, prefix: prefix) }
+        guard alone == parsed else { throw FuzzFinding("the head alone reads \(alone), not \(parsed)") }
+        let channel = EmbeddedChannel(handler: ByteToMessageHandler(HTTPRequestDecoder()))
+        defer { _ = try? channel.finish() }
+        var buffer = channel.allocator.buffer(capacity: length)
+        buffer.writeBytes(bytes[0..<length])
+        do {
+            try channel.writeInbound(buffer)
+        } catch {
+            throw FuzzFinding("taken as a download, refused by the decoder: \(error)")
+        }
+        let first = try? channel.readInbound(as: HTTPServerRequestPart.self)
+        let second = try? channel.readInbound(as: HTTPServerRequestPart.self)
+        guard case .head(let request)? = first, case .end(nil)? = second,
+            (try? channel.readInbound(as: HTTPServerRequestPart.self)) == nil
+        else { throw FuzzFinding("the decoder read \(String(describing: first)), \(String(describing: second))") }
+        let target = "/attachments/" + path
+        let uri = request.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        guard request.method == .GET, request.version == .http1_1, uri == target, request.isKeepAlive,
+            !request.headers.contains(name: "content-length"), !request.headers.contains(name: "transfer-encoding")
+        else { throw FuzzFinding("the decoder read \(request), not a plain GET of \(target)") }
     }
 
     static let fetcher = Fetcher()

@@ -1,0 +1,160 @@
+import AttacheBase
+import AttacheStore
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// Downloads answered beneath the HTTP/1 codec, on connections that only download (a device's,
+/// an edge's): the request's bytes recognised as a plain `GET` of an attachment and the answer
+/// written as bytes, with no request head, header table, response encoder or pipelining
+/// handler between the socket and the file.
+///
+/// It is the first handler of each connection. While a connection has sent nothing but such
+/// `GET`s, each is answered here exactly as ``DownloadFastPath`` answers it (the same check,
+/// remembered the same second, the same head, the same log line); the bytes of anything else —
+/// another method or path, a body, `Connection: close`, `Range` or a condition, a header that
+/// is not plainly written, a head over 8 KiB, a refusal, a check that would wait on a shared
+/// store's catalog — go to the HTTP/1 decoder, and from then on the whole connection does (no
+/// answer here can then come between the router's). So what is answered here is only ever
+/// what the codec would have read the same way.
+final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = IOData
+    typealias OutboundOut = IOData
+
+    private let route: AttachmentRoute
+    private let prefix: [UInt8]
+    private let metrics: ServerMetrics
+    private let logger: Logger
+    private let lines: LineLogHandler?
+    /// Bytes of a request head not yet complete.
+    private var pending: ByteBuffer?
+    /// Once anything went to the decoder, everything does.
+    private var passing = false
+    /// Downloads being written here, and a shutdown's request to close held until they end.
+    private var sending = 0
+    private var quiesce: Any?
+
+    init(route: AttachmentRoute, attachmentsPath: String, metrics: ServerMetrics, logger: Logger) {
+        self.route = route
+        self.prefix = Array((attachmentsPath + "/").utf8)
+        self.metrics = metrics
+        self.logger = logger
+        self.lines = logger.handler as? LineLogHandler
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !passing else { return context.fireChannelRead(data) }
+        var buffer = unwrapInboundIn(data)
+        if var held = pending {
+            held.writeBuffer(&buffer)
+            buffer = held
+            pending = nil
+        }
+        while buffer.readableBytes > 0 {
+            let parsed = buffer.withUnsafeReadableBytes { DownloadHead.parse($0, prefix: prefix) }
+            switch parsed {
+            case .incomplete:
+                pending = buffer
+                return
+            case .other:
+                return pass(context, buffer)
+            case .get(let path, let length):
+                guard answer(context, path: path) else { return pass(context, buffer) }
+                buffer.moveReaderIndex(forwardBy: length)
+            }
+        }
+    }
+
+    /// Hands `buffer` and everything after it to the decoder.
+    private func pass(_ context: ChannelHandlerContext, _ buffer: ByteBuffer) {
+        passing = true
+        // The handlers behind were not told of writability while downloads went out here.
+        if !context.channel.isWritable { context.fireChannelWritabilityChanged() }
+        context.fireChannelRead(wrapInboundOut(buffer))
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        // A download's file region passes the write buffer's mark and back: nothing behind
+        // this handler writes on a connection it answers, so they need not hear of it.
+        if passing { context.fireChannelWritabilityChanged() }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The connection handler behind closes a connection it thinks idle; one writing a
+        // download is not.
+        if event is ChannelShouldQuiesceEvent, sending > 0 {
+            quiesce = event
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Answers a `GET` of `path` (after the attachments prefix, without the query) when its
+    /// check passes at once; false when the router must answer it.
+    private func answer(_ context: ChannelHandlerContext, path: Substring) -> Bool {
+        let started = ContinuousClock.now
+        let store = route.store
+        let now = store.configuration.clock()
+        let cache = DownloadCache.current
+        if let entry = cache.entry(for: path, now: now, changes: store.changes) {
+            DownloadFastPath.remembered.add(1, ordering: .relaxed)
+            send(context, entry, now: now, started: started)
+            return true
+        }
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        store.refreshKeyRing(olderThan: .milliseconds(100))
+        let since = segments.last.flatMap { AttachmentID(hex: $0.prefix { $0 != "." }) }.map {
+            store.answeringSince($0)
+        }
+        let prepared = try? route.prepare(segments: segments, headers: HTTPFields(), logger: logger, immediately: true)
+        guard case .send(let lease, let status, let fields, let start, let length)? = prepared else { return false }
+        guard lease.sendableDescriptor >= 0, status == .ok else {
+            lease.close()
+            return false
+        }
+        let entry = CheckedDownload(
+            lease: lease, status: status, fields: fields, start: start, length: length, changes: store.changes,
+            checked: min(since ?? started, started), edgeMaxAge: route.edgeMaxAge)
+        send(context, entry, now: store.configuration.clock(), started: started)
+        cache.remember(entry, for: path, on: context.eventLoop)
+        return true
+    }
+
+    private func send(
+        _ context: ChannelHandlerContext, _ entry: CheckedDownload, now: Int64, started: ContinuousClock.Instant
+    ) {
+        DownloadFastPath.answered.add(1, ordering: .relaxed)
+        entry.users += 1
+        let file = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: entry.descriptor)
+        let region = FileRegion(
+            fileHandle: file, readerIndex: Int(entry.start), endIndex: Int(entry.start + entry.length))
+        let options = context.channel.syncOptions
+        try? options?.setOption(DownloadFastPath.cork, value: 1)
+        context.write(wrapOutboundOut(.byteBuffer(entry.rawHead(now: now))), promise: nil)
+        let done = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(wrapOutboundOut(.fileRegion(region)), promise: done)
+        try? options?.setOption(DownloadFastPath.cork, value: 0)
+        let (metrics, logger, lines, status, length) = (
+            self.metrics, self.logger, self.lines, entry.status, entry.length
+        )
+        sending += 1
+        done.futureResult.assumeIsolated().whenComplete { result in
+            // The descriptor is the lease's: the lease closes it.
+            _ = try? file.takeDescriptorOwnership()
+            entry.release()
+            self.sending -= 1
+            if self.sending == 0, let event = self.quiesce {
+                self.quiesce = nil
+                context.fireUserInboundEventTriggered(event)
+            }
+            if case .success = result { metrics.served(bytes: Int(length)) }
+            DownloadFastPath.record(
+                status: status.code, gone: result.isFailure, started: started, metrics: metrics, logger: logger,
+                lines: lines)
+        }
+    }
+}
