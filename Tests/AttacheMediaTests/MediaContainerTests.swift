@@ -109,7 +109,11 @@ struct MediaContainerTests {
                 _ = try MediaContainer.check(MediaBytes(lying), kind: .mp4)
             }
             #expect(error?.code == .corruptData, "\(type): \(String(describing: error))")
-            #expect(heapInUse() - heap < 16 << 20, "\(type): nothing of the declared size is kept")
+            // The table declares 2^31 entries (2 GiB and more); the heap is the process's, where
+            // other suites allocate beside this one, so the bound is an eighth of the smallest
+            // declared size, not the few bytes this check holds.
+            let grown = heapInUse() - heap
+            #expect(grown < 256 << 20, "\(type): \(grown >> 20) MB kept, of a declared 2 GiB or more")
         }
     }
 
