@@ -14,7 +14,7 @@ import Testing
 @Suite struct EdgeTests {
     static let nginx = "/usr/sbin/nginx"
     static let conf = Paths.package + "/docs/operations/attache-edge.conf"
-    static let edgeSeconds = 2
+    static let edgeSeconds = 10
 
     /// A running nginx with the shipped edge file in front of `origin`.
     final class Edge {
@@ -163,6 +163,7 @@ import Testing
         let url = edge.url(urls[0])
         let origin = ServiceTests.local(urls[0], service)
 
+        let cachedAt = ContinuousClock.now
         let first = try await curl("GET", url)
         #expect(first.status == 200)
         #expect(first.headers["x-cache-status"] == "MISS")
@@ -176,7 +177,10 @@ import Testing
         #expect(maxAge > 3600 - 60 && maxAge <= 3600 + 225, "the device keeps it for the token's life: \(control)")
 
         let second = try await curl("GET", url)
-        #expect(second.status == 200 && second.headers["x-cache-status"] == "HIT" && second.body == first.body)
+        // A hit while the edge time lasts (on a machine slow enough to pass it, the edge asks again).
+        let fresh = ContinuousClock.now - cachedAt < .seconds(Self.edgeSeconds)
+        #expect(second.status == 200 && second.body == first.body)
+        #expect(!fresh || second.headers["x-cache-status"] == "HIT", "\(second.headers)")
         let etag = try #require(first.headers["etag"])
         let notModified = try await curl("GET", url, headers: ["If-None-Match": etag])
         #expect(notModified.status == 304 && notModified.body.isEmpty)
@@ -185,7 +189,7 @@ import Testing
         #expect(range.body == Array(first.body[10...109]))
         let head = try await curl("HEAD", url)
         #expect(head.status == 200 && head.headers["content-length"] == String(first.body.count))
-        #expect(head.headers["x-cache-status"] == "HIT")
+        #expect(ContinuousClock.now - cachedAt >= .seconds(Self.edgeSeconds) || head.headers["x-cache-status"] == "HIT")
 
         // A forged token: refused, and refused by the origin each time (never kept).
         let segments = url.split(separator: "/", omittingEmptySubsequences: false)
