@@ -157,14 +157,7 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
             return send(context, entry, now: now, started: started)
         }
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        // Taken before the check: what the check reads is at least this fresh (a directory
-        // store's key file looked at again first when that look is 100 ms old, so the check can
-        // be remembered for most of a second).
-        let store = self.route.store
-        store.refreshKeyRing(olderThan: .milliseconds(100))
-        let since = segments.last.flatMap { AttachmentID(hex: $0.prefix { $0 != "." }) }.map {
-            store.answeringSince($0)
-        }
+        let since = route.checkBegins(segments)
         // Only the conditions matter to the check; a plain GET has none.
         var fields = HTTPFields()
         if !plain {
@@ -206,20 +199,12 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         _ context: ChannelHandlerContext, _ prepared: AttachmentRoute.Prepared?, key: Substring?,
         since: ContinuousClock.Instant?, started: ContinuousClock.Instant
     ) {
-        guard case .send(let lease, let status, let fields, let start, let length)? = prepared else {
-            // 304 and refusals: the router answers them (and runs the same checks again).
-            return pass(context)
-        }
-        guard lease.sendableDescriptor >= 0 else {
-            lease.close()
-            return pass(context)
-        }
-        let entry = CheckedDownload(
-            lease: lease, status: status, fields: fields, start: start, length: length, changes: route.store.changes,
-            checked: min(since ?? started, started), edgeMaxAge: route.edgeMaxAge)
+        // 304, refusals and objects without a local file: the router answers them (and runs
+        // the same checks again).
+        guard let entry = route.checked(prepared, since: since, started: started) else { return pass(context) }
         send(context, entry, now: route.store.configuration.clock(), started: started)
         // Remembered once it is in use, so a full cache closes the lease only after this send.
-        if let key, status == .ok {
+        if let key, entry.status == .ok {
             DownloadCache.current.remember(entry, for: key, on: context.eventLoop)
         } else {
             entry.forget()
@@ -231,11 +216,7 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         _ context: ChannelHandlerContext, _ entry: CheckedDownload, now: Int64, started: ContinuousClock.Instant
     ) {
         held = nil
-        Self.answered.add(1, ordering: .relaxed)
-        entry.users += 1
-        let file = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: entry.descriptor)
-        let region = FileRegion(
-            fileHandle: file, readerIndex: Int(entry.start), endIndex: Int(entry.start + entry.length))
+        let (file, region) = entry.region()
         // Corked while the head and the file go out, so the head leaves in the file's first
         // segment rather than in a packet of its own (nginx's tcp_nopush).
         let options = context.channel.syncOptions
@@ -246,20 +227,12 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         let done = context.eventLoop.makePromise(of: Void.self)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: done)
         try? options?.setOption(Self.cork, value: 0)
-        let (metrics, logger, lines, status, length) = (
-            self.metrics, self.logger, self.lines, entry.status, entry.length
-        )
+        let (metrics, logger, lines) = (self.metrics, self.logger, self.lines)
         sending += 1
         // Completed on this event loop: the handler, its context and the entry stay on it.
         done.futureResult.assumeIsolated().whenComplete { result in
-            // The descriptor is the lease's: the lease closes it.
-            _ = try? file.takeDescriptorOwnership()
-            entry.release()
+            entry.written(result, file: file, started: started, metrics: metrics, logger: logger, lines: lines)
             self.sent(context)
-            if case .success = result { metrics.served(bytes: Int(length)) }
-            DownloadFastPath.record(
-                status: status.code, gone: result.isFailure, started: started, metrics: metrics, logger: logger,
-                lines: lines)
         }
     }
 
@@ -387,6 +360,28 @@ final class CheckedDownload {
         return buffer
     }
 
+    /// The file region of one more request sent from it (counted as answered).
+    func region() -> (NIOFileHandle, FileRegion) {
+        DownloadFastPath.answered.add(1, ordering: .relaxed)
+        users += 1
+        let file = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: descriptor)
+        return (file, FileRegion(fileHandle: file, readerIndex: Int(start), endIndex: Int(start + length)))
+    }
+
+    /// A request sent from it is written (or its client gone): the descriptor given back to the
+    /// lease, which closes it; the bytes served, the request's metrics and log line.
+    func written(
+        _ result: Result<Void, any Error>, file: NIOFileHandle, started: ContinuousClock.Instant,
+        metrics: ServerMetrics, logger: Logger, lines: LineLogHandler?
+    ) {
+        _ = try? file.takeDescriptorOwnership()
+        release()
+        if case .success = result { metrics.served(bytes: Int(length)) }
+        DownloadFastPath.record(
+            status: status.code, gone: result.isFailure, started: started, metrics: metrics, logger: logger,
+            lines: lines)
+    }
+
     /// One request sent from it is written.
     func release() {
         users -= 1
@@ -457,5 +452,32 @@ final class DownloadCache: @unchecked Sendable {  // each used only by the threa
             let cache = NIOLoopBound(self, eventLoop: loop)
             loop.scheduleTask(in: .milliseconds(500)) { cache.value.sweep(on: loop) }
         }
+    }
+}
+
+extension AttachmentRoute {
+    /// Taken before a download's check: the key ring looked at again when that look is 100 ms
+    /// old (a directory store's key file), and when the object's row was read — what the check
+    /// will rest on, so that it is remembered for most of a second and no longer.
+    func checkBegins(_ segments: [Substring]) -> ContinuousClock.Instant? {
+        store.refreshKeyRing(olderThan: .milliseconds(100))
+        return segments.last.flatMap { AttachmentID(hex: $0.prefix { $0 != "." }) }.map { store.answeringSince($0) }
+    }
+
+    /// What ``prepare(segments:headers:logger:immediately:)`` gave, as a download an event loop
+    /// can send from a local file; nil (nothing held) for a 304, a refusal or a remote object.
+    func checked(
+        _ prepared: Prepared?, since: ContinuousClock.Instant?, started: ContinuousClock.Instant
+    )
+        -> CheckedDownload?
+    {
+        guard case .send(let lease, let status, let fields, let start, let length)? = prepared else { return nil }
+        guard lease.sendableDescriptor >= 0 else {
+            lease.close()
+            return nil
+        }
+        return CheckedDownload(
+            lease: lease, status: status, fields: fields, start: start, length: length, changes: store.changes,
+            checked: min(since ?? started, started), edgeMaxAge: edgeMaxAge)
     }
 }

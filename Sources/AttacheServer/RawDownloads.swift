@@ -106,19 +106,10 @@ final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
             return true
         }
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        store.refreshKeyRing(olderThan: .milliseconds(100))
-        let since = segments.last.flatMap { AttachmentID(hex: $0.prefix { $0 != "." }) }.map {
-            store.answeringSince($0)
-        }
+        let since = route.checkBegins(segments)
+        // No conditions: a whole object (200) or nothing here.
         let prepared = try? route.prepare(segments: segments, headers: HTTPFields(), logger: logger, immediately: true)
-        guard case .send(let lease, let status, let fields, let start, let length)? = prepared else { return false }
-        guard lease.sendableDescriptor >= 0, status == .ok else {
-            lease.close()
-            return false
-        }
-        let entry = CheckedDownload(
-            lease: lease, status: status, fields: fields, start: start, length: length, changes: store.changes,
-            checked: min(since ?? started, started), edgeMaxAge: route.edgeMaxAge)
+        guard let entry = route.checked(prepared, since: since, started: started) else { return false }
         send(context, entry, now: store.configuration.clock(), started: started)
         cache.remember(entry, for: path, on: context.eventLoop)
         return true
@@ -127,34 +118,22 @@ final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
     private func send(
         _ context: ChannelHandlerContext, _ entry: CheckedDownload, now: Int64, started: ContinuousClock.Instant
     ) {
-        DownloadFastPath.answered.add(1, ordering: .relaxed)
-        entry.users += 1
-        let file = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: entry.descriptor)
-        let region = FileRegion(
-            fileHandle: file, readerIndex: Int(entry.start), endIndex: Int(entry.start + entry.length))
+        let (file, region) = entry.region()
         let options = context.channel.syncOptions
         try? options?.setOption(DownloadFastPath.cork, value: 1)
         context.write(wrapOutboundOut(.byteBuffer(entry.rawHead(now: now))), promise: nil)
         let done = context.eventLoop.makePromise(of: Void.self)
         context.writeAndFlush(wrapOutboundOut(.fileRegion(region)), promise: done)
         try? options?.setOption(DownloadFastPath.cork, value: 0)
-        let (metrics, logger, lines, status, length) = (
-            self.metrics, self.logger, self.lines, entry.status, entry.length
-        )
+        let (metrics, logger, lines) = (self.metrics, self.logger, self.lines)
         sending += 1
         done.futureResult.assumeIsolated().whenComplete { result in
-            // The descriptor is the lease's: the lease closes it.
-            _ = try? file.takeDescriptorOwnership()
-            entry.release()
+            entry.written(result, file: file, started: started, metrics: metrics, logger: logger, lines: lines)
             self.sending -= 1
             if self.sending == 0, let event = self.quiesce {
                 self.quiesce = nil
                 context.fireUserInboundEventTriggered(event)
             }
-            if case .success = result { metrics.served(bytes: Int(length)) }
-            DownloadFastPath.record(
-                status: status.code, gone: result.isFailure, started: started, metrics: metrics, logger: logger,
-                lines: lines)
         }
     }
 }

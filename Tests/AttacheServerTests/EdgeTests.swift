@@ -22,7 +22,7 @@ import Testing
         let directory: TemporaryDirectory
         let process: Process
 
-        init(origin: Int) throws {
+        init(origin: Int) async throws {
             directory = try TemporaryDirectory()
             var text = try String(contentsOfFile: EdgeTests.conf, encoding: .utf8)
             for (from, to) in [
@@ -68,11 +68,11 @@ import Testing
                 // Listening, or gone (the port was taken).
                 var up = false
                 for _ in 0..<600 where process.isRunning {
-                    if (try? curlSync("http://127.0.0.1:\(port)/")) == 404 {
+                    if (try? await curl("GET", "http://127.0.0.1:\(port)/"))?.status == 404 {
                         up = true
                         break
                     }
-                    usleep(50_000)
+                    try await Task.sleep(for: .milliseconds(50))
                 }
                 if up {
                     self.port = port
@@ -153,7 +153,7 @@ import Testing
             configuration.edgeMaxAge = .seconds(Self.edgeSeconds)
             configuration.pipeline.tokenTTL = 3600
         }
-        let edge = try Edge(origin: service.port)
+        let edge = try await Edge(origin: service.port)
 
         // One object named by two payloads: one URL (the token window is 225 s here; the two
         // may straddle a window's end, and then a third must match the second).
@@ -224,18 +224,4 @@ import Testing
         #expect(stale.status == 200 && stale.body == cached.body, "the origin's absence is seen by a device")
         #expect(stale.headers["x-cache-status"] == "STALE")
     }
-}
-
-/// The status of a plain GET of `url` with curl, waited for on this thread (nginx's start).
-private func curlSync(_ url: String) throws -> Int {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-    process.arguments = ["-s", "--noproxy", "*", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", url]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return Int(output) ?? 0
 }
