@@ -4,6 +4,7 @@ import HTTPTypes
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Synchronization
 
 /// Downloads answered beneath the HTTP/1 codec, on connections that only download (a device's,
@@ -15,15 +16,19 @@ import Synchronization
 /// `GET`s, each is answered here exactly as ``DownloadFastPath`` answers it (the same check,
 /// remembered the same second, the same head, the same log line); the bytes of anything else —
 /// another method or path, a body, `Connection: close`, `Range` or a condition, a header that
-/// is not plainly written, a head over 8 KiB, a refusal, a check that would wait on a shared
-/// store's catalog — go to the HTTP/1 decoder, and from then on the whole connection does (no
-/// answer here can then come between the router's). So what is answered here is only ever
-/// what the codec would have read the same way.
+/// is not plainly written, a head over 8 KiB, a refusal, an object without a local copy — go
+/// to the HTTP/1 decoder, and from then on the whole connection does (no answer here can then
+/// come between the router's). So what is answered here is only ever what the codec would have
+/// read the same way. A shared store's check that needs a catalog query runs on the blocking
+/// pool, as ``DownloadFastPath``'s does; the connection's next bytes wait until it is answered.
 final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
     typealias OutboundIn = IOData
     typealias OutboundOut = IOData
+
+    /// Downloads sent here after their check ran on the blocking pool (for tests).
+    static let checkedOnPool = Atomic<Int>(0)
 
     private let route: AttachmentRoute
     private let prefix: [UInt8]
@@ -34,6 +39,8 @@ final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
     private var pending: ByteBuffer?
     /// Once anything went to the decoder, everything does.
     private var passing = false
+    /// A shared store's check is running for the first request in `pending`.
+    private var checking = false
     /// Downloads being written here, and a shutdown's request to close held until they end.
     private var sending = 0
     private var quiesce: Any?
@@ -54,6 +61,17 @@ final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
             buffer = held
             pending = nil
         }
+        if checking {
+            pending = buffer
+            return
+        }
+        take(context, buffer)
+    }
+
+    /// Answers the plain downloads at the start of `buffer`, until one must wait for its check
+    /// or the rest goes to the decoder.
+    private func take(_ context: ChannelHandlerContext, _ buffer: ByteBuffer) {
+        var buffer = buffer
         while buffer.readableBytes > 0 {
             let parsed = buffer.withUnsafeReadableBytes { DownloadHead.parse($0, prefix: prefix) }
             switch parsed {
@@ -63,9 +81,35 @@ final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
             case .other:
                 return pass(context, buffer)
             case .get(let path, let length):
-                guard answer(context, path: path) else { return pass(context, buffer) }
-                buffer.moveReaderIndex(forwardBy: length)
+                switch answer(context, path: path) {
+                case .sent: buffer.moveReaderIndex(forwardBy: length)
+                case .router: return pass(context, buffer)
+                case .checking(let check): return wait(context, for: check, buffer: buffer, length: length)
+                }
             }
+        }
+    }
+
+    /// Holds `buffer` (the request being checked first, `length` bytes) and what arrives after
+    /// it until `check` ends, then answers it here or hands it all to the decoder.
+    private func wait(
+        _ context: ChannelHandlerContext, for check: EventLoopFuture<CheckedDownload?>, buffer: ByteBuffer, length: Int
+    ) {
+        checking = true
+        pending = buffer
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        check.whenComplete { result in
+            let (handler, context) = bound.value
+            handler.checking = false
+            guard var held = handler.pending, context.channel.isActive else { return }
+            handler.pending = nil
+            guard case .success(.some) = result else {
+                handler.pass(context, held)
+                // What was passed on outside a read cycle is delivered at the end of one.
+                return context.fireChannelReadComplete()
+            }
+            held.moveReaderIndex(forwardBy: length)
+            handler.take(context, held)
         }
     }
 
@@ -93,9 +137,16 @@ final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireUserInboundEventTriggered(event)
     }
 
+    private enum Answer {
+        case sent
+        case router
+        /// The check runs on the blocking pool; its download is sent there when it passes.
+        case checking(EventLoopFuture<CheckedDownload?>)
+    }
+
     /// Answers a `GET` of `path` (after the attachments prefix, without the query) when its
-    /// check passes at once; false when the router must answer it.
-    private func answer(_ context: ChannelHandlerContext, path: Substring) -> Bool {
+    /// check passes; the router answers it when not.
+    private func answer(_ context: ChannelHandlerContext, path: Substring) -> Answer {
         let started = ContinuousClock.now
         let store = route.store
         let now = store.configuration.clock()
@@ -103,16 +154,42 @@ final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
         if let entry = cache.entry(for: path, now: now, changes: store.changes) {
             DownloadFastPath.remembered.add(1, ordering: .relaxed)
             send(context, entry, now: now, started: started)
-            return true
+            return .sent
         }
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
         let since = route.checkBegins(segments)
         // No conditions: a whole object (200) or nothing here.
-        let prepared = try? route.prepare(segments: segments, headers: HTTPFields(), logger: logger, immediately: true)
-        guard let entry = route.checked(prepared, since: since, started: started) else { return false }
-        send(context, entry, now: store.configuration.clock(), started: started)
-        cache.remember(entry, for: path, on: context.eventLoop)
-        return true
+        let (route, logger) = (self.route, self.logger)
+        let immediate = Result {
+            try route.prepare(segments: segments, headers: HTTPFields(), logger: logger, immediately: true)
+        }
+        guard case .failure(let error) = immediate, error is AttachmentRoute.WouldWait else {
+            let entry = route.checked(try? immediate.get(), since: since, started: started)
+            guard let entry else { return .router }
+            sent(context, entry, path: path, started: started)
+            return .sent
+        }
+        let key = String(path)
+        let checked = AttachmentRoute.blocking.runIfActive(eventLoop: context.eventLoop) {
+            try route.prepare(segments: segments, headers: HTTPFields(), logger: logger)
+        }
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        return .checking(
+            checked.map { prepared in
+                let (handler, context) = bound.value
+                guard let entry = route.checked(prepared, since: since, started: started) else { return nil }
+                Self.checkedOnPool.add(1, ordering: .relaxed)
+                handler.sent(context, entry, path: Substring(key), started: started)
+                return entry
+            })
+    }
+
+    /// Sends a download just checked and remembers the check.
+    private func sent(
+        _ context: ChannelHandlerContext, _ entry: CheckedDownload, path: Substring, started: ContinuousClock.Instant
+    ) {
+        send(context, entry, now: route.store.configuration.clock(), started: started)
+        DownloadCache.current.remember(entry, for: path, on: context.eventLoop)
     }
 
     private func send(

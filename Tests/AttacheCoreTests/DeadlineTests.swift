@@ -46,7 +46,7 @@ import Testing
         // one: apart from the corpus suites too (they need the servers scripts/test.sh starts).
         [
             "AttacheServerTests.SharedReplicaTests", "AttacheBatchTests.SharedCampaignTests",
-            "AttacheCoreTests.SharedPipelineTests",
+            "AttacheCoreTests.SharedPipelineTests", "AttacheServerTests.SharedRawDownloadsTests",
         ],
     ]
 
