@@ -117,7 +117,7 @@ public struct LineLogHandler: LogHandler {
         guard metadata.isEmpty, metadataProvider == nil else { return false }
         var line: [UInt8] = []
         line.reserveCapacity(200)
-        func field(_ key: StaticString, _ value: String) {
+        func key(_ key: StaticString) {
             if json {
                 line += #"",""#.utf8
                 line += UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
@@ -127,6 +127,9 @@ public struct LineLogHandler: LogHandler {
                 line += UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
                 line.append(UInt8(ascii: "="))
             }
+        }
+        func field(_ name: StaticString, _ value: String) {
+            key(name)
             line += value.utf8
         }
         if json {
@@ -142,15 +145,41 @@ public struct LineLogHandler: LogHandler {
             line.append(UInt8(ascii: ":"))
         }
         // In key order, as both formats sort them.
-        field("hb.request.id", id.prefix + "-" + String(id.number, radix: 16))
+        // The numbers written as digits, as their descriptions would be (the time in tenths of a
+        // millisecond, as `String(Double)` writes a number of tenths: "0.3", "12.0").
+        key("hb.request.id")
+        line += id.prefix.utf8
+        line.append(UInt8(ascii: "-"))
+        Self.append(id.number, radix: 16, to: &line)
         field("method", method)
-        field("ms", String(milliseconds))
+        key("ms")
+        let tenths = UInt64(min(max(0, (milliseconds * 10).rounded()), 1e15))
+        Self.append(tenths / 10, radix: 10, to: &line)
+        line.append(UInt8(ascii: "."))
+        line.append(UInt8(ascii: "0") + UInt8(tenths % 10))
         if let outcome { field("outcome", outcome) }
         field("route", route)
-        field("status", String(status))
+        key("status")
+        Self.append(UInt64(max(0, status)), radix: 10, to: &line)
         line += json ? "\"}\n".utf8 : " [AttacheServer] request\n".utf8
         line.withUnsafeBytes { writer.append($0) }
         return true
+    }
+
+    /// `value`'s digits in `radix` (10 or 16, lower case), as `String(value, radix:)` writes them.
+    static func append(_ value: UInt64, radix: UInt64, to line: inout [UInt8]) {
+        var digits: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        var rest = value
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                let digit = UInt8(rest % radix)
+                buffer[count] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
+                count += 1
+                rest /= radix
+            } while rest > 0
+            for index in stride(from: count - 1, through: 0, by: -1) { line.append(buffer[index]) }
+        }
     }
 
     static func timestamp() -> String {

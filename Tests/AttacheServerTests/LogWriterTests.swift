@@ -65,6 +65,33 @@ import Testing
         #expect(!handler.request(id: ("a", 1), method: "GET", route: "r", status: 200, milliseconds: 1, outcome: nil))
     }
 
+    /// The direct line's numbers are written as their descriptions would be.
+    @Test func numbersAreWrittenAsTheirDescriptions() {
+        var values: [UInt64] = [0, 1, 9, 10, 15, 16, 255, 1_000, .max, .max - 1, 1 << 63]
+        for _ in 0..<2_000 { values.append(UInt64.random(in: 0...(.max)) >> UInt64.random(in: 0...63)) }
+        for value in values {
+            for radix in [10, 16] as [UInt64] {
+                var line: [UInt8] = []
+                LineLogHandler.append(value, radix: radix, to: &line)
+                #expect(String(decoding: line, as: UTF8.self) == String(value, radix: Int(radix)))
+            }
+        }
+        // The time: tenths of a millisecond, as String(Double) writes them.
+        var handler = LineLogHandler(label: "attache")
+        let reader = Reader()
+        reader.start()
+        handler.writer = LogWriter(descriptor: reader.pipe.fileHandleForWriting.fileDescriptor)
+        let times: [Double] = [0, 0.04, 0.05, 0.3, 1, 9.95, 12.34, 999.9, 123_456.7]
+        for ms in times {
+            _ = handler.request(id: ("a", 1), method: "GET", route: "r", status: 200, milliseconds: ms, outcome: nil)
+        }
+        handler.writer.flush()
+        let written = reader.text().split(separator: "\n").map { line in
+            line.split(separator: " ").first { $0.hasPrefix("ms=") }.map { String($0.dropFirst(3)) } ?? ""
+        }
+        #expect(written == times.map { String(($0 * 10).rounded() / 10) })
+    }
+
     @Test func linesFromManyThreadsArriveWholeAndInOrder() async throws {
         let reader = Reader()
         reader.start()
