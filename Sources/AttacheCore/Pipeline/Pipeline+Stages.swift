@@ -5,9 +5,10 @@ internal import AttacheSeal
 internal import AttacheStore
 internal import Crypto
 
-/// One attachment through the stages, in order: fetch → validate → transform → store, then
-/// its entry for the attach stage. Each stage has its home in its own target; this file only
-/// hands one stage's output to the next, under the payload's deadline.
+// One attachment through the stages, in order: fetch → validate → transform → store, then
+// its entry for the attach stage. Each stage has its home in its own target; this file only
+// hands one stage's output to the next, under the payload's deadline.
+
 /// The byte budgets one payload's attachments share.
 struct PayloadBudgets: Sendable {
     /// Bytes all fetches may read together.

@@ -2,9 +2,9 @@ internal import AttacheBase
 
 /// One animation, whatever its format, beside ``StillDecoder``: its canvas, its frames with
 /// their delays, its loop count — what every animated source answers (as libvips' loaders all
-/// answer `n` and `page`). A GIF (``GIFAnimation``) and an animated WebP (``WebPAnimation``)
-/// implement it; a later animated source (an AVIF image sequence, a JPEG XL animation) is one
-/// more type and one more row in ``ImageProcessor/animation(_:_:)``. Everything else is done
+/// answer `n` and `page`). A GIF (``GIFAnimation``), an animated WebP (``WebPAnimation``) and a
+/// JPEG XL animation (``JXLAnimation``) implement it; another animated source (an AVIF image
+/// sequence) would be one more type and one more row in ``ImageProcessor/animation(_:_:)``. Everything else is done
 /// once for all of them: the budgets (``ImageProcessor/fitAnimation(_:spec:)``), the one
 /// fallback rule, the output kind, the first frame, the full check and the video
 /// (``MediaEncoder/video(fromAnimation:kind:spec:limits:cap:deadline:)``).
