@@ -39,6 +39,9 @@ let package = Package(
         .library(name: "AttacheSeal", targets: ["AttacheSeal"]),
         .library(name: "AttacheClient", targets: ["AttacheClient"]),
         .executable(name: "attache", targets: ["attache"]),
+        // The face detector, loaded by AttacheMedia on first use from beside the executable
+        // (or from ATTACHE_FACES_LIBRARY): `swift build` makes it with the rest.
+        .library(name: "AttacheFaces", type: .dynamic, targets: ["CAttacheFacesOpenCV"]),
         // For the fuzz package (Fuzz/): the checks its targets run live with the test helpers.
         .library(name: "AttacheTestSupport", targets: ["AttacheTestSupport"]),
     ],
@@ -95,10 +98,18 @@ let package = Package(
             ]
         ),
         // Faces for the crop of Android and web pictures: OpenCV's cascade detector
-        // (objdetect), the cascade file from Debian's opencv-data.
+        // (objdetect), the cascade file from Debian's opencv-data. The detector is a library of
+        // its own (the AttacheFaces product, libAttacheFaces.so beside the executable) that
+        // CAttacheFaces loads with dlopen on the first detection: OpenCV and what it maps
+        // (protobuf, BLAS, GL dispatch) cost a process nothing until a face is looked for.
         .target(
             name: "CAttacheFaces",
             dependencies: ["CAttacheShim"],
+            linkerSettings: [.linkedLibrary("dl")]
+        ),
+        .target(
+            name: "CAttacheFacesOpenCV",
+            dependencies: ["CAttacheFaces"],
             cxxSettings: [.unsafeFlags(["-I/usr/include/opencv4"])],
             linkerSettings: [
                 .linkedLibrary("opencv_objdetect"),

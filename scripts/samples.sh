@@ -10,6 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 swift build -c release --product attache
+# The face detector (--faces), loaded from beside the binary on first use.
+swift build -c release --product AttacheFaces
 bin=$(swift build -c release --show-bin-path)/attache
 out=${1:-Samples/out}
 port=8765

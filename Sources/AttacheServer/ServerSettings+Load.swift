@@ -206,6 +206,8 @@ final class SettingsReading {
         if text("faces") != nil {
             let faces = flag("faces")
             for target in TargetSpec.Target.allCases { configuration.pipeline.targets[target]?.faces = faces }
+            // Asked for and not there: said at start, not found out from the crops.
+            if faces, let why = ImageProcessor.facesUnavailable { problem("faces", why) }
         }
     }
 

@@ -191,6 +191,10 @@ struct Serve: AsyncParsableCommand {
     }
 
     private func run(_ service: AttacheService, configuration: ServerConfiguration, logger: Logger) async throws {
+        if let why = ImageProcessor.facesUnavailable {
+            // The setting would have stopped the start; a request's `faces=true` is what is left.
+            logger.notice("faces not looked for when a request asks", metadata: ["reason": "\(why)"])
+        }
         try await service.run(logger: logger) { port in
             logger.info(
                 "listening",

@@ -32,6 +32,7 @@ struct TargetOptions: ParsableArguments {
         guard ["jpeg", "webp"].contains(webFormat) else {
             throw ValidationError("--web-format '\(webFormat)' is not jpeg or webp")
         }
+        if faces, let why = ImageProcessor.facesUnavailable { throw ValidationError("--faces: \(why)") }
     }
 
     /// Each receiver's spec.

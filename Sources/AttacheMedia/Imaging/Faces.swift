@@ -28,8 +28,25 @@ enum Faces {
         return candidates.compactMap { $0 }.first { FileManager.default.isReadableFile(atPath: $0) }
     }()
 
+    /// Why faces are not looked for, or nil when they are: no cascade, or no detector library
+    /// (libAttacheFaces.so beside the executable, or `ATTACHE_FACES_LIBRARY`). Only the files
+    /// are looked at: the detector itself is loaded on the first detection.
+    static var unavailable: String? {
+        guard cascadePath != nil else {
+            return "no face cascade (opencv-data's lbpcascade_frontalface.xml, or ATTACHE_FACE_CASCADE)"
+        }
+        let library =
+            ProcessInfo.processInfo.environment["ATTACHE_FACES_LIBRARY"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? (URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path
+                + "/libAttacheFaces.so")
+        guard FileManager.default.isReadableFile(atPath: library) else {
+            return "no face detector at \(library) (swift build makes it beside the executable)"
+        }
+        return nil
+    }
+
     /// The largest frontal face in `image`, or nil when there is none (or no cascade, or the
-    /// detector failed: attention then places the crop, as without it).
+    /// detector failed or cannot be loaded: attention then places the crop, as without it).
     ///
     /// The cascade costs up to 100 ms on a textured photo, so it runs only where a face can be:
     /// around the skin-toned parts of the attention map (`map`), which a landscape, a product
@@ -106,4 +123,10 @@ enum Faces {
         }
         return out
     }
+}
+
+extension ImageProcessor {
+    /// Why the crops of receivers' pictures cannot look for faces (they follow attention), or
+    /// nil when they can: see ``Faces/unavailable``.
+    public static var facesUnavailable: String? { Faces.unavailable }
 }

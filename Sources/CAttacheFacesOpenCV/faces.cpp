@@ -1,4 +1,4 @@
-#include "attache_faces.h"
+#include "attache_faces_opencv.h"
 
 #include <opencv2/core.hpp>
 #include <opencv2/core/ocl.hpp>
@@ -21,7 +21,7 @@ thread_local Loaded loaded;
 
 }  // namespace
 
-extern "C" int att_faces_detect(const uint8_t *gray, int width, int height, const char *cascade_path,
+extern "C" int att_faces_opencv_detect(const uint8_t *gray, int width, int height, const char *cascade_path,
                                 int min_side, att_face_box *out, int max, att_error *error) {
     try {
         // The work is one small picture: no OpenCV thread pool beside the pipeline's own, and no
