@@ -289,12 +289,7 @@ public struct BatchReport {
                     return continuation.resume(
                         returning: poster.map { "data:image/jpeg;base64," + Base64.encodeToString(bytes: $0.bytes) })
                 }
-                let mime =
-                    switch rendition.kind {
-                    case .png: "image/png"
-                    case .gif: "image/gif"
-                    default: "image/jpeg"
-                    }
+                let mime = rendition.kind.mimeType
                 continuation.resume(returning: "data:\(mime);base64," + Base64.encodeToString(bytes: rendition.data))
             }
         }

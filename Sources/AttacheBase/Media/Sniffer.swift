@@ -86,7 +86,10 @@ public enum Sniffer {
         case .webp:
             let b = Array(bytes.prefix(21))
             return b.count == 21 && b[12..<16].elementsEqual("VP8X".utf8) && b[20] & 0x02 != 0
-        default: return false
+        // A JPEG XL animation is told by its own header when it is decoded.
+        case .jpeg, .png, .heic, .avif, .jxl: return false
+        case .aiff, .aifc, .wav, .mp3, .m4a, .ogg, .flac: return false
+        case .mpeg, .mpeg2, .mp4, .m4v, .avi, .mov, .webm: return false
         }
     }
 

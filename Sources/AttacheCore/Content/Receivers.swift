@@ -68,18 +68,16 @@ public struct TypeMember: Hashable, Sendable {
             case .mp3: "mp3"
             case .wav: "wav"
             case .aiff, .aifc: "aif"
-            default: nil
+            case .webp, .heic, .avif, .jxl: nil
+            case .mpeg, .mpeg2, .avi, .mov, .webm, .ogg, .flac: nil
             }
         case .cleverTapMediaType:
             switch kind {
             case .gif: "gif"
             case .jpeg, .png: "image"
-            default:
-                switch kind.category {
-                case .audio: "audio"
-                case .video: "video"
-                case .image: nil
-                }
+            case .webp, .heic, .avif, .jxl: nil
+            case .aiff, .aifc, .wav, .mp3, .m4a, .ogg, .flac: "audio"
+            case .mpeg, .mpeg2, .mp4, .m4v, .avi, .mov, .webm: "video"
             }
         }
     }

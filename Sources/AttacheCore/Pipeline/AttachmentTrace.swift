@@ -135,7 +135,8 @@ struct AttachmentTrace {
         case .webp: "libwebp"
         case .heic, .avif: "libheif"
         case .jxl: "libjxl"
-        default: "libavformat"
+        case .aiff, .aifc, .wav, .mp3, .m4a, .ogg, .flac: "libavformat"
+        case .mpeg, .mpeg2, .mp4, .m4v, .avi, .mov, .webm: "libavformat"
         }
     }
 

@@ -93,7 +93,11 @@ public enum ImageProcessor {
             switch output {
             case .jpeg: try Encoders.jpeg(image.droppingOpaqueAlpha(), quality: spec.jpegQuality)
             case .webp: try Encoders.webp(image.droppingOpaqueAlpha(), quality: spec.jpegQuality)
-            default: try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel)
+            case .png: try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel)
+            // ``outputKind(source:image:format:)`` answers JPEG, WebP or PNG only.
+            case .gif, .heic, .avif, .jxl, .aiff, .aifc, .wav, .mp3, .m4a, .ogg, .flac, .mpeg, .mpeg2, .mp4, .m4v,
+                .avi, .mov, .webm:
+                try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel)
             }
         }
         var rendition = Rendition(

@@ -23,7 +23,10 @@ enum MetadataStripper {
         case .jpeg: return jpeg(raw)
         case .png: return png(raw)
         case .gif: return gif(raw)
-        default: return nil
+        // Never a rendition's source kind kept as it came.
+        case .webp, .heic, .avif, .jxl: return nil
+        case .aiff, .aifc, .wav, .mp3, .m4a, .ogg, .flac: return nil
+        case .mpeg, .mpeg2, .mp4, .m4v, .avi, .mov, .webm: return nil
         }
     }
 
