@@ -23,15 +23,16 @@ void att_av_set(att_error *error, int32_t status, const char *what, int code) {
 }
 
 void att_av_set_memory(att_error *error, int64_t cap) {
-    att_set_error(
-        error, ATT_ERR_MEMORY_LIMIT, "the decoder needs more than the decoder memory cap (%lld bytes)", (long long)cap);
+    att_set_error(error, ATT_ERR_MEMORY_LIMIT, "the decoder needs more than the decoder memory cap (%lld bytes)",
+                  (long long)cap);
 }
 
 static int interrupted(void *opaque) { return att_deadline_passed(((att_av *)opaque)->deadline); }
 
 // Nothing but the bytes given: a demuxer that wants another file (a playlist, an external
 // data reference) is refused, with EACCES: many demuxers fail with a bare -1, which is EPERM.
-static int refuse_open(struct AVFormatContext *s, AVIOContext **pb, const char *url, int flags, AVDictionary **options) {
+static int refuse_open(struct AVFormatContext *s, AVIOContext **pb, const char *url, int flags,
+                       AVDictionary **options) {
     (void)s, (void)pb, (void)url, (void)flags, (void)options;
     return AVERROR(EACCES);
 }
@@ -154,12 +155,12 @@ static int open_container(att_av *av, const att_iso_layout *layout, att_error *e
     } else {
         // FFmpeg's allocations are capped (64 MiB each): a table that asks for more declares
         // more than a file of this size can hold.
-        att_av_set(
-            error, code == AVERROR(ENOMEM) ? ATT_ERR_CORRUPT : att_av_status(code),
-            code == AVERROR(ENOMEM) ? "the container declares more than it holds (a table over 64 MiB, or too many "
-                                      "streams)"
-                                    : "the container cannot be read",
-            code == AVERROR(EPERM) ? 0 : code);  // -1: the demuxer's bare failure, no errno
+        att_av_set(error, code == AVERROR(ENOMEM) ? ATT_ERR_CORRUPT : att_av_status(code),
+                   code == AVERROR(ENOMEM)
+                       ? "the container declares more than it holds (a table over 64 MiB, or too many "
+                         "streams)"
+                       : "the container cannot be read",
+                   code == AVERROR(EPERM) ? 0 : code);  // -1: the demuxer's bare failure, no errno
     }
     return -1;
 }
@@ -179,10 +180,9 @@ static int check_streams(AVFormatContext *f, const att_av_limits *limits, att_er
         int64_t need = decoder_bytes(p);
         if (need > limits->max_decoder_bytes) {
             char what[160];
-            snprintf(
-                what, sizeof what, "%dx%d %s frames need about %lld bytes in the decoder, over the cap of %lld bytes",
-                p->width, p->height, avcodec_get_name(p->codec_id), (long long)need,
-                (long long)limits->max_decoder_bytes);
+            snprintf(what, sizeof what,
+                     "%dx%d %s frames need about %lld bytes in the decoder, over the cap of %lld bytes", p->width,
+                     p->height, avcodec_get_name(p->codec_id), (long long)need, (long long)limits->max_decoder_bytes);
             att_av_set(error, ATT_ERR_MEMORY_LIMIT, what, 0);
             return -1;
         }
@@ -245,9 +245,8 @@ static void describe(AVFormatContext *f, att_av_info *info) {
     }
 }
 
-att_av *att_av_open(
-    const uint8_t *data, size_t length, const att_av_limits *limits, const uint64_t *deadline, att_av_info *info,
-    att_error *error) {
+att_av *att_av_open(const uint8_t *data, size_t length, const att_av_limits *limits, const uint64_t *deadline,
+                    att_av_info *info, att_error *error) {
     memset(info, 0, sizeof *info);
     info->demuxed_duration = -1;
     const char *load_error = att_ff_load();

@@ -31,7 +31,9 @@ void att_av_budget_release(att_av_budget *b) {
     if (b != NULL && __atomic_sub_fetch(&b->holds, 1, __ATOMIC_ACQ_REL) == 0) free(b);
 }
 
-int att_av_budget_exceeded(const att_av_budget *b) { return b != NULL && __atomic_load_n(&b->exceeded, __ATOMIC_RELAXED); }
+int att_av_budget_exceeded(const att_av_budget *b) {
+    return b != NULL && __atomic_load_n(&b->exceeded, __ATOMIC_RELAXED);
+}
 
 static void held_free(void *opaque, uint8_t *data) {
     (void)data;

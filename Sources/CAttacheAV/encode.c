@@ -11,7 +11,8 @@
 
 // The muxer's only other open: faststart reading back what it wrote (the output buffer, read
 // through its fields: it may grow while it is read). Anything else is refused.
-static int open_own_output(struct AVFormatContext *s, AVIOContext **pb, const char *url, int flags, AVDictionary **options) {
+static int open_own_output(struct AVFormatContext *s, AVIOContext **pb, const char *url, int flags,
+                           AVDictionary **options) {
     (void)url, (void)options;
     if ((flags & AVIO_FLAG_WRITE) || s->pb == NULL) return AVERROR(EPERM);
     att_io_buffer *target = s->pb->opaque;
@@ -194,9 +195,8 @@ att_av_writer *att_av_writer_open(const att_av_output *o, const uint64_t *deadli
 #endif
     const AVCodec *aac = audio ? avcodec_find_encoder_by_name("aac") : NULL;
     if ((video && h264 == NULL) || (audio && aac == NULL) || (!video && !audio)) {
-        att_av_set(
-            error, ATT_ERR_UNSUPPORTED,
-            video && h264 == NULL ? "this FFmpeg has no libx264 (H.264 encoding)" : "nothing to encode", 0);
+        att_av_set(error, ATT_ERR_UNSUPPORTED,
+                   video && h264 == NULL ? "this FFmpeg has no libx264 (H.264 encoding)" : "nothing to encode", 0);
         free(w);
         return NULL;
     }
@@ -255,15 +255,13 @@ static int encode(att_av_writer *w, AVCodecContext *c, AVStream *stream, AVFrame
 }
 
 // A picture (any pixel format swscale reads) scaled into the encoder's frame and sent.
-int att_av_writer_picture(
-    att_av_writer *w, const uint8_t *const planes[4], const int strides[4], int width, int height, int format,
-    int from_rgb, int64_t pts, int64_t duration) {
+int att_av_writer_picture(att_av_writer *w, const uint8_t *const planes[4], const int strides[4], int width, int height,
+                          int format, int from_rgb, int64_t pts, int64_t duration) {
     if (att_deadline_passed(w->deadline)) return AVERROR_EXIT;
     if (w->scaler == NULL || w->scaler_width != width || w->scaler_height != height || w->scaler_format != format) {
         sws_freeContext(w->scaler);
-        w->scaler = sws_getContext(
-            width, height, format, w->output.width, w->output.height, AV_PIX_FMT_YUV420P, SWS_BICUBIC, NULL, NULL,
-            NULL);
+        w->scaler = sws_getContext(width, height, format, w->output.width, w->output.height, AV_PIX_FMT_YUV420P,
+                                   SWS_BICUBIC, NULL, NULL, NULL);
         if (w->scaler == NULL) return AVERROR(EINVAL);
         (w->scaler_width = width, w->scaler_height = height, w->scaler_format = format);
         if (from_rgb) {
@@ -287,9 +285,8 @@ int att_av_writer_picture(
     return encode(w, w->video, w->video_stream, w->picture);
 }
 
-int32_t att_av_writer_rgba(
-    att_av_writer *w, const uint8_t *rgba, int32_t width, int32_t height, int32_t stride, int64_t pts,
-    int64_t duration, att_error *error) {
+int32_t att_av_writer_rgba(att_av_writer *w, const uint8_t *rgba, int32_t width, int32_t height, int32_t stride,
+                           int64_t pts, int64_t duration, att_error *error) {
     if (w->video == NULL) {
         att_av_set(error, ATT_ERR_INTERNAL, "this writer has no video", 0);
         return ATT_ERR_INTERNAL;
@@ -305,14 +302,17 @@ int att_av_writer_samples(att_av_writer *w, const AVFrame *decoded) {
     AVCodecContext *c = w->audio;
     int code;
     if (decoded != NULL && w->resampler == NULL) {
-        code = swr_alloc_set_opts2(
-            &w->resampler, &c->ch_layout, c->sample_fmt, c->sample_rate, (AVChannelLayout *)&decoded->ch_layout, decoded->format,
-            decoded->sample_rate, 0, NULL);
+        code =
+            swr_alloc_set_opts2(&w->resampler, &c->ch_layout, c->sample_fmt, c->sample_rate,
+                                (AVChannelLayout *)&decoded->ch_layout, decoded->format, decoded->sample_rate, 0, NULL);
         if (code < 0) return code;
         if ((code = swr_init(w->resampler)) < 0) return code;
     }
     if (w->resampler != NULL) {
-        int room = (decoded ? (int)((int64_t)decoded->nb_samples * c->sample_rate / (decoded->sample_rate > 0 ? decoded->sample_rate : 1)) : 0) + 4096;
+        int room = (decoded ? (int)((int64_t)decoded->nb_samples * c->sample_rate /
+                                    (decoded->sample_rate > 0 ? decoded->sample_rate : 1))
+                            : 0) +
+                   4096;
         AVFrame *converted = av_frame_alloc();
         if (converted == NULL) return AVERROR(ENOMEM);
         converted->format = c->sample_fmt;
@@ -320,9 +320,9 @@ int att_av_writer_samples(att_av_writer *w, const AVFrame *decoded) {
         av_channel_layout_copy(&converted->ch_layout, &c->ch_layout);
         code = av_frame_get_buffer(converted, 0);
         if (code >= 0) {
-            code = swr_convert(
-                w->resampler, converted->data, room, decoded ? (const uint8_t **)decoded->extended_data : NULL,
-                decoded ? decoded->nb_samples : 0);
+            code = swr_convert(w->resampler, converted->data, room,
+                               decoded ? (const uint8_t **)decoded->extended_data : NULL,
+                               decoded ? decoded->nb_samples : 0);
             if (code > 0) code = av_audio_fifo_write(w->fifo, (void **)converted->data, code);
         }
         av_frame_free(&converted);

@@ -23,7 +23,7 @@ static void load(void) {
     void *swscale = open_library("libswscale.so." AV_STRINGIFY(LIBSWSCALE_VERSION_MAJOR));
     void *swresample = open_library("libswresample.so." AV_STRINGIFY(LIBSWRESAMPLE_VERSION_MAJOR));
     if (load_error != NULL) return;
-#define X(library, name) \
+#define X(library, name)                                                                                               \
     if ((att_ff.name = dlsym(library, #name)) == NULL) load_error = "FFmpeg lacks " #name;
     FFMPEG_FUNCTIONS
 #undef X

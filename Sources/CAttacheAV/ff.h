@@ -14,82 +14,82 @@
 #include <libswscale/swscale.h>
 
 // Every function used, by library.
-#define FFMPEG_FUNCTIONS \
-    X(avutil, av_log_set_level) \
-    X(avutil, av_max_alloc) \
-    X(avutil, av_malloc) \
-    X(avutil, av_calloc) \
-    X(avutil, av_free) \
-    X(avutil, av_freep) \
-    X(avutil, av_strdup) \
-    X(avutil, av_strerror) \
-    X(avutil, av_dict_set) \
-    X(avutil, av_dict_free) \
-    X(avutil, av_get_pix_fmt_name) \
-    X(avutil, av_buffer_create) \
-    X(avutil, av_buffer_unref) \
-    X(avutil, av_frame_alloc) \
-    X(avutil, av_frame_unref) \
-    X(avutil, av_frame_move_ref) \
-    X(avutil, av_frame_free) \
-    X(avutil, av_frame_get_buffer) \
-    X(avutil, av_frame_make_writable) \
-    X(avutil, av_opt_set) \
-    X(avutil, av_opt_set_int) \
-    X(avutil, av_channel_layout_default) \
-    X(avutil, av_channel_layout_copy) \
-    X(avutil, av_channel_layout_uninit) \
-    X(avutil, av_audio_fifo_alloc) \
-    X(avutil, av_audio_fifo_free) \
-    X(avutil, av_audio_fifo_write) \
-    X(avutil, av_audio_fifo_read) \
-    X(avutil, av_audio_fifo_size) \
-    X(avutil, av_rescale_q) \
-    X(avutil, av_display_rotation_get) \
-    X(avformat, avio_alloc_context) \
-    X(avformat, avio_context_free) \
-    X(avformat, avio_flush) \
-    X(avformat, avformat_alloc_context) \
-    X(avformat, avformat_open_input) \
-    X(avformat, avformat_find_stream_info) \
-    X(avformat, avformat_close_input) \
-    X(avformat, avformat_index_get_entries_count) \
-    X(avformat, avformat_index_get_entry) \
-    X(avformat, av_find_best_stream) \
-    X(avformat, av_seek_frame) \
-    X(avformat, av_read_frame) \
-    X(avformat, avformat_alloc_output_context2) \
-    X(avformat, avformat_new_stream) \
-    X(avformat, avformat_write_header) \
-    X(avformat, av_interleaved_write_frame) \
-    X(avformat, av_write_trailer) \
-    X(avformat, avformat_free_context) \
-    X(avformat, av_stream_get_side_data) \
-    X(avformat, av_stream_new_side_data) \
-    X(avcodec, avcodec_get_name) \
-    X(avcodec, avcodec_alloc_context3) \
-    X(avcodec, avcodec_default_get_buffer2) \
-    X(avcodec, avcodec_parameters_to_context) \
-    X(avcodec, avcodec_open2) \
-    X(avcodec, avcodec_send_packet) \
-    X(avcodec, avcodec_receive_frame) \
-    X(avcodec, avcodec_free_context) \
-    X(avcodec, av_packet_alloc) \
-    X(avcodec, av_packet_unref) \
-    X(avcodec, av_packet_free) \
-    X(avcodec, avcodec_find_encoder_by_name) \
-    X(avcodec, avcodec_send_frame) \
-    X(avcodec, avcodec_receive_packet) \
-    X(avcodec, avcodec_parameters_from_context) \
-    X(avcodec, av_packet_rescale_ts) \
-    X(swscale, sws_getContext) \
-    X(swscale, sws_scale) \
-    X(swscale, sws_freeContext) \
-    X(swscale, sws_setColorspaceDetails) \
-    X(swscale, sws_getCoefficients) \
-    X(swresample, swr_alloc_set_opts2) \
-    X(swresample, swr_init) \
-    X(swresample, swr_convert) \
+#define FFMPEG_FUNCTIONS                                                                                               \
+    X(avutil, av_log_set_level)                                                                                        \
+    X(avutil, av_max_alloc)                                                                                            \
+    X(avutil, av_malloc)                                                                                               \
+    X(avutil, av_calloc)                                                                                               \
+    X(avutil, av_free)                                                                                                 \
+    X(avutil, av_freep)                                                                                                \
+    X(avutil, av_strdup)                                                                                               \
+    X(avutil, av_strerror)                                                                                             \
+    X(avutil, av_dict_set)                                                                                             \
+    X(avutil, av_dict_free)                                                                                            \
+    X(avutil, av_get_pix_fmt_name)                                                                                     \
+    X(avutil, av_buffer_create)                                                                                        \
+    X(avutil, av_buffer_unref)                                                                                         \
+    X(avutil, av_frame_alloc)                                                                                          \
+    X(avutil, av_frame_unref)                                                                                          \
+    X(avutil, av_frame_move_ref)                                                                                       \
+    X(avutil, av_frame_free)                                                                                           \
+    X(avutil, av_frame_get_buffer)                                                                                     \
+    X(avutil, av_frame_make_writable)                                                                                  \
+    X(avutil, av_opt_set)                                                                                              \
+    X(avutil, av_opt_set_int)                                                                                          \
+    X(avutil, av_channel_layout_default)                                                                               \
+    X(avutil, av_channel_layout_copy)                                                                                  \
+    X(avutil, av_channel_layout_uninit)                                                                                \
+    X(avutil, av_audio_fifo_alloc)                                                                                     \
+    X(avutil, av_audio_fifo_free)                                                                                      \
+    X(avutil, av_audio_fifo_write)                                                                                     \
+    X(avutil, av_audio_fifo_read)                                                                                      \
+    X(avutil, av_audio_fifo_size)                                                                                      \
+    X(avutil, av_rescale_q)                                                                                            \
+    X(avutil, av_display_rotation_get)                                                                                 \
+    X(avformat, avio_alloc_context)                                                                                    \
+    X(avformat, avio_context_free)                                                                                     \
+    X(avformat, avio_flush)                                                                                            \
+    X(avformat, avformat_alloc_context)                                                                                \
+    X(avformat, avformat_open_input)                                                                                   \
+    X(avformat, avformat_find_stream_info)                                                                             \
+    X(avformat, avformat_close_input)                                                                                  \
+    X(avformat, avformat_index_get_entries_count)                                                                      \
+    X(avformat, avformat_index_get_entry)                                                                              \
+    X(avformat, av_find_best_stream)                                                                                   \
+    X(avformat, av_seek_frame)                                                                                         \
+    X(avformat, av_read_frame)                                                                                         \
+    X(avformat, avformat_alloc_output_context2)                                                                        \
+    X(avformat, avformat_new_stream)                                                                                   \
+    X(avformat, avformat_write_header)                                                                                 \
+    X(avformat, av_interleaved_write_frame)                                                                            \
+    X(avformat, av_write_trailer)                                                                                      \
+    X(avformat, avformat_free_context)                                                                                 \
+    X(avformat, av_stream_get_side_data)                                                                               \
+    X(avformat, av_stream_new_side_data)                                                                               \
+    X(avcodec, avcodec_get_name)                                                                                       \
+    X(avcodec, avcodec_alloc_context3)                                                                                 \
+    X(avcodec, avcodec_default_get_buffer2)                                                                            \
+    X(avcodec, avcodec_parameters_to_context)                                                                          \
+    X(avcodec, avcodec_open2)                                                                                          \
+    X(avcodec, avcodec_send_packet)                                                                                    \
+    X(avcodec, avcodec_receive_frame)                                                                                  \
+    X(avcodec, avcodec_free_context)                                                                                   \
+    X(avcodec, av_packet_alloc)                                                                                        \
+    X(avcodec, av_packet_unref)                                                                                        \
+    X(avcodec, av_packet_free)                                                                                         \
+    X(avcodec, avcodec_find_encoder_by_name)                                                                           \
+    X(avcodec, avcodec_send_frame)                                                                                     \
+    X(avcodec, avcodec_receive_packet)                                                                                 \
+    X(avcodec, avcodec_parameters_from_context)                                                                        \
+    X(avcodec, av_packet_rescale_ts)                                                                                   \
+    X(swscale, sws_getContext)                                                                                         \
+    X(swscale, sws_scale)                                                                                              \
+    X(swscale, sws_freeContext)                                                                                        \
+    X(swscale, sws_setColorspaceDetails)                                                                               \
+    X(swscale, sws_getCoefficients)                                                                                    \
+    X(swresample, swr_alloc_set_opts2)                                                                                 \
+    X(swresample, swr_init)                                                                                            \
+    X(swresample, swr_convert)                                                                                         \
     X(swresample, swr_free)
 
 struct att_ff {
@@ -233,9 +233,8 @@ int att_iso_walk(const uint8_t *data, size_t length, att_iso_layout *layout);
 // MARK: - The writer's steps (encode.c), for transcodes (transcode.c)
 
 /// Encodes one picture (planes in `format`, or RGBA when `from_rgb`) at `pts`; an FFmpeg code.
-int att_av_writer_picture(
-    att_av_writer *w, const uint8_t *const planes[4], const int strides[4], int width, int height, int format,
-    int from_rgb, int64_t pts, int64_t duration);
+int att_av_writer_picture(att_av_writer *w, const uint8_t *const planes[4], const int strides[4], int width, int height,
+                          int format, int from_rgb, int64_t pts, int64_t duration);
 /// Encodes decoded audio (NULL: flushes what the resampler and the FIFO hold); an FFmpeg code.
 int att_av_writer_samples(att_av_writer *w, const AVFrame *decoded);
 /// Fills `error` for a failed step (the byte cap when the output passed it) and returns its status.

@@ -71,10 +71,9 @@ int64_t att_io_buffer_seek(void *opaque, int64_t offset, int whence) {
 AVIOContext *att_io_context(void *opaque, int writable) {
     const int size = 64 << 10;
     uint8_t *chunk = av_malloc(size);
-    AVIOContext *io =
-        chunk == NULL ? NULL
-        : writable    ? avio_alloc_context(chunk, size, 1, opaque, NULL, att_io_write, att_io_buffer_seek)
-                      : avio_alloc_context(chunk, size, 0, opaque, att_io_read, NULL, att_io_seek);
+    AVIOContext *io = chunk == NULL ? NULL
+                      : writable    ? avio_alloc_context(chunk, size, 1, opaque, NULL, att_io_write, att_io_buffer_seek)
+                                    : avio_alloc_context(chunk, size, 0, opaque, att_io_read, NULL, att_io_seek);
     if (io == NULL) av_free(chunk);
     return io;
 }

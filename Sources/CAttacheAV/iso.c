@@ -8,7 +8,8 @@
 // An ISO box's size at `at` (32 bits, or 64 after a size of 1; 0: to the end of its parent),
 // and the length of its header in `header`.
 static uint64_t box_size(const uint8_t *data, size_t at, size_t end, size_t *header) {
-    uint64_t size = (uint64_t)data[at] << 24 | (uint64_t)data[at + 1] << 16 | (uint64_t)data[at + 2] << 8 | data[at + 3];
+    uint64_t size =
+        (uint64_t)data[at] << 24 | (uint64_t)data[at + 1] << 16 | (uint64_t)data[at + 2] << 8 | data[at + 3];
     *header = 8;
     if (size == 1 && at + 16 <= end) {
         size = 0;

@@ -58,9 +58,8 @@ static int find_frame(poster *p) {
 
 // The frame scaled to RGB at its shown size (the stored size stretched by the sample aspect
 // ratio, then fit inside `max_side`), straight from the decoder's planes.
-static int32_t scale(
-    const AVFrame *frame, const AVStream *stream, int32_t max_side, int64_t max_pixels, uint8_t **rgb, int32_t *width,
-    int32_t *height, att_error *error) {
+static int32_t scale(const AVFrame *frame, const AVStream *stream, int32_t max_side, int64_t max_pixels, uint8_t **rgb,
+                     int32_t *width, int32_t *height, att_error *error) {
     if (frame->width <= 0 || frame->height <= 0 || (int64_t)frame->width * frame->height > max_pixels) {
         att_av_set(error, ATT_ERR_MEMORY_LIMIT, "a decoded frame is over the pixel limit", 0);
         return ATT_ERR_MEMORY_LIMIT;
@@ -78,9 +77,9 @@ static int32_t scale(
         att_av_set(error, ATT_ERR_MEMORY_LIMIT, "the poster is over the pixel limit", 0);
         return ATT_ERR_MEMORY_LIMIT;
     }
-    struct SwsContext *scaler = sws_getContext(
-        frame->width, frame->height, frame->format, out_width, out_height, AV_PIX_FMT_RGB24,
-        SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, NULL, NULL, NULL);
+    struct SwsContext *scaler =
+        sws_getContext(frame->width, frame->height, frame->format, out_width, out_height, AV_PIX_FMT_RGB24,
+                       SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, NULL, NULL, NULL);
     uint8_t *out = malloc((size_t)out_width * out_height * 3);
     if (scaler == NULL || out == NULL) {
         sws_freeContext(scaler);
@@ -108,9 +107,9 @@ static int open_decoder(poster *p, const AVCodec *codec, const AVStream *stream)
     return avcodec_open2(p->decoder, codec, NULL);
 }
 
-int32_t att_av_poster(
-    att_av *av, double seconds, int32_t max_frames, int64_t max_pixels, int64_t max_decoder_bytes, int32_t max_side,
-    uint8_t **rgb, int32_t *width, int32_t *height, double *shown, att_error *error) {
+int32_t att_av_poster(att_av *av, double seconds, int32_t max_frames, int64_t max_pixels, int64_t max_decoder_bytes,
+                      int32_t max_side, uint8_t **rgb, int32_t *width, int32_t *height, double *shown,
+                      att_error *error) {
     *rgb = NULL;
     AVFormatContext *f = av->format;
     const AVCodec *codec = NULL;

@@ -36,7 +36,8 @@ static int32_t pick(AVFormatContext *f, att_av_output *o, streams *s, att_error 
         att_av_set(error, ATT_ERR_UNSUPPORTED, "no video stream with a decoder here", 0);
         return ATT_ERR_UNSUPPORTED;
     }
-    s->audio = o->audio_bit_rate > 0 ? av_find_best_stream(f, AVMEDIA_TYPE_AUDIO, -1, s->video, &s->audio_codec, 0) : -1;
+    s->audio =
+        o->audio_bit_rate > 0 ? av_find_best_stream(f, AVMEDIA_TYPE_AUDIO, -1, s->video, &s->audio_codec, 0) : -1;
     if (s->audio < 0 || s->audio_codec == NULL) {
         s->audio = -1;
         o->audio_bit_rate = 0;
@@ -93,9 +94,8 @@ static int drain(job *j, AVCodecContext *decoder) {
             if (++j->decoded > j->output->max_frames && j->output->max_frames > 0) return AVERROR(E2BIG);
             int64_t pts = frame->best_effort_timestamp;
             if (pts != AV_NOPTS_VALUE) pts -= j->video_start;
-            code = att_av_writer_picture(
-                j->writer, (const uint8_t *const *)frame->data, frame->linesize, frame->width, frame->height,
-                frame->format, 0, pts, frame->pkt_duration);
+            code = att_av_writer_picture(j->writer, (const uint8_t *const *)frame->data, frame->linesize, frame->width,
+                                         frame->height, frame->format, 0, pts, frame->pkt_duration);
         } else {
             code = att_av_writer_samples(j->writer, frame);
         }

@@ -28,8 +28,9 @@ static int read_memory(GifFileType *gif, GifByteType *out, int length) {
 static void fail(att_error *error, int code, const char *what) {
     const char *reason = GifErrorString(code);
     int truncated = code == D_GIF_ERR_READ_FAILED || code == D_GIF_ERR_EOF_TOO_SOON;
-    error->status = truncated ? ATT_ERR_TRUNCATED : code == D_GIF_ERR_NOT_ENOUGH_MEM ? ATT_ERR_MEMORY_LIMIT
-                                                                                       : ATT_ERR_CORRUPT;
+    error->status = truncated                          ? ATT_ERR_TRUNCATED
+                    : code == D_GIF_ERR_NOT_ENOUGH_MEM ? ATT_ERR_MEMORY_LIMIT
+                                                       : ATT_ERR_CORRUPT;
     snprintf(error->message, sizeof error->message, "%s: %s", what, reason ? reason : "error");
 }
 
@@ -177,8 +178,8 @@ int32_t att_gif_skip_pixels(att_gif_decoder *d, att_error *error) {
     return 0;
 }
 
-int32_t att_gif_read_pixels(
-    att_gif_decoder *d, uint8_t *indices, int (*checkpoint)(void *), void *context, att_error *error) {
+int32_t att_gif_read_pixels(att_gif_decoder *d, uint8_t *indices, int (*checkpoint)(void *), void *context,
+                            att_error *error) {
     static const int offsets[4] = {0, 4, 2, 1}, steps[4] = {8, 8, 4, 2};
     int passes = d->interlaced ? 4 : 1;
     long rows = 0;

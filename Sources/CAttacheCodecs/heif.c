@@ -12,9 +12,9 @@ struct att_heif {
     struct heif_image_handle *handle;
     struct heif_image *tile;  // the tile last decoded (its pixels are lent to the caller)
     struct heif_decoding_options *options;
-    const char *fallback;     // another decoder to try when the first one fails, or NULL
+    const char *fallback;  // another decoder to try when the first one fails, or NULL
     uint8_t *icc;
-    const uint8_t *data;      // the file (the caller keeps it alive until att_heif_close)
+    const uint8_t *data;  // the file (the caller keeps it alive until att_heif_close)
     size_t length;
 };
 
@@ -28,7 +28,9 @@ static void set(att_error *error, int32_t status, const char *what, const char *
              message ? message : "");
 }
 
-static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+static uint32_t be32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
 
 // The size and header length of the ISO box at `at` (a size of 0 runs to `end`); 0 when fewer
 // bytes than its header are left.
@@ -157,8 +159,8 @@ static int check_grid(att_heif *h, const struct heif_image_tiling *tiling_in, at
     // libheif 1.19 checks its tile limit for 'tili' images, not for grids.
     if (tiling.num_columns * (uint64_t)tiling.num_rows > limits.max_tiles) {
         char message[96];
-        snprintf(message, sizeof message, "%u x %u tiles, over the limit of %llu", tiling.num_columns,
-                 tiling.num_rows, (unsigned long long)limits.max_tiles);
+        snprintf(message, sizeof message, "%u x %u tiles, over the limit of %llu", tiling.num_columns, tiling.num_rows,
+                 (unsigned long long)limits.max_tiles);
         set(error, ATT_ERR_STRUCTURE, "the grid has too many tiles", message);
         return -1;
     }
@@ -253,7 +255,10 @@ static void read_colour(att_heif *h, att_heif_header *header) {
     enum heif_colorspace space;
     enum heif_chroma chroma;
     if (heif_image_handle_get_preferred_decoding_colorspace(h->handle, &space, &chroma).code == heif_error_Ok) {
-        header->chroma = chroma == heif_chroma_420 ? 420 : chroma == heif_chroma_422 ? 422 : chroma == heif_chroma_monochrome ? 400 : 444;
+        header->chroma = chroma == heif_chroma_420          ? 420
+                         : chroma == heif_chroma_422        ? 422
+                         : chroma == heif_chroma_monochrome ? 400
+                                                            : 444;
     }
     switch (heif_image_handle_get_color_profile_type(h->handle)) {
     case heif_color_profile_type_prof:
@@ -271,7 +276,7 @@ static void read_colour(att_heif *h, att_heif_header *header) {
         if (heif_image_handle_get_nclx_color_profile(h->handle, &nclx).code == heif_error_Ok && nclx) {
             header->primaries = nclx->color_primaries;
             header->transfer = nclx->transfer_characteristics;
-            const float xy[8] = {nclx->color_primary_red_x, nclx->color_primary_red_y, nclx->color_primary_green_x,
+            const float xy[8] = {nclx->color_primary_red_x,   nclx->color_primary_red_y,  nclx->color_primary_green_x,
                                  nclx->color_primary_green_y, nclx->color_primary_blue_x, nclx->color_primary_blue_y,
                                  nclx->color_primary_white_x, nclx->color_primary_white_y};
             for (int i = 0; i < 8; i++) header->primaries_xy[i] = xy[i];
@@ -297,8 +302,8 @@ static void set_limits(struct heif_context *context, att_heif_limits limits) {
     heif_context_set_max_decoding_threads(context, 0);
 }
 
-att_heif *att_heif_open(
-    const uint8_t *data, size_t length, att_heif_limits limits, att_heif_header *header, att_error *error) {
+att_heif *att_heif_open(const uint8_t *data, size_t length, att_heif_limits limits, att_heif_header *header,
+                        att_error *error) {
     pthread_once(&once, start);
     memset(header, 0, sizeof *header);
     att_heif *h = calloc(1, sizeof *h);
@@ -370,9 +375,8 @@ att_heif *att_heif_open(
     return h;
 }
 
-int32_t att_heif_decode_tile(
-    att_heif *h, uint32_t column, uint32_t row, int32_t channels, const uint8_t **pixels, size_t *stride,
-    int32_t *width, int32_t *height, att_error *error) {
+int32_t att_heif_decode_tile(att_heif *h, uint32_t column, uint32_t row, int32_t channels, const uint8_t **pixels,
+                             size_t *stride, int32_t *width, int32_t *height, att_error *error) {
     if (h->tile) {
         heif_image_release(h->tile);
         h->tile = NULL;

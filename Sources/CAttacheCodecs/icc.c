@@ -50,9 +50,13 @@ static void *budget_realloc(cmsContext id, void *pointer, cmsUInt32Number size) 
     return moved;
 }
 
-static cmsPluginMemHandler budget_plugin = {
-    {cmsPluginMagicNumber, 2060, cmsPluginMemHandlerSig, NULL}, budget_malloc, budget_free, budget_realloc,
-    NULL, NULL, NULL};
+static cmsPluginMemHandler budget_plugin = {{cmsPluginMagicNumber, 2060, cmsPluginMemHandlerSig, NULL},
+                                            budget_malloc,
+                                            budget_free,
+                                            budget_realloc,
+                                            NULL,
+                                            NULL,
+                                            NULL};
 
 // A context whose allocations are counted against `ATT_ICC_MAX_MEMORY`; the budget is freed by
 // `release`, after the context.
@@ -167,8 +171,8 @@ static int matrix_shaper(att_icc_transform *t, cmsContext context, cmsHPROFILE i
     return 1;
 }
 
-att_icc_transform *att_icc_new(
-    const uint8_t *profile, size_t length, int32_t channels, int32_t allow_fast, att_error *error) {
+att_icc_transform *att_icc_new(const uint8_t *profile, size_t length, int32_t channels, int32_t allow_fast,
+                               att_error *error) {
     if (profile == NULL || length < 132 || length > ATT_ICC_MAX_BYTES || (channels != 3 && channels != 4)) {
         if (error) {
             error->status = ATT_ERR_CORRUPT;
@@ -199,9 +203,8 @@ att_icc_transform *att_icc_new(
     if (!problem) {
         cmsUInt32Number format = channels == 4 ? TYPE_RGBA_8 : TYPE_RGB_8;
         // Perceptual with black-point compensation; alpha copied as it is.
-        transform = cmsCreateTransformTHR(
-            context, input, format, output, format, INTENT_PERCEPTUAL,
-            cmsFLAGS_BLACKPOINTCOMPENSATION | (channels == 4 ? cmsFLAGS_COPY_ALPHA : 0));
+        transform = cmsCreateTransformTHR(context, input, format, output, format, INTENT_PERCEPTUAL,
+                                          cmsFLAGS_BLACKPOINTCOMPENSATION | (channels == 4 ? cmsFLAGS_COPY_ALPHA : 0));
         if (transform == NULL) {
             problem = over_budget(context) ? ATT_ICC_OVER_BUDGET : "no transform from the embedded ICC profile to sRGB";
         }
@@ -236,7 +239,8 @@ static inline uint8_t encoded(const att_icc_transform *t, float linear) {
 
 att_icc_transform *att_icc_new_cmyk(const uint8_t *profile, size_t length, int32_t inverted, att_error *error) {
     const char *problem = NULL;
-    if (profile == NULL || length < 132 || length > ATT_ICC_MAX_BYTES) problem = "the ICC profile's size is out of range";
+    if (profile == NULL || length < 132 || length > ATT_ICC_MAX_BYTES)
+        problem = "the ICC profile's size is out of range";
     cmsContext context = problem ? NULL : budgeted();
     if (!problem && context == NULL) problem = "lcms2 could not make a context";
     cmsHPROFILE input = NULL, output = NULL;
@@ -253,11 +257,11 @@ att_icc_transform *att_icc_new_cmyk(const uint8_t *profile, size_t length, int32
     if (!problem) {
         output = cmsCreate_sRGBProfileTHR(context);
         // Adobe's CMYK JPEGs store 255 - ink: lcms2's reversed CMYK reads them as they are.
-        transform = cmsCreateTransformTHR(
-            context, input, inverted ? TYPE_CMYK_8_REV : TYPE_CMYK_8, output, TYPE_RGB_8, INTENT_PERCEPTUAL,
-            cmsFLAGS_BLACKPOINTCOMPENSATION);
+        transform = cmsCreateTransformTHR(context, input, inverted ? TYPE_CMYK_8_REV : TYPE_CMYK_8, output, TYPE_RGB_8,
+                                          INTENT_PERCEPTUAL, cmsFLAGS_BLACKPOINTCOMPENSATION);
         if (transform == NULL) {
-            problem = over_budget(context) ? ATT_ICC_OVER_BUDGET : "no transform from the embedded CMYK profile to sRGB";
+            problem =
+                over_budget(context) ? ATT_ICC_OVER_BUDGET : "no transform from the embedded CMYK profile to sRGB";
         }
     }
     if (input) cmsCloseProfile(input);

@@ -24,18 +24,14 @@ static int32_t status_for_code(int code) {
     switch (code) {
     case JWRN_JPEG_EOF:
     case JERR_INPUT_EOF:
-    case JERR_INPUT_EMPTY:
-        return ATT_ERR_TRUNCATED;
+    case JERR_INPUT_EMPTY: return ATT_ERR_TRUNCATED;
     case JERR_BAD_PRECISION:
     case JERR_SOF_UNSUPPORTED:
     case JERR_NOT_COMPILED:
-    case JERR_ARITH_NOTIMPL:
-        return ATT_ERR_UNSUPPORTED;
+    case JERR_ARITH_NOTIMPL: return ATT_ERR_UNSUPPORTED;
     case JERR_NO_BACKING_STORE:
-    case JERR_OUT_OF_MEMORY:
-        return ATT_ERR_MEMORY_LIMIT;
-    default:
-        return ATT_ERR_CORRUPT;
+    case JERR_OUT_OF_MEMORY: return ATT_ERR_MEMORY_LIMIT;
+    default: return ATT_ERR_CORRUPT;
     }
 }
 
@@ -48,9 +44,7 @@ static void fail_with(j_common_ptr cinfo, int32_t status) {
     longjmp(err->jump, 1);
 }
 
-static void on_error_exit(j_common_ptr cinfo) {
-    fail_with(cinfo, status_for_code(cinfo->err->msg_code));
-}
+static void on_error_exit(j_common_ptr cinfo) { fail_with(cinfo, status_for_code(cinfo->err->msg_code)); }
 
 static void on_emit_message(j_common_ptr cinfo, int msg_level) {
     // Level -1 is a warning: corrupt entropy data, premature end of file, bad progression.
@@ -116,8 +110,7 @@ static void on_progress(j_common_ptr cinfo) {
     if (progress->max_scans > 0 && dinfo->input_scan_number > progress->max_scans) {
         att_jpeg_error_mgr *err = (att_jpeg_error_mgr *)cinfo->err;
         err->status = ATT_ERR_SCAN_LIMIT;
-        snprintf(err->message, sizeof err->message, "more than %d progressive scans",
-                 progress->max_scans);
+        snprintf(err->message, sizeof err->message, "more than %d progressive scans", progress->max_scans);
         longjmp(err->jump, 1);
     }
     if (progress->deadline != NULL && (++progress->calls & 63) == 0 && att_deadline_passed(progress->deadline)) {
@@ -143,8 +136,7 @@ static uint64_t coefficient_bytes(j_decompress_ptr cinfo) {
 
 static const uint8_t *find_exif(j_decompress_ptr cinfo, size_t *length) {
     for (jpeg_saved_marker_ptr m = cinfo->marker_list; m != NULL; m = m->next) {
-        if (m->marker == JPEG_APP0 + 1 && m->data_length >= 6 &&
-            memcmp(m->data, "Exif\0\0", 6) == 0) {
+        if (m->marker == JPEG_APP0 + 1 && m->data_length >= 6 && memcmp(m->data, "Exif\0\0", 6) == 0) {
             *length = m->data_length;
             return m->data;
         }
@@ -188,9 +180,8 @@ static uint8_t *assemble_icc(j_decompress_ptr cinfo, size_t *length) {
     return out;
 }
 
-att_jpeg_decoder *att_jpeg_open(
-    const uint8_t *data, size_t length, att_jpeg_limits limits, att_jpeg_header *header,
-    att_error *error) {
+att_jpeg_decoder *att_jpeg_open(const uint8_t *data, size_t length, att_jpeg_limits limits, att_jpeg_header *header,
+                                att_error *error) {
     if (length == 0) {
         set_error(error, ATT_ERR_TRUNCATED, "empty input");
         return NULL;
@@ -246,9 +237,8 @@ att_jpeg_decoder *att_jpeg_open(
     return d;
 }
 
-int32_t att_jpeg_start(
-    att_jpeg_decoder *d, int32_t scale_num, int32_t channels, int32_t fancy_upsampling, uint32_t *out_width,
-    uint32_t *out_height, att_error *error) {
+int32_t att_jpeg_start(att_jpeg_decoder *d, int32_t scale_num, int32_t channels, int32_t fancy_upsampling,
+                       uint32_t *out_width, uint32_t *out_height, att_error *error) {
     if (channels != 1 && channels != 3) {
         set_error(error, ATT_ERR_INTERNAL, "channels must be 1 or 3");
         return ATT_ERR_INTERNAL;
@@ -292,7 +282,10 @@ static void cmyk_to_rgb(const uint8_t *src, uint8_t *dst, uint32_t width, int in
     for (uint32_t x = 0; x < width; x++) {
         unsigned c = src[4 * x], m = src[4 * x + 1], y = src[4 * x + 2], k = src[4 * x + 3];
         if (!inverted) {
-            c = 255 - c; m = 255 - m; y = 255 - y; k = 255 - k;
+            c = 255 - c;
+            m = 255 - m;
+            y = 255 - y;
+            k = 255 - k;
         }
         // Adobe CMYK is stored inverted: the stored value is 255 - ink.
         dst[3 * x] = (uint8_t)((c * k + 127) / 255);
@@ -306,9 +299,8 @@ int32_t att_jpeg_colour(att_jpeg_decoder *d, char *message, size_t capacity) {
     return d->colour_state;
 }
 
-int32_t att_jpeg_read_rows(
-    att_jpeg_decoder *d, uint8_t *buffer, size_t stride, int32_t max_rows, int32_t *rows_read,
-    att_error *error) {
+int32_t att_jpeg_read_rows(att_jpeg_decoder *d, uint8_t *buffer, size_t stride, int32_t max_rows, int32_t *rows_read,
+                           att_error *error) {
     *rows_read = 0;
     if (setjmp(d->err.jump)) {
         copy_error(&d->err, error);
@@ -323,8 +315,7 @@ int32_t att_jpeg_read_rows(
             if (d->cmyk_icc) {
                 att_icc_convert(d->cmyk_icc, d->scratch, buffer + (size_t)done * stride, d->cinfo.output_width);
             } else {
-                cmyk_to_rgb(d->scratch, buffer + (size_t)done * stride, d->cinfo.output_width,
-                            d->inverted_cmyk);
+                cmyk_to_rgb(d->scratch, buffer + (size_t)done * stride, d->cinfo.output_width, d->inverted_cmyk);
             }
             done++;
         }
@@ -344,8 +335,7 @@ int32_t att_jpeg_read_rows(
     int32_t done = 0;
     while (done < max_rows && d->cinfo.output_scanline < d->cinfo.output_height) {
         for (int32_t i = done; i < max_rows; i++) d->rows[i] = buffer + (size_t)i * stride;
-        JDIMENSION got = jpeg_read_scanlines(&d->cinfo, d->rows + done,
-                                             (JDIMENSION)(max_rows - done));
+        JDIMENSION got = jpeg_read_scanlines(&d->cinfo, d->rows + done, (JDIMENSION)(max_rows - done));
         if (got == 0) break;
         done += (int32_t)got;
     }
@@ -377,9 +367,8 @@ void att_jpeg_close(att_jpeg_decoder *d) {
 
 // MARK: - Encoder
 
-int32_t att_jpeg_encode(
-    const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
-    int32_t quality, uint8_t **output, size_t *output_length, att_error *error) {
+int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
+                        int32_t quality, uint8_t **output, size_t *output_length, att_error *error) {
     *output = NULL;
     *output_length = 0;
     if (channels != 1 && channels != 3) {

@@ -74,11 +74,11 @@ static void read_colour(att_jxl *j, att_jxl_header *header) {
         }
     }
     JxlColorEncoding data;
-    int is_srgb = JxlDecoderGetColorAsEncodedProfile(j->decoder, NULL, JXL_COLOR_PROFILE_TARGET_DATA, &data) ==
-                      JXL_DEC_SUCCESS &&
-                  data.white_point == JXL_WHITE_POINT_D65 &&
-                  (data.color_space == JXL_COLOR_SPACE_GRAY || data.primaries == JXL_PRIMARIES_SRGB) &&
-                  data.transfer_function == JXL_TRANSFER_FUNCTION_SRGB;
+    int is_srgb =
+        JxlDecoderGetColorAsEncodedProfile(j->decoder, NULL, JXL_COLOR_PROFILE_TARGET_DATA, &data) == JXL_DEC_SUCCESS &&
+        data.white_point == JXL_WHITE_POINT_D65 &&
+        (data.color_space == JXL_COLOR_SPACE_GRAY || data.primaries == JXL_PRIMARIES_SRGB) &&
+        data.transfer_function == JXL_TRANSFER_FUNCTION_SRGB;
     size_t size = 0;
     if (!is_srgb &&
         JxlDecoderGetICCProfileSize(j->decoder, NULL, JXL_COLOR_PROFILE_TARGET_DATA, &size) == JXL_DEC_SUCCESS &&
@@ -93,8 +93,8 @@ static void read_colour(att_jxl *j, att_jxl_header *header) {
 /* A decoder that has read the header and colour encoding. A still keeps its orientation (the
    caller turns it after the downscale) and decodes its first frame; an animation is turned by
    libjxl and reports each frame. */
-static att_jxl *open_decoder(
-    const uint8_t *data, size_t length, int animation, att_jxl_header *header, att_error *error) {
+static att_jxl *open_decoder(const uint8_t *data, size_t length, int animation, att_jxl_header *header,
+                             att_error *error) {
     memset(header, 0, sizeof *header);
     att_jxl *j = calloc(1, sizeof *j);
     if (j == NULL || (j->decoder = JxlDecoderCreate(NULL)) == NULL) {
@@ -177,8 +177,8 @@ static void take(void *opaque, size_t x, size_t y, size_t count, const void *pix
     }
 }
 
-int32_t att_jxl_decode(
-    att_jxl *j, int32_t channels, att_row_sink sink, void *context, const uint64_t *deadline, att_error *error) {
+int32_t att_jxl_decode(att_jxl *j, int32_t channels, att_row_sink sink, void *context, const uint64_t *deadline,
+                       att_error *error) {
     att_jxl_rows rows;
     memset(&rows, 0, sizeof rows);
     rows.sink = sink;
@@ -242,20 +242,19 @@ void att_jxl_close(att_jxl *j) {
 // MARK: - Animations
 
 struct att_jxl_anim {
-    att_jxl *frames;           // the decoder of the frames, composed by libjxl (coalescing)
-    uint8_t *canvas;           // RGBA, width x height
+    att_jxl *frames;  // the decoder of the frames, composed by libjxl (coalescing)
+    uint8_t *canvas;  // RGBA, width x height
     size_t canvas_size;
     double centiseconds_per_tick;
-    uint64_t ticks;            // the end of the frames handed out so far
-    int32_t ended_at;          // in centiseconds, from `ticks`, so rounding never adds up
+    uint64_t ticks;    // the end of the frames handed out so far
+    int32_t ended_at;  // in centiseconds, from `ticks`, so rounding never adds up
     int32_t pending_delay;
 };
 
 /* Counts the frames and their ticks from the frame headers alone (no pixel is decoded); more
    than `max_frames` stops the count. 0, or an att_status with `error` set. */
-static int32_t scan_frames(
-    const uint8_t *data, size_t length, int32_t max_frames, att_jxl_anim_header *header, const uint64_t *deadline,
-    att_error *error) {
+static int32_t scan_frames(const uint8_t *data, size_t length, int32_t max_frames, att_jxl_anim_header *header,
+                           const uint64_t *deadline, att_error *error) {
     att_jxl scan = {.data = data, .length = length};
     if ((scan.decoder = JxlDecoderCreate(NULL)) == NULL) {
         set(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
@@ -317,15 +316,15 @@ att_jxl_anim *att_jxl_anim_open(const uint8_t *data, size_t length, att_jxl_anim
     return a;
 }
 
-int32_t att_jxl_anim_count(
-    att_jxl_anim *a, int32_t max_frames, att_jxl_anim_header *header, const uint64_t *deadline, att_error *error) {
+int32_t att_jxl_anim_count(att_jxl_anim *a, int32_t max_frames, att_jxl_anim_header *header, const uint64_t *deadline,
+                           att_error *error) {
     int32_t status = scan_frames(a->frames->data, a->frames->length, max_frames, header, deadline, error);
     header->duration_cs = (int64_t)(header->ticks * a->centiseconds_per_tick + 0.5);
     return status;
 }
 
-int32_t att_jxl_anim_next(
-    att_jxl_anim *a, const uint8_t **rgba, int32_t *delay_cs, const uint64_t *deadline, att_error *error) {
+int32_t att_jxl_anim_next(att_jxl_anim *a, const uint8_t **rgba, int32_t *delay_cs, const uint64_t *deadline,
+                          att_error *error) {
     JxlDecoder *decoder = a->frames->decoder;
     JxlPixelFormat format = {4, JXL_TYPE_UINT8, JXL_NATIVE_ENDIAN, 0};
     for (;;) {

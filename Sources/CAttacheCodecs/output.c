@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile int mode;        // 0: lines pass unchanged; 1: log lines, debug hidden; 2: shown
-static char pending[2048];       // a line not ended yet (guarded by the stream's own lock)
+static volatile int mode;   // 0: lines pass unchanged; 1: log lines, debug hidden; 2: shown
+static char pending[2048];  // a line not ended yet (guarded by the stream's own lock)
 static size_t pending_length;
 
 static void write_all(const char *text, size_t length) {
@@ -43,9 +43,9 @@ static void emit(const char *text, size_t length) {
     clock_gettime(CLOCK_REALTIME, &now);
     struct tm parts;
     gmtime_r(&now.tv_sec, &parts);
-    int head = snprintf(line, 96, "%04d-%02d-%02dT%02d:%02d:%02d+0000 %s attache.library: [C] ",
-                        parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min,
-                        parts.tm_sec, fatal ? "critical" : "debug");
+    int head = snprintf(line, 96, "%04d-%02d-%02dT%02d:%02d:%02d+0000 %s attache.library: [C] ", parts.tm_year + 1900,
+                        parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec,
+                        fatal ? "critical" : "debug");
     if (head < 0) return;
     for (size_t i = 0; i < length; i++) line[head + i] = (unsigned char)text[i] < 0x20 ? ' ' : text[i];
     line[head + length] = '\n';

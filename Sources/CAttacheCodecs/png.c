@@ -69,11 +69,9 @@ static int orientation_from_exif(png_structp png, png_infop info) {
     int big = exif[0] == 'M' && exif[1] == 'M';
     if (!little && !big) return 0;
 #define U16(p) (little ? (unsigned)((p)[0] | ((p)[1] << 8)) : (unsigned)(((p)[0] << 8) | (p)[1]))
-#define U32(p)                                                                               \
-    (little ? ((uint32_t)(p)[0] | ((uint32_t)(p)[1] << 8) | ((uint32_t)(p)[2] << 16) |       \
-               ((uint32_t)(p)[3] << 24))                                                     \
-            : (((uint32_t)(p)[0] << 24) | ((uint32_t)(p)[1] << 16) | ((uint32_t)(p)[2] << 8) | \
-               (uint32_t)(p)[3]))
+#define U32(p)                                                                                                         \
+    (little ? ((uint32_t)(p)[0] | ((uint32_t)(p)[1] << 8) | ((uint32_t)(p)[2] << 16) | ((uint32_t)(p)[3] << 24))       \
+            : (((uint32_t)(p)[0] << 24) | ((uint32_t)(p)[1] << 16) | ((uint32_t)(p)[2] << 8) | (uint32_t)(p)[3]))
     uint32_t ifd = U32(exif + 4);
     if (ifd > length || length - ifd < 2) return 0;
     unsigned count = U16(exif + ifd);
@@ -108,13 +106,11 @@ static void configure_reader(att_png_decoder *d, uint32_t max_width, uint32_t ma
 #endif
     // Never inflate or keep chunks we do not use.
     static const png_byte skipped[] = {
-        't', 'E', 'X', 't', '\0', 'z', 'T', 'X', 't', '\0',
-        'i', 'T', 'X', 't', '\0', 's', 'P', 'L', 'T', '\0', 'h', 'I', 'S', 'T', '\0',
-        'p', 'C', 'A', 'L', '\0', 's', 'C', 'A', 'L', '\0', 't', 'I', 'M', 'E', '\0',
+        't', 'E', 'X', 't', '\0', 'z', 'T', 'X', 't', '\0', 'i', 'T', 'X', 't', '\0', 's', 'P', 'L', 'T', '\0',
+        'h', 'I', 'S', 'T', '\0', 'p', 'C', 'A', 'L', '\0', 's', 'C', 'A', 'L', '\0', 't', 'I', 'M', 'E', '\0',
     };
     png_set_keep_unknown_chunks(d->png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
-    png_set_keep_unknown_chunks(d->png, PNG_HANDLE_CHUNK_NEVER, skipped,
-                                (int)(sizeof skipped / 5));
+    png_set_keep_unknown_chunks(d->png, PNG_HANDLE_CHUNK_NEVER, skipped, (int)(sizeof skipped / 5));
     // cICP (colour by ITU-T H.273 code points) is newer than this libpng: kept as unknown.
     static const png_byte cicp[] = {'c', 'I', 'C', 'P', '\0'};
     png_set_keep_unknown_chunks(d->png, PNG_HANDLE_CHUNK_ALWAYS, cicp, 1);
@@ -155,9 +151,8 @@ static void read_colour(att_png_decoder *d, att_png_header *header) {
     }
 }
 
-att_png_decoder *att_png_open(
-    const uint8_t *data, size_t length, uint32_t max_width, uint32_t max_height,
-    att_png_header *header, att_error *error) {
+att_png_decoder *att_png_open(const uint8_t *data, size_t length, uint32_t max_width, uint32_t max_height,
+                              att_png_header *header, att_error *error) {
     if (length < 8 || png_sig_cmp(data, 0, 8) != 0) {
         if (error) {
             error->status = length < 8 ? ATT_ERR_TRUNCATED : ATT_ERR_CORRUPT;
@@ -170,8 +165,7 @@ att_png_decoder *att_png_open(
     if (!d) return NULL;
     d->io.data = data;
     d->io.length = length;
-    d->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &d->io, on_png_error,
-                                    on_png_warning);
+    d->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &d->io, on_png_error, on_png_warning);
     if (!d->png) {
         free(d);
         if (error) {
@@ -192,8 +186,7 @@ att_png_decoder *att_png_open(
 
     png_uint_32 width = 0, height = 0;
     int bit_depth = 0, color_type = 0, interlace = 0;
-    png_get_IHDR(d->png, d->info, &width, &height, &bit_depth, &color_type, &interlace, NULL,
-                 NULL);
+    png_get_IHDR(d->png, d->info, &width, &height, &bit_depth, &color_type, &interlace, NULL, NULL);
     int has_trns = png_get_valid(d->png, d->info, PNG_INFO_tRNS) != 0;
     if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(d->png);
     if (color_type == PNG_COLOR_TYPE_GRAY && bit_depth < 8) png_set_expand_gray_1_2_4_to_8(d->png);
@@ -295,13 +288,12 @@ static void write_to_memory(png_structp png, png_bytep data, size_t count) {
 
 static void flush_memory(png_structp png) { (void)png; }
 
-int32_t att_png_encode(
-    const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
-    int32_t level, uint8_t **output, size_t *output_length, att_error *error) {
+int32_t att_png_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
+                       int32_t level, uint8_t **output, size_t *output_length, att_error *error) {
     *output = NULL;
     *output_length = 0;
-    static const int color_types[] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA,
-                                      PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGB_ALPHA};
+    static const int color_types[] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
+                                      PNG_COLOR_TYPE_RGB_ALPHA};
     if (channels < 1 || channels > 4) {
         if (error) {
             error->status = ATT_ERR_INTERNAL;
@@ -321,8 +313,7 @@ int32_t att_png_encode(
         }
         return ATT_ERR_MEMORY_LIMIT;
     }
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &state->io, on_png_error,
-                                              on_png_warning);
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &state->io, on_png_error, on_png_warning);
     if (!png) {
         free(state);
         if (error) {
@@ -349,8 +340,8 @@ int32_t att_png_encode(
     // measured 10% faster for 0.5% more bytes. Small images (icons, stickers) keep the adaptive
     // choice, which costs little there and keeps them smallest.
     if ((uint64_t)width * height >= 256 * 256) png_set_filter(png, 0, PNG_FILTER_AVG);
-    png_set_IHDR(png, info, width, height, 8, color_types[channels], PNG_INTERLACE_NONE,
-                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_set_IHDR(png, info, width, height, 8, color_types[channels], PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
     for (uint32_t y = 0; y < height; y++) {
         png_write_row(png, (png_const_bytep)(pixels + (size_t)y * stride));

@@ -30,9 +30,8 @@ int32_t att_webp_probe(const uint8_t *data, size_t length, att_webp_header *head
     return ATT_OK;
 }
 
-int32_t att_webp_decode(
-    const uint8_t *data, size_t length, int32_t width, int32_t height, int32_t channels, uint8_t *output,
-    size_t stride, att_error *error) {
+int32_t att_webp_decode(const uint8_t *data, size_t length, int32_t width, int32_t height, int32_t channels,
+                        uint8_t *output, size_t stride, att_error *error) {
     WebPDecoderConfig config;
     if (!WebPInitDecoderConfig(&config)) {
         set(error, ATT_ERR_INTERNAL, "libwebp version mismatch");
@@ -55,7 +54,9 @@ int32_t att_webp_decode(
     case VP8_STATUS_OK: return ATT_OK;
     case VP8_STATUS_NOT_ENOUGH_DATA: set(error, ATT_ERR_TRUNCATED, "image data ended early"); return ATT_ERR_TRUNCATED;
     case VP8_STATUS_OUT_OF_MEMORY: set(error, ATT_ERR_MEMORY_LIMIT, "out of memory"); return ATT_ERR_MEMORY_LIMIT;
-    case VP8_STATUS_UNSUPPORTED_FEATURE: set(error, ATT_ERR_UNSUPPORTED, "a WebP feature libwebp does not decode"); return ATT_ERR_UNSUPPORTED;
+    case VP8_STATUS_UNSUPPORTED_FEATURE:
+        set(error, ATT_ERR_UNSUPPORTED, "a WebP feature libwebp does not decode");
+        return ATT_ERR_UNSUPPORTED;
     default: set(error, ATT_ERR_CORRUPT, "corrupt image data"); return ATT_ERR_CORRUPT;
     }
 }
@@ -73,8 +74,8 @@ struct att_webp_anim {
 // A failure on a file whose RIFF header says it is longer than it is: the file was cut short.
 static int32_t anim_failed(const WebPData *data, att_error *error, const char *message) {
     const uint8_t *p = data->bytes;
-    uint64_t riff = data->size >= 8 ? (uint64_t)p[4] | (uint64_t)p[5] << 8 | (uint64_t)p[6] << 16 | (uint64_t)p[7] << 24
-                                    : 0;
+    uint64_t riff =
+        data->size >= 8 ? (uint64_t)p[4] | (uint64_t)p[5] << 8 | (uint64_t)p[6] << 16 | (uint64_t)p[7] << 24 : 0;
     if (data->size < 12 || riff + 8 > data->size) {
         set(error, ATT_ERR_TRUNCATED, "the file ends before its RIFF size says");
         return ATT_ERR_TRUNCATED;
@@ -106,7 +107,8 @@ att_webp_anim *att_webp_anim_open(const uint8_t *data, size_t length, att_webp_a
     header->loop_count = (int32_t)WebPDemuxGetI(demux, WEBP_FF_LOOP_COUNT);
     WebPIterator frame;
     if (WebPDemuxGetFrame(demux, 1, &frame)) {
-        do header->duration_ms += frame.duration; while (WebPDemuxNextFrame(&frame));
+        do header->duration_ms += frame.duration;
+        while (WebPDemuxNextFrame(&frame));
         WebPDemuxReleaseIterator(&frame);
     }
     WebPDemuxDelete(demux);
@@ -132,7 +134,8 @@ int32_t att_webp_anim_next(att_webp_anim *a, const uint8_t **rgba, int32_t *time
     if (a->decoder == NULL || !WebPAnimDecoderHasMoreFrames(a->decoder)) return ATT_OK;
     uint8_t *frame = NULL;
     int time = 0;
-    if (!WebPAnimDecoderGetNext(a->decoder, &frame, &time)) return anim_failed(&a->data, error, "a frame cannot be decoded");
+    if (!WebPAnimDecoderGetNext(a->decoder, &frame, &time))
+        return anim_failed(&a->data, error, "a frame cannot be decoded");
     *rgba = frame;
     *timestamp = time;
     return ATT_OK;
@@ -148,9 +151,8 @@ void att_webp_anim_close(att_webp_anim *a) {
 
 #include <webp/encode.h>
 
-int32_t att_webp_encode(
-    const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels, int32_t quality,
-    uint8_t **output, size_t *length, att_error *error) {
+int32_t att_webp_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
+                        int32_t quality, uint8_t **output, size_t *length, att_error *error) {
     *output = NULL;
     *length = 0;
     // Grey (and grey + alpha) is widened to RGB(A): libwebp takes only those.

@@ -22,7 +22,7 @@ thread_local Loaded loaded;
 }  // namespace
 
 extern "C" int att_faces_opencv_detect(const uint8_t *gray, int width, int height, const char *cascade_path,
-                                int min_side, att_face_box *out, int max, att_error *error) {
+                                       int min_side, att_face_box *out, int max, att_error *error) {
     try {
         // The work is one small picture: no OpenCV thread pool beside the pipeline's own, and no
         // OpenCL device probed.

@@ -8,7 +8,7 @@
 typedef struct {
     uint8_t prefix[16];
     int bits;
-    int allow_flag; // the ATT_ADDR_ALLOW_* flag that lifts the rule, 0 = always denied
+    int allow_flag;  // the ATT_ADDR_ALLOW_* flag that lifts the rule, 0 = always denied
     const char *name;
 } att_rule;
 

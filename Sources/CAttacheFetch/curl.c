@@ -13,10 +13,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-
-static void set_detail(att_transfer *t, const char *text) {
-    snprintf(t->detail, sizeof t->detail, "%s", text);
-}
+static void set_detail(att_transfer *t, const char *text) { snprintf(t->detail, sizeof t->detail, "%s", text); }
 
 int att_transfer_sniff(att_transfer *t) {
     t->sniffed = 1;
@@ -284,13 +281,13 @@ static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static void global_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 void att_curl_global_init(void) { pthread_once(&global_once, global_init); }
 
-#define SET(option, value)                                                                     \
-    do {                                                                                       \
-        CURLcode rc_ = curl_easy_setopt(t->easy, option, value);                               \
-        if (rc_ != CURLE_OK) {                                                                 \
-            snprintf(error, 256, "%s: %s", #option, curl_easy_strerror(rc_));                  \
-            return -1;                                                                         \
-        }                                                                                      \
+#define SET(option, value)                                                                                             \
+    do {                                                                                                               \
+        CURLcode rc_ = curl_easy_setopt(t->easy, option, value);                                                       \
+        if (rc_ != CURLE_OK) {                                                                                         \
+            snprintf(error, 256, "%s: %s", #option, curl_easy_strerror(rc_));                                          \
+            return -1;                                                                                                 \
+        }                                                                                                              \
     } while (0)
 
 /* The easy handle's options: 0, or -1 with `error` set (the handle is then freed by the caller). */

@@ -86,10 +86,9 @@ static size_t on_write(char *data, size_t size, size_t count, void *user) {
     return n;
 }
 
-int32_t att_s3_perform(
-    att_s3 *h, const char *method, const char *url, const char *const *headers, size_t header_count,
-    const uint8_t *body, int64_t body_count, const char *range, att_s3_sink sink, void *context,
-    int64_t *status, char *error) {
+int32_t att_s3_perform(att_s3 *h, const char *method, const char *url, const char *const *headers, size_t header_count,
+                       const uint8_t *body, int64_t body_count, const char *range, att_s3_sink sink, void *context,
+                       int64_t *status, char *error) {
     CURL *easy = h->easy;
     curl_easy_reset(easy);
     h->body = body;

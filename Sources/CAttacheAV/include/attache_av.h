@@ -65,18 +65,17 @@ typedef struct att_av att_av;
 
 /// Opens `data` with the allowed demuxers and reads its streams within `limits`, checking
 /// `deadline` (a CLOCK_MONOTONIC nanosecond cell, 0 = none) as it goes.
-att_av *att_av_open(
-    const uint8_t *data, size_t length, const att_av_limits *limits, const uint64_t *deadline, att_av_info *info,
-    att_error *error);
+att_av *att_av_open(const uint8_t *data, size_t length, const att_av_limits *limits, const uint64_t *deadline,
+                    att_av_info *info, att_error *error);
 
 /// Decodes the video frame shown at `seconds` (from the keyframe before it, at most
 /// `max_frames` decoded; the last frame when the time is past the end) into RGB24, scaled by
 /// swscale to its shown shape (sample aspect ratio) fitting inside `max_side` (0 = as stored),
 /// malloc'ed into `*rgb` (att_av_free). `*shown` is the frame's own time. At most `max_pixels`
 /// pixels decoded; the decoder's frames hold at most `max_decoder_bytes` at once (0: no cap).
-int32_t att_av_poster(
-    att_av *av, double seconds, int32_t max_frames, int64_t max_pixels, int64_t max_decoder_bytes, int32_t max_side,
-    uint8_t **rgb, int32_t *width, int32_t *height, double *shown, att_error *error);
+int32_t att_av_poster(att_av *av, double seconds, int32_t max_frames, int64_t max_pixels, int64_t max_decoder_bytes,
+                      int32_t max_side, uint8_t **rgb, int32_t *width, int32_t *height, double *shown,
+                      att_error *error);
 
 /// The first video stream's display rotation, clockwise: 0, 90, 180 or 270.
 int32_t att_av_rotation(att_av *av);
@@ -130,9 +129,8 @@ att_av_writer *att_av_writer_open(const att_av_output *output, const uint64_t *d
 
 /// Adds a frame of `width`×`height` RGBA pixels (`stride` bytes a row), shown from `pts` for
 /// `duration` (the writer's time base); scaled to the output size.
-int32_t att_av_writer_rgba(
-    att_av_writer *writer, const uint8_t *rgba, int32_t width, int32_t height, int32_t stride, int64_t pts,
-    int64_t duration, att_error *error);
+int32_t att_av_writer_rgba(att_av_writer *writer, const uint8_t *rgba, int32_t width, int32_t height, int32_t stride,
+                           int64_t pts, int64_t duration, att_error *error);
 
 /// Flushes the encoders and finishes the file: `*bytes` (att_av_free) of `*length`.
 int32_t att_av_writer_finish(att_av_writer *writer, uint8_t **bytes, size_t *length, att_error *error);

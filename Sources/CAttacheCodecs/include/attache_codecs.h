@@ -32,7 +32,6 @@ void att_release_free_memory(void);
 /// error is always shown. Called again, it only changes `how`.
 void att_route_library_output(int how);
 
-
 // MARK: - JPEG decoding
 
 typedef struct att_jpeg_decoder att_jpeg_decoder;
@@ -69,20 +68,17 @@ typedef struct {
 
 /// Reads the header of an in-memory JPEG. `data` must stay valid until the decoder is
 /// destroyed. Returns NULL and fills `error` on failure.
-att_jpeg_decoder *att_jpeg_open(
-    const uint8_t *data, size_t length, att_jpeg_limits limits, att_jpeg_header *header,
-    att_error *error);
+att_jpeg_decoder *att_jpeg_open(const uint8_t *data, size_t length, att_jpeg_limits limits, att_jpeg_header *header,
+                                att_error *error);
 
 /// Starts decompression at scale `scale_num`/8 with 1 (gray) or 3 (RGB) output channels.
 /// `fancy_upsampling` 0 selects libjpeg's merged (box) chroma upsampling, which is faster.
-int32_t att_jpeg_start(
-    att_jpeg_decoder *decoder, int32_t scale_num, int32_t channels, int32_t fancy_upsampling, uint32_t *out_width,
-    uint32_t *out_height, att_error *error);
+int32_t att_jpeg_start(att_jpeg_decoder *decoder, int32_t scale_num, int32_t channels, int32_t fancy_upsampling,
+                       uint32_t *out_width, uint32_t *out_height, att_error *error);
 
 /// Reads up to `max_rows` rows of `channels` bytes per pixel into `buffer`.
-int32_t att_jpeg_read_rows(
-    att_jpeg_decoder *decoder, uint8_t *buffer, size_t stride, int32_t max_rows,
-    int32_t *rows_read, att_error *error);
+int32_t att_jpeg_read_rows(att_jpeg_decoder *decoder, uint8_t *buffer, size_t stride, int32_t max_rows,
+                           int32_t *rows_read, att_error *error);
 
 /// Reads to the end of the image, reporting corrupt or missing trailing data.
 int32_t att_jpeg_finish(att_jpeg_decoder *decoder, att_error *error);
@@ -93,9 +89,8 @@ void att_jpeg_close(att_jpeg_decoder *decoder);
 
 /// Encodes `height` rows of 1 (gray) or 3 (RGB) channel pixels as a baseline JPEG with
 /// optimised Huffman tables and 4:2:0 chroma. On success `*output` is malloc'd (att_free).
-int32_t att_jpeg_encode(
-    const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
-    int32_t quality, uint8_t **output, size_t *output_length, att_error *error);
+int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
+                        int32_t quality, uint8_t **output, size_t *output_length, att_error *error);
 
 // MARK: - PNG decoding
 
@@ -129,16 +124,14 @@ typedef struct {
 
 /// Reads the PNG signature and every chunk up to the image data. `data` must stay valid until
 /// the decoder is destroyed.
-att_png_decoder *att_png_open(
-    const uint8_t *data, size_t length, uint32_t max_width, uint32_t max_height,
-    att_png_header *header, att_error *error);
+att_png_decoder *att_png_open(const uint8_t *data, size_t length, uint32_t max_width, uint32_t max_height,
+                              att_png_header *header, att_error *error);
 
 /// Reads the next row of a non-interlaced image (`width * channels` bytes).
 int32_t att_png_read_row(att_png_decoder *decoder, uint8_t *row, att_error *error);
 
 /// Reads a whole interlaced image into `buffer` (`height` rows of `stride` bytes).
-int32_t att_png_read_image(
-    att_png_decoder *decoder, uint8_t *buffer, size_t stride, att_error *error);
+int32_t att_png_read_image(att_png_decoder *decoder, uint8_t *buffer, size_t stride, att_error *error);
 
 /// Reads the chunks after the image data up to IEND.
 int32_t att_png_finish(att_png_decoder *decoder, att_error *error);
@@ -149,9 +142,8 @@ void att_png_close(att_png_decoder *decoder);
 
 /// Encodes 8-bit pixels with 1, 2, 3 or 4 channels (G, GA, RGB, RGBA) at zlib `level` with
 /// libpng's adaptive filters. On success `*output` is malloc'd (att_free).
-int32_t att_png_encode(
-    const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
-    int32_t level, uint8_t **output, size_t *output_length, att_error *error);
+int32_t att_png_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
+                       int32_t level, uint8_t **output, size_t *output_length, att_error *error);
 
 // MARK: - WebP decoding (libwebp)
 
@@ -168,15 +160,13 @@ int32_t att_webp_probe(const uint8_t *data, size_t length, att_webp_header *head
 
 /// Decodes a still WebP scaled to `width` x `height`, 3 (RGB) or 4 (RGBA) channels, into
 /// `output` (rows `stride` bytes apart). Not for animations.
-int32_t att_webp_decode(
-    const uint8_t *data, size_t length, int32_t width, int32_t height, int32_t channels, uint8_t *output,
-    size_t stride, att_error *error);
+int32_t att_webp_decode(const uint8_t *data, size_t length, int32_t width, int32_t height, int32_t channels,
+                        uint8_t *output, size_t stride, att_error *error);
 
 /// Lossy WebP at `quality` (0-100) from 1-4 channel pixels (alpha kept, lossless). The file is
 /// malloc'ed (att_free).
-int32_t att_webp_encode(
-    const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels, int32_t quality,
-    uint8_t **output, size_t *length, att_error *error);
+int32_t att_webp_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
+                        int32_t quality, uint8_t **output, size_t *length, att_error *error);
 
 typedef struct att_webp_anim att_webp_anim;
 
@@ -254,14 +244,13 @@ typedef struct {
 } att_heif_header;
 
 /// Reads a HEIF/AVIF file's boxes (no image data) with the limits set first.
-att_heif *att_heif_open(
-    const uint8_t *data, size_t length, att_heif_limits limits, att_heif_header *header, att_error *error);
+att_heif *att_heif_open(const uint8_t *data, size_t length, att_heif_limits limits, att_heif_header *header,
+                        att_error *error);
 
 /// Decodes one tile of the primary image (as stored, not turned) to 8-bit RGB (3 channels) or
 /// RGBA (4). The pixels are lent until the next call or att_heif_close.
-int32_t att_heif_decode_tile(
-    att_heif *decoder, uint32_t column, uint32_t row, int32_t channels, const uint8_t **pixels, size_t *stride,
-    int32_t *width, int32_t *height, att_error *error);
+int32_t att_heif_decode_tile(att_heif *decoder, uint32_t column, uint32_t row, int32_t channels, const uint8_t **pixels,
+                             size_t *stride, int32_t *width, int32_t *height, att_error *error);
 
 void att_heif_close(att_heif *decoder);
 
@@ -298,8 +287,8 @@ att_jxl *att_jxl_open(const uint8_t *data, size_t length, att_jxl_header *header
 
 /// Decodes the first frame to 8-bit rows of `channels` (1-4: gray, gray+alpha, RGB, RGBA)
 /// handed to `sink` in order. The deadline is checked between input slices of 256 KiB.
-int32_t att_jxl_decode(
-    att_jxl *decoder, int32_t channels, att_row_sink sink, void *context, const uint64_t *deadline, att_error *error);
+int32_t att_jxl_decode(att_jxl *decoder, int32_t channels, att_row_sink sink, void *context, const uint64_t *deadline,
+                       att_error *error);
 
 void att_jxl_close(att_jxl *decoder);
 
@@ -328,14 +317,13 @@ att_jxl_anim *att_jxl_anim_open(const uint8_t *data, size_t length, att_jxl_anim
 
 /// Counts the frames and sums their durations into `header` from the frame headers alone (no
 /// pixel decoded, with a decoder of its own); more than `max_frames` is ATT_ERR_SCAN_LIMIT.
-int32_t att_jxl_anim_count(
-    att_jxl_anim *animation, int32_t max_frames, att_jxl_anim_header *header, const uint64_t *deadline,
-    att_error *error);
+int32_t att_jxl_anim_count(att_jxl_anim *animation, int32_t max_frames, att_jxl_anim_header *header,
+                           const uint64_t *deadline, att_error *error);
 
 /// The next frame: 1 with the canvas (valid until the next call) and its delay in centiseconds,
 /// 0 after the last, -1 with `error` set.
-int32_t att_jxl_anim_next(
-    att_jxl_anim *animation, const uint8_t **rgba, int32_t *delay_cs, const uint64_t *deadline, att_error *error);
+int32_t att_jxl_anim_next(att_jxl_anim *animation, const uint8_t **rgba, int32_t *delay_cs, const uint64_t *deadline,
+                          att_error *error);
 
 void att_jxl_anim_close(att_jxl_anim *animation);
 
@@ -354,8 +342,8 @@ typedef struct att_icc_transform att_icc_transform;
 /// `error`) when the profile cannot be read, is not RGB or is over ATT_ICC_MAX_BYTES.
 /// `allow_fast` lets a matrix-shaper profile take the direct path (curves, one matrix, a
 /// table) instead of lcms2's general one; tests compare the two.
-att_icc_transform *att_icc_new(
-    const uint8_t *profile, size_t length, int32_t channels, int32_t allow_fast, att_error *error);
+att_icc_transform *att_icc_new(const uint8_t *profile, size_t length, int32_t channels, int32_t allow_fast,
+                               att_error *error);
 
 /// A transform from a CMYK `profile` to 3-channel sRGB; `inverted` for Adobe's CMYK JPEGs,
 /// which store 255 - ink. NULL (with the reason) when the profile cannot be used.

@@ -42,22 +42,21 @@ int32_t att_gif_skip_pixels(att_gif_decoder *decoder, att_error *error);
 /// Reads the current frame's width × height palette indices in display row order.
 /// `checkpoint` (when not NULL) is called with `context` every 64 rows; a non-zero answer stops
 /// the read with ATT_ERR_TIMEOUT. giflib never longjmps, so the callback may be Swift's.
-int32_t att_gif_read_pixels(
-    att_gif_decoder *decoder, uint8_t *indices, int (*checkpoint)(void *), void *context, att_error *error);
+int32_t att_gif_read_pixels(att_gif_decoder *decoder, uint8_t *indices, int (*checkpoint)(void *), void *context,
+                            att_error *error);
 void att_gif_close(att_gif_decoder *decoder);
 
 typedef struct att_gif_encoder att_gif_encoder;
 
 /// Starts a GIF89a of `width` × `height` with a global palette (`palette` NULL: none);
 /// `loop_count` < 0 writes no NETSCAPE2.0 block (play once), 0 loops forever.
-att_gif_encoder *att_gif_encoder_new(
-    int32_t width, int32_t height, int32_t loop_count, const uint8_t *palette, int32_t colors, att_error *error);
+att_gif_encoder *att_gif_encoder_new(int32_t width, int32_t height, int32_t loop_count, const uint8_t *palette,
+                                     int32_t colors, att_error *error);
 /// Adds one frame, with a local palette (`colors` ≤ 256 RGB triples) or, when `palette` is
 /// NULL, using the global one.
-int32_t att_gif_encoder_add(
-    att_gif_encoder *encoder, int32_t left, int32_t top, int32_t width, int32_t height, const uint8_t *indices,
-    const uint8_t *palette, int32_t colors, int32_t delay_cs, int32_t disposal, int32_t transparent,
-    att_error *error);
+int32_t att_gif_encoder_add(att_gif_encoder *encoder, int32_t left, int32_t top, int32_t width, int32_t height,
+                            const uint8_t *indices, const uint8_t *palette, int32_t colors, int32_t delay_cs,
+                            int32_t disposal, int32_t transparent, att_error *error);
 /// Bytes written so far.
 size_t att_gif_encoder_size(const att_gif_encoder *encoder);
 /// Writes the trailer and returns the file (malloc'd, free with att_free).

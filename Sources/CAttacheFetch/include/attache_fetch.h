@@ -40,8 +40,8 @@ typedef enum {
 /// `animated` for an animation that may be read up to `animation_cap_bytes`; or
 /// returns ATT_CATEGORY_NONE to abort the transfer after writing the refused type's name into
 /// `name` (NUL-terminated, at most `capacity` bytes).
-typedef att_media_category (*att_sniff_fn)(
-    const uint8_t *bytes, size_t count, int32_t *kind, int32_t *animated, char *name, size_t capacity);
+typedef att_media_category (*att_sniff_fn)(const uint8_t *bytes, size_t count, int32_t *kind, int32_t *animated,
+                                           char *name, size_t capacity);
 
 typedef struct {
     const char *url;

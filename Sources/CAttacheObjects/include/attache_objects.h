@@ -24,10 +24,9 @@ void att_s3_free(att_s3 *handle);
 /// says so; it is never cut and taken as whole). A failed (non-2xx) answer is always collected
 /// that way, for its message. Returns the CURLcode; `status` gets the HTTP status; `error`
 /// (CURL_ERROR_SIZE bytes) the reason.
-int32_t att_s3_perform(
-    att_s3 *handle, const char *method, const char *url, const char *const *headers, size_t header_count,
-    const uint8_t *body, int64_t body_count, const char *range, att_s3_sink sink, void *context,
-    int64_t *status, char *error);
+int32_t att_s3_perform(att_s3 *handle, const char *method, const char *url, const char *const *headers,
+                       size_t header_count, const uint8_t *body, int64_t body_count, const char *range,
+                       att_s3_sink sink, void *context, int64_t *status, char *error);
 
 /// The answer collected by the last att_s3_perform without a sink (NUL-terminated).
 const char *att_s3_small_body(att_s3 *handle, size_t *count);

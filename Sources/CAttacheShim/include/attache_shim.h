@@ -34,8 +34,7 @@ typedef struct {
 } att_error;
 
 /// Fills `error` (when not NULL) with `status` and a printf-style message.
-void att_set_error(att_error *error, int32_t status, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
+void att_set_error(att_error *error, int32_t status, const char *format, ...) __attribute__((format(printf, 3, 4)));
 
 /// CLOCK_MONOTONIC in nanoseconds.
 uint64_t att_monotonic_ns(void);

@@ -22,7 +22,7 @@ static struct heif_image *gradient(int w, int h, int grey) {
             if (grey) {
                 p[y * stride + x] = (uint8_t)(x * 255 / w);
             } else {
-                p[y * stride + 3 * x] = (uint8_t)(x * 255 / w);  // red grows to the right
+                p[y * stride + 3 * x] = (uint8_t)(x * 255 / w);      // red grows to the right
                 p[y * stride + 3 * x + 1] = (uint8_t)(y * 255 / h);  // green downwards
                 p[y * stride + 3 * x + 2] = 64;
             }
@@ -30,7 +30,11 @@ static struct heif_image *gradient(int w, int h, int grey) {
     return image;
 }
 
-#define CHECK(e) if ((e).code != heif_error_Ok) { fprintf(stderr, "%s\n", (e).message); return 1; }
+#define CHECK(e)                                                                                                       \
+    if ((e).code != heif_error_Ok) {                                                                                   \
+        fprintf(stderr, "%s\n", (e).message);                                                                          \
+        return 1;                                                                                                      \
+    }
 
 int main(int argc, char **argv) {
     heif_init(NULL);
@@ -48,12 +52,15 @@ int main(int argc, char **argv) {
     uint8_t auxc[4 + sizeof urn] = {0};
     memcpy(auxc + 4, urn, sizeof urn);
     CHECK(heif_item_add_raw_property(ctx, gain_id, heif_fourcc('a', 'u', 'x', 'C'), NULL, auxc, sizeof auxc, 0, NULL));
-    const char xmp[] = "<x:xmpmeta xmlns:x=\"adobe:ns:meta/\"><rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">"
-                       "<rdf:Description xmlns:HDRGainMap=\"http://ns.apple.com/HDRGainMap/1.0/\" HDRGainMap:HDRGainMapVersion=\"131072\"/>"
-                       "</rdf:RDF></x:xmpmeta>";
+    const char xmp[] =
+        "<x:xmpmeta xmlns:x=\"adobe:ns:meta/\"><rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">"
+        "<rdf:Description xmlns:HDRGainMap=\"http://ns.apple.com/HDRGainMap/1.0/\" "
+        "HDRGainMap:HDRGainMapVersion=\"131072\"/>"
+        "</rdf:RDF></x:xmpmeta>";
     CHECK(heif_context_add_XMP_metadata(ctx, gain, xmp, (int)strlen(xmp)));
     // EXIF: a TIFF header saying orientation 1 (HEIF's own turns decide).
-    const uint8_t exif[] = {0, 0, 0, 0, 'M', 'M', 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0};
+    const uint8_t exif[] = {0,    0, 0, 0, 'M', 'M', 0, 42, 0, 0, 0, 8, 0, 1, 0x01,
+                            0x12, 0, 3, 0, 0,   0,   1, 0,  1, 0, 0, 0, 0, 0, 0};
     CHECK(heif_context_add_exif_metadata(ctx, primary, exif + 4, (int)sizeof exif - 4));
     // tmap (ISO 21496-1): version 0 and a minimal body; derived from the primary and the gain map.
     const uint8_t tmap[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
