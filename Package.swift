@@ -74,6 +74,7 @@ let package = Package(
         // The shared store's object bytes: S3 requests through libcurl (SigV4 signing by libcurl).
         .target(
             name: "CAttacheObjects",
+            dependencies: ["CAttacheShim"],
             linkerSettings: [.linkedLibrary("curl")]
         ),
         // The shared store's catalog: libpq, PostgreSQL's own client library.

@@ -1,6 +1,7 @@
 import AttacheBase
 import AttacheStore
 import CAttacheObjects
+import CAttacheShim
 import Crypto
 import Foundation
 import Glibc
@@ -239,8 +240,8 @@ final class S3Client: Sendable {
         defer { if keep { checkIn(handle) } }
         let headers = ["x-amz-content-sha256: " + (payloadHash ?? Self.emptyHash)]
         var status: Int64 = 0
-        var error = [CChar](repeating: 0, count: 256)
-        let code: Int32 = withoutActuallyEscaping(sink ?? { _ in true }) { escapable in
+        var error = att_error()
+        let outcome: att_s3_outcome = withoutActuallyEscaping(sink ?? { _ in true }) { escapable in
             let box = SinkBox(escapable)
             let context = sink == nil ? nil : Unmanaged.passUnretained(box).toOpaque()
             let callback: att_s3_sink? =
@@ -259,27 +260,30 @@ final class S3Client: Sendable {
                 }
             }
         }
-        // An answer over the buffer meant for it was stopped, never cut and taken as whole.
-        if code == 23, att_s3_small_overflowed(handle.pointer) != 0 {
+        switch outcome {
+        case ATT_S3_OVERFLOWED:
+            // An answer over the buffer meant for it was stopped, never cut and taken as whole.
             keep = false
             att_s3_free(handle.pointer)
             throw AttacheError(
                 .storeUnavailable,
                 "object store: \(method) \(location.endpoint): the answer (HTTP \(status)) is over "
                     + "\(att_s3_small_body_max()) bytes; it was refused, not read in part", detail: String(status))
+        case ATT_S3_STOPPED:
+            // The sink asked to stop: what it took is what it wanted.
+            return Answer(status: Int(status), body: "")
+        case ATT_S3_ANSWERED:
+            break
+        default:
+            keep = false
+            att_s3_free(handle.pointer)
+            var message = AttacheError.line(error.message)
+            if message.isEmpty { message = "the request failed" }
+            throw AttacheError(.storeUnavailable, "object store: \(method) \(location.endpoint): \(message)")
         }
-        // CURLE_WRITE_ERROR (23): the sink asked to stop; what it took is what it wanted.
-        if code == 23, sink != nil { return Answer(status: Int(status), body: "") }
         if sink != nil {
             let date = att_s3_date(handle.pointer).flatMap { Answer.httpDate(String(cString: $0)) }
             return Answer(status: Int(status), body: "", date: date)
-        }
-        guard code == 0 else {
-            keep = false
-            att_s3_free(handle.pointer)
-            var message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            if message.isEmpty { message = "curl error \(code)" }
-            throw AttacheError(.storeUnavailable, "object store: \(method) \(location.endpoint): \(message)")
         }
         var count = 0
         let text = att_s3_small_body(handle.pointer, &count)

@@ -25,6 +25,8 @@ struct att_s3 {
     size_t small_count;
     // An answer without a sink passed SMALL_BODY_MAX: the transfer was stopped, never cut.
     int small_overflow;
+    // The sink asked to stop.
+    int stopped;
     // The answer's Date header (the server's clock), "" when there was none.
     char date[64];
 };
@@ -73,7 +75,9 @@ static size_t on_write(char *data, size_t size, size_t count, void *user) {
     curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &status);
     // Error answers (an XML document) are kept for the message; only a success streams.
     if (h->sink != NULL && status >= 200 && status < 300) {
-        return h->sink(h->context, (const uint8_t *)data, n) == 0 ? n : 0;
+        if (h->sink(h->context, (const uint8_t *)data, n) == 0) return n;
+        h->stopped = 1;
+        return CURL_WRITEFUNC_ERROR;
     }
     // An answer larger than the buffer meant for it is refused whole, never read in part.
     if (n > SMALL_BODY_MAX - h->small_count) {
@@ -86,9 +90,20 @@ static size_t on_write(char *data, size_t size, size_t count, void *user) {
     return n;
 }
 
-int32_t att_s3_perform(att_s3 *h, const char *method, const char *url, const char *const *headers, size_t header_count,
-                       const uint8_t *body, int64_t body_count, const char *range, att_s3_sink sink, void *context,
-                       int64_t *status, char *error) {
+// Sets one option; a refused one ends the request with its name (as the fetcher's shim does).
+#define SET(option, value)                                                                                             \
+    do {                                                                                                               \
+        CURLcode set_ = curl_easy_setopt(easy, option, value);                                                         \
+        if (set_ != CURLE_OK) {                                                                                        \
+            att_set_error(error, ATT_ERR_INTERNAL, "%s: %s", #option, curl_easy_strerror(set_));                       \
+            outcome = ATT_S3_FAILED;                                                                                   \
+            goto done;                                                                                                 \
+        }                                                                                                              \
+    } while (0)
+
+att_s3_outcome att_s3_perform(att_s3 *h, const char *method, const char *url, const char *const *headers,
+                              size_t header_count, const uint8_t *body, int64_t body_count, const char *range,
+                              att_s3_sink sink, void *context, int64_t *status, att_error *error) {
     CURL *easy = h->easy;
     curl_easy_reset(easy);
     h->body = body;
@@ -98,55 +113,59 @@ int32_t att_s3_perform(att_s3 *h, const char *method, const char *url, const cha
     h->context = context;
     h->small_count = 0;
     h->small_overflow = 0;
+    h->stopped = 0;
     h->small[0] = 0;
-    error[0] = 0;
+    h->date[0] = 0;
+    *status = 0;
+    att_set_error(error, 0, "%s", "");
+    char reason[CURL_ERROR_SIZE] = {0};
+    att_s3_outcome outcome = ATT_S3_ANSWERED;
 
     struct curl_slist *list = NULL;
     for (size_t i = 0; i < header_count; i++) {
         struct curl_slist *next = curl_slist_append(list, headers[i]);
         if (next == NULL) {
-            curl_slist_free_all(list);
-            return CURLE_OUT_OF_MEMORY;
+            att_set_error(error, ATT_ERR_MEMORY_LIMIT, "no memory for the request's headers");
+            outcome = ATT_S3_FAILED;
+            goto done;
         }
         list = next;
     }
     // No "Expect: 100-continue" wait before a body (a header-removing "Expect:" line would be
     // signed by SigV4 as an empty header that is never sent).
-    curl_easy_setopt(easy, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
-
-    curl_easy_setopt(easy, CURLOPT_URL, url);
-    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, error);
-    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
+    SET(CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
+    SET(CURLOPT_URL, url);
+    SET(CURLOPT_ERRORBUFFER, reason);
+    SET(CURLOPT_NOSIGNAL, 1L);
+    SET(CURLOPT_PROTOCOLS_STR, "http,https");
+    SET(CURLOPT_FOLLOWLOCATION, 0L);
     // Straight to the object store: proxy variables in the environment are not used (as in the
     // fetcher), so a process's http_proxy cannot send the store's traffic elsewhere.
-    curl_easy_setopt(easy, CURLOPT_PROXY, "");
-    curl_easy_setopt(easy, CURLOPT_AWS_SIGV4, h->sigv4);
-    curl_easy_setopt(easy, CURLOPT_USERPWD, h->user);
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, list);
-    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(easy, CURLOPT_WRITEDATA, h);
-    curl_easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
-    if (h->connect_timeout_ms > 0) curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, (long)h->connect_timeout_ms);
-    if (h->timeout_ms > 0) curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)h->timeout_ms);
+    SET(CURLOPT_PROXY, "");
+    SET(CURLOPT_AWS_SIGV4, h->sigv4);
+    SET(CURLOPT_USERPWD, h->user);
+    SET(CURLOPT_HTTPHEADER, list);
+    SET(CURLOPT_WRITEFUNCTION, on_write);
+    SET(CURLOPT_WRITEDATA, h);
+    SET(CURLOPT_TCP_NODELAY, 1L);
+    if (h->connect_timeout_ms > 0) SET(CURLOPT_CONNECTTIMEOUT_MS, (long)h->connect_timeout_ms);
+    if (h->timeout_ms > 0) SET(CURLOPT_TIMEOUT_MS, (long)h->timeout_ms);
     // A bucket that stops sending (a host gone from the network, a frozen gateway) ends the
     // transfer after 10 s without a byte, long before the whole transfer's bound.
-    curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME, 10L);
-    if (range != NULL) curl_easy_setopt(easy, CURLOPT_RANGE, range);
+    SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
+    SET(CURLOPT_LOW_SPEED_TIME, 10L);
+    if (range != NULL) SET(CURLOPT_RANGE, range);
     if (strcmp(method, "PUT") == 0) {
-        curl_easy_setopt(easy, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(easy, CURLOPT_READFUNCTION, on_read);
-        curl_easy_setopt(easy, CURLOPT_READDATA, h);
-        curl_easy_setopt(easy, CURLOPT_INFILESIZE_LARGE, (curl_off_t)body_count);
+        SET(CURLOPT_UPLOAD, 1L);
+        SET(CURLOPT_READFUNCTION, on_read);
+        SET(CURLOPT_READDATA, h);
+        SET(CURLOPT_INFILESIZE_LARGE, (curl_off_t)body_count);
     } else if (strcmp(method, "HEAD") == 0) {
-        curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
+        SET(CURLOPT_NOBODY, 1L);
     } else if (strcmp(method, "GET") != 0) {
-        curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, method);
+        SET(CURLOPT_CUSTOMREQUEST, method);
     }
     CURLcode code = curl_easy_perform(easy);
-    h->date[0] = 0;
     struct curl_header *date = NULL;
     if (curl_easy_header(easy, "Date", 0, CURLH_HEADER, -1, &date) == CURLHE_OK && date != NULL &&
         strlen(date->value) < sizeof h->date) {
@@ -155,12 +174,25 @@ int32_t att_s3_perform(att_s3 *h, const char *method, const char *url, const cha
     long answer = 0;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &answer);
     *status = answer;
+    if (h->small_overflow) {
+        outcome = ATT_S3_OVERFLOWED;
+        att_set_error(error, ATT_ERR_STRUCTURE, "the answer (HTTP %ld) is over %d bytes", answer, SMALL_BODY_MAX);
+    } else if (h->stopped) {
+        outcome = ATT_S3_STOPPED;
+    } else if (code != CURLE_OK) {
+        outcome = ATT_S3_FAILED;
+        att_set_error(error, code == CURLE_OPERATION_TIMEDOUT ? ATT_ERR_TIMEOUT : ATT_ERR_INTERNAL, "%s",
+                      reason[0] ? reason : curl_easy_strerror(code));
+    }
+done:
+    // The error buffer and the header list are this call's: neither outlives it.
+    curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, NULL);
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(list);
-    return (int32_t)code;
+    return outcome;
 }
 
-int32_t att_s3_small_overflowed(att_s3 *handle) { return handle->small_overflow; }
+#undef SET
 
 const char *att_s3_date(att_s3 *handle) { return handle->date; }
 

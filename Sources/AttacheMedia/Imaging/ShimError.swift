@@ -36,13 +36,3 @@ extension AttacheError {
         }
     }
 }
-
-extension AttacheError {
-    /// A C shim's NUL-terminated message buffer as one line: a library's message may end in a
-    /// newline or hold control characters.
-    static func line<Buffer>(_ buffer: Buffer) -> String {
-        withUnsafeBytes(of: buffer) { raw in
-            String(decoding: raw.prefix(while: { $0 != 0 }).map { $0 < 0x20 ? 0x20 : $0 }, as: UTF8.self)
-        }.trimmingCharacters(in: .whitespaces)
-    }
-}

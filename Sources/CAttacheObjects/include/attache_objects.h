@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attache_shim.h"
+
 typedef struct att_s3 att_s3;
 
 /// Receives response body bytes; returns 0 to go on, non-zero to stop the transfer.
@@ -17,22 +19,30 @@ typedef int32_t (*att_s3_sink)(void *context, const uint8_t *data, size_t count)
 att_s3 *att_s3_new(const char *sigv4, const char *user, int64_t connect_timeout_ms, int64_t timeout_ms);
 void att_s3_free(att_s3 *handle);
 
+/// How a request ended.
+typedef enum {
+    /// An HTTP answer came (its status in `status`), its body streamed or collected whole.
+    ATT_S3_ANSWERED = 0,
+    /// The sink asked to stop: what it took is what it wanted.
+    ATT_S3_STOPPED = 1,
+    /// An answer collected without a sink passed att_s3_small_body_max() bytes: the transfer
+    /// was stopped and the answer refused whole, never cut and taken as whole.
+    ATT_S3_OVERFLOWED = 2,
+    /// No answer (connection, timeout, TLS, a refused option): the reason in `error`.
+    ATT_S3_FAILED = 3,
+} att_s3_outcome;
+
 /// One request. `method` is GET, HEAD, PUT or DELETE; `headers` are full "Name: value" lines;
 /// a PUT sends `body_count` bytes from `body`; `range` ("first-last") or NULL. Body bytes of
-/// the answer go to `sink` (NULL: collected whole, at most att_s3_small_body_max() bytes — a
-/// longer answer stops the transfer with CURLE_WRITE_ERROR and att_s3_small_overflowed()
-/// says so; it is never cut and taken as whole). A failed (non-2xx) answer is always collected
-/// that way, for its message. Returns the CURLcode; `status` gets the HTTP status; `error`
-/// (CURL_ERROR_SIZE bytes) the reason.
-int32_t att_s3_perform(att_s3 *handle, const char *method, const char *url, const char *const *headers,
-                       size_t header_count, const uint8_t *body, int64_t body_count, const char *range,
-                       att_s3_sink sink, void *context, int64_t *status, char *error);
+/// the answer go to `sink` (NULL: collected whole, at most att_s3_small_body_max() bytes). A
+/// failed (non-2xx) answer is always collected that way, for its message. `status` gets the
+/// HTTP status; `error` the reason when the outcome is not ATT_S3_ANSWERED.
+att_s3_outcome att_s3_perform(att_s3 *handle, const char *method, const char *url, const char *const *headers,
+                              size_t header_count, const uint8_t *body, int64_t body_count, const char *range,
+                              att_s3_sink sink, void *context, int64_t *status, att_error *error);
 
 /// The answer collected by the last att_s3_perform without a sink (NUL-terminated).
 const char *att_s3_small_body(att_s3 *handle, size_t *count);
-
-/// Whether the last answer collected without a sink passed the buffer (and was refused).
-int32_t att_s3_small_overflowed(att_s3 *handle);
 
 /// The last answer's Date header (the server's clock), "" when it had none (or one too long).
 const char *att_s3_date(att_s3 *handle);
