@@ -69,6 +69,7 @@ let package = Package(
         .target(name: "CAttacheShim"),
         .target(
             name: "CAttacheFetch",
+            dependencies: ["CAttacheShim"],
             linkerSettings: [.linkedLibrary("curl")]
         ),
         // The shared store's object bytes: S3 requests through libcurl (SigV4 signing by libcurl).

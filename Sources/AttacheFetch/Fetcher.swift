@@ -1,5 +1,6 @@
 public import AttacheBase
 internal import CAttacheFetch
+internal import CAttacheShim
 import Synchronization
 
 /// Fetches remote media with libcurl under a ``FetchPolicy``: many transfers at once on one
@@ -147,9 +148,9 @@ public final class Fetcher: Sendable {
         guard url.utf8.count <= 8192 else { return AttacheError(.invalidURL, "the URL is longer than 8192 bytes") }
         guard !url.utf8.contains(0) else { return AttacheError(.invalidURL, "the URL holds NUL") }
         var parts = att_url_parts()
-        var error = [CChar](repeating: 0, count: 256)
+        var error = att_error()
         guard att_url_parse(url, &parts, &error) == 0 else {
-            return AttacheError(.invalidURL, "cannot parse the URL: " + Transfer.string(error))
+            return AttacheError(.invalidURL, "cannot parse the URL: " + AttacheError.line(error.message))
         }
         let scheme = Transfer.text(parts.scheme).lowercased()
         guard policy.protocols.split(separator: ",").contains(Substring(scheme)) else {

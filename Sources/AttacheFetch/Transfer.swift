@@ -1,5 +1,6 @@
 internal import AttacheBase
 internal import CAttacheFetch
+internal import CAttacheShim
 
 #if canImport(Glibc)
 import Glibc
@@ -76,7 +77,7 @@ enum Transfer {
         let resolve = strings.list(policy.resolve)
         let extra = strings.list(headers)
         let hosts = policy.allowedHosts.map { strings.list($0) }
-        var error = [CChar](repeating: 0, count: 256)
+        var error = att_error()
         let pointer = resolve.withUnsafeBufferPointer { resolve in
             extra.withUnsafeBufferPointer { extra in
                 withOptionalBuffer(hosts) { hosts in
@@ -88,8 +89,7 @@ enum Transfer {
             }
         }
         guard let pointer else {
-            throw AttacheError(
-                .internalError, "curl: " + string(error))
+            throw AttacheError(.internalError, "curl: " + AttacheError.line(error.message))
         }
         return TransferHandle(pointer)
     }
@@ -230,10 +230,6 @@ enum Transfer {
     }
 
     /// A NUL-terminated C string held in an array.
-    static func string(_ chars: [CChar]) -> String {
-        String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
     private static func optionalText<T>(_ tuple: T) -> String? {
         let value = text(tuple)
         return value.isEmpty ? nil : value

@@ -210,8 +210,7 @@ static int on_prereq(void *user, char *conn_primary_ip, char *conn_local_ip, int
     char *url = NULL;
     curl_easy_getinfo(t->easy, CURLINFO_EFFECTIVE_URL, &url);
     att_url_parts parts;
-    char error[256];
-    if (url == NULL || att_url_parse(url, &parts, error) != 0) {
+    if (url == NULL || att_url_parse(url, &parts, NULL) != 0) {
         t->abort_reason = ATT_ABORT_USERINFO;
         set_detail(t, "unparseable hop");
         return CURL_PREREQFUNC_ABORT;
@@ -229,16 +228,16 @@ static int on_prereq(void *user, char *conn_primary_ip, char *conn_local_ip, int
     return CURL_PREREQFUNC_OK;
 }
 
-int32_t att_url_parse(const char *url, att_url_parts *parts, char *error) {
+int32_t att_url_parse(const char *url, att_url_parts *parts, att_error *error) {
     memset(parts, 0, sizeof *parts);
     CURLU *u = curl_url();
     if (u == NULL) {
-        snprintf(error, 256, "out of memory");
+        att_set_error(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
         return -1;
     }
     CURLUcode rc = curl_url_set(u, CURLUPART_URL, url, 0);
     if (rc != CURLUE_OK) {
-        snprintf(error, 256, "%s", curl_url_strerror(rc));
+        att_set_error(error, ATT_ERR_CORRUPT, "%s", curl_url_strerror(rc));
         curl_url_cleanup(u);
         return -1;
     }
@@ -285,13 +284,13 @@ void att_curl_global_init(void) { pthread_once(&global_once, global_init); }
     do {                                                                                                               \
         CURLcode rc_ = curl_easy_setopt(t->easy, option, value);                                                       \
         if (rc_ != CURLE_OK) {                                                                                         \
-            snprintf(error, 256, "%s: %s", #option, curl_easy_strerror(rc_));                                          \
+            att_set_error(error, ATT_ERR_INTERNAL, "%s: %s", #option, curl_easy_strerror(rc_));                        \
             return -1;                                                                                                 \
         }                                                                                                              \
     } while (0)
 
 /* The easy handle's options: 0, or -1 with `error` set (the handle is then freed by the caller). */
-static int set_options(att_transfer *t, const att_transfer_options *o, char *error) {
+static int set_options(att_transfer *t, const att_transfer_options *o, att_error *error) {
     SET(CURLOPT_URL, o->url);
     SET(CURLOPT_PRIVATE, (void *)t);
     SET(CURLOPT_ERRORBUFFER, t->error);
@@ -346,16 +345,16 @@ static int set_options(att_transfer *t, const att_transfer_options *o, char *err
     return 0;
 }
 
-att_transfer *att_transfer_new(const att_transfer_options *o, char *error) {
+att_transfer *att_transfer_new(const att_transfer_options *o, att_error *error) {
     att_curl_global_init();
     att_transfer *t = calloc(1, sizeof *t);
     if (t == NULL) {
-        snprintf(error, 256, "out of memory");
+        att_set_error(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
         return NULL;
     }
     t->easy = curl_easy_init();
     if (t->easy == NULL) {
-        snprintf(error, 256, "curl_easy_init failed");
+        att_set_error(error, ATT_ERR_INTERNAL, "curl_easy_init failed");
         free(t);
         return NULL;
     }

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attache_shim.h"
+
 // MARK: - Address policy
 
 enum {
@@ -185,8 +187,8 @@ typedef struct {
 } att_transfer_result;
 
 /// Creates a transfer with every option set; NULL on allocation failure or a bad option
-/// (the message is written to `error`, 256 bytes).
-att_transfer *att_transfer_new(const att_transfer_options *options, char *error);
+/// (the reason in `error`, as every shim reports one).
+att_transfer *att_transfer_new(const att_transfer_options *options, att_error *error);
 void att_transfer_free(att_transfer *transfer);
 /// Asks a running transfer to stop at the next progress callback (any thread).
 void att_transfer_cancel(att_transfer *transfer);
@@ -225,8 +227,8 @@ typedef struct {
 } att_url_parts;
 
 /// Parses `url` with libcurl's own parser (the one the transfer will use). Returns 0, or -1
-/// with the reason in `error` (256 bytes).
-int32_t att_url_parse(const char *url, att_url_parts *parts, char *error);
+/// with the reason in `error` (when not NULL).
+int32_t att_url_parse(const char *url, att_url_parts *parts, att_error *error);
 
 /// curl_version() for reports.
 const char *att_curl_version(void);
