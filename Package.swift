@@ -23,7 +23,8 @@ let withoutX264 = Context.environment["ATTACHE_NO_X264"] == "1"
 //                ←  AttacheCore (content, attach, pipeline: uses all of the above)
 //                ←  AttacheServer (HTTP: Hummingbird; the core never sees an HTTP type)  ←  attache (CLI)
 //                ←  AttacheBatch (campaigns: manifest, resume, progress, report)  ←  attache (CLI)
-// No stage target depends on another stage; only AttacheCore composes them.
+// No stage target depends on another stage. AttacheCore composes them into the pipeline;
+// AttacheServer and AttacheBatch, above it, also name stage types (limits, fetch policy, kinds).
 let package = Package(
     name: "Attache",
     // iOS for the device-side kit (AttacheClient, AttacheSeal): HPKE needs iOS 17.

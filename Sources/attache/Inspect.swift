@@ -137,7 +137,10 @@ struct LimitOptions: ParsableArguments {
     @Option(help: "Most progressive JPEG scans accepted.")
     var maxScans: Int = DecodeLimits.default.maxScans
 
-    @Option(help: "Cap in bytes on whole-image decoder buffers (progressive JPEG, interlaced PNG).")
+    @Option(
+        help: ArgumentHelp(
+            "Cap in bytes on whole-image decoder buffers (progressive JPEG, interlaced PNG, WebP, HEIC and "
+                + "AVIF tiles, JPEG XL, animation canvases) and on a video job's decoded frames."))
     var maxDecoderMemory: Int = DecodeLimits.default.maxDecoderMemory
 
     func validate() throws {

@@ -188,9 +188,6 @@ extension ImageProcessor {
         att_release_free_memory()
     }
 
-    /// For processes that decode one file after another: keeps freed decoder buffers in the
-    /// heap for the next file instead of returning them to the kernel and faulting them in
-    /// again. Process-wide; call once at start.
     /// Where the lines the C libraries write to `stderr` go.
     public enum LibraryOutput: Int32, Sendable {
         /// Unchanged to standard error (the argument parser's messages).
@@ -205,6 +202,9 @@ extension ImageProcessor {
         att_route_library_output(output.rawValue)
     }
 
+    /// For processes that decode one file after another: keeps freed decoder buffers in the
+    /// heap for the next file instead of returning them to the kernel and faulting them in
+    /// again. Process-wide; call once at start.
     public static func tuneAllocatorForBatch() {
         att_tune_allocator_for_batch()
     }
