@@ -103,14 +103,24 @@ final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
             handler.checking = false
             guard var held = handler.pending, context.channel.isActive else { return }
             handler.pending = nil
-            guard case .success(.some) = result else {
+            if case .success(.some) = result {
+                held.moveReaderIndex(forwardBy: length)
+                handler.take(context, held)
+            } else {
                 handler.pass(context, held)
                 // What was passed on outside a read cycle is delivered at the end of one.
-                return context.fireChannelReadComplete()
+                context.fireChannelReadComplete()
             }
-            held.moveReaderIndex(forwardBy: length)
-            handler.take(context, held)
+            handler.quiesceIfIdle(context)
         }
+    }
+
+    /// Passes on a shutdown's request to close, held while a download was being checked or
+    /// written here, once none is.
+    private func quiesceIfIdle(_ context: ChannelHandlerContext) {
+        guard sending == 0, !checking, let event = quiesce else { return }
+        quiesce = nil
+        context.fireUserInboundEventTriggered(event)
     }
 
     /// Hands `buffer` and everything after it to the decoder.
@@ -130,7 +140,7 @@ final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         // The connection handler behind closes a connection it thinks idle; one writing a
         // download is not.
-        if event is ChannelShouldQuiesceEvent, sending > 0 {
+        if event is ChannelShouldQuiesceEvent, sending > 0 || checking {
             quiesce = event
             return
         }
@@ -207,10 +217,7 @@ final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
         done.futureResult.assumeIsolated().whenComplete { result in
             entry.written(result, file: file, started: started, metrics: metrics, logger: logger, lines: lines)
             self.sending -= 1
-            if self.sending == 0, let event = self.quiesce {
-                self.quiesce = nil
-                context.fireUserInboundEventTriggered(event)
-            }
+            self.quiesceIfIdle(context)
         }
     }
 }
