@@ -5,14 +5,17 @@
 # batch (manifest, JSONL of payloads, summary table, HTML report in Samples/out/); then start the HTTP
 # service (attache serve) on 127.0.0.1:8766, post one payload to it with curl, download the
 # attachment by the URL it answered, and stop the service with SIGTERM.
-# Installs missing system packages and builds release first.
+# Installs missing system packages and builds first (the debug build the tests share).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
-swift build -c release --product attache
+# The debug build, which the test command builds on (the media target's pixel loops are optimised
+# in it too): the README's two commands share one build. Deployments and benchmarks build with
+# `swift build -c release`.
+swift build --product attache
 # The face detector (--faces), loaded from beside the binary on first use.
-swift build -c release --product AttacheFaces
-bin=$(swift build -c release --show-bin-path)/attache
+swift build --product AttacheFaces
+bin=$(swift build --show-bin-path)/attache
 out=${1:-Samples/out}
 port=8765
 mkdir -p "$out"
