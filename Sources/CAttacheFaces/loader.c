@@ -25,15 +25,28 @@ static int beside_executable(char *path, size_t size) {
     return written > 0 && (size_t)written < size ? 0 : -1;
 }
 
-static void load(void) {
-    char path[PATH_MAX + 32];
+static pthread_once_t located = PTHREAD_ONCE_INIT;
+static char library[PATH_MAX + 32];
+
+static void locate(void) {
     const char *chosen = getenv("ATTACHE_FACES_LIBRARY");
-    if (chosen == NULL || chosen[0] == '\0') {
-        if (beside_executable(path, sizeof path) != 0) {
-            snprintf(load_error, sizeof load_error, "the executable's directory cannot be read");
-            return;
-        }
-        chosen = path;
+    if (chosen != NULL && chosen[0] != '\0') {
+        snprintf(library, sizeof library, "%s", chosen);
+    } else if (beside_executable(library, sizeof library) != 0) {
+        library[0] = '\0';
+    }
+}
+
+const char *att_faces_library(void) {
+    pthread_once(&located, locate);
+    return library;
+}
+
+static void load(void) {
+    const char *chosen = att_faces_library();
+    if (chosen[0] == '\0') {
+        snprintf(load_error, sizeof load_error, "the executable's directory cannot be read");
+        return;
     }
     void *handle = dlopen(chosen, RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) {

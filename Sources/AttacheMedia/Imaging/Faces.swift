@@ -35,10 +35,8 @@ enum Faces {
         guard cascadePath != nil else {
             return "no face cascade (opencv-data's lbpcascade_frontalface.xml, or ATTACHE_FACE_CASCADE)"
         }
-        let library =
-            ProcessInfo.processInfo.environment["ATTACHE_FACES_LIBRARY"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? (URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path
-                + "/libAttacheFaces.so")
+        // The file the loader will open, as it finds it.
+        let library = String(cString: att_faces_library())
         guard FileManager.default.isReadableFile(atPath: library) else {
             return "no face detector at \(library) (swift build makes it beside the executable)"
         }

@@ -27,6 +27,10 @@ typedef struct {
 int att_faces_detect(const uint8_t *gray, int width, int height, const char *cascade_path, int min_side,
                      att_face_box *out, int max, att_error *error);
 
+/// The file the detector is loaded from: `ATTACHE_FACES_LIBRARY` when set, else
+/// libAttacheFaces.so beside the executable; "" when the executable's directory cannot be read.
+const char *att_faces_library(void);
+
 /// Loads the detector once (later calls answer at once): NULL when it is there, else why not.
 /// It is `ATTACHE_FACES_LIBRARY` when set, else libAttacheFaces.so beside the executable.
 const char *att_faces_load(void);
