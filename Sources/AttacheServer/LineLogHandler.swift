@@ -168,18 +168,15 @@ public struct LineLogHandler: LogHandler {
 
     /// `value`'s digits in `radix` (10 or 16, lower case), as `String(value, radix:)` writes them.
     static func append(_ value: UInt64, radix: UInt64, to line: inout [UInt8]) {
-        var digits: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
+        // Lowest digit first, then turned around in place.
+        let start = line.count
         var rest = value
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            repeat {
-                let digit = UInt8(rest % radix)
-                buffer[count] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
-                count += 1
-                rest /= radix
-            } while rest > 0
-            for index in stride(from: count - 1, through: 0, by: -1) { line.append(buffer[index]) }
-        }
+        repeat {
+            let digit = UInt8(rest % radix)
+            line.append(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
+            rest /= radix
+        } while rest > 0
+        line[start...].reverse()
     }
 
     static func timestamp() -> String {
