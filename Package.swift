@@ -8,7 +8,8 @@ let swiftSettings: [SwiftSetting] = [
 ]
 
 // The pixel loops (resampler, GIF compositor and palette mapping) are Swift: unoptimized they
-// run a hundred times slower, so a debug build (the tests') optimizes the media target too.
+// run a hundred times slower, so a debug build (the tests') optimizes the media target too, and
+// the codecs' C shim (the packed JPEG coefficients, the GIF and PNG loops).
 let pixelLoops: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration: .debug))]
 
 // `ATTACHE_NO_X264=1 swift build`: a build that never encodes H.264 (libx264 is GPL): posters and
@@ -88,6 +89,7 @@ let package = Package(
         .target(
             name: "CAttacheCodecs",
             dependencies: ["CAttacheShim"],
+            cSettings: [.unsafeFlags(["-O2"], .when(configuration: .debug))],
             linkerSettings: [
                 .linkedLibrary("jpeg"),
                 .linkedLibrary("png16"),

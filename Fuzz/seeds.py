@@ -58,6 +58,17 @@ for path in sorted(glob.glob(os.path.join(corpus, "jpeg-variants", "*.jpg")))[:4
     data = read(path)
     if len(data) < 200_000 and data[:3] == b"\xff\xd8\xff":
         write("image", "j-" + os.path.basename(path), b"\0" + data[3:])
+# Multi-scan JPEGs (progressive, and a scan per component), rewritten by jpegtran, with the
+# scale byte varied: the packed coefficients are checked against libjpeg's arrays on them.
+import subprocess, tempfile
+with tempfile.NamedTemporaryFile("w", suffix=".txt") as script:
+    script.write("0;\n1;\n2;\n")
+    script.flush()
+    for i, path in enumerate(sorted(glob.glob(os.path.join(corpus, "jpeg-variants", "*.jpg")))[:12] + jpegs[:2]):
+        for name, options in [("prog", ["-progressive"]), ("scans", ["-scans", script.name])]:
+            done = subprocess.run(["jpegtran"] + options + [path], capture_output=True)
+            if done.returncode == 0 and len(done.stdout) < 200_000:
+                write("image", f"m-{name}-" + os.path.basename(path), bytes([2 * (i % 8) + 4]) + done.stdout[3:])
 for path in sorted(glob.glob(os.path.join(corpus, "pngsuite", "*.png")))[:60]:
     data = read(path)
     if data[:8] == b"\x89PNG\r\n\x1a\n":

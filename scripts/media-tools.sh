@@ -4,13 +4,15 @@
 # encodes with ffprobe), and Prometheus with promtool (the alerting and recording rules of
 # docs/operations/ are checked and unit-tested by promtool, and a real Prometheus scrapes a
 # running service), and nginx (the edge of docs/operations/attache-edge.conf is tested in front
-# of a running service). The product itself only loads FFmpeg's libraries (scripts/deps.sh); it
-# never runs these programs.
+# of a running service), and jpegtran (the multi-scan JPEG tests rewrite corpus files with it).
+# The product itself only loads FFmpeg's libraries (scripts/deps.sh); it never runs these
+# programs.
 set -euo pipefail
 need=()
 command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || need+=(ffmpeg)
 command -v promtool >/dev/null && command -v prometheus >/dev/null || need+=(prometheus)
 [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+command -v jpegtran >/dev/null || need+=(libjpeg-turbo-progs)
 [ ${#need[@]} -eq 0 ] && exit 0
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"

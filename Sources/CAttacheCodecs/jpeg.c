@@ -1,6 +1,7 @@
 // libjpeg-turbo (classic libjpeg API) decode and encode. Every entry point sets its own
 // setjmp before calling libjpeg; warnings are fatal (djpeg -strict semantics).
 #include "attache_codecs.h"
+#include "jpeg_coefficients.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -45,6 +46,15 @@ static void fail_with(j_common_ptr cinfo, int32_t status) {
 }
 
 static void on_error_exit(j_common_ptr cinfo) { fail_with(cinfo, status_for_code(cinfo->err->msg_code)); }
+
+void att_jpeg_fail(j_common_ptr cinfo, int32_t status, const char *message) {
+    att_jpeg_error_mgr *err = (att_jpeg_error_mgr *)cinfo->err;
+    if (err->status == ATT_OK) {
+        err->status = status;
+        snprintf(err->message, sizeof err->message, "%s", message);
+    }
+    longjmp(err->jump, 1);
+}
 
 static void on_emit_message(j_common_ptr cinfo, int msg_level) {
     // Level -1 is a warning: corrupt entropy data, premature end of file, bad progression.
@@ -102,6 +112,10 @@ struct att_jpeg_decoder {
     att_icc_transform *cmyk_icc;
     int32_t colour_state;
     char colour_message[160];
+    // A multi-scan file's coefficients in the compact store: its bound (0 = libjpeg's own
+    // arrays), and the store once decoding starts.
+    uint64_t compact_bound;
+    att_coef_store *coefficients;
 };
 
 static void on_progress(j_common_ptr cinfo) {
@@ -119,19 +133,6 @@ static void on_progress(j_common_ptr cinfo) {
         snprintf(err->message, sizeof err->message, "decode deadline passed");
         longjmp(err->jump, 1);
     }
-}
-
-static uint64_t coefficient_bytes(j_decompress_ptr cinfo) {
-    uint64_t total = 0;
-    for (int i = 0; i < cinfo->num_components; i++) {
-        jpeg_component_info *comp = &cinfo->comp_info[i];
-        uint64_t h = comp->h_samp_factor > 0 ? (uint64_t)comp->h_samp_factor : 1;
-        uint64_t v = comp->v_samp_factor > 0 ? (uint64_t)comp->v_samp_factor : 1;
-        uint64_t wb = ((uint64_t)comp->width_in_blocks + h - 1) / h * h;
-        uint64_t hb = ((uint64_t)comp->height_in_blocks + v - 1) / v * v;
-        total += wb * hb * sizeof(JBLOCK);
-    }
-    return total;
 }
 
 static const uint8_t *find_exif(j_decompress_ptr cinfo, size_t *length) {
@@ -227,7 +228,17 @@ att_jpeg_decoder *att_jpeg_open(const uint8_t *data, size_t length, att_jpeg_lim
     header->multi_scan = jpeg_has_multiple_scans(&d->cinfo) ? 1 : 0;
     header->data_precision = d->cinfo.data_precision;
     header->saw_adobe_marker = d->cinfo.saw_Adobe_marker ? 1 : 0;
-    header->coefficient_bytes = header->multi_scan ? coefficient_bytes(&d->cinfo) : 0;
+    if (header->multi_scan) {
+        uint64_t dense = att_coef_dense_bytes(&d->cinfo);
+        uint64_t bound = att_coef_compact_bound(&d->cinfo, length);
+        if (limits.coefficients == ATT_JPEG_COEFFICIENTS_COMPACT ||
+            (limits.coefficients == ATT_JPEG_COEFFICIENTS_AUTOMATIC && dense >= ATT_JPEG_COMPACT_FROM &&
+             bound <= dense / 4 * 3)) {
+            d->compact_bound = bound;
+        }
+        header->coefficient_bytes = d->compact_bound > 0 ? d->compact_bound : dense;
+        header->compact_coefficients = d->compact_bound > 0;
+    }
     header->exif = find_exif(&d->cinfo, &header->exif_length);
     d->icc = assemble_icc(&d->cinfo, &header->icc_length);
     d->icc_length = header->icc_length;
@@ -258,6 +269,13 @@ int32_t att_jpeg_start(att_jpeg_decoder *d, int32_t scale_num, int32_t channels,
         d->cinfo.out_color_space = JCS_CMYK;
     } else {
         d->cinfo.out_color_space = JCS_RGB;
+    }
+    if (d->compact_bound > 0 && d->coefficients == NULL) {
+        d->coefficients = att_coef_store_install(&d->cinfo, d->compact_bound);
+        if (!d->coefficients) {
+            set_error(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
+            return ATT_ERR_MEMORY_LIMIT;
+        }
     }
     jpeg_start_decompress(&d->cinfo);
     *out_width = d->cinfo.output_width;
@@ -293,6 +311,8 @@ static void cmyk_to_rgb(const uint8_t *src, uint8_t *dst, uint32_t width, int in
         dst[3 * x + 2] = (uint8_t)((y * k + 127) / 255);
     }
 }
+
+uint64_t att_jpeg_coefficient_peak(const att_jpeg_decoder *d) { return att_coef_store_peak(d->coefficients); }
 
 int32_t att_jpeg_colour(att_jpeg_decoder *d, char *message, size_t capacity) {
     if (message && capacity > 0) snprintf(message, capacity, "%s", d->colour_message);
@@ -358,6 +378,7 @@ void att_jpeg_close(att_jpeg_decoder *d) {
     if (setjmp(d->err.jump) == 0) {
         jpeg_destroy_decompress(&d->cinfo);
     }
+    att_coef_store_free(d->coefficients);
     free(d->scratch);
     free(d->rows);
     free(d->icc);

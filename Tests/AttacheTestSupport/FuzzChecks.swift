@@ -239,7 +239,8 @@ public enum FuzzChecks {
 
     /// The JPEG, PNG and WebP glue on any bytes behind a signature (the first byte picks which:
     /// 2 a RIFF WEBP header, else even JPEG, odd PNG):
-    /// every failure typed, a rendition decoding again at the size it reports.
+    /// every failure typed, a rendition decoding again at the size it reports; a JPEG decodes
+    /// to the same pixels (or fails alike) with its coefficients packed as in libjpeg's arrays.
     public static func image(_ bytes: [UInt8]) throws(FuzzFinding) {
         guard let first = bytes.first else { return }
         let riff = Array("RIFF".utf8) + [UInt8(truncatingIfNeeded: bytes.count + 3), 0, 0, 0] + Array("WEBP".utf8)
@@ -248,6 +249,50 @@ public enum FuzzChecks {
         let input = MediaBytes(signature + bytes.dropFirst())
         let limits = DecodeLimits(maxPixels: 1 << 22, maxDimension: 4096, maxScans: 50, maxDecoderMemory: 64 << 20)
         try renderAndDecodeAgain(input, limits: limits)
+        if first != 2 && first & 1 == 0 {
+            let numerator = Int32(first >> 1 & 7) + 1
+            let dense = decodeJPEG(input, numerator: numerator, coefficients: Int32(ATT_JPEG_COEFFICIENTS_LIBJPEG))
+            let packed = decodeJPEG(input, numerator: numerator, coefficients: Int32(ATT_JPEG_COEFFICIENTS_COMPACT))
+            guard dense.status == packed.status, dense.pixels == packed.pixels else {
+                throw FuzzFinding("packed coefficients: status \(packed.status) against \(dense.status)")
+            }
+        }
+    }
+
+    /// Every row of a JPEG (at most 4 MP) through the C shim at `numerator`/8, its coefficients
+    /// kept as `coefficients` says; the first failing status, and the rows read until then.
+    static func decodeJPEG(
+        _ input: MediaBytes, numerator: Int32, coefficients: Int32
+    ) -> (
+        status: Int32, pixels: [UInt8]
+    ) {
+        var header = att_jpeg_header()
+        var error = att_error()
+        let limits = att_jpeg_limits(max_memory: 64 << 20, max_scans: 50, deadline: nil, coefficients: coefficients)
+        guard
+            let decoder = att_jpeg_open(
+                input.base.assumingMemoryBound(to: UInt8.self), input.count, limits, &header, &error)
+        else { return (error.status, []) }
+        defer { att_jpeg_close(decoder) }
+        guard UInt64(header.width) * UInt64(header.height) <= 1 << 22 else { return (-1, []) }
+        var width: UInt32 = 0
+        var height: UInt32 = 0
+        let channels: Int32 = header.color_family == 1 ? 1 : 3
+        let started = att_jpeg_start(decoder, numerator, channels, 1, &width, &height, &error)
+        guard started == 0 else { return (started, []) }
+        let stride = Int(width) * Int(channels)
+        var pixels = [UInt8](repeating: 0, count: stride * Int(height))
+        var done = 0
+        while done < Int(height) {
+            var got: Int32 = 0
+            let status = pixels.withUnsafeMutableBufferPointer { p in
+                att_jpeg_read_rows(decoder, p.baseAddress! + done * stride, stride, 16, &got, &error)
+            }
+            guard status == 0 else { return (status, Array(pixels.prefix(done * stride))) }
+            guard got > 0 else { break }
+            done += Int(got)
+        }
+        return (att_jpeg_finish(decoder, &error), pixels)
     }
 
     /// Renders `input` to 64 px: any outcome but an internal error is fine, and a rendition

@@ -22,14 +22,38 @@ final class JPEGDecoder: StillDecoder {
     /// The conversion from the embedded ICC profile to sRGB, if the file has a usable one.
     let colour: ColourProfile?
 
+    /// Where a multi-scan file's coefficients are kept while its scans are read.
+    enum Coefficients: Int32 {
+        /// Packed when libjpeg's arrays would take 8 MiB or more (smaller ones are not worth
+        /// the CPU) and the packed bound is three quarters of that or less.
+        case automatic = 0
+        /// libjpeg's own whole-image arrays.
+        case libjpeg = 1
+        /// Packed whenever the file's coding allows (Huffman).
+        case compact = 2
+
+        static let compactFrom = Int(ATT_JPEG_COMPACT_FROM)
+    }
+
     /// Reads the header and checks `limits`; nothing large is allocated before this passes.
-    init(bytes: MediaBytes, kind: MediaKind = .jpeg, limits: DecodeLimits, deadline: WorkDeadline) throws(AttacheError)
+    convenience init(
+        bytes: MediaBytes, kind: MediaKind = .jpeg, limits: DecodeLimits, deadline: WorkDeadline
+    )
+        throws(AttacheError)
+    {
+        try self.init(bytes: bytes, limits: limits, deadline: deadline, coefficients: .automatic)
+    }
+
+    init(
+        bytes: MediaBytes, limits: DecodeLimits, deadline: WorkDeadline, coefficients: Coefficients
+    )
+        throws(AttacheError)
     {
         var header = att_jpeg_header()
         var error = att_error()
         let cLimits = att_jpeg_limits(
             max_memory: UInt64(limits.maxDecoderMemory), max_scans: Int32(clamping: limits.maxScans),
-            deadline: deadline.pointer)
+            deadline: deadline.pointer, coefficients: coefficients.rawValue)
         guard
             let handle = att_jpeg_open(
                 bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, cLimits, &header, &error)
@@ -53,13 +77,19 @@ final class JPEGDecoder: StillDecoder {
             ? ColourProfile.make(profile: header.icc, length: header.icc_length, channels: 3) : nil
         try limits.check(width: width, height: height)
         coefficientBytes = header.multi_scan != 0 ? Int(header.coefficient_bytes) : 0
+        compactCoefficients = header.compact_coefficients != 0
         if header.multi_scan != 0 {
             try limits.checkDecoderMemory(Int(header.coefficient_bytes), what: "multi-scan JPEG coefficients")
         }
     }
 
-    /// A multi-scan file's coefficients, held whole.
+    /// The most a multi-scan file's coefficients can take: libjpeg's whole-image arrays, or the
+    /// bound of the compact store (from the file's length).
     let coefficientBytes: Int
+    /// Whether the coefficients go to the compact store.
+    let compactCoefficients: Bool
+    /// The most the compact store has held so far.
+    var coefficientPeak: Int { Int(att_jpeg_coefficient_peak(handle)) }
     func heldBytes(for target: (width: Int, height: Int)) -> Int { coefficientBytes }
     static var decodeCost: Double { WorkEstimate.PerPixel.jpegDecode }
 

@@ -36,6 +36,13 @@ void att_route_library_output(int how);
 
 typedef struct att_jpeg_decoder att_jpeg_decoder;
 
+enum {
+    ATT_JPEG_COEFFICIENTS_AUTOMATIC = 0,
+    ATT_JPEG_COEFFICIENTS_LIBJPEG = 1,
+    ATT_JPEG_COEFFICIENTS_COMPACT = 2,
+};
+#define ATT_JPEG_COMPACT_FROM ((uint64_t)8 << 20)
+
 typedef struct {
     /// Limit on libjpeg's own allocations (whole-image coefficient buffers); 0 = none.
     uint64_t max_memory;
@@ -43,6 +50,12 @@ typedef struct {
     int32_t max_scans;
     /// A deadline cell (see att_deadline_load) checked by the progress monitor; NULL = none.
     const uint64_t *deadline;
+    /// Where a multi-scan file keeps its coefficients: ATT_JPEG_COEFFICIENTS_AUTOMATIC packs
+    /// them (nonzero coefficients only, see jpeg_coefficients.c) when libjpeg's arrays would
+    /// take ATT_JPEG_COMPACT_FROM bytes or more and the packed bound is three quarters of that
+    /// or less; _LIBJPEG keeps libjpeg's arrays; _COMPACT packs them whenever it can (Huffman
+    /// coding).
+    int32_t coefficients;
 } att_jpeg_limits;
 
 typedef struct {
@@ -55,8 +68,11 @@ typedef struct {
     int32_t multi_scan;
     int32_t data_precision;
     int32_t saw_adobe_marker;
-    /// Bytes the whole-image coefficient buffer needs when the file has several scans.
+    /// Bytes the whole-image coefficients can take when the file has several scans: libjpeg's
+    /// arrays, or the bound of the compact store.
     uint64_t coefficient_bytes;
+    /// 1 when the coefficients go to the compact store.
+    int32_t compact_coefficients;
     /// The first APP1 segment that starts with "Exif\0\0" (owned by the decoder), or NULL.
     const uint8_t *exif;
     size_t exif_length;
@@ -355,6 +371,9 @@ void att_icc_convert(att_icc_transform *transform, const uint8_t *in, uint8_t *o
 /// Reports what became of a CMYK JPEG's embedded profile once decoding started: 0 none,
 /// 1 converted with it, 2 not used (the reason in `message`).
 int32_t att_jpeg_colour(att_jpeg_decoder *decoder, char *message, size_t capacity);
+
+/// The most the compact coefficient store has held so far (0 when it is not used).
+uint64_t att_jpeg_coefficient_peak(const att_jpeg_decoder *decoder);
 
 /// Converts `count` pixels in place.
 void att_icc_apply(att_icc_transform *transform, uint8_t *pixels, size_t count);

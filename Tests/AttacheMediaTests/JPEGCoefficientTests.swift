@@ -1,0 +1,148 @@
+import AttacheBase
+import AttacheTestSupport
+import Foundation
+import Testing
+
+@testable import AttacheMedia
+
+/// The compact coefficient store (jpeg_coefficients.c): a multi-scan JPEG decodes to libjpeg's
+/// own pixels, at every scale, holding a fraction of libjpeg's whole-image arrays.
+@Suite("Multi-scan JPEG coefficients, packed")
+struct JPEGCoefficientTests {
+    /// The corpus JPEGs that decode, rewritten by jpegtran (the coefficients unchanged) as
+    /// progressive files with libjpeg's scan script (spectral selection and successive
+    /// approximation), and as sequential files with one scan per component.
+    static let multiScan: [(name: String, path: String)] = {
+        Corpus.rows.filter { $0.format == "JPEG" && $0.expectOK }.flatMap { row -> [(String, String)] in
+            let name = URL(fileURLWithPath: row.file).lastPathComponent
+            let progressive = [("\(name) progressive", row.path)]
+            // The scan script names three components.
+            return row.note.contains("3 comp")
+                ? progressive + [("\(name) a scan per component", row.path)] : progressive
+        }
+    }()
+
+    /// The file `source` rewritten by jpegtran as `variant` says.
+    static func rewritten(_ name: String, _ source: String) throws -> MediaBytes {
+        var arguments = ["-copy", "all"]
+        if name.hasSuffix("progressive") {
+            arguments.append("-progressive")
+        } else {
+            let directory = try TemporaryDirectory()
+            let script = directory.path + "/a-scan-per-component.txt"
+            try "0;\n1;\n2;\n".write(toFile: script, atomically: true, encoding: .utf8)
+            return MediaBytes(try VideoTests.run("jpegtran", arguments + ["-scans", script, source]))
+        }
+        return MediaBytes(try VideoTests.run("jpegtran", arguments + [source]))
+    }
+
+    /// Every row of the file at `numerator`/8, its coefficients kept as `coefficients` says.
+    static func pixels(
+        _ bytes: MediaBytes, numerator: Int, coefficients: JPEGDecoder.Coefficients
+    ) throws(AttacheError) -> (
+        pixels: [UInt8], decoder: JPEGDecoder
+    ) {
+        let decoder = try JPEGDecoder(bytes: bytes, limits: .default, deadline: .none, coefficients: coefficients)
+        try decoder.start(scaleNumerator: numerator)
+        var rows = RowCollector(width: decoder.outputWidth, height: decoder.outputHeight, channels: decoder.channels)
+        try decoder.decodeRows(into: &rows)
+        return (rows.pixels, decoder)
+    }
+
+    @Test(
+        "a multi-scan file decodes to libjpeg's own pixels at 1/8, 1/4, 3/8 and 1",
+        arguments: multiScan.map { [$0.name, $0.path] })
+    func samePixels(_ file: [String]) throws {
+        let bytes = try Self.rewritten(file[0], file[1])
+        for numerator in [1, 2, 3, 8] {
+            let dense = try Self.pixels(bytes, numerator: numerator, coefficients: .libjpeg)
+            let packed = try Self.pixels(bytes, numerator: numerator, coefficients: .compact)
+            #expect(!dense.decoder.compactCoefficients)
+            #expect(packed.decoder.compactCoefficients)
+            #expect(packed.pixels == dense.pixels, "\(file[0]) at \(numerator)/8")
+            #expect(packed.decoder.coefficientPeak > 0)
+            #expect(packed.decoder.coefficientPeak <= packed.decoder.coefficientBytes)
+        }
+    }
+
+    @Test("a photo's coefficients take a fraction of libjpeg's arrays, within the bound said before")
+    func photoHoldsLess() throws {
+        let bytes = try Self.rewritten("Landscape_1.jpg progressive", Corpus.root + "/exif-orientation/Landscape_1.jpg")
+        let dense = try JPEGDecoder(bytes: bytes, limits: .default, deadline: .none, coefficients: .libjpeg)
+        let (_, packed) = try Self.pixels(bytes, numerator: 2, coefficients: .compact)
+        // 1800x1200 at 4:2:0: 50,850 blocks of 128 bytes; 430 KB of file.
+        #expect(dense.coefficientBytes > 6_000_000)
+        #expect(packed.coefficientBytes < dense.coefficientBytes / 10 * 6, "the bound from the file's length")
+        #expect(packed.coefficientPeak <= packed.coefficientBytes)
+        #expect(packed.coefficientPeak < dense.coefficientBytes / 3, "held: \(packed.coefficientPeak)")
+    }
+
+    @Test("small files keep libjpeg's arrays by default; large ones are packed")
+    func threshold() throws {
+        let small = try JPEGDecoder(
+            bytes: MediaBytes(Fixtures.bytes("progressive.jpg")), limits: .default, deadline: .none)
+        #expect(small.coefficientBytes > 0 && small.coefficientBytes < JPEGDecoder.Coefficients.compactFrom)
+        #expect(!small.compactCoefficients)
+        let large = try Self.largePhoto()
+        let decoder = try JPEGDecoder(bytes: large, limits: .default, deadline: .none)
+        #expect(decoder.compactCoefficients)
+        let dense = try JPEGDecoder(bytes: large, limits: .default, deadline: .none, coefficients: .libjpeg)
+        #expect(dense.coefficientBytes >= JPEGDecoder.Coefficients.compactFrom)
+        #expect(decoder.coefficientBytes <= dense.coefficientBytes / 4 * 3)
+    }
+
+    /// A progressive 3600 x 2400 photo (the corpus photo four times, 16 MB of libjpeg arrays).
+    static func largePhoto() throws -> MediaBytes {
+        let photo = try JPEGDecoder(
+            bytes: MediaBytes(contentsOfFile: Corpus.root + "/exif-orientation/Landscape_1.jpg"), limits: .default,
+            deadline: .none)
+        let (pixels, _) = try Self.pixels(
+            MediaBytes(contentsOfFile: Corpus.root + "/exif-orientation/Landscape_1.jpg"), numerator: 8,
+            coefficients: .libjpeg)
+        let (w, h) = (photo.width, photo.height)
+        var tiled = [UInt8](repeating: 0, count: 4 * w * h * 3)
+        for y in 0..<(2 * h) {
+            for x in 0..<(2 * w) {
+                let from = ((y % h) * w + (x % w)) * 3
+                let to = (y * 2 * w + x) * 3
+                tiled[to] = pixels[from]
+                tiled[to + 1] = pixels[from + 1]
+                tiled[to + 2] = pixels[from + 2]
+            }
+        }
+        let baseline = try Encoders.jpeg(
+            PixelImage(width: 2 * w, height: 2 * h, channels: 3, pixels: tiled), quality: 90)
+        let directory = try TemporaryDirectory()
+        try Data(baseline).write(to: URL(fileURLWithPath: directory.path + "/large.jpg"))
+        return MediaBytes(try VideoTests.run("jpegtran", ["-progressive", directory.path + "/large.jpg"]))
+    }
+
+    @Test("a cut or corrupted progressive file is refused alike with its coefficients packed")
+    func damagedAlike() throws {
+        let whole = try VideoTests.run("jpegtran", ["-progressive", Corpus.root + "/exif-orientation/Landscape_1.jpg"])
+        var random = SplitMix(seed: 0x5EED)
+        var variants: [[UInt8]] = [Array(whole.prefix(whole.count / 2)), Array(whole.prefix(whole.count - 3))]
+        for _ in 0..<12 {
+            var damaged = whole
+            for _ in 0..<4 {
+                let at = 2_000 + Int(random.next() % UInt64(whole.count - 2_000))
+                damaged[at] ^= UInt8(truncatingIfNeeded: random.next() | 1)
+            }
+            variants.append(damaged)
+        }
+        for variant in variants {
+            let input = MediaBytes(variant)
+            let dense = Result { () throws(AttacheError) in
+                try Self.pixels(input, numerator: 2, coefficients: .libjpeg).pixels
+            }
+            let packed = Result { () throws(AttacheError) in
+                try Self.pixels(input, numerator: 2, coefficients: .compact).pixels
+            }
+            switch (dense, packed) {
+            case (.success(let a), .success(let b)): #expect(a == b)
+            case (.failure(let a), .failure(let b)): #expect(a.code == b.code, "\(a) / \(b)")
+            default: Issue.record("dense \(dense) against packed \(packed)")
+            }
+        }
+    }
+}
