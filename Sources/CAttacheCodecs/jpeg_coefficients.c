@@ -17,13 +17,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
+#include <pthread.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define ATT_COEF_SHUFFLE 1
 #endif
 
 enum {
     MASK_BYTES = 8,
     PACKED_BLOCK_MAX = MASK_BYTES + (int)sizeof(JBLOCK),
+    // The vector paths store and load 16 bytes at a time past the last value: every packed
+    // buffer has this much room after its end.
+    SLACK = 16,
     // libjpeg-turbo asks for a window of five iMCU rows when it may smooth a progressive file
     // (three in older releases); the bound is made for five.
     WINDOW_IMCU_ROWS = 5,
@@ -34,14 +40,16 @@ typedef struct att_coef_array {
     JDIMENSION blocks_per_row;
     JDIMENSION rows;
     JDIMENSION max_access;
-    uint8_t **data;     // each block row packed, NULL until first written
-    uint32_t *length;   // bytes used in each row
-    uint32_t *capacity; // bytes allocated for each row
+    uint8_t **data;      // each block row's AC coefficients packed, NULL until first written
+    JCOEF *dc;           // every block's DC coefficient, row after row
+    uint32_t *length;    // bytes used in each row
+    uint32_t *capacity;  // bytes allocated for each row
     JBLOCK *window_blocks;
     JBLOCKROW *window;
-    uint8_t *scratch; // one row packed, before it is copied to its place
+    uint8_t *scratch;  // one row packed, before it is copied to its place
     JDIMENSION window_start;
     JDIMENSION window_rows;
+    int window_dc_only;  // the window holds only DC values (a progressive DC scan's rows)
     int dirty;
 } att_coef_array;
 
@@ -70,7 +78,7 @@ uint64_t att_coef_dense_bytes(j_decompress_ptr cinfo) {
 // The window, the scratch row and the row tables of one component.
 static uint64_t working_bytes(uint64_t blocks_per_row, uint64_t rows, uint64_t max_access) {
     return max_access * blocks_per_row * sizeof(JBLOCK) + max_access * sizeof(JBLOCKROW) +
-           blocks_per_row * PACKED_BLOCK_MAX + rows * (sizeof(uint8_t *) + 2 * sizeof(uint32_t)) +
+           blocks_per_row * PACKED_BLOCK_MAX + SLACK + rows * (sizeof(uint8_t *) + 2 * sizeof(uint32_t) + SLACK) +
            sizeof(att_coef_array);
 }
 
@@ -107,32 +115,15 @@ static void charge(j_common_ptr cinfo, att_coef_store *store, uint64_t bytes) {
     if (store->held > store->peak) store->peak = store->held;
 }
 
-// Which of a block's 64 coefficients are nonzero, bit k for natural-order position k.
-static inline uint64_t nonzero_mask(const JCOEF *coef) {
-#if defined(__SSE2__)
-    const __m128i zero = _mm_setzero_si128();
-    uint64_t mask = 0;
-    for (int k = 0; k < DCTSIZE2; k += 16) {
-        __m128i low = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(const void *)(coef + k)), zero);
-        __m128i high = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(const void *)(coef + k + 8)), zero);
-        uint64_t zeros = (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_packs_epi16(low, high));
-        mask |= (~zeros & 0xFFFF) << k;
-    }
-    return mask;
-#else
-    uint64_t mask = 0;
-    for (int k = 0; k < DCTSIZE2; k++) mask |= (uint64_t)(coef[k] != 0) << k;
-    return mask;
-#endif
-}
-
-// Packs `count` blocks: per block its mask, then its nonzero values in natural order. `out`
-// has room for `count` * PACKED_BLOCK_MAX bytes.
-static size_t pack_row(const JBLOCK *blocks, JDIMENSION count, uint8_t *out) {
+// Packs `count` blocks: per block a mask of its nonzero AC coefficients (bit k for
+// natural-order position k; bit 0, the DC value, is kept apart), then their values in that order. `out` has room for
+// `count` * PACKED_BLOCK_MAX bytes and SLACK more.
+static size_t pack_row_scalar(const JBLOCK *blocks, JDIMENSION count, uint8_t *out) {
     uint8_t *at = out;
     for (JDIMENSION b = 0; b < count; b++) {
         const JCOEF *coef = blocks[b];
-        uint64_t mask = nonzero_mask(coef);
+        uint64_t mask = 0;
+        for (int k = 1; k < DCTSIZE2; k++) mask |= (uint64_t)(coef[k] != 0) << k;
         memcpy(at, &mask, MASK_BYTES);
         at += MASK_BYTES;
         for (; mask != 0; mask &= mask - 1) {
@@ -143,9 +134,9 @@ static size_t pack_row(const JBLOCK *blocks, JDIMENSION count, uint8_t *out) {
     return (size_t)(at - out);
 }
 
-static void unpack_row(const uint8_t *packed, uint32_t length, JBLOCK *blocks, JDIMENSION count) {
+// The blocks of a packed row back in `blocks`, zeros where nothing is kept.
+static void unpack_row_scalar(const uint8_t *packed, JBLOCK *blocks, JDIMENSION count) {
     memset(blocks, 0, (size_t)count * sizeof(JBLOCK));
-    if (length == 0) return;
     const uint8_t *at = packed;
     for (JDIMENSION b = 0; b < count; b++) {
         uint64_t mask;
@@ -159,13 +150,116 @@ static void unpack_row(const uint8_t *packed, uint32_t length, JBLOCK *blocks, J
     }
 }
 
+#ifdef ATT_COEF_SHUFFLE
+// The same with SSSE3 and POPCNT, eight coefficients at a time: for each 8-bit mask a byte
+// shuffle that moves the nonzero values together (compress) or back to their places with zeros
+// between (expand).
+static uint8_t compress_table[256][16] __attribute__((aligned(16)));
+static uint8_t expand_table[256][16] __attribute__((aligned(16)));
+static int shuffle_supported;
+static pthread_once_t shuffle_once = PTHREAD_ONCE_INIT;
+
+static void make_shuffle_tables(void) {
+    for (int m = 0; m < 256; m++) {
+        int n = 0;
+        memset(compress_table[m], 0x80, 16);
+        memset(expand_table[m], 0x80, 16);
+        for (int lane = 0; lane < 8; lane++) {
+            if (!(m >> lane & 1)) continue;
+            compress_table[m][2 * n] = (uint8_t)(2 * lane);
+            compress_table[m][2 * n + 1] = (uint8_t)(2 * lane + 1);
+            expand_table[m][2 * lane] = (uint8_t)(2 * n);
+            expand_table[m][2 * lane + 1] = (uint8_t)(2 * n + 1);
+            n++;
+        }
+    }
+    __builtin_cpu_init();
+    shuffle_supported = __builtin_cpu_supports("ssse3") && __builtin_cpu_supports("popcnt");
+}
+
+// Where each group's values start, as 16-bit counts: the nonzero coefficients before it
+// (independent of each other, so the eight groups do not wait on one another).
+__attribute__((target("ssse3,popcnt"))) static inline unsigned values_before(uint64_t mask, int group) {
+    return group == 0 ? 0 : (unsigned)__builtin_popcountll(mask & ((UINT64_C(1) << (8 * group)) - 1));
+}
+
+__attribute__((target("ssse3,popcnt"))) static size_t pack_row_shuffle(const JBLOCK *blocks, JDIMENSION count,
+                                                                       uint8_t *out) {
+    const __m128i zero = _mm_setzero_si128();
+    uint8_t *at = out;
+    for (JDIMENSION b = 0; b < count; b++) {
+        const JCOEF *coef = blocks[b];
+        __m128i values[DCTSIZE2 / 8];
+        uint64_t mask = 0;
+        for (int g = 0; g < DCTSIZE2 / 8; g++) {
+            values[g] = _mm_loadu_si128((const __m128i *)(const void *)(coef + 8 * g));
+            __m128i zeros = _mm_packs_epi16(_mm_cmpeq_epi16(values[g], zero), zero);
+            mask |= (uint64_t)(~(unsigned)_mm_movemask_epi8(zeros) & 0xFF) << (8 * g);
+        }
+        mask &= ~UINT64_C(1);  // the DC value is kept apart
+        memcpy(at, &mask, MASK_BYTES);
+        at += MASK_BYTES;
+        for (int g = 0; g < DCTSIZE2 / 8; g++) {
+            unsigned m = (unsigned)(mask >> (8 * g)) & 0xFF;
+            __m128i shuffle = _mm_load_si128((const __m128i *)(const void *)compress_table[m]);
+            _mm_storeu_si128((__m128i *)(void *)(at + 2 * values_before(mask, g)),
+                             _mm_shuffle_epi8(values[g], shuffle));
+        }
+        at += 2 * (unsigned)__builtin_popcountll(mask);
+    }
+    return (size_t)(at - out);
+}
+
+__attribute__((target("ssse3,popcnt"))) static void unpack_row_shuffle(const uint8_t *packed, JBLOCK *blocks,
+                                                                       JDIMENSION count) {
+    const uint8_t *at = packed;
+    for (JDIMENSION b = 0; b < count; b++) {
+        uint64_t mask;
+        memcpy(&mask, at, MASK_BYTES);
+        at += MASK_BYTES;
+        JCOEF *coef = blocks[b];
+        for (int g = 0; g < DCTSIZE2 / 8; g++) {
+            unsigned m = (unsigned)(mask >> (8 * g)) & 0xFF;
+            __m128i values = _mm_loadu_si128((const __m128i *)(const void *)(at + 2 * values_before(mask, g)));
+            __m128i shuffle = _mm_load_si128((const __m128i *)(const void *)expand_table[m]);
+            _mm_storeu_si128((__m128i *)(void *)(coef + 8 * g), _mm_shuffle_epi8(values, shuffle));
+        }
+        at += 2 * (unsigned)__builtin_popcountll(mask);
+    }
+}
+#endif
+
+static size_t pack_row(const JBLOCK *blocks, JDIMENSION count, uint8_t *out) {
+#ifdef ATT_COEF_SHUFFLE
+    if (shuffle_supported) return pack_row_shuffle(blocks, count, out);
+#endif
+    return pack_row_scalar(blocks, count, out);
+}
+
+static void unpack_row(const uint8_t *packed, uint32_t length, JBLOCK *blocks, JDIMENSION count) {
+    if (length == 0) {
+        memset(blocks, 0, (size_t)count * sizeof(JBLOCK));
+        return;
+    }
+#ifdef ATT_COEF_SHUFFLE
+    if (shuffle_supported) {
+        unpack_row_shuffle(packed, blocks, count);
+        return;
+    }
+#endif
+    unpack_row_scalar(packed, blocks, count);
+}
+
 static void store_window(j_common_ptr cinfo, att_coef_store *store, att_coef_array *array) {
     for (JDIMENSION i = 0; i < array->window_rows; i++) {
         JDIMENSION row = array->window_start + i;
+        JCOEF *dc = array->dc + (size_t)row * array->blocks_per_row;
+        for (JDIMENSION b = 0; b < array->blocks_per_row; b++) dc[b] = array->window[i][b][0];
+        if (array->window_dc_only) continue;
         size_t length = pack_row(array->window[i], array->blocks_per_row, array->scratch);
         if (length > array->capacity[row]) {
             charge(cinfo, store, length - array->capacity[row]);
-            uint8_t *grown = realloc(array->data[row], length);
+            uint8_t *grown = realloc(array->data[row], length + SLACK);
             if (!grown) fail_memory(cinfo, "out of memory");
             array->data[row] = grown;
             array->capacity[row] = (uint32_t)length;
@@ -178,7 +272,7 @@ static void store_window(j_common_ptr cinfo, att_coef_store *store, att_coef_arr
 
 static jvirt_barray_ptr request_compact(j_common_ptr cinfo, int pool_id, boolean pre_zero, JDIMENSION blocks_per_row,
                                         JDIMENSION rows, JDIMENSION max_access) {
-    (void)pre_zero; // every row starts zeroed
+    (void)pre_zero;  // every row starts zeroed
     att_coef_store *store = store_of(cinfo);
     if (pool_id != JPOOL_IMAGE || blocks_per_row == 0 || rows == 0 || max_access == 0) {
         att_jpeg_fail(cinfo, ATT_ERR_INTERNAL, "coefficient store: unexpected array request");
@@ -199,17 +293,19 @@ static void realize_compact(j_common_ptr cinfo) {
     store->realize_original(cinfo);
     for (att_coef_array *array = store->arrays; array != NULL; array = array->next) {
         if (array->window != NULL) continue;
+        charge(cinfo, store, (uint64_t)array->rows * array->blocks_per_row * sizeof(JCOEF));
         array->data = calloc(array->rows, sizeof *array->data);
+        array->dc = calloc((size_t)array->rows * array->blocks_per_row, sizeof(JCOEF));
         array->length = calloc(array->rows, sizeof *array->length);
         array->capacity = calloc(array->rows, sizeof *array->capacity);
-        array->scratch = malloc((size_t)array->blocks_per_row * PACKED_BLOCK_MAX);
+        array->scratch = malloc((size_t)array->blocks_per_row * PACKED_BLOCK_MAX + SLACK);
         void *blocks = NULL;
         size_t window_bytes = (size_t)array->max_access * array->blocks_per_row * sizeof(JBLOCK);
         if (posix_memalign(&blocks, 64, window_bytes) != 0) blocks = NULL;
         array->window_blocks = blocks;
         array->window = malloc((size_t)array->max_access * sizeof(JBLOCKROW));
-        if (!array->data || !array->length || !array->capacity || !array->scratch || !array->window_blocks ||
-            !array->window) {
+        if (!array->data || !array->dc || !array->length || !array->capacity || !array->scratch ||
+            !array->window_blocks || !array->window) {
             fail_memory(cinfo, "out of memory");
         }
         for (JDIMENSION i = 0; i < array->max_access; i++) {
@@ -226,23 +322,34 @@ static JBLOCKARRAY access_compact(j_common_ptr cinfo, jvirt_barray_ptr handle, J
     if (array->window == NULL || end_row > array->rows || end_row < start_row || num_rows > array->max_access) {
         att_jpeg_fail(cinfo, ATT_ERR_INTERNAL, "coefficient store: access outside the array");
     }
+    // A progressive DC scan (first or refinement) reads and writes each block's DC value only:
+    // its rows are given with their DC values and nothing else, and only those are kept.
+    j_decompress_ptr dinfo = (j_decompress_ptr)cinfo;
+    int dc_only = writable && dinfo->progressive_mode && dinfo->Ss == 0;
     int inside = array->window_rows > 0 && start_row >= array->window_start &&
-                 end_row <= array->window_start + array->window_rows;
+                 end_row <= array->window_start + array->window_rows && array->window_dc_only == dc_only;
     if (!inside) {
         if (array->dirty) store_window(cinfo, store, array);
-        JDIMENSION count = array->rows - start_row < array->max_access ? array->rows - start_row : array->max_access;
-        for (JDIMENSION i = 0; i < count; i++) {
+        // Only the rows asked for: packed again while they are still in the cache.
+        for (JDIMENSION i = 0; i < num_rows; i++) {
             JDIMENSION row = start_row + i;
-            unpack_row(array->data[row], array->length[row], array->window[i], array->blocks_per_row);
+            JBLOCKROW blocks = array->window[i];
+            if (!dc_only) unpack_row(array->data[row], array->length[row], blocks, array->blocks_per_row);
+            const JCOEF *dc = array->dc + (size_t)row * array->blocks_per_row;
+            for (JDIMENSION b = 0; b < array->blocks_per_row; b++) blocks[b][0] = dc[b];
         }
         array->window_start = start_row;
-        array->window_rows = count;
+        array->window_rows = num_rows;
+        array->window_dc_only = dc_only;
     }
     if (writable) array->dirty = 1;
     return array->window + (start_row - array->window_start);
 }
 
 att_coef_store *att_coef_store_install(j_decompress_ptr cinfo, uint64_t bound) {
+#ifdef ATT_COEF_SHUFFLE
+    pthread_once(&shuffle_once, make_shuffle_tables);
+#endif
     att_coef_store *store = calloc(1, sizeof *store);
     if (!store) return NULL;
     store->bound = bound;
@@ -266,6 +373,7 @@ void att_coef_store_free(att_coef_store *store) {
             for (JDIMENSION row = 0; row < array->rows; row++) free(array->data[row]);
         }
         free(array->data);
+        free(array->dc);
         free(array->length);
         free(array->capacity);
         free(array->scratch);
