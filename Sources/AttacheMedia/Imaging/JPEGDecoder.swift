@@ -24,7 +24,7 @@ final class JPEGDecoder: StillDecoder {
 
     /// Where a multi-scan file's coefficients are kept while its scans are read.
     enum Coefficients: Int32 {
-        /// Packed when libjpeg's arrays would take 8 MiB or more (smaller ones are not worth
+        /// Packed when libjpeg's arrays would take 16 MiB or more (smaller ones are not worth
         /// the CPU) and the packed bound is three quarters of that or less.
         case automatic = 0
         /// libjpeg's own whole-image arrays.

@@ -41,7 +41,7 @@ enum {
     ATT_JPEG_COEFFICIENTS_LIBJPEG = 1,
     ATT_JPEG_COEFFICIENTS_COMPACT = 2,
 };
-#define ATT_JPEG_COMPACT_FROM ((uint64_t)8 << 20)
+#define ATT_JPEG_COMPACT_FROM ((uint64_t)16 << 20)
 
 typedef struct {
     /// Limit on libjpeg's own allocations (whole-image coefficient buffers); 0 = none.
