@@ -4,6 +4,7 @@
 #include "jpeg_coefficients.h"
 
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,11 @@ static void set_error(att_error *error, int32_t status, const char *message) {
 }
 
 // MARK: - Decoder
+
+// Decoders opened and not yet closed (a refusal must close its decoder too).
+static atomic_long open_decoders;
+
+long att_jpeg_open_decoders(void) { return atomic_load(&open_decoders); }
 
 typedef struct {
     struct jpeg_progress_mgr base;
@@ -192,6 +198,7 @@ att_jpeg_decoder *att_jpeg_open(const uint8_t *data, size_t length, att_jpeg_lim
         set_error(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
         return NULL;
     }
+    atomic_fetch_add(&open_decoders, 1);
     install_error_manager(&d->err);
     d->cinfo.err = &d->err.base;
     if (setjmp(d->err.jump)) {
@@ -374,6 +381,7 @@ int32_t att_jpeg_finish(att_jpeg_decoder *d, att_error *error) {
 
 void att_jpeg_close(att_jpeg_decoder *d) {
     if (!d) return;
+    atomic_fetch_sub(&open_decoders, 1);
     // jpeg_destroy cannot fail, but guard anyway: an error here must not escape.
     if (setjmp(d->err.jump) == 0) {
         jpeg_destroy_decompress(&d->cinfo);

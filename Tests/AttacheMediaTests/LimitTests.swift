@@ -1,5 +1,6 @@
 import AttacheBase
 import AttacheTestSupport
+import CAttacheCodecs
 import Foundation
 import Testing
 
@@ -65,6 +66,19 @@ struct LimitTests {
         let error = failure { try ImageProcessor.inspect(bytes, limits: DecodeLimits(maxDecoderMemory: 100_000)) }
         #expect(error?.code == .decoderMemoryExceeded)
         #expect(error?.limit?.rawValue == "max_decoder_memory")
+    }
+
+    @Test("a JPEG refused from its header closes its decoder")
+    func refusedJPEGIsClosed() throws {
+        let bytes = try MediaBytes(Fixtures.bytes("progressive.jpg"))
+        let strict = DecodeLimits(maxPixels: 1_000)
+        let before = att_jpeg_open_decoders()
+        for _ in 0..<2_000 {
+            #expect(
+                failure { _ = try JPEGDecoder(bytes: bytes, limits: strict, deadline: .none) }?.code == .tooManyPixels)
+        }
+        // Other suites open and close JPEG decoders at the same time: a few may be open.
+        #expect(att_jpeg_open_decoders() - before < 100)
     }
 
     @Test("progressive scans beyond the limit are refused")

@@ -75,9 +75,11 @@ final class JPEGDecoder: StillDecoder {
         colour =
             header.color_family == 3
             ? ColourProfile.make(profile: header.icc, length: header.icc_length, channels: 3) : nil
-        try limits.check(width: width, height: height)
         coefficientBytes = header.multi_scan != 0 ? Int(header.coefficient_bytes) : 0
         compactCoefficients = header.compact_coefficients != 0
+        // Every stored property is set before the first check may throw: the object is then
+        // whole, so its deinit closes the C decoder.
+        try limits.check(width: width, height: height)
         if header.multi_scan != 0 {
             try limits.checkDecoderMemory(Int(header.coefficient_bytes), what: "multi-scan JPEG coefficients")
         }

@@ -372,6 +372,9 @@ void att_icc_convert(att_icc_transform *transform, const uint8_t *in, uint8_t *o
 /// 1 converted with it, 2 not used (the reason in `message`).
 int32_t att_jpeg_colour(att_jpeg_decoder *decoder, char *message, size_t capacity);
 
+/// JPEG decoders opened and not yet closed, in this process.
+long att_jpeg_open_decoders(void);
+
 /// The most the compact coefficient store has held so far (0 when it is not used).
 uint64_t att_jpeg_coefficient_peak(const att_jpeg_decoder *decoder);
 
