@@ -3,7 +3,8 @@
 // component, held until the last scan is read, whatever the output scale. Most of those
 // coefficients are zero. This store stands behind libjpeg's virtual block arrays (the memory
 // manager's request/realize/access methods, which an application may replace) and keeps each
-// block row packed: a 64-bit mask of the nonzero coefficients, then their values. libjpeg sees
+// block row packed: a 64-bit mask of the nonzero AC coefficients, then their values; the DC
+// values apart, one per block, so that a progressive DC scan touches nothing else. libjpeg sees
 // only a window of whole blocks, the rows it asked for; a row is packed again when the window
 // moves on. Nothing is dropped, so the pixels are libjpeg's own, at every scale.
 //
