@@ -63,15 +63,21 @@ struct att_coef_store {
     uint64_t peak;
 };
 
+// A component's array as libjpeg asks for it: blocks per row and rows, each rounded up to
+// the component's sampling factors.
+static void component_blocks(const jpeg_component_info *comp, uint64_t *per_row, uint64_t *rows) {
+    uint64_t h = comp->h_samp_factor > 0 ? (uint64_t)comp->h_samp_factor : 1;
+    uint64_t v = comp->v_samp_factor > 0 ? (uint64_t)comp->v_samp_factor : 1;
+    *per_row = ((uint64_t)comp->width_in_blocks + h - 1) / h * h;
+    *rows = ((uint64_t)comp->height_in_blocks + v - 1) / v * v;
+}
+
 uint64_t att_coef_dense_bytes(j_decompress_ptr cinfo) {
     uint64_t total = 0;
     for (int i = 0; i < cinfo->num_components; i++) {
-        jpeg_component_info *comp = &cinfo->comp_info[i];
-        uint64_t h = comp->h_samp_factor > 0 ? (uint64_t)comp->h_samp_factor : 1;
-        uint64_t v = comp->v_samp_factor > 0 ? (uint64_t)comp->v_samp_factor : 1;
-        uint64_t wb = ((uint64_t)comp->width_in_blocks + h - 1) / h * h;
-        uint64_t hb = ((uint64_t)comp->height_in_blocks + v - 1) / v * v;
-        total += wb * hb * sizeof(JBLOCK);
+        uint64_t per_row, rows;
+        component_blocks(&cinfo->comp_info[i], &per_row, &rows);
+        total += per_row * rows * sizeof(JBLOCK);
     }
     return total;
 }
@@ -91,12 +97,11 @@ uint64_t att_coef_compact_bound(j_decompress_ptr cinfo, size_t length) {
     if (ac > (DCTSIZE2 - 1) * blocks) ac = (DCTSIZE2 - 1) * blocks;
     uint64_t bound = blocks * MASK_BYTES + (blocks + ac) * sizeof(JCOEF);
     for (int i = 0; i < cinfo->num_components; i++) {
-        jpeg_component_info *comp = &cinfo->comp_info[i];
-        uint64_t h = comp->h_samp_factor > 0 ? (uint64_t)comp->h_samp_factor : 1;
+        const jpeg_component_info *comp = &cinfo->comp_info[i];
+        uint64_t per_row, rows;
+        component_blocks(comp, &per_row, &rows);
         uint64_t v = comp->v_samp_factor > 0 ? (uint64_t)comp->v_samp_factor : 1;
-        uint64_t wb = ((uint64_t)comp->width_in_blocks + h - 1) / h * h;
-        uint64_t hb = ((uint64_t)comp->height_in_blocks + v - 1) / v * v;
-        bound += working_bytes(wb, hb, v * WINDOW_IMCU_ROWS);
+        bound += working_bytes(per_row, rows, v * WINDOW_IMCU_ROWS);
     }
     return bound;
 }
