@@ -131,6 +131,12 @@ final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(wrapInboundOut(buffer))
     }
 
+    func channelReadComplete(context: ChannelHandlerContext) {
+        // The handlers behind have read nothing while this one answers: the end of a read
+        // cycle is news only to a decoder that was handed bytes.
+        if passing { context.fireChannelReadComplete() }
+    }
+
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         // A download's file region passes the write buffer's mark and back: nothing behind
         // this handler writes on a connection it answers, so they need not hear of it.

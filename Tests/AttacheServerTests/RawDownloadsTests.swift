@@ -160,6 +160,8 @@ import Testing
         let path = String(url.dropFirst("http://attache.test".count))
         let get = "GET \(path) HTTP/1.1\r\nHost: attache.test\r\n\r\n"
         let before = DownloadFastPath.answered.load(ordering: .relaxed)
+        let downloaded = #"route="attachment",method="GET",status="200""#
+        let countedBefore = try await FramingTests.counter(service, downloaded)
         // Three downloads in one write, then a ranged one and a HEAD (the decoder's), then a
         // plain one again (the router answers it, now that the connection is the decoder's).
         // On a thread of its own: the router's answers need the cooperative pool this would block.
@@ -177,6 +179,8 @@ import Testing
             answers[4].body.isEmpty && answers[4].headers.lowercased().contains("content-length: \(whole.body.count)"))
         #expect(answers[0].headers.contains("Cache-Control: public, max-age="))
         #expect(DownloadFastPath.answered.load(ordering: .relaxed) - before >= 3)
+        // Each whole GET is counted once, here or by the router (the HEAD under its own method).
+        #expect(try await FramingTests.counter(service, downloaded) - countedBefore >= 4)
 
         // A GET with a body goes to the decoder, and the connection's answers stay in order.
         let forged = path.replacingOccurrences(of: "/attachments/A", with: "/attachments/B")
