@@ -25,6 +25,8 @@ public struct AttacheService: Sendable {
     let metrics = ServerMetrics()
     let hangUps = HangUps()
     let admission: Admission
+    /// Payloads from their heads to their answers; beyond slots and queue, 503 on the event loop.
+    let gate: LoadShedding.Gate
     /// Renders the metrics registry as Prometheus text; nil answers `/metrics` with 404.
     let metricsText: (@Sendable () -> String)?
 
@@ -40,6 +42,8 @@ public struct AttacheService: Sendable {
         )
         let metrics = self.metrics
         self.admission = Admission(slots: configuration.maxConcurrent, queue: configuration.maxQueued)
+        self.gate = LoadShedding.Gate(
+            limit: admission.slots + admission.queue, retryAfterSeconds: configuration.retryAfterSeconds)
         self.metricsText = metricsText
         if let stats = try? store.stats() { metrics.store(objects: stats.objects, bytes: stats.bytes) }
         metrics.quotas(objects: configuration.store.maxObjects, bytes: configuration.store.maxBytes)
@@ -136,7 +140,8 @@ public struct AttacheService: Sendable {
                                 ? nil
                                 : RawDownloads(
                                     route: downloads, attachmentsPath: attachmentsPath, metrics: metrics,
-                                    logger: logger)
+                                    logger: logger),
+                            shedding: LoadShedding(gate: gate, metrics: metrics, logger: logger)
                         )
                     ])),
             configuration: .init(

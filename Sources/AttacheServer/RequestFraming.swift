@@ -108,20 +108,25 @@ final class RequestFraming: ChannelInboundHandler, RemovableChannelHandler {
             logger: logger)
     }
 
-    /// Puts ``RequestFraming`` and the download fast path, in that order, in front of the
-    /// HTTP/1-to-HTTP-types codec, then leaves the pipeline (Hummingbird adds its extra handlers
-    /// behind that codec).
+    /// Puts ``RequestFraming``, the download fast path and ``LoadShedding``, in that order, in
+    /// front of the HTTP/1-to-HTTP-types codec, then leaves the pipeline (Hummingbird adds its
+    /// extra handlers behind that codec).
     /// With `raw`, that handler goes first, in front of the HTTP/1 decoder.
     final class Installer: ChannelInboundHandler, RemovableChannelHandler {
         typealias InboundIn = Never
         private let framing: RequestFraming
         private let downloads: DownloadFastPath
         private let raw: RawDownloads?
+        private let shedding: LoadShedding?
 
-        init(_ framing: RequestFraming, _ downloads: DownloadFastPath, raw: RawDownloads? = nil) {
+        init(
+            _ framing: RequestFraming, _ downloads: DownloadFastPath, raw: RawDownloads? = nil,
+            shedding: LoadShedding? = nil
+        ) {
             self.framing = framing
             self.downloads = downloads
             self.raw = raw
+            self.shedding = shedding
         }
 
         func handlerAdded(context: ChannelHandlerContext) {
@@ -129,6 +134,7 @@ final class RequestFraming: ChannelInboundHandler, RemovableChannelHandler {
             if let codec = try? pipeline.handler(type: HTTP1ToHTTPServerCodec.self) {
                 try? pipeline.addHandler(framing, position: .before(codec))
                 try? pipeline.addHandler(downloads, position: .before(codec))
+                if let shedding { try? pipeline.addHandler(shedding, position: .before(codec)) }
                 if let raw { try? pipeline.addHandler(raw, position: .first) }
             }
             pipeline.removeHandler(context: context, promise: nil)

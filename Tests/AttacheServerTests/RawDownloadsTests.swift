@@ -101,51 +101,73 @@ import Testing
     static func exchange(
         port: Int, _ request: String, answers: Int, bodiless: Set<Int> = []
     ) throws -> [(status: Int, headers: String, body: [UInt8])] {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { throw RawFailure(message: "connect: \(errno)") }
-        let bytes = Array(request.utf8)
-        guard send(fd, bytes, bytes.count, 0) == bytes.count else { throw RawFailure(message: "send") }
-        var buffer: [UInt8] = []
-        var out: [(Int, String, [UInt8])] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        func fill() throws {
-            let n = recv(fd, &chunk, chunk.count, 0)
-            guard n > 0 else { throw RawFailure(message: "closed after \(out.count) answers") }
-            buffer += chunk[0..<n]
-        }
-        while out.count < answers {
-            var end: Int?
-            while end == nil {
-                if buffer.count >= 4 {
-                    end = (3..<buffer.count).first { i in buffer[(i - 3)...i].elementsEqual([13, 10, 13, 10]) }
+        let connection = try RawConnection(port: port)
+        try connection.send(request)
+        return try connection.read(answers: answers, bodiless: bodiless)
+    }
+
+    /// One client connection to 127.0.0.1, written and read as bytes (by one thread at a time).
+    final class RawConnection: @unchecked Sendable {
+        private let fd: Int32
+        private var buffer: [UInt8] = []
+
+        init(port: Int) throws {
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var timeout = timeval(tv_sec: 30, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
                 }
-                if end == nil { try fill() }
             }
-            let head = String(decoding: buffer[...end!], as: UTF8.self)
-            buffer.removeFirst(end! + 1)
-            let status = Int(head.split(separator: " ")[1]) ?? 0
-            let length =
-                bodiless.contains(out.count)
-                ? 0
-                : head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
-                    .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
-            while buffer.count < length { try fill() }
-            out.append((status, head, Array(buffer.prefix(length))))
-            buffer.removeFirst(length)
+            guard connected == 0 else {
+                close(fd)
+                throw RawFailure(message: "connect: \(errno)")
+            }
         }
-        return out
+
+        deinit { close(fd) }
+
+        func send(_ request: String) throws {
+            let bytes = Array(request.utf8)
+            guard Glibc.send(fd, bytes, bytes.count, 0) == bytes.count else { throw RawFailure(message: "send") }
+        }
+
+        /// The next `answers` answers (`bodiless`: their indexes among them that have no body).
+        func read(answers: Int, bodiless: Set<Int> = []) throws -> [(status: Int, headers: String, body: [UInt8])] {
+            var out: [(Int, String, [UInt8])] = []
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            func fill() throws {
+                let n = recv(fd, &chunk, chunk.count, 0)
+                guard n > 0 else { throw RawFailure(message: "closed after \(out.count) answers") }
+                buffer += chunk[0..<n]
+            }
+            while out.count < answers {
+                var end: Int?
+                while end == nil {
+                    if buffer.count >= 4 {
+                        end = (3..<buffer.count).first { i in buffer[(i - 3)...i].elementsEqual([13, 10, 13, 10]) }
+                    }
+                    if end == nil { try fill() }
+                }
+                let head = String(decoding: buffer[...end!], as: UTF8.self)
+                buffer.removeFirst(end! + 1)
+                let status = Int(head.split(separator: " ")[1]) ?? 0
+                let length =
+                    bodiless.contains(out.count)
+                    ? 0
+                    : head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                        .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+                while buffer.count < length { try fill() }
+                out.append((status, head, Array(buffer.prefix(length))))
+                buffer.removeFirst(length)
+            }
+            return out
+        }
     }
 
     struct RawFailure: Error { let message: String }
