@@ -26,13 +26,17 @@ def percentile(values, p):
     return values[k]
 
 
-async def exchange(reader, writer, method, path, host, headers, body):
-    """One HTTP/1.1 request on a keep-alive connection: (status, headers, body, keep)."""
+def request_bytes(method, path, host, headers, body):
     head = [f"{method} {path} HTTP/1.1", f"Host: {host}"]
     head += [f"{name}: {value}" for name, value in headers.items()]
     if body is not None:
         head.append(f"Content-Length: {len(body)}")
-    writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + (body or b""))
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + (body or b"")
+
+
+async def exchange(reader, writer, request):
+    """One HTTP/1.1 request on a keep-alive connection: (status, headers, body, keep)."""
+    writer.write(request)
     await writer.drain()
     status_line = await reader.readuntil(b"\r\n")
     status = int(status_line.split()[1])
@@ -96,13 +100,14 @@ async def run_clients(args, files, targets, results):
                 body = None
                 method, path = "GET", "/unsafe/fit-in/1024x1024/" + urllib.parse.quote(media, safe="")
                 headers = {}
+            request = request_bytes(method, path, host, headers, body)
             start = time.perf_counter()
             for attempt in range(2):
                 try:
                     if connection is None:
                         connection = await asyncio.open_connection(target.hostname, target.port)
                     status, fields, data, keep = await asyncio.wait_for(
-                        exchange(*connection, method, path, host, headers, body), timeout=300)
+                        exchange(*connection, request), timeout=300)
                     attached = fields.get("attache-attached")
                     retry_after = fields.get("retry-after")
                     if not keep:
