@@ -21,21 +21,9 @@ final class ServerMetrics: Sendable {
 
     private let requests = Mutex<[RequestKey: (count: Counter, time: Timer)]>([:])
     private let servedBytes = Counter(label: "attache_bytes_total", dimensions: [("direction", "served")])
-    /// A whole download answered (most of a campaign's requests), kept apart from the table.
-    private let downloaded = (
-        count: Counter(
-            label: "attache_http_requests_total",
-            dimensions: [("route", "attachment"), ("method", "GET"), ("status", "200")]),
-        time: Timer(label: "attache_http_request_duration_seconds", dimensions: [("route", "attachment")])
-    )
 
     /// Requests answered, by route and status.
     func request(route: String, method: String, status: Int, seconds: Double) {
-        if status == 200, route == "attachment", method == "GET" {
-            downloaded.count.increment()
-            downloaded.time.recordSeconds(seconds)
-            return
-        }
         let key = RequestKey(route: route, method: method, status: status)
         let instruments = requests.withLock { known in
             if let found = known[key] { return found }
