@@ -240,6 +240,24 @@ func parseAnswers(_ bytes: [UInt8], heads: [Bool]) -> [RawAnswer] {
     return answers
 }
 
+/// Connects `fd` to 127.0.0.1:`port` with a receive timeout (and a receive window): 0, or -1.
+func connectLoopback(_ fd: Int32, port: Int, timeoutSeconds: Int, receiveWindow: Int32? = nil) -> Int32 {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    if var window = receiveWindow {
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &window, socklen_t(MemoryLayout<Int32>.size))
+    }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+}
+
 /// Writes `requests` at once on one TCP connection to 127.0.0.1:`port` (pipelined; or, with
 /// `oneByOne`, each once the answer before it is complete, `afterFirst` run between the first
 /// answer and the second request) and reads until every answer is
@@ -254,22 +272,9 @@ func pipelined(
     return try await withCheckedThrowingContinuation { done in
         Thread.detachNewThread {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var timeout = timeval(tv_sec: 60, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            if readAtMost != .max {
-                // A small window, so that hanging up leaves the server mid-write.
-                var window: Int32 = 4096
-                setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &window, socklen_t(MemoryLayout<Int32>.size))
-            }
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
+            // A small window, so that hanging up leaves the server mid-write.
+            let connected = connectLoopback(
+                fd, port: port, timeoutSeconds: 60, receiveWindow: readAtMost != .max ? 4096 : nil)
             var received: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 65536)
             var sent = 0

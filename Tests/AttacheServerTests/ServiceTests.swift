@@ -582,22 +582,11 @@ import Testing
     }
 
     @Test func aBurstBeyondTheQueueIsTurnedAwayAtOnce() async throws {
-        let media = try TestHTTPServer()
-        let held = HeldRoute(on: media, path: "/held.jpg", body: sampleJPEG)
-        let service = try await Self.start {
-            $0.maxConcurrent = 1
-            $0.maxQueued = 1
-            $0.retryAfterSeconds = 3
-        }
+        // One in the pipeline (its fetch is held at the media server), one waiting.
+        let (service, held, waiting, payloadText) = try await LoadSheddingTests.full()
         defer { Task { await service.stop() } }
         let post = service.base + "/v1/notifications"
-        let body = payload(image: media.url("/held.jpg"))
-
-        // One in the pipeline (its fetch is held at the media server), one waiting.
-        let first = Task.detached { try await curl("POST", post, headers: Self.auth, body: body) }
-        #expect(await held.waitForArrivals(1), "the first payload reached its fetch")
-        let second = Task.detached { try await curl("POST", post, headers: Self.auth, body: body) }
-        #expect(await eventually { service.service.admission.counts.waiting == 1 }, "the second payload waits")
+        let body = Array(payloadText.utf8)
 
         // Everything beyond is answered 503 at once, while the others are still held.
         for _ in 0..<5 {
@@ -610,7 +599,7 @@ import Testing
         #expect(metricValue(metrics.text, "attache_pipeline_queued") == 1)
 
         held.release()
-        let answers = [try await first.value, try await second.value]
+        let answers = [try await waiting[0].value, try await waiting[1].value]
         for answer in answers {
             #expect(answer.status == 200 && answer.headers["attache-attached"] == "1")
         }
