@@ -36,9 +36,13 @@ import Testing
         return sink != 42
     }
 
-    /// Waits (polling) until `condition` holds, for at most a minute.
-    static func eventually(_ condition: () -> Bool) async {
+    /// Waits (polling) until `condition` holds, for at most a minute; records an issue if it
+    /// never did (the test would otherwise go on from a state it did not mean to test).
+    static func eventually(
+        _ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
         for _ in 0..<6_000 where !condition() { try? await Task.sleep(for: .milliseconds(10)) }
+        #expect(condition(), "the condition waited for never held", sourceLocation: sourceLocation)
     }
 
     @Test("a light job passes a heavy one that holds the only core")
@@ -106,6 +110,15 @@ import Testing
     func equalWorkInOrder() async throws {
         let scheduler = WorkScheduler(.init(cores: 1, memory: 1 << 30))
         let order = Recorder<Int>()
+        let release = Flag()
+        // A blocker holds the core until all four are queued behind it, so that none of them
+        // can finish before the next is queued, however the machine runs this test.
+        let blocker = Task {
+            await scheduler.run(group: .payload(), estimate: .init(seconds: 0.001, memory: 0), deadline: .none) {
+                while !release.isSet { usleep(1000) }
+            }
+        }
+        await Self.eventually { scheduler.load.running == 1 }
         var tasks: [Task<Void, Never>] = []
         for index in 0..<4 {
             tasks.append(
@@ -118,8 +131,10 @@ import Testing
                         order.append(index)
                     }
                 })
-            await Self.eventually { scheduler.inFlight == index + 1 }
+            await Self.eventually { scheduler.load.queued == index + 1 }
         }
+        release.set()
+        await blocker.value
         for task in tasks { await task.value }
         #expect(order.values == [0, 1, 2, 3])
     }
