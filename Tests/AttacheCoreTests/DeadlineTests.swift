@@ -65,7 +65,9 @@ import Testing
     }
 }
 
-@Suite(.enabled(if: inIsolatedChild))
+/// One test at a time: each measures how late its payloads come back, and the GIF test renders
+/// on the pool for seconds; beside each other, one test's work would be the other's lateness.
+@Suite(.enabled(if: inIsolatedChild), .serialized)
 struct DeadlineTests {
     @Test func slowBesideFastYieldsTheFastOneAtTheDeadline() async throws {
         let server = try sampleMediaServer()
