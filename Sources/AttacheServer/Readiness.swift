@@ -22,7 +22,7 @@ enum Readiness {
             let media = try MediaValidator.validate(MediaBytes(Self.jpeg))
             var spec = RenditionSpec()
             spec.maxSide = 8
-            let out = try MediaTransform.apply(media, spec: spec, limits: .default, deadline: .none)
+            let out = try MediaTransform.apply(media, TransformRequest(spec: spec))
             if out.width != 8 || out.bytes.count == 0 { failed.append("codecs") }
         } catch {
             failed.append("codecs")

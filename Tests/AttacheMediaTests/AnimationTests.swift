@@ -68,7 +68,7 @@ import Testing
             spec.gifMaxBytes = 10
             spec.video.enabled = false
             let media = try MediaValidator.validate(bytes, limits: MediaLimits().forSources)
-            let out = try MediaTransform.apply(media, spec: spec, limits: .default, deadline: .none)
+            let out = try MediaTransform.apply(media, TransformRequest(spec: spec))
             #expect([.png, .jpeg].contains(out.kind) && out.frames == 1, "\(name): \(out.kind)")
         }
     }

@@ -154,8 +154,10 @@ struct ICCTests {
         // The transform stage says so in the item's warnings; the rendition is made all the same.
         let broken = Self.jpeg(base, app2: [Self.iccChunk(1, of: 1, profile.prefix(200))])
         let transformed = try MediaTransform.apply(
-            MediaValidator.validate(MediaBytes(broken)), spec: RenditionSpec(maxSide: 16), limits: .default,
-            deadline: WorkDeadline(budget: nil))
+            MediaValidator.validate(MediaBytes(broken)),
+            TransformRequest(
+                spec: RenditionSpec(maxSide: 16),
+                deadline: WorkDeadline(budget: nil)))
         #expect(transformed.warnings.count == 1 && transformed.warnings[0].hasPrefix("ICC profile not used"))
         #expect(transformed.width == 16)
         // A CMYK file with an RGB profile: converted as if untagged, and said so.

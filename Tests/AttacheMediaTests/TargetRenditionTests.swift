@@ -20,8 +20,10 @@ struct TargetRenditionTests {
         for name in ["waterfall-rotated.jpg", "palette-transparent.png", "animated-chi.gif", "clip.mp4"] {
             let validated = try MediaValidator.validate(try MediaBytes(contentsOfFile: Paths.samples + "/" + name))
             let out = try MediaTransform.apply(
-                validated, spec: RenditionSpec(), limits: .default, deadline: .none, smallSide: 320,
-                targets: [TargetSpec(.android), Self.web(), TargetSpec(.icon)])
+                validated,
+                TransformRequest(
+                    smallSide: 320,
+                    targets: [TargetSpec(.android), Self.web(), TargetSpec(.icon)]))
             #expect(out.targets.count == 3, "\(name)")
             for outcome in out.targets {
                 let picture = try outcome.result.get()
@@ -46,7 +48,7 @@ struct TargetRenditionTests {
             // Enlarged to 1024 so that the cap has work to do.
             spec.minWidth = 1024
             let out = try MediaTransform.apply(
-                validated, spec: RenditionSpec(), limits: .default, deadline: .none, targets: [spec])
+                validated, TransformRequest(targets: [spec]))
             let outcome = try #require(out.targets.first)
             let picture = try outcome.result.get()
             #expect(picture.data.count <= cap, "\(cap): \(picture.data.count) bytes")

@@ -25,7 +25,7 @@ import Testing
             let validated = try MediaValidator.validate(bytes)
             #expect(validated.kind == kind)
             let out = try MediaTransform.apply(
-                validated, spec: RenditionSpec(maxSide: 64), limits: .default, deadline: deadline)
+                validated, TransformRequest(spec: RenditionSpec(maxSide: 64), deadline: deadline))
             #expect(out.kind == kind)
             if kind.category == .image {
                 #expect(max(out.width ?? 0, out.height ?? 0) == 64 && out.frames == 1)
@@ -46,14 +46,14 @@ import Testing
             let path = Paths.samples + "/" + name
             let validated = try MediaValidator.validate(try MediaBytes(contentsOfFile: path))
             let out = try MediaTransform.apply(
-                validated, spec: RenditionSpec(maxSide: 400), limits: .default, deadline: .none, smallSide: 16)
+                validated, TransformRequest(spec: RenditionSpec(maxSide: 400), smallSide: 16))
             let small = try #require(out.small, "\(path)")
             #expect(max(small.width, small.height) == 16, "\(path)")
             #expect((small.width >= small.height) == ((out.width ?? 0) >= (out.height ?? 0)), "\(path)")
             let info = try ImageProcessor.inspect(small.bytes)
             #expect(info.kind == kind && info.width == small.width && info.height == small.height && info.frames == 1)
             let none = try MediaTransform.apply(
-                validated, spec: RenditionSpec(maxSide: 12), limits: .default, deadline: .none, smallSide: 16)
+                validated, TransformRequest(spec: RenditionSpec(maxSide: 12), smallSide: 16))
             #expect(none.small == nil)
         }
     }
@@ -77,8 +77,10 @@ import Testing
             #expect(deadline.hasExpired)
             let error = failure {
                 try MediaTransform.apply(
-                    MediaValidator.validate(bytes), spec: RenditionSpec(maxSide: 32), limits: .default,
-                    deadline: deadline)
+                    MediaValidator.validate(bytes),
+                    TransformRequest(
+                        spec: RenditionSpec(maxSide: 32),
+                        deadline: deadline))
             }
             #expect(error?.code == .timedOut)
         }

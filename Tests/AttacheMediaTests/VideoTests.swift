@@ -129,7 +129,7 @@ struct VideoTests {
             let error = $0 as? AttacheError
             return error?.code == .tooLarge && error?.limit == .maxTotalFramePixels
         }
-        let out = try MediaTransform.apply(media, spec: RenditionSpec(), limits: .default, deadline: .none)
+        let out = try MediaTransform.apply(media, TransformRequest())
         #expect(out.kind == .gif && (out.frames ?? 0) >= 1 && (out.frames ?? 0) <= 10, "\(out.actions)")
         // A screen the decoder memory cap cannot hold twice over as RGBA is refused the same way.
         var small = DecodeLimits.default
@@ -148,7 +148,7 @@ struct VideoTests {
         let gif = try Self.bytes("long.gif")
         let media = try MediaValidator.validate(gif, limits: MediaLimits().forSources)
         let out = try MediaTransform.apply(
-            media, spec: RenditionSpec(), limits: .default, deadline: .none, smallSide: 64)
+            media, TransformRequest(smallSide: 64))
         #expect(out.kind == .mp4, "\(out.actions)")
         #expect(out.bytes.count * 5 <= gif.count, "\(out.bytes.count) of \(gif.count)")
         let video = try Self.probe(
@@ -167,7 +167,7 @@ struct VideoTests {
         // Off, it stays a GIF, clipped to the budget.
         var spec = RenditionSpec()
         spec.video.enabled = false
-        let clipped = try MediaTransform.apply(media, spec: spec, limits: .default, deadline: .none)
+        let clipped = try MediaTransform.apply(media, TransformRequest(spec: spec))
         #expect(clipped.kind == .gif && clipped.frames == 200)
     }
 
@@ -181,7 +181,7 @@ struct VideoTests {
         let media = try MediaValidator.validate(webp, limits: MediaLimits().forSources)
         var spec = RenditionSpec()
         spec.gifMaxFrames = 20  // the GIF would drop frames: as video, none is dropped
-        let out = try MediaTransform.apply(media, spec: spec, limits: .default, deadline: .none, smallSide: 32)
+        let out = try MediaTransform.apply(media, TransformRequest(spec: spec, smallSide: 32))
         #expect(out.kind == .mp4 && out.actions.contains { $0.contains("made an H.264 MP4") }, "\(out.actions)")
         #expect(out.small?.kind == .jpeg, "the poster from the video is its small rendition")
         let video = try Self.probe(
@@ -193,7 +193,7 @@ struct VideoTests {
         #expect(abs(seconds - Double(duration) / 100) < 0.15, "\(seconds) s")
         // Without video, the same budgets give a GIF of 20 frames, as they give a GIF.
         spec.video.enabled = false
-        let clipped = try MediaTransform.apply(media, spec: spec, limits: .default, deadline: .none)
+        let clipped = try MediaTransform.apply(media, TransformRequest(spec: spec))
         #expect(clipped.kind == .gif && clipped.frames == 20, "\(clipped.actions)")
     }
 
@@ -207,7 +207,7 @@ struct VideoTests {
         guard MediaEncoder.isAvailable else { return }
         let media = try MediaValidator.validate(try Self.bytes(name), limits: MediaLimits().forSources)
         let out = try MediaTransform.apply(
-            media, spec: RenditionSpec(), limits: .default, deadline: .none, smallSide: 64)
+            media, TransformRequest(smallSide: 64))
         #expect(out.kind == expected, "\(name): \(out.actions)")
         #expect((try? Sniffer.kind(of: Array(out.bytes.buffer.prefix(64)))) == expected)
         let info = try MediaContainer.check(out.bytes, kind: expected)
@@ -224,7 +224,7 @@ struct VideoTests {
         var spec = RenditionSpec()
         spec.video.enabled = false
         #expect(throws: AttacheError.self) {
-            try MediaTransform.apply(media, spec: spec, limits: .default, deadline: .none)
+            try MediaTransform.apply(media, TransformRequest(spec: spec))
         }
     }
 
@@ -235,16 +235,16 @@ struct VideoTests {
         let media = try MediaValidator.validate(source, limits: MediaLimits().forSources)
         var caps = MediaLimits()
         caps.videoBytes = Int64(source.count / 2)
-        let out = try MediaTransform.apply(media, spec: RenditionSpec(), limits: .default, deadline: .none, caps: caps)
+        let out = try MediaTransform.apply(media, TransformRequest(caps: caps))
         #expect(out.kind == .mp4 && out.bytes.count <= source.count / 2, "\(out.bytes.count) of \(source.count)")
         let info = try MediaContainer.check(out.bytes, kind: .mp4)
         #expect(info.videoCodec == "h264" && info.indexFirst && abs((info.duration ?? 0) - 6) < 0.1)
         caps.videoBytes = 20_000
         #expect(throws: AttacheError.self) {
-            try MediaTransform.apply(media, spec: RenditionSpec(), limits: .default, deadline: .none, caps: caps)
+            try MediaTransform.apply(media, TransformRequest(caps: caps))
         }
         // Passed as it came when it fits.
-        let kept = try MediaTransform.apply(media, spec: RenditionSpec(), limits: .default, deadline: .none)
+        let kept = try MediaTransform.apply(media, TransformRequest())
         #expect(kept.bytes.count == source.count && kept.kind == .mp4)
     }
 
@@ -268,10 +268,10 @@ struct VideoTests {
         let media = try MediaValidator.validate(try Self.bytes("clip.webm"), limits: MediaLimits().forSources)
         small.maxDecoderMemory = 16 << 10
         #expect {
-            try MediaTransform.apply(media, spec: RenditionSpec(), limits: small, deadline: .none)
+            try MediaTransform.apply(media, TransformRequest(limits: small))
         } throws: { ($0 as? AttacheError)?.code == .decoderMemoryExceeded }
         small.maxDecoderMemory = 4 << 20
-        let out = try MediaTransform.apply(media, spec: RenditionSpec(), limits: small, deadline: .none)
+        let out = try MediaTransform.apply(media, TransformRequest(limits: small))
         #expect(out.kind == .mp4 && out.bytes.count > 0)
     }
 
@@ -282,7 +282,7 @@ struct VideoTests {
         let deadline = WorkDeadline.none
         deadline.cancel()
         #expect {
-            try MediaTransform.apply(media, spec: RenditionSpec(), limits: .default, deadline: deadline)
+            try MediaTransform.apply(media, TransformRequest(deadline: deadline))
         } throws: { ($0 as? AttacheError)?.code == .timedOut }
     }
 
@@ -295,12 +295,12 @@ struct VideoTests {
         spec.video.encodeShare = 0
         let deadline = WorkDeadline(budget: .seconds(600))
         let out = try MediaTransform.apply(
-            media, spec: spec, limits: .default, deadline: deadline, smallSide: 100, posterTime: 1)
+            media, TransformRequest(spec: spec, deadline: deadline, smallSide: 100, posterTime: 1))
         #expect(out.kind == .jpeg && out.width == 100 && out.height == 75)
         #expect(out.bytes.buffer.starts(with: [0xFF, 0xD8, 0xFF]))
         #expect(out.warnings.contains { $0.contains("the poster is attached instead") }, "\(out.warnings)")
         // Without a poster to fall back to, the encode has the whole deadline.
-        let whole = try MediaTransform.apply(media, spec: spec, limits: .default, deadline: deadline)
+        let whole = try MediaTransform.apply(media, TransformRequest(spec: spec, deadline: deadline))
         #expect(whole.kind == .mp4)
     }
 

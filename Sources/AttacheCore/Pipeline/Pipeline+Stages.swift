@@ -257,17 +257,15 @@ extension Pipeline {
     ) async throws(AttacheError) -> MadePieces {
         let work = WorkDeadline(deadline)
         let configuration = self.configuration
-        let spec = configuration.effectiveRendition
-        let smallSide = configuration.smallSide > 0 ? configuration.smallSide : nil
-        let posterTime = source.options.time
+        let request = TransformRequest(
+            spec: configuration.effectiveRendition, limits: configuration.imageLimits, deadline: work,
+            smallSide: configuration.smallSide > 0 ? configuration.smallSide : nil, caps: configuration.mediaLimits,
+            posterTime: source.options.time, targets: targets, focus: focus)
         return try await withTaskCancellationHandler {
             await OffPool.run(group: group, estimate: .unread(bytes: validated.bytes.count), deadline: work) {
                 () -> Result<MadePieces, AttacheError> in
                 Result { () throws(AttacheError) in
-                    let transformed = try MediaTransform.apply(
-                        validated, spec: spec, limits: configuration.imageLimits, deadline: work,
-                        smallSide: smallSide, caps: configuration.mediaLimits, posterTime: posterTime,
-                        targets: targets, focus: focus)
+                    let transformed = try MediaTransform.apply(validated, request)
                     var main = Piece(
                         plain: transformed.bytes, kind: transformed.kind, width: transformed.width,
                         height: transformed.height)

@@ -76,13 +76,19 @@ public enum ImageProcessor {
     }
 
     /// ``render(_:spec:limits:timeBudget:)`` for bytes whose kind is already known.
-    ///
-    /// With `smallSide`, a JPEG or PNG also gets a small rendition (longest side `smallSide`)
-    /// resampled from the decoded pixels (``Rendition/small``).
     static func render(
-        _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: DecodeLimits, deadline: WorkDeadline,
-        smallSide: Int? = nil
+        _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: DecodeLimits, deadline: WorkDeadline
     ) throws(AttacheError) -> Rendition {
+        try render(bytes, kind: kind, request: TransformRequest(spec: spec, limits: limits, deadline: deadline))
+    }
+
+    /// The rendition `request` asks for, of bytes whose kind is already known. With
+    /// ``TransformRequest/smallSide``, a JPEG or PNG also gets a small rendition resampled
+    /// from the decoded pixels (``Rendition/small``).
+    static func render(
+        _ bytes: MediaBytes, kind: MediaKind, request: TransformRequest
+    ) throws(AttacheError) -> Rendition {
+        let (spec, limits, deadline, smallSide) = (request.spec, request.limits, request.deadline, request.smallSide)
         if let animation = animation(kind, bytes) {
             let source = try openAnimation(animation, bytes, spec: spec, limits: limits, deadline: deadline)
             return try renderAnimation(source, bytes, spec: spec, smallSide: smallSide)

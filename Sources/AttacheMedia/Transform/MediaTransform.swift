@@ -49,62 +49,40 @@ public struct TargetOutcome: Sendable {
 /// without metadata; audio and video pass through as validated, once their container has been
 /// checked (``MediaContainer``).
 public enum MediaTransform {
-    /// Transforms `media` into what the store keeps.
-    /// - Parameters:
-    ///   - spec: the rendition (sizes, quality, GIF budgets).
-    ///   - limits: the decoding limits, checked from the header before pixels are allocated.
-    ///   - deadline: checked between row bands and frames; once it passes (or is cancelled)
-    ///     the transform stops within one band or frame and throws `timed_out`.
-    ///   - smallSide: also make a small rendition of an image larger than this, from the pixels
-    ///     already decoded (an animated GIF's: its poster frame, a still GIF), for
-    ///     ``TransformedMedia/small``; a video's small rendition is its poster.
-    ///   - caps: the attachment caps (Apple's): video, audio and animated GIFs over them (or in
-    ///     what an iPhone cannot play) are re-encoded to fit when ``RenditionSpec/video`` allows.
-    ///   - posterTime: when a video's poster is taken (the sender's thumbnail time), else
-    ///     ``MediaPoster/defaultTime``.
-    ///   - targets: pictures for other receivers, each cropped from the pixels the rendition
-    ///     was made from (an animation's poster frame, a video's poster), around `focus` when
-    ///     given, else the subject the attention map finds (``TargetRendition``).
+    /// Transforms `media` into what the store keeps, as `request` asks (``TransformRequest``).
     public static func apply(
-        _ media: ValidatedMedia, spec: RenditionSpec, limits: DecodeLimits, deadline: WorkDeadline,
-        smallSide: Int? = nil, caps: MediaLimits = MediaLimits(), posterTime: Double? = nil,
-        targets: [TargetSpec] = [], focus: FocalPoint? = nil
+        _ media: ValidatedMedia, _ request: TransformRequest
     ) throws(AttacheError) -> TransformedMedia {
-        var transformed = try transform(
-            media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide, caps: caps,
-            posterTime: posterTime, pictures: !targets.isEmpty)
-        guard !targets.isEmpty else { return transformed }
+        var transformed = try transform(media, request)
+        guard !request.targets.isEmpty else { return transformed }
         defer { transformed.pixels = nil }
         guard let pixels = transformed.pixels else {
             let none = AttacheError(.unsupportedVariant, "\(media.kind.rawValue): no picture to crop (no video frame)")
-            transformed.targets = targets.map { TargetOutcome(spec: $0, result: .failure(none)) }
+            transformed.targets = request.targets.map { TargetOutcome(spec: $0, result: .failure(none)) }
             return transformed
         }
-        transformed.targets = try TargetRendition.all(targets, from: pixels, focus: focus, deadline: deadline)
+        transformed.targets = try TargetRendition.all(
+            request.targets, from: pixels, focus: request.focus, deadline: request.deadline)
         return transformed
     }
 
-    /// ``apply`` without the targets; with `pictures`, the pixels they are made from are kept.
+    /// ``apply(_:_:)`` without the targets; the pixels they are made from are kept when asked.
     private static func transform(
-        _ media: ValidatedMedia, spec: RenditionSpec, limits: DecodeLimits, deadline: WorkDeadline,
-        smallSide: Int?, caps: MediaLimits, posterTime: Double?, pictures: Bool
+        _ media: ValidatedMedia, _ request: TransformRequest
     ) throws(AttacheError) -> TransformedMedia {
-        try deadline.check()
+        try request.deadline.check()
         switch media.kind.category {
         case .image:
-            let rendition = try ImageProcessor.render(
-                media.bytes, kind: media.kind, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide)
+            let rendition = try ImageProcessor.render(media.bytes, kind: media.kind, request: request)
             // An animation the GIF budgets clipped (frames dropped, shrunk, cut to a still, or
             // over the image cap) plays whole as an MP4, a fraction of the bytes: one rule for
             // every animation (GIF, animated WebP, JPEG XL). FFmpeg is loaded only then: an
             // animation that fits never pays for it.
-            guard spec.video.enabled, rendition.source.frames > 1, !rendition.actions.isEmpty,
+            guard request.spec.video.enabled, rendition.source.frames > 1, !rendition.actions.isEmpty,
                 MediaEncoder.isAvailable
             else { return image(rendition) }
             do {
-                return try animationVideo(
-                    media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide, caps: caps,
-                    clipped: rendition.actions.joined(separator: "; "), pictures: pictures)
+                return try animationVideo(media, request, clipped: rendition.actions.joined(separator: "; "))
             } catch  where error.code == .tooLarge || error.code == .decoderMemoryExceeded {
                 // Too much work or memory as video: the animation, cut to fit, is attached.
                 var kept = image(rendition)
@@ -112,9 +90,7 @@ public enum MediaTransform {
                 return kept
             }
         case .audio, .video:
-            return try audioVisual(
-                media, spec: spec, limits: limits, deadline: deadline, smallSide: smallSide, caps: caps,
-                posterTime: posterTime, pictures: pictures)
+            return try audioVisual(media, request)
         }
     }
 
@@ -136,19 +112,16 @@ public enum MediaTransform {
 
     /// An animation (GIF, animated WebP) made MP4, with its poster from the video.
     private static func animationVideo(
-        _ media: ValidatedMedia, spec: RenditionSpec, limits: DecodeLimits, deadline: WorkDeadline, smallSide: Int?,
-        caps: MediaLimits, clipped: String, pictures: Bool
+        _ media: ValidatedMedia, _ request: TransformRequest, clipped: String
     ) throws(AttacheError) -> TransformedMedia {
         let video = try MediaEncoder.video(
-            fromAnimation: media.bytes, kind: media.kind, spec: spec, limits: limits, cap: caps.videoBytes,
-            deadline: deadline)
+            fromAnimation: media.bytes, kind: media.kind, spec: request.spec, limits: request.limits,
+            cap: request.caps.videoBytes, deadline: request.deadline)
         var transformed = TransformedMedia(
             kind: .mp4, bytes: MediaBytes(video.bytes), width: video.width, height: video.height, frames: video.frames)
         transformed.actions.append(
             "made an H.264 MP4 of \(video.frames ?? 0) frames, \(video.bytes.count) bytes (as a GIF: \(clipped))")
-        try poster(
-            of: transformed.bytes, into: &transformed, at: nil, smallSide: smallSide, spec: spec, limits: limits,
-            deadline: deadline, pictures: pictures)
+        try poster(of: transformed.bytes, into: &transformed, at: nil, request)
         return transformed
     }
 
@@ -156,9 +129,9 @@ public enum MediaTransform {
     /// over the limits, is refused), passed as they came when an iPhone plays them and they fit
     /// the cap, else re-encoded; a video's poster is its small rendition.
     private static func audioVisual(
-        _ media: ValidatedMedia, spec: RenditionSpec, limits: DecodeLimits, deadline: WorkDeadline, smallSide: Int?,
-        caps: MediaLimits, posterTime: Double?, pictures: Bool
+        _ media: ValidatedMedia, _ request: TransformRequest
     ) throws(AttacheError) -> TransformedMedia {
+        let (spec, limits, deadline, caps) = (request.spec, request.limits, request.deadline, request.caps)
         let encode = spec.video.enabled && MediaEncoder.isAvailable
         let container = try MediaContainer.check(
             media.bytes, kind: media.kind, limits: limits, deadline: deadline, allowUnplayable: encode)
@@ -167,14 +140,13 @@ public enum MediaTransform {
         let transcodes = encode && (container.unplayable != nil || media.bytes.count > cap)
         try deadline.expect(
             MediaEncoder.workEstimate(
-                container, video: isVideo, poster: isVideo && smallSide != nil, transcode: transcodes, spec: spec,
+                container, video: isVideo, poster: isVideo && request.smallSide != nil, transcode: transcodes,
+                spec: spec,
                 cap: cap))
         // The poster first: a transcode that cannot finish in time leaves it as the best attempt.
         var posterOf = TransformedMedia(kind: media.kind, bytes: media.bytes)
         if isVideo {
-            try poster(
-                of: media.bytes, into: &posterOf, at: posterTime, smallSide: smallSide, spec: spec, limits: limits,
-                deadline: deadline, pictures: pictures)
+            try poster(of: media.bytes, into: &posterOf, at: request.posterTime, request)
         }
         var transformed: TransformedMedia
         if container.unplayable != nil || media.bytes.count > cap {
@@ -223,13 +195,14 @@ public enum MediaTransform {
         return transformed
     }
 
-    /// A video's poster as its small rendition, and with `pictures` the frame at the
-    /// rendition's size for the targets (one decode for both): a poster that cannot be made is
-    /// a warning, never the video's failure (but the deadline is).
+    /// A video's poster as its small rendition, and with targets the frame at the rendition's
+    /// size they are cut from (one decode for both): a poster that cannot be made is a warning,
+    /// never the video's failure (but the deadline is).
     private static func poster(
-        of bytes: MediaBytes, into transformed: inout TransformedMedia, at time: Double?, smallSide: Int?,
-        spec: RenditionSpec, limits: DecodeLimits, deadline: WorkDeadline, pictures: Bool = false
+        of bytes: MediaBytes, into transformed: inout TransformedMedia, at time: Double?, _ request: TransformRequest
     ) throws(AttacheError) {
+        let (spec, limits, deadline, smallSide) = (request.spec, request.limits, request.deadline, request.smallSide)
+        let pictures = request.keepsPixels
         guard smallSide != nil || pictures else { return }
         do throws(AttacheError) {
             let side = pictures ? max(spec.maxSide, smallSide ?? 0) : smallSide!
