@@ -110,7 +110,8 @@ func frameHash(_ image: PixelImage) -> String {
     func roundTripKeepsEveryShownFrame(_ file: String) throws {
         let source = try MediaBytes(contentsOfFile: Corpus.root + "/" + file)
         let info = try ImageProcessor.scanGIF(source)
-        let rendition = try ImageProcessor.renderGIF(source, spec: RenditionSpec(maxSide: 4096))
+        let rendition = try ImageProcessor.render(source, spec: RenditionSpec(maxSide: 4096))
+        #expect(rendition.kind == .gif, "\(rendition.actions)")
         #expect(rendition.width == info.width && rendition.height == info.height)
         let output = MediaBytes(rendition.data)
         let again = try ImageProcessor.scanGIF(output)
@@ -126,18 +127,19 @@ func frameHash(_ image: PixelImage) -> String {
     @Test func downscaledAnimationKeepsFramesDurationAndTransparency() throws {
         let source = try MediaBytes(contentsOfFile: Corpus.root + "/gif-edge-cases/pillow__chi.gif")
         let info = try ImageProcessor.scanGIF(source)
-        let rendition = try ImageProcessor.renderGIF(source, spec: RenditionSpec(maxSide: 160))
+        let rendition = try ImageProcessor.render(source, spec: RenditionSpec(maxSide: 160))
+        #expect(rendition.kind == .gif && rendition.frames > 1, "\(rendition.actions)")
         #expect(rendition.width == 160 && rendition.height == 120)
         let output = MediaBytes(rendition.data)
         let again = try ImageProcessor.scanGIF(output)
         #expect(again.duration == info.duration && again.frames == rendition.frames)
-        #expect(rendition.posterFrame < rendition.frames)
+        #expect((rendition.posterFrame ?? .max) < rendition.frames)
 
         // A transparent source pixel stays transparent.
         let transparent = try MediaBytes(contentsOfFile: Corpus.root + "/gif-edge-cases/pillow__transparent.gif")
         let sourceFrame = try #require(try ImageProcessor.compositeGIF(transparent).first)
         #expect(sourceFrame.pixels[3] == 0, "the corner is transparent in the source")
-        let small = try ImageProcessor.renderGIF(transparent, spec: RenditionSpec(maxSide: 100))
+        let small = try ImageProcessor.render(transparent, spec: RenditionSpec(maxSide: 100))
         let shown = try #require(try ImageProcessor.compositeGIF(MediaBytes(small.data)).first)
         #expect(shown.pixels[3] == 0, "and in the output")
         #expect(shown.pixels.enumerated().contains { $0.offset % 4 == 3 && $0.element == 255 })
@@ -146,9 +148,9 @@ func frameHash(_ image: PixelImage) -> String {
     @Test func ditheringIsOptionalAndKeepsTheAnimation() throws {
         let source = try MediaBytes(contentsOfFile: Corpus.root + "/gif-edge-cases/image-gif__moon_impact.gif")
         var spec = RenditionSpec(maxSide: 80)
-        let plain = try ImageProcessor.renderGIF(source, spec: spec)
+        let plain = try ImageProcessor.render(source, spec: spec)
         spec.gifDither = true
-        let dithered = try ImageProcessor.renderGIF(source, spec: spec)
+        let dithered = try ImageProcessor.render(source, spec: spec)
         #expect(dithered.data != plain.data, "dithering changes the pixels")
         let info = try ImageProcessor.scanGIF(source)
         let again = try ImageProcessor.scanGIF(MediaBytes(dithered.data))
@@ -161,14 +163,14 @@ func frameHash(_ image: PixelImage) -> String {
         let info = try ImageProcessor.scanGIF(source)
         var spec = RenditionSpec(maxSide: 245)
         spec.gifMaxFrames = 10
-        let fewer = try ImageProcessor.renderGIF(source, spec: spec)
-        #expect(fewer.frames <= 10 && fewer.actions.first?.contains("dropped") == true)
+        let fewer = try ImageProcessor.render(source, spec: spec)
+        #expect(fewer.kind == .gif && fewer.frames <= 10 && fewer.actions.first?.contains("dropped") == true)
         #expect(try ImageProcessor.scanGIF(MediaBytes(fewer.data)).duration == info.duration, "duration kept")
 
         spec = RenditionSpec(maxSide: 245)
         spec.gifMaxBytes = 20_000
-        let small = try ImageProcessor.renderGIF(source, spec: spec)
-        #expect(small.data.count <= 20_000, "\(small.data.count) bytes")
+        let small = try ImageProcessor.render(source, spec: spec)
+        #expect(small.kind == .gif && small.data.count <= 20_000, "\(small.data.count) bytes")
         #expect(!small.actions.isEmpty)
         #expect(try ImageProcessor.scanGIF(MediaBytes(small.data)).duration == info.duration)
     }
@@ -188,7 +190,7 @@ func frameHash(_ image: PixelImage) -> String {
         bytes[7] = 0xFF
         bytes[8] = 0xFF
         bytes[9] = 0xFF
-        let bomb = failure { try ImageProcessor.renderGIF(MediaBytes(bytes)) }
+        let bomb = failure { try ImageProcessor.render(MediaBytes(bytes), spec: RenditionSpec()) }
         #expect(bomb?.code == .tooManyPixels || bomb?.code == .dimensionsTooLarge)
         #expect(threadCPUTime() - clock < .milliseconds(500), "CPU time spent refusing them")
     }
@@ -202,7 +204,7 @@ func frameHash(_ image: PixelImage) -> String {
         cuts = Array(Set(cuts)).sorted()
         for cut in cuts {
             let error = failure {
-                try ImageProcessor.renderGIF(MediaBytes(Array(bytes.prefix(cut))), spec: RenditionSpec(maxSide: 32))
+                try ImageProcessor.render(MediaBytes(Array(bytes.prefix(cut))), spec: RenditionSpec(maxSide: 32))
             }
             if let error {
                 #expect([.truncated, .corruptData, .dimensionsTooLarge, .tooManyPixels].contains(error.code))
@@ -211,13 +213,13 @@ func frameHash(_ image: PixelImage) -> String {
         }
         var partial = RenditionSpec(maxSide: 32)
         partial.gifAllowPartial = true
-        _ = try? ImageProcessor.renderGIF(MediaBytes(Array(bytes.prefix(bytes.count * 2 / 3))), spec: partial)
+        _ = try? ImageProcessor.render(MediaBytes(Array(bytes.prefix(bytes.count * 2 / 3))), spec: partial)
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
         for _ in 0..<12 {
             state = state &* 6_364_136_223_846_793_005 &+ 1
             var flipped = bytes
             flipped[Int(state >> 33) % bytes.count] ^= UInt8(truncatingIfNeeded: state >> 20) | 1
-            _ = try? ImageProcessor.renderGIF(MediaBytes(flipped), spec: RenditionSpec(maxSide: 32))
+            _ = try? ImageProcessor.render(MediaBytes(flipped), spec: RenditionSpec(maxSide: 32))
         }
     }
 }

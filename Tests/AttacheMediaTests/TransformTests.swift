@@ -93,13 +93,13 @@ import Testing
     @Test func aGIFRenderStopsBetweenFramesAtItsDeadline() throws {
         let gif = MediaBytes(try gradientAnimation(width: 256, height: 192, frames: 120))
         let fullStart = threadCPUTime()
-        let full = try ImageProcessor.renderGIF(gif, spec: RenditionSpec(maxSide: 64))
+        let full = try ImageProcessor.render(gif, spec: RenditionSpec(maxSide: 64))
         let fullCPU = threadCPUTime() - fullStart
         #expect(full.frames == 120)
         let budget = max(fullCPU / 10, .milliseconds(1))
         let cpuStart = threadCPUTime()
         let error = failure {
-            try ImageProcessor.renderGIF(gif, spec: RenditionSpec(maxSide: 64), deadline: WorkDeadline(budget: budget))
+            try ImageProcessor.render(gif, spec: RenditionSpec(maxSide: 64), timeBudget: budget)
         }
         let cpu = threadCPUTime() - cpuStart
         #expect(error?.code == .timedOut, "the whole render took \(fullCPU) of CPU; the budget was \(budget)")

@@ -23,28 +23,6 @@ public struct GIFInfo: Hashable, Sendable {
     var screenBlank: UInt8? = nil
 }
 
-/// A GIF made fit: the file and what was done to it.
-public struct GIFRendition: Sendable {
-    public var data: [UInt8]
-    public var width: Int
-    public var height: Int
-    /// Frames written (identical consecutive frames merged).
-    public var frames: Int
-    public var loopCount: Int?
-    /// Total duration in centiseconds (kept when frames are dropped).
-    public var duration: Int
-    /// The frame to show as a thumbnail, and when it starts (seconds): the first frame that
-    /// covers at least 90% of the screen with opaque pixels, else the most covered one.
-    public var posterFrame: Int
-    public var posterTime: Double
-    /// The poster frame as RGBA at the output size, for a still.
-    public var poster: PixelImage
-    /// Source frames and source info.
-    public var source: GIFInfo
-    /// What the budgets made us do, in order ("dropped 120 of 240 frames", "shrank to 360 px").
-    public var actions: [String]
-}
-
 extension GIFCompositor {
     /// The screen a scanned GIF needs: indexed when its frames allow, else RGBA.
     init(screenOf info: GIFInfo) {
@@ -120,30 +98,6 @@ extension ImageProcessor {
             out.append(PixelImage(width: decoder.width, height: decoder.height, channels: 4, pixels: compositor.canvas))
         }
         return out
-    }
-
-    /// Downscales an animated (or still) GIF within the spec's frame and byte budgets,
-    /// checking `deadline` between frames.
-    public static func renderGIF(
-        _ bytes: MediaBytes, spec: RenditionSpec = RenditionSpec(), limits: DecodeLimits = .default,
-        deadline: WorkDeadline = .none
-    ) throws(AttacheError) -> GIFRendition {
-        let source = try GIFAnimation(
-            bytes: bytes, limits: limits, deadline: deadline, allowPartial: spec.gifAllowPartial)
-        func rendition(_ gif: AnimatedGIF, actions: [String]) -> GIFRendition {
-            GIFRendition(
-                data: gif.data, width: gif.width, height: gif.height, frames: gif.frames,
-                loopCount: source.scan.loopCount, duration: gif.duration, posterFrame: gif.posterFrame,
-                posterTime: gif.posterTime, poster: gif.poster, source: source.scan, actions: actions)
-        }
-        switch try fitAnimation(source, spec: spec) {
-        case .fits(let gif, let actions): return rendition(gif, actions: actions)
-        // One frame at 16 px is as small as a GIF gets: it is kept, whatever its bytes.
-        case .over(let gif, let keep, let maxSide, let actions) where keep == 1 && maxSide <= 16:
-            return rendition(gif, actions: actions)
-        case .over:
-            throw AttacheError(.tooLarge, "gif: cannot fit \(spec.gifMaxBytes) bytes", limit: .gifMaxBytes)
-        }
     }
 }
 
