@@ -39,48 +39,182 @@ import Testing
         return (info.width, info.height)
     }
 
-    @Test func anFCMMessageGetsEachPlatformsPicture() async throws {
-        let body = """
-            {"message":{"token":"t0k3n","notification":{"title":"T","image":"\(server.url("/waterfall-rotated.jpg"))"},\
-            "android":{"notification":{"channel_id":"c","image":"\(server.url("/clip.mp4"))"}},\
-            "apns":{"payload":{"aps":{"mutable-content":1,"alert":{"title":"T"}}},\
-            "fcm_options":{"image":"\(server.url("/waterfall-rotated.jpg"))"}},\
-            "webpush":{"headers":{"image":"\(server.url("/animated-chi.gif"))","Urgency":"high"},\
-            "notification":{"image":"\(server.url("/p3.heic"))"}},\
-            "data":{"n":"12345678901234567890"}}}
-            """
-        let content = try NotificationContent(bytes: Array(body.utf8))
-        #expect(content.shape == .fcm)
-        let result = await pipeline.process(Array(body.utf8))
+    /// What one picture field of a sender's body must name after the pipeline.
+    enum Picture: Sendable {
+        /// A 2:1 JPEG at least 512 px wide (Android's and the web's picture).
+        case wide
+        /// A 1:1 picture (a large icon).
+        case icon
+        /// The iOS side: the rendition of this kind (not a crop).
+        case ios(MediaKind)
+    }
+
+    /// One sender: a body (`$/` standing for the test server), the shape it is read as, each
+    /// picture field and what it must name, and members whose values are checked afterwards
+    /// (kept as they were, or a type word said again for what was written).
+    struct Sender: Sendable, CustomTestStringConvertible {
+        var name: String
+        var shape: PayloadShape
+        var body: String
+        var pictures: [([String], Picture)]
+        var values: [([String], String)]
+        var testDescription: String { name }
+    }
+
+    static let senders: [Sender] = [
+        Sender(
+            name: "FCM v1 message", shape: .fcm,
+            body: """
+                {"message":{"token":"t0k3n","notification":{"title":"T","image":"$/waterfall-rotated.jpg"},\
+                "android":{"notification":{"channel_id":"c","image":"$/clip.mp4"}},\
+                "apns":{"payload":{"aps":{"mutable-content":1,"alert":{"title":"T"}}},\
+                "fcm_options":{"image":"$/waterfall-rotated.jpg"}},\
+                "webpush":{"headers":{"image":"$/animated-chi.gif","Urgency":"high"},\
+                "notification":{"image":"$/p3.heic"}},\
+                "data":{"n":"12345678901234567890"}}}
+                """,
+            // A JPEG, a video's poster, an animated GIF's poster frame and a HEIC, each as a 2:1
+            // JPEG; iOS gets its rendition (not a crop).
+            pictures: [
+                (["message", "notification", "image"], .wide),
+                (["message", "android", "notification", "image"], .wide),
+                (["message", "webpush", "headers", "image"], .wide),
+                (["message", "webpush", "notification", "image"], .wide),
+                (["message", "apns", "fcm_options", "image"], .ios(.jpeg)),
+            ],
+            values: [
+                (["message", "token"], "t0k3n"), (["message", "android", "notification", "channel_id"], "c"),
+                (["message", "webpush", "headers", "Urgency"], "high"),
+                (["message", "data", "n"], "12345678901234567890"),
+                (["message", "apns", "payload", "aps", "alert", "title"], "T"),
+            ]),
+        Sender(
+            name: "OneSignal body", shape: .oneSignal,
+            body: """
+                {"app_id":"5eb5a37e","contents":{"en":"hi"},"big_picture":"$/portrait-progressive.jpg",\
+                "chrome_web_image":"$/portrait-progressive.jpg",\
+                "large_icon":"$/rgba-interlaced.png","small_icon":"ic_stat",\
+                "ios_attachments":{"id1":"$/rgba-interlaced.png"},\
+                "attache-focus":{"x":0.5,"y":0.1}}
+                """,
+            // The transparent PNG stays a PNG for iOS.
+            pictures: [
+                (["big_picture"], .wide), (["chrome_web_image"], .wide), (["large_icon"], .icon),
+                (["ios_attachments", "id1"], .ios(.png)),
+            ],
+            values: [(["small_icon"], "ic_stat"), (["app_id"], "5eb5a37e")]),
+        Sender(
+            name: "Braze /messages/send body", shape: .braze,
+            body: """
+                {"external_user_ids":["u"],"messages":{\
+                "apple_push":{"alert":"a","asset_url":"$/p3.heic","asset_file_type":"png"},\
+                "android_push":{"alert":"a","title":"t","push_icon_image_url":"$/rgba-interlaced.png",\
+                "extra":{"appboy_image_url":"$/animated-chi.gif","k":"v"}},\
+                "web_push":{"alert":"a","title":"t","image_url":"$/rgba-interlaced.png",\
+                "large_image_url":"$/waterfall-rotated.jpg"}}}
+                """,
+            // A HEIC is a JPEG for iOS, and the body now says so; the GIF's poster frame is the
+            // big picture.
+            pictures: [
+                (["messages", "apple_push", "asset_url"], .ios(.jpeg)),
+                (["messages", "android_push", "extra", "appboy_image_url"], .wide),
+                (["messages", "android_push", "push_icon_image_url"], .icon),
+                (["messages", "web_push", "large_image_url"], .wide), (["messages", "web_push", "image_url"], .icon),
+            ],
+            values: [
+                (["messages", "apple_push", "asset_file_type"], "jpg"),
+                (["messages", "android_push", "extra", "k"], "v"),
+            ]),
+        Sender(
+            name: "Airship /api/push body", shape: .airship,
+            body: """
+                {"audience":"all","device_types":["ios","android","amazon","web"],"notification":{"alert":"hi",\
+                "ios":{"media_attachment":{"url":"$/clip.mp4","options":{"crop":{"x":0.1}}}},\
+                "android":{"style":{"type":"big_picture","big_picture":"$/portrait-progressive.jpg"}},\
+                "amazon":{"style":{"type":"big_picture","big_picture":"$/portrait-progressive.jpg"}},\
+                "web":{"icon":{"url":"$/rgba-interlaced.png"},"image":{"url":"$/p3.heic"}}}}
+                """,
+            pictures: [
+                (["notification", "ios", "media_attachment", "url"], .ios(.mp4)),
+                (["notification", "android", "style", "big_picture"], .wide),
+                (["notification", "amazon", "style", "big_picture"], .wide),
+                (["notification", "web", "image", "url"], .wide), (["notification", "web", "icon", "url"], .icon),
+            ],
+            values: [(["notification", "android", "style", "type"], "big_picture"), (["audience"], "all")]),
+        Sender(
+            name: "CleverTap campaign body", shape: .cleverTap,
+            body: """
+                {"name":"c","target_mode":"push","where":{},"content":{"title":"t","body":"b","platform_specific":{\
+                "ios":{"mutable-content":"true","ct_mediaUrl":"$/clip.mp4","ct_mediaType":"image"},\
+                "android":{"wzrk_cid":"m","background_image":"$/waterfall-rotated.jpg",\
+                "large_icon":"$/rgba-interlaced.png"},\
+                "chrome":{"image":"$/animated-chi.gif","icon":"$/rgba-interlaced.png"}}}}
+                """,
+            // The video stays a video for iOS, and ct_mediaType now says so.
+            pictures: [
+                (["content", "platform_specific", "ios", "ct_mediaUrl"], .ios(.mp4)),
+                (["content", "platform_specific", "android", "background_image"], .wide),
+                (["content", "platform_specific", "android", "large_icon"], .icon),
+                (["content", "platform_specific", "chrome", "image"], .wide),
+                (["content", "platform_specific", "chrome", "icon"], .icon),
+            ],
+            values: [
+                (["content", "platform_specific", "ios", "ct_mediaType"], "video"),
+                (["content", "platform_specific", "android", "wzrk_cid"], "m"),
+            ]),
+    ]
+
+    /// The sender's body with the test server's URLs.
+    func body(_ sender: Sender) -> [UInt8] {
+        Array(sender.body.replacingOccurrences(of: "$/", with: server.url("/")).utf8)
+    }
+
+    /// Every sender: each picture field rewritten to its receiver's picture (its shape, its
+    /// format, under its cap), one fetch per distinct URL, every member checked as it should be.
+    @Test(arguments: senders)
+    func eachSendersBodyGetsEachReceiversPicture(_ sender: Sender) async throws {
+        let input = body(sender)
+        let content = try NotificationContent(bytes: input)
+        #expect(content.shape == sender.shape)
+        #expect(Set(content.receiverFields.map(\.path)) == Set(sender.pictures.map(\.0)), "every field is read")
+        let result = await pipeline.process(input)
         #expect(!result.passedThrough && !result.bestAttempt)
-        // One fetch per distinct URL.
-        #expect(result.outcomes.count == 4 && server.count("/waterfall-rotated.jpg") == 1)
+        #expect(result.outcomes.allSatisfy { $0.error == nil }, "\(result.outcomes.map(\.reason))")
+        let urls = Set(content.receiverFields.map(\.url))
+        #expect(result.outcomes.count == urls.count, "one fetch per distinct URL")
+        for url in urls { #expect(server.count(String(url.dropFirst(server.url("").count))) == 1, "\(url)") }
+        let out = try NotificationContent(bytes: result.payload)
+        for (path, picture) in sender.pictures {
+            let url = try #require(out.value(at: path)?.stringValue, "\(path)")
+            #expect(url.hasPrefix("https://cdn.test/a/"), "\(path): \(url)")
+            switch picture {
+            case .wide: #expect(try checkPicture(url).0 >= 512, "\(path)")
+            case .icon: _ = try checkPicture(url, aspect: 1)
+            case .ios(let kind):
+                #expect(try Sniffer.kind(of: try object(url)) == kind, "\(path)")
+            }
+        }
+        for (path, value) in sender.values {
+            #expect(out.value(at: path)?.stringValue == value, "\(path)")
+        }
+    }
+
+    /// FCM's iOS side as before: the rendition at 1024 px in `fcm_options` and the attachment
+    /// block in the APNs payload, which keeps its own members; every member it did not touch
+    /// kept byte for byte.
+    @Test func anFCMMessageKeepsItsAPNsPayloadAndEveryByteItDidNotTouch() async throws {
+        let result = await pipeline.process(body(Self.senders[0]))
         let out = try NotificationContent(bytes: result.payload)
         let message = try #require(out.root["message"])
-        let android = try #require(message["android"]?["notification"]?["image"]?.stringValue)
-        let shared = try #require(message["notification"]?["image"]?.stringValue)
-        let web = try #require(message["webpush"]?["headers"]?["image"]?.stringValue)
-        let heic = try #require(message["webpush"]?["notification"]?["image"]?.stringValue)
         let ios = try #require(message["apns"]?["fcm_options"]?["image"]?.stringValue)
-        for url in [android, shared, web, heic, ios] { #expect(url.hasPrefix("https://cdn.test/a/"), "\(url)") }
-        // A JPEG, a video, an animated GIF and a HEIC, each as a 2:1 JPEG.
-        #expect(try checkPicture(heic).0 >= 512)
-        #expect(try checkPicture(shared).0 >= 512)
-        // The video's poster and the GIF's poster frame, as 2:1 JPEGs.
-        #expect(try checkPicture(android).0 >= 512)
-        #expect(try checkPicture(web).0 >= 512)
-        // The iOS side as today: its rendition (not a crop) in fcm_options and the block in
-        // the APNs payload, which keeps its own members.
         let block = try #require(message["apns"]?["payload"]?["attachments"])
         guard case .array(let entries) = block else {
             Issue.record("no attachment block: \(block)")
             return
         }
         #expect(entries.first?["url"]?.stringValue == ios)
-        #expect(message["apns"]?["payload"]?["aps"]?["alert"]?["title"]?.stringValue == "T")
         let iosInfo = try ImageProcessor.inspect(MediaBytes(try object(ios)))
         #expect(iosInfo.width == 1024 && iosInfo.height == 683)
-        // Every member it did not touch is kept, byte for byte.
         let text = String(decoding: result.payload, as: UTF8.self)
         for kept in [#""token":"t0k3n""#, #""channel_id":"c""#, #""Urgency":"high""#, #""n":"12345678901234567890""#] {
             #expect(text.contains(kept), "\(kept)")
@@ -89,34 +223,18 @@ import Testing
         #expect(Set(targets.map(\.target)) == [.android, .web] && targets.allSatisfy { $0.error == nil })
     }
 
-    @Test func aOneSignalBodyGetsEachPlatformsPictureAroundTheSendersPoint() async throws {
-        let body = """
-            {"app_id":"5eb5a37e","contents":{"en":"hi"},"big_picture":"\(server.url("/portrait-progressive.jpg"))",\
-            "chrome_web_image":"\(server.url("/portrait-progressive.jpg"))",\
-            "large_icon":"\(server.url("/rgba-interlaced.png"))","small_icon":"ic_stat",\
-            "ios_attachments":{"id1":"\(server.url("/rgba-interlaced.png"))"},\
-            "attache-focus":{"x":0.5,"y":0.1}}
-            """
-        let result = await pipeline.process(Array(body.utf8))
+    /// OneSignal's focal point places the portrait's crop at the top, and is taken out of the
+    /// body; the same body again is served from the store, the same objects named.
+    @Test func aOneSignalBodysFocusPlacesTheCropAndARepeatIsServedFromTheStore() async throws {
+        let input = body(Self.senders[1])
+        let result = await pipeline.process(input)
         let out = try NotificationContent(bytes: result.payload)
-        #expect(out.shape == .oneSignal && out.root["attache-focus"] == nil)
-        #expect(out.root["small_icon"]?.stringValue == "ic_stat")
-        let big = try #require(out.root["big_picture"]?.stringValue)
-        let web = try #require(out.root["chrome_web_image"]?.stringValue)
-        let icon = try #require(out.root["large_icon"]?.stringValue)
-        let ios = try #require(out.root["ios_attachments"]?["id1"]?.stringValue)
-        #expect(try checkPicture(big).0 >= 512)
-        #expect(try checkPicture(web).0 >= 512)
-        _ = try checkPicture(icon, aspect: 1)
-        // The transparent PNG stays a PNG for iOS.
-        #expect(try ImageProcessor.inspect(MediaBytes(try object(ios))).kind == .png)
-        // The sender's point (near the top) places the portrait's crop at the top.
+        #expect(out.root["attache-focus"] == nil)
         let portrait = try #require(result.outcomes.first { $0.url.hasSuffix("/portrait-progressive.jpg") })
         let android = try #require(portrait.targets.first { $0.target == .android })
         #expect(android.placement == "focus" && android.crop.count == 4 && android.crop[1] == 0, "\(android.crop)")
-        // The same body again: every picture from the store, nothing fetched.
         let before = server.count("/portrait-progressive.jpg")
-        let again = await pipeline.process(Array(body.utf8))
+        let again = await pipeline.process(input)
         #expect(again.outcomes.allSatisfy(\.cached) && server.count("/portrait-progressive.jpg") == before)
         // The same objects (a token issued in another second differs; the id does not).
         let repeated = try NotificationContent(bytes: again.payload)
@@ -124,6 +242,14 @@ import Testing
             let first = field.url.split(separator: "/").last
             #expect(repeated.value(at: field.path)?.stringValue?.split(separator: "/").last == first, "\(field.path)")
         }
+    }
+
+    /// Airship's `options` beside the iOS URL are kept.
+    @Test func anAirshipMediaAttachmentKeepsItsOptions() async throws {
+        let result = await pipeline.process(body(Self.senders[3]))
+        let out = try NotificationContent(bytes: result.payload)
+        let options = out.root["notification"]?["ios"]?["media_attachment"]?["options"]
+        #expect(options?["crop"]?["x"]?.doubleValue == 0.1)
     }
 
     /// Keys spelled with escapes and spaces around the colons: the APNs payload inside is found
@@ -145,86 +271,6 @@ import Testing
                 && text.hasSuffix(#"} } , "x" : 1.50 }"#),
             "\(text)")
         #expect(text.contains(#""title" : "a\"b", "image" : "https://cdn.test/a/"#), "\(text)")
-    }
-
-    /// A Braze `/messages/send` body: iOS's asset (its `asset_file_type` said again for what is
-    /// written), Android's big picture and large icon, the web's large image and icon.
-    @Test func aBrazeBodyGetsEachPlatformsPictureAndItsFileType() async throws {
-        let body = """
-            {"external_user_ids":["u"],"messages":{\
-            "apple_push":{"alert":"a","asset_url":"\(server.url("/p3.heic"))","asset_file_type":"png"},\
-            "android_push":{"alert":"a","title":"t","push_icon_image_url":"\(server.url("/rgba-interlaced.png"))",\
-            "extra":{"appboy_image_url":"\(server.url("/animated-chi.gif"))","k":"v"}},\
-            "web_push":{"alert":"a","title":"t","image_url":"\(server.url("/rgba-interlaced.png"))",\
-            "large_image_url":"\(server.url("/waterfall-rotated.jpg"))"}}}
-            """
-        let content = try NotificationContent(bytes: Array(body.utf8))
-        #expect(content.shape == .braze)
-        #expect(content.receiverFields.map(\.receiver) == [.ios, .android, .icon, .web, .icon])
-        let result = await pipeline.process(Array(body.utf8))
-        #expect(result.outcomes.count == 4 && result.outcomes.allSatisfy { $0.error == nil }, "\(result.outcomes)")
-        let out = try NotificationContent(bytes: result.payload)
-        let messages = try #require(out.root["messages"])
-        let ios = try #require(messages["apple_push"]?["asset_url"]?.stringValue)
-        // A HEIC is a JPEG for iOS, and the body now says so.
-        #expect(try ImageProcessor.inspect(MediaBytes(try object(ios))).kind == .jpeg)
-        #expect(messages["apple_push"]?["asset_file_type"]?.stringValue == "jpg")
-        let big = try #require(messages["android_push"]?["extra"]?["appboy_image_url"]?.stringValue)
-        #expect(try checkPicture(big).0 >= 512, "the GIF's poster frame as a 2:1 JPEG")
-        #expect(messages["android_push"]?["extra"]?["k"]?.stringValue == "v")
-        _ = try checkPicture(try #require(messages["android_push"]?["push_icon_image_url"]?.stringValue), aspect: 1)
-        #expect(try checkPicture(try #require(messages["web_push"]?["large_image_url"]?.stringValue)).0 >= 512)
-        _ = try checkPicture(try #require(messages["web_push"]?["image_url"]?.stringValue), aspect: 1)
-    }
-
-    /// An Airship `/api/push` body: the iOS media attachment, Android's and Amazon's big
-    /// picture style, the web's image and icon.
-    @Test func anAirshipPushBodyGetsEachPlatformsPicture() async throws {
-        let body = """
-            {"audience":"all","device_types":["ios","android","amazon","web"],"notification":{"alert":"hi",\
-            "ios":{"media_attachment":{"url":"\(server.url("/clip.mp4"))","options":{"crop":{"x":0.1}}}},\
-            "android":{"style":{"type":"big_picture","big_picture":"\(server.url("/portrait-progressive.jpg"))"}},\
-            "amazon":{"style":{"type":"big_picture","big_picture":"\(server.url("/portrait-progressive.jpg"))"}},\
-            "web":{"icon":{"url":"\(server.url("/rgba-interlaced.png"))"},"image":{"url":"\(server.url("/p3.heic"))"}}}}
-            """
-        let content = try NotificationContent(bytes: Array(body.utf8))
-        #expect(content.shape == .airship)
-        let result = await pipeline.process(Array(body.utf8))
-        let out = try NotificationContent(bytes: result.payload)
-        let notification = try #require(out.root["notification"])
-        let ios = try #require(notification["ios"]?["media_attachment"]?["url"]?.stringValue)
-        #expect(try Sniffer.kind(of: try object(ios)) == .mp4)
-        #expect(notification["ios"]?["media_attachment"]?["options"]?["crop"]?["x"]?.doubleValue == 0.1)
-        let android = try #require(notification["android"]?["style"]?["big_picture"]?.stringValue)
-        #expect(try checkPicture(android).0 >= 512)
-        #expect(notification["amazon"]?["style"]?["big_picture"]?.stringValue == android)
-        #expect(try checkPicture(try #require(notification["web"]?["image"]?["url"]?.stringValue)).0 >= 512)
-        _ = try checkPicture(try #require(notification["web"]?["icon"]?["url"]?.stringValue), aspect: 1)
-        #expect(server.count("/portrait-progressive.jpg") == 1, "one fetch per distinct URL")
-    }
-
-    /// A CleverTap campaign body: the iOS rich media (its `ct_mediaType` said again), Android's
-    /// background image and large icon, Chrome's image and icon.
-    @Test func aCleverTapCampaignBodyGetsEachPlatformsPicture() async throws {
-        let body = """
-            {"name":"c","target_mode":"push","where":{},"content":{"title":"t","body":"b","platform_specific":{\
-            "ios":{"mutable-content":"true","ct_mediaUrl":"\(server.url("/clip.mp4"))","ct_mediaType":"image"},\
-            "android":{"wzrk_cid":"m","background_image":"\(server.url("/waterfall-rotated.jpg"))",\
-            "large_icon":"\(server.url("/rgba-interlaced.png"))"},\
-            "chrome":{"image":"\(server.url("/animated-chi.gif"))","icon":"\(server.url("/rgba-interlaced.png"))"}}}}
-            """
-        let content = try NotificationContent(bytes: Array(body.utf8))
-        #expect(content.shape == .cleverTap)
-        let result = await pipeline.process(Array(body.utf8))
-        let out = try NotificationContent(bytes: result.payload)
-        let platforms = try #require(out.root["content"]?["platform_specific"])
-        #expect(platforms["ios"]?["ct_mediaType"]?.stringValue == "video")
-        let ios = try #require(platforms["ios"]?["ct_mediaUrl"]?.stringValue)
-        #expect(try Sniffer.kind(of: try object(ios)) == .mp4)
-        #expect(try checkPicture(try #require(platforms["android"]?["background_image"]?.stringValue)).0 >= 512)
-        _ = try checkPicture(try #require(platforms["android"]?["large_icon"]?.stringValue), aspect: 1)
-        #expect(try checkPicture(try #require(platforms["chrome"]?["image"]?.stringValue)).0 >= 512)
-        #expect(platforms["android"]?["wzrk_cid"]?.stringValue == "m")
     }
 
     @Test func aTypeMemberIsSpelledAsItsSenderSpellsIt() {
