@@ -97,17 +97,10 @@ import Testing
 
     @Test("the architecture page's target graph is the package's (swift package describe)")
     func theTargetGraphIsThePackages() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         // The lock: `swift test` holds it while this runs; describing reads only the manifest.
-        process.arguments = ["swift", "package", "--ignore-lock", "describe", "--type", "json"]
-        process.currentDirectoryURL = URL(fileURLWithPath: Self.root)
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let data = Data(
+            try runChild("swift", ["package", "--ignore-lock", "describe", "--type", "json"], directory: Self.root)
+                .output)
         let description = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         var actual: [String: Set<String>] = [:]
         for target in description["targets"] as? [[String: Any]] ?? [] where target["type"] as? String != "test" {

@@ -134,21 +134,14 @@ let chromium: String? = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr
     }
 
     func runChromium(_ directory: TemporaryDirectory, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: chromium!)
-        process.arguments =
+        let result = try runChild(
+            chromium!,
             [
                 "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
                 "--user-data-dir=\(directory.path)/chromium-profile",
-            ] + arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        return text
+            ] + arguments)
+        #expect(result.status == 0, "\(result.errorText.suffix(2000))")
+        return result.text
     }
 
     /// Pixels within a small distance of `rgb`.

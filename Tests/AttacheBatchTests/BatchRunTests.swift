@@ -237,28 +237,21 @@ extension BatchRunTests {
         try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: urls))
     }
 
-    func batch(_ extra: [String] = []) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
-        process.arguments =
+    /// Starts `attache batch` on the campaign's URLs with `extra`.
+    func batch(_ extra: [String] = [], outputs: ChildProcess.Outputs = .discarded) throws -> ChildProcess {
+        try ChildProcess(
+            try attacheExecutable(),
             [
                 "batch", "--allow-loopback", "--store", directory.path + "/store", "--out",
                 directory.path + "/out.jsonl",
                 "--jobs", "2", "--deadline", "20s",
-            ] + extra + [urls]
-        return process
+            ] + extra + [urls], outputs: outputs)
     }
 
     /// Runs a batch with `extra` to its end: its exit status and what it said on standard error.
     func batchSays(_ extra: [String] = []) throws -> (status: Int32, said: String) {
-        let process = try batch(extra)
-        let stderr = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = stderr
-        try process.run()
-        let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, said)
+        let result = try batch(extra, outputs: .separate).wait()
+        return (result.status, result.errorText)
     }
 
     func manifestLines() -> Int {
@@ -271,9 +264,6 @@ extension BatchRunTests {
         for _ in 0..<6 {
             let recorded = manifestLines()
             let process = try batch()
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
             let permits = gate.add(Int.random(in: 2...7, using: &random))
             // Killed once a random number of the permitted items are recorded: the others may
             // be anywhere between asked for and half-written.
@@ -283,18 +273,13 @@ extension BatchRunTests {
                 usleep(1_000)
             }
             #expect(process.isRunning, "items without a permit cannot finish")
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.send(SIGKILL)
+            process.wait()
         }
         gate.open()
-        let process = try batch(["--json"])
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let summaryText = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let final = try batch(["--json"], outputs: .separate).wait()
+        #expect(final.status == 0)
+        let summaryText = Data(final.output)
 
         let lines = try records(directory.path + "/out.manifest.jsonl")
         #expect(lines.count == count, "every item once")
@@ -347,23 +332,11 @@ extension BatchRunTests {
     @Test("the help names the default manifest the command writes")
     func theHelpNamesTheDefaultManifest() throws {
         gate.open()
-        let help = Process()
-        help.executableURL = URL(fileURLWithPath: try attacheExecutable())
-        help.arguments = ["batch", "--help"]
-        let stdout = Pipe()
-        help.standardOutput = stdout
-        help.standardError = FileHandle.nullDevice
-        try help.run()
-        let text = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        help.waitUntilExit()
+        let text = try runChild(try attacheExecutable(), ["batch", "--help"]).text
         #expect(text.contains("out.manifest.jsonl for --out out.jsonl"), "\(text)")
         #expect(!text.contains("<out>.manifest.jsonl"))
         // And that is the file a run with --out out.jsonl writes.
-        let run = try batch()
-        run.standardOutput = FileHandle.nullDevice
-        run.standardError = FileHandle.nullDevice
-        try run.run()
-        run.waitUntilExit()
+        try batch().wait()
         #expect(FileManager.default.fileExists(atPath: directory.path + "/out.manifest.jsonl"))
     }
 
@@ -374,10 +347,7 @@ extension BatchRunTests {
         let metrics = directory.path + "/batch.prom"
         _ = gate.add(4)
         let process = try batch(["--metrics-file", metrics])
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
+        defer { if process.isRunning { process.send(SIGTERM) } }
         func values() -> [String: Double] {
             let text = (try? String(contentsOfFile: metrics, encoding: .utf8)) ?? ""
             var found: [String: Double] = [:]
@@ -407,8 +377,7 @@ extension BatchRunTests {
         #expect(process.isRunning, "items without a permit cannot finish")
 
         gate.open()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        #expect(process.wait().status == 0)
         let done = values()
         #expect(done["attache_batch_finished"] == 1)
         #expect(done["attache_batch_items:done"] == Double(count))
@@ -417,32 +386,16 @@ extension BatchRunTests {
         let text = try String(contentsOfFile: metrics, encoding: .utf8)
         #expect(text.contains(#"run="campaign.txt""#), "\(text)")
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool") {
-            let check = Process()
-            check.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
-            check.arguments = ["check", "metrics"]
-            check.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: metrics))
-            let output = Pipe()
-            check.standardOutput = output
-            check.standardError = output
-            try check.run()
-            let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            check.waitUntilExit()
-            #expect(check.terminationStatus == 0, "\(said)")
+            let check = try runChild("/usr/bin/promtool", ["check", "metrics"], inputFile: metrics, outputs: .merged)
+            #expect(check.status == 0, "\(check.text)")
         }
     }
 
     @Test func aDryRunListsWhatWouldBeDoneAndFetchesNothing() throws {
         gate.open()
-        let process = try batch(["--dry-run"])
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        let listed = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let dry = try batch(["--dry-run"], outputs: .separate).wait()
+        let (listed, said) = (dry.text, dry.errorText)
+        #expect(dry.status == 0)
         let rows = listed.split(separator: "\n")
         #expect(rows.count == count)
         #expect(rows.first == "campaign.txt:1\t\(server.url("/item/0.png"))")
@@ -474,11 +427,7 @@ extension BatchRunTests {
         #expect(ioctl(master, 0x4004_5431, &unlock) == 0 && ioctl(master, 0x8004_5430, &number) == 0)
         let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
         try #require(slave >= 0)
-        let process = try batch()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
-        try process.run()
-        process.standardError = nil
+        let process = try batch(outputs: .errorsTo(FileHandle(fileDescriptor: slave, closeOnDealloc: true)))
         close(slave)
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -488,8 +437,7 @@ extension BatchRunTests {
             guard n > 0 else { break }  // EIO once the child's side is closed
             bytes += buffer[0..<n]
         }
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        #expect(process.wait().status == 0)
         let text = String(decoding: bytes, as: UTF8.self)
         #expect(text.contains("\r\u{1B}[2K["), "\(text)")
         let final = try #require(text.components(separatedBy: "\r\u{1B}[2K").last)
@@ -558,22 +506,15 @@ final class Gate: @unchecked Sendable {
             .write(to: URL(fileURLWithPath: urls))
         let base = "https://cdn.example.com/attachments"
         let out = directory.path + "/out.jsonl"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
-        process.arguments = [
-            "batch", "--allow-loopback", "--store", directory.path + "/store", "--out", out, "--base-url", base,
-            "--warm", edge.base, "--warm", broken.base + "/", "--json", "--metrics-file", directory.path + "/m.prom",
-            urls,
-        ]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let printed = output.fileHandleForReading.readDataToEndOfFile()
-        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "a warm-up failure does not fail the batch: \(said)")
+        let run = try runChild(
+            try attacheExecutable(),
+            [
+                "batch", "--allow-loopback", "--store", directory.path + "/store", "--out", out, "--base-url", base,
+                "--warm", edge.base, "--warm", broken.base + "/", "--json", "--metrics-file",
+                directory.path + "/m.prom", urls,
+            ])
+        let (printed, said) = (Data(run.output), run.errorText)
+        #expect(run.status == 0, "a warm-up failure does not fail the batch: \(said)")
 
         // The URLs the payloads name, read here on their own.
         let text = try String(contentsOfFile: out, encoding: .utf8)
@@ -612,16 +553,10 @@ final class Gate: @unchecked Sendable {
             (["--warm", "http://edge.example/attachments", "--out", directory.path + "/o"], "scheme, host and port"),
             (["--warm", "ftp://edge.example", "--out", directory.path + "/o"], "http://host[:port]"),
         ] {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: try attacheExecutable())
-            process.arguments = ["batch", "--store", directory.path + "/store"] + extra + [urls]
-            let errors = Pipe()
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = errors
-            try process.run()
-            let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus != 0 && said.contains(words), "\(extra): \(said)")
+            let run = try runChild(
+                try attacheExecutable(), ["batch", "--store", directory.path + "/store"] + extra + [urls])
+            let said = run.errorText
+            #expect(run.status != 0 && said.contains(words), "\(extra): \(said)")
         }
     }
 }

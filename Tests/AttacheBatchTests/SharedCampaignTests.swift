@@ -65,18 +65,12 @@ struct SharedCampaignTests {
         return path
     }
 
-    func worker(_ input: String, manifest: String, extra: [String] = []) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
-        process.arguments =
+    func worker(_ input: String, manifest: String, extra: [String] = []) throws -> ChildProcess {
+        try ChildProcess(
+            try attacheExecutable(),
             ["batch", input, "--campaign", "spring", "--allow-loopback", "--manifest", manifest, "--json"]
-            + ["--deadline", "60s"]
-            + fresh.arguments + extra
-        process.environment = fresh.childEnvironment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+                + ["--deadline", "60s"] + fresh.arguments + extra,
+            environment: fresh.childEnvironment, outputs: .discarded)
     }
 
     /// Per item: (completions, state) from the table.
@@ -94,17 +88,11 @@ struct SharedCampaignTests {
         let postgres = fresh.postgres.replacing(/127\.0\.0\.1:[0-9]+/, with: "127.0.0.1:\(link.port)")
         let paths = (0..<12).map { "/held/\($0).jpg" }
         let input = try urlList(paths)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
-        process.arguments =
+        let process = try ChildProcess(
+            try attacheExecutable(),
             ["batch", input, "--campaign", "spring", "--allow-loopback", "--manifest", directory.path + "/m.jsonl"]
-            + ["--json", "--deadline", "60s", "--jobs", "3", "--store", postgres, "--blobs", fresh.blobs]
-        process.environment = fresh.childEnvironment
-        process.standardOutput = FileHandle.nullDevice
-        let log = directory.path + "/worker.log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        try process.run()
+                + ["--json", "--deadline", "60s", "--jobs", "3", "--store", postgres, "--blobs", fresh.blobs],
+            environment: fresh.childEnvironment)
         // Three items claimed and being fetched: the catalog goes away, then they finish.
         for _ in 0..<3 { host.arrivals.wait() }
         link.cut()
@@ -112,9 +100,8 @@ struct SharedCampaignTests {
         // The items finish and their records fail while it is away (the outage lasts 2 s).
         try await Task.sleep(for: .seconds(2))
         link.restore()
-        try await onOwnThread { process.waitUntilExit() }
-        let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        #expect(process.terminationStatus == 0, "\(said.suffix(2000))")
+        let ended = try await onOwnThread { process.wait() }
+        #expect(ended.status == 0, "\(ended.errorText.suffix(2000))")
         let rows = try table()
         #expect(rows.count == 12 && rows.allSatisfy { $0 == (1, "done") }, "\(rows)")
         #expect(host.fetches.withLock { $0.values.allSatisfy { $0 == 1 } && $0.count == 12 })
@@ -125,9 +112,7 @@ struct SharedCampaignTests {
         let input = try urlList(paths)
         let a = try worker(input, manifest: directory.path + "/a.jsonl", extra: ["--jobs", "3"])
         let b = try worker(input, manifest: directory.path + "/b.jsonl", extra: ["--jobs", "3"])
-        a.waitUntilExit()
-        b.waitUntilExit()
-        #expect(a.terminationStatus == 0 && b.terminationStatus == 0)
+        #expect(a.wait().status == 0 && b.wait().status == 0)
         let rows = try table()
         #expect(rows.count == 48 && rows.allSatisfy { $0 == (1, "done") }, "\(rows)")
         // Both workers write the whole manifest, from the table, in input order.
@@ -149,15 +134,15 @@ struct SharedCampaignTests {
             input, manifest: directory.path + "/first.jsonl", extra: ["--jobs", "2", "--lease", "2"])
         // Killed by the media host the moment its request for a held item arrives (a held fetch
         // would end as too_slow after 5 s without a byte).
-        host.victim.store(first.processIdentifier, ordering: .sequentiallyConsistent)
+        host.victim.store(first.pid, ordering: .sequentiallyConsistent)
         if host.arrived.load(ordering: .sequentiallyConsistent) > 0,
             host.victim.exchange(0, ordering: .sequentiallyConsistent) > 0
         {
-            kill(first.processIdentifier, SIGKILL)
+            first.send(SIGKILL)
         }
         #expect(await signalled(host.arrivals), "the first worker reached a held item")
-        first.waitUntilExit()
-        #expect(first.terminationReason == .uncaughtSignal, "it was killed, not finished")
+        first.wait()
+        #expect(first.process.terminationReason == .uncaughtSignal, "it was killed, not finished")
         let running = try fresh.sql("SELECT count(*) FROM attache_job WHERE state = 'running'")
         #expect((Int(running) ?? 0) > 0, "it was killed with items in hand")
         release()
@@ -165,9 +150,7 @@ struct SharedCampaignTests {
         // leases run out (2 s), and are recorded once.
         let b = try worker(input, manifest: directory.path + "/b.jsonl", extra: ["--jobs", "2", "--lease", "2"])
         let c = try worker(input, manifest: directory.path + "/c.jsonl", extra: ["--jobs", "2", "--lease", "2"])
-        b.waitUntilExit()
-        c.waitUntilExit()
-        #expect(b.terminationStatus == 0 && c.terminationStatus == 0)
+        #expect(b.wait().status == 0 && c.wait().status == 0)
         let rows = try table()
         #expect(rows.count == 28 && rows.allSatisfy { $0 == (1, "done") }, "\(rows)")
         let attempts = Int(try fresh.sql("SELECT sum(attempts) FROM attache_job")) ?? 0
@@ -200,13 +183,11 @@ struct SharedCampaignTests {
         try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: input))
         let a = try worker(input, manifest: directory.path + "/a.jsonl", extra: ["--jobs", "4"])
         let b = try worker(input, manifest: directory.path + "/b.jsonl", extra: ["--jobs", "4"])
-        a.waitUntilExit()
-        b.waitUntilExit()
-        #expect(a.terminationStatus == 0 && b.terminationStatus == 0)
+        #expect(a.wait().status == 0 && b.wait().status == 0)
         let finished = try records(directory.path + "/a.jsonl")
         #expect(finished.count == 400 && finished.allSatisfy { $0.outcome == "attached" }, "\(finished.map(\.outcome))")
         #expect(try fresh.sql("SELECT count(*) FROM attache_object") == "800")
-        let verify = await runChild(
+        let verify = try await attache(
             ["store", "verify", "--json"] + fresh.arguments, environment: fresh.childEnvironment)
         #expect(verify.status == 0, "\(verify.output)")
         #expect(verify.output.contains(#""clean":true,"objects":800,"#), "\(verify.output)")
@@ -215,28 +196,23 @@ struct SharedCampaignTests {
 
     @Test func aCampaignNeedsASharedStore() async throws {
         let input = try urlList(["/media/0.jpg"])
-        let result = await runChild(
+        let result = try await attache(
             ["batch", input, "--campaign", "x", "--store", directory.path + "/store", "--allow-loopback"])
         #expect(result.status != 0 && result.output.contains("through a shared store"), "\(result.output)")
     }
 
-    func runChild(
+    /// Runs `attache` with `arguments` to its end (on a thread of its own): its status and
+    /// what it said on standard output and error.
+    func attache(
         _ arguments: [String], environment: [String: String]? = nil
-    ) async -> (
+    ) async throws -> (
         status: Int32, output: String
     ) {
-        let process = Process()
-        if let environment { process.environment = environment }
-        guard let executable = try? attacheExecutable() else { return (-1, "no attache") }
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        do { try process.run() } catch { return (-1, "\(error)") }
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        let executable = try attacheExecutable()
+        let result = try await onOwnThread {
+            try runChild(executable, arguments, environment: environment, outputs: .merged)
+        }
+        return (result.status, result.text)
     }
 
     /// Waits for `semaphore` without holding a pool thread (up to a generous limit).

@@ -18,30 +18,8 @@ import Testing
     private static func runWaiting(
         _ arguments: [String], input: [UInt8]
     ) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
-        process.arguments = arguments
-        let stdin = Pipe()
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        // Only the child reads standard input: with the parent's copy of the read end closed,
-        // a command that stops reading early makes the write fail (EPIPE, not a signal).
-        try stdin.fileHandleForReading.close()
-        signal(SIGPIPE, SIG_IGN)
-        // Feed standard input from another thread: the command may stop reading early.
-        let writer = Thread {
-            try? stdin.fileHandleForWriting.write(contentsOf: Data(input))
-            try? stdin.fileHandleForWriting.close()
-        }
-        writer.start()
-        let err = Thread.detachedRead(stderr.fileHandleForReading)
-        let out = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, out, err.wait())
+        let result = try runChild(try attacheExecutable(), arguments, input: input)
+        return (result.status, result.text, result.errorText)
     }
 
     /// A store holding one attachment, with a token for it.
@@ -188,23 +166,15 @@ import Testing
         try FileManager.default.createSymbolicLink(
             atPath: directory.path + "/leak.jpg", withDestinationPath: secret.path + "/secret.txt")
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
-        process.arguments = ["serve-files", "--port", "0", directory.path]
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        try process.run()
+        let process = try ChildProcess(try attacheExecutable(), ["serve-files", "--port", "0", directory.path])
         defer {
-            process.terminate()
-            process.waitUntilExit()
+            process.send(SIGTERM)
+            process.wait()
         }
         // Wait for the line that says where it listens.
-        var line = ""
-        while !line.contains("\n") {
-            let chunk = stdout.fileHandleForReading.availableData
-            try #require(!chunk.isEmpty, "serve-files exited: \(line)")
-            line += String(decoding: chunk, as: UTF8.self)
-        }
+        let line = try #require(
+            try await onOwnThread { process.output(containing: "\n") },
+            "serve-files exited: \(String(decoding: process.errorsSoFar, as: UTF8.self))")
         let base = try #require(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines))
         let fetcher = Fetcher(policy: loopbackPolicy { $0.maxRetries = 0 })
         let served = try await fetcher.fetch(base + "a.jpg")
@@ -219,13 +189,6 @@ import Testing
 }
 
 extension Thread {
-    /// Reads `handle` to its end on another thread.
-    static func detachedRead(_ handle: FileHandle) -> PendingRead {
-        let read = PendingRead()
-        Thread.detachNewThread { read.finish(Array(handle.readDataToEndOfFile())) }
-        return read
-    }
-
     /// Opens `path` (a FIFO) for reading on another thread and reads it to its end.
     static func detachedRead(path: String) -> PendingRead {
         let read = PendingRead()

@@ -68,23 +68,9 @@ import Testing
     /// what Python refuses.
     @Test func thePayloadParserAgreesWithPythonsJSON() throws {
         let documents = try Self.documents()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Paths.fixtures + "/json_verdicts.py"]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        let writer = Thread {
-            let text = documents.map { $0.map { String(format: "%02x", $0) }.joined() }.joined(separator: "\n") + "\n"
-            try? input.fileHandleForWriting.write(contentsOf: Data(text.utf8))
-            try? input.fileHandleForWriting.close()
-        }
-        writer.start()
-        let verdicts = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            .split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
-        process.waitUntilExit()
+        let text = documents.map { $0.map { String(format: "%02x", $0) }.joined() }.joined(separator: "\n") + "\n"
+        let python = try runChild("python3", [Paths.fixtures + "/json_verdicts.py"], input: Array(text.utf8))
+        let verdicts = python.text.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
         try #require(verdicts.count == documents.count, "python3 answered \(verdicts.count) of \(documents.count)")
         var accepted = 0
         var strictness = 0

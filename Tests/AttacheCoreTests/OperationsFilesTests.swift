@@ -9,16 +9,8 @@ import Testing
 
     /// Runs a program to its end; its status and what it printed.
     static func run(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        let result = try runChild(path, arguments, outputs: .merged)
+        return (result.status, result.text)
     }
 
     @Test("the example settings file loads: serve --check-config accepts it")

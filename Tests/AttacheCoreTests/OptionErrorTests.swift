@@ -125,26 +125,12 @@ import Testing
 
     /// Runs `attache` in `folder` with a store of its own there; standard output and error together.
     static func run(_ arguments: [String], in folder: String) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: folder)
         var environment = ProcessInfo.processInfo.environment
         environment["ATTACHE_STORE"] = folder + "/store"
         for name in ["ATTACHE_API_KEYS", "ATTACHE_CONFIG", "ATTACHE_BLOBS"] { environment[name] = nil }
-        process.environment = environment
-        let log = folder + "/" + UUID().uuidString + ".log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try handle.close()
-        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        try? FileManager.default.removeItem(atPath: log)
-        return (process.terminationStatus, output)
+        let result = try runChild(
+            try attacheExecutable(), arguments, environment: environment, directory: folder, outputs: .merged)
+        return (result.status, result.text)
     }
 }
 

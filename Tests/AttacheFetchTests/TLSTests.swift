@@ -22,18 +22,14 @@ import Testing
 
         // Below the kernel's ephemeral range (32768+), where other tests' servers live.
         let port = Int.random(in: 20_000...32_000)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        server.arguments = [
-            "s_server", "-accept", "127.0.0.1:\(port)", "-cert", directory.path + "/cert.pem", "-key",
-            directory.path + "/key.pem", "-WWW", "-quiet",
-        ]
-        server.currentDirectoryURL = URL(fileURLWithPath: directory.path)
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
+        let server = try ChildProcess(
+            "/usr/bin/openssl",
+            [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", directory.path + "/cert.pem", "-key",
+                directory.path + "/key.pem", "-WWW", "-quiet",
+            ], directory: directory.path, outputs: .discarded)
         // s_server ignores SIGTERM, and Foundation's waitUntilExit spins when called from a task.
-        defer { kill(server.processIdentifier, SIGKILL) }
+        defer { server.send(SIGKILL) }
         let url = "https://127.0.0.1:\(port)/image.jpg"
 
         // Wait until it listens (a refused connection is connect_failed, not a TLS answer).
@@ -70,13 +66,7 @@ import Testing
     }
 
     private func run(_ executable: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "\(executable) \(arguments.joined(separator: " ")) failed")
+        let result = try runChild(executable, arguments, outputs: .merged)
+        try #require(result.status == 0, "\(executable) \(arguments.joined(separator: " ")) failed: \(result.text)")
     }
 }

@@ -17,21 +17,9 @@ struct VideoTests {
 
     /// Runs a tool and returns its standard output (its errors in the thrown message).
     static func run(_ tool: String, _ arguments: [String]) throws -> [UInt8] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/" + tool)
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw AttacheError(.internalError, "\(tool) failed: \(String(decoding: message, as: UTF8.self))")
-        }
-        return Array(data)
+        let result = try runChild("/usr/bin/" + tool, arguments)
+        guard result.status == 0 else { throw AttacheError(.internalError, "\(tool) failed: \(result.errorText)") }
+        return result.output
     }
 
     /// The frame ffmpeg shows at `time` (accurate seek), as RGB24, autorotated.

@@ -61,16 +61,13 @@ import Testing
             """
         try Data(config.utf8).write(to: URL(fileURLWithPath: directory.path + "/prometheus.yml"))
         let port = Int.random(in: 31_000..<39_000)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: Self.prometheus)
-        server.arguments = [
-            "--config.file=\(directory.path)/prometheus.yml", "--storage.tsdb.path=\(directory.path)/data",
-            "--web.listen-address=127.0.0.1:\(port)",
-        ]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: "/dev/null"))
-        try server.run()
-        defer { server.terminate() }
+        let server = try ChildProcess(
+            Self.prometheus,
+            [
+                "--config.file=\(directory.path)/prometheus.yml", "--storage.tsdb.path=\(directory.path)/data",
+                "--web.listen-address=127.0.0.1:\(port)",
+            ], outputs: .discarded)
+        defer { server.send(SIGTERM) }
         let api = "http://127.0.0.1:\(port)"
         #expect(
             await eventually { (try? await curl("GET", api + "/-/ready"))?.status == 200 }, "Prometheus did not start")

@@ -20,7 +20,7 @@ import Testing
     final class Edge {
         let port: Int
         let directory: TemporaryDirectory
-        let process: Process
+        let process: ChildProcess
 
         init(origin: Int) async throws {
             directory = try TemporaryDirectory()
@@ -57,14 +57,10 @@ import Testing
                     """
                 try FileManager.default.createDirectory(atPath: temp, withIntermediateDirectories: true)
                 try Data(main.utf8).write(to: URL(fileURLWithPath: directory.path + "/nginx.conf"))
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: EdgeTests.nginx)
-                process.arguments = [
-                    "-e", directory.path + "/error.log", "-c", directory.path + "/nginx.conf", "-g", "daemon off;",
-                ]
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                try process.run()
+                let process = try ChildProcess(
+                    EdgeTests.nginx,
+                    ["-e", directory.path + "/error.log", "-c", directory.path + "/nginx.conf", "-g", "daemon off;"],
+                    outputs: .discarded)
                 // Listening, or gone (the port was taken).
                 var up = false
                 for _ in 0..<600 where process.isRunning {
@@ -79,17 +75,13 @@ import Testing
                     self.process = process
                     return
                 }
-                process.terminate()
-                process.waitUntilExit()
+                process.stop()
                 lastError = (try? String(contentsOfFile: directory.path + "/error.log", encoding: .utf8)) ?? ""
             }
             throw EdgeFailed(message: "nginx did not start: \(lastError)")
         }
 
-        deinit {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        deinit { process.stop() }
 
         /// `url` (an attachment URL of the service) as the edge serves it.
         func url(_ url: String) -> String {

@@ -42,13 +42,9 @@ struct FullDiskTests {
         static func mount(_ arguments: [String]) throws { try run("/usr/bin/mount", arguments) }
 
         static func run(_ executable: String, _ arguments: [String]) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-            try process.run()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else {
-                throw AttacheError(.ioError, "\(executable) \(arguments.joined(separator: " ")) failed")
+            let result = try runChild(executable, arguments, outputs: .merged)
+            guard result.status == 0 else {
+                throw AttacheError(.ioError, "\(executable) \(arguments.joined(separator: " ")) failed: \(result.text)")
             }
         }
 

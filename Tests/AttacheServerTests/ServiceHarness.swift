@@ -128,28 +128,14 @@ func runProcess(
 ) async -> (
     status: Int32, output: String
 ) {
-    guard let directory = try? TemporaryDirectory() else { return (-1, "no temporary directory") }
-    let outputPath = directory.path + "/output"
-    _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-    guard let output = FileHandle(forWritingAtPath: outputPath) else { return (-1, "cannot write \(outputPath)") }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
-    process.standardOutput = output
-    process.standardError = output
-    let started: Bool = await withCheckedContinuation { done in
-        process.terminationHandler = { _ in done.resume(returning: true) }
-        do { try process.run() } catch {
-            process.terminationHandler = nil
-            done.resume(returning: false)
-        }
+    do {
+        let child = try ChildProcess(
+            path, arguments, environment: environment, directory: workingDirectory, outputs: .merged)
+        let result = await child.ended()
+        return (result.status, result.text)
+    } catch {
+        return (-1, "cannot run \(path): \(error)")
     }
-    try? output.close()
-    guard started else { return (-1, "cannot run \(path)") }
-    let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-    return (process.terminationStatus, text)
 }
 
 /// Waits for `semaphore` on a thread of its own, so the concurrency pool stays free.
@@ -388,34 +374,28 @@ func rawExchange(port: Int, _ bytes: [UInt8], quiet: Int = 30) async throws -> [
 /// directory, the test's API key, loopback fetches allowed, standard error in a log file, and
 /// the port it says it listens on read from that log (text or JSON lines).
 final class ServeProcess: @unchecked Sendable {
-    let process = Process()
+    let child: ChildProcess
     let directory: TemporaryDirectory
-    let log: String
     /// Signalled when the process exits.
-    let exited = DispatchSemaphore(value: 0)
+    var exited: DispatchSemaphore { child.exited }
+    var process: Process { child.process }
 
     init(_ arguments: [String], environment: [String: String]? = nil) throws {
         directory = try TemporaryDirectory()
-        log = directory.path + "/log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
-        process.arguments =
+        child = try ChildProcess(
+            try attacheExecutable(),
             [
                 "serve", "--port", "0", "--store", directory.path + "/store", "--api-keys", RunningService.apiKey,
                 "--allow-loopback",
-            ] + arguments
-        if let environment { process.environment = environment }
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.standardOutput = FileHandle.nullDevice
-        process.terminationHandler = { [exited] _ in exited.signal() }
-        try process.run()
+            ] + arguments, environment: environment)
     }
 
     func stop() {
-        if process.isRunning { process.terminate() }
+        if child.isRunning { child.send(SIGTERM) }
     }
 
-    var logged: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+    /// What it has written to standard error (its log) so far.
+    var logged: String { String(decoding: child.errorsSoFar, as: UTF8.self) }
 
     /// The port of the `listening` line's address, once it is written.
     var port: Int? {

@@ -204,30 +204,23 @@ import Testing
 
     @Test func jsonLogLinesParse() async throws {
         let directory = try TemporaryDirectory()
-        let log = directory.path + "/log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
-        process.arguments = [
-            "serve", "--port", "0", "--allow-anonymous", "--store", directory.path + "/store", "--log-format", "json",
-        ]
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(
+            try attacheExecutable(),
+            ["serve", "--port", "0", "--allow-anonymous", "--store", directory.path + "/store", "--log-format", "json"])
+        func logged() -> String { String(decoding: process.errorsSoFar, as: UTF8.self) }
         func lines() -> [[String: Any]] {
-            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            let text = logged()
             return text.split(separator: "\n").compactMap {
                 try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
             }
         }
         let started = await eventually { lines().contains { $0["message"] as? String == "listening" } }
-        #expect(started, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        #expect(started, "\(logged())")
         let address = try #require(lines().first { $0["message"] as? String == "listening" }?["address"] as? String)
         _ = try await curl("GET", address + "healthz")
         _ = try await curl("GET", address + "no%0Awhere")
-        process.terminate()
-        process.waitUntilExit()
-        let text = try String(contentsOfFile: log, encoding: .utf8)
+        process.stop()
+        let text = logged()
         let all = text.split(separator: "\n")
         #expect(all.count == lines().count, "a line that is not JSON: \(text)")
         let request = lines().first { $0["route"] as? String == "healthz" }

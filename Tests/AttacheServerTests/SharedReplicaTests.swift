@@ -18,8 +18,7 @@ struct SharedReplicaTests {
 
     /// One `attache serve` child on an ephemeral port.
     final class Replica: @unchecked Sendable {
-        let process = Process()
-        let log: String
+        let child: ChildProcess
         let directory: TemporaryDirectory
         private(set) var port = 0
 
@@ -30,10 +29,7 @@ struct SharedReplicaTests {
             blobCache: Bool = true
         ) async throws {
             directory = try TemporaryDirectory()
-            log = directory.path + "/log"
-            _ = FileManager.default.createFile(atPath: log, contents: nil)
-            process.executableURL = URL(fileURLWithPath: try attacheExecutable())
-            process.arguments =
+            let arguments =
                 [
                     "serve", "--port", "0", "--api-keys", RunningService.apiKey, "--allow-loopback", "--gc-interval",
                     "0s", "--deadline", "60s", "--max-deadline", "60s", "--blob-cache",
@@ -42,18 +38,15 @@ struct SharedReplicaTests {
                 + ["--store", postgres ?? fresh.postgres, "--blobs", fresh.blobs] + extra
             var environment = fresh.childEnvironment
             if let bucket { environment["ATTACHE_S3_ENDPOINT"] = bucket }
-            process.environment = environment
-            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            let found = await eventually { self.listening() != nil || !self.process.isRunning }
+            child = try ChildProcess(try attacheExecutable(), arguments, environment: environment)
+            let found = await eventually { self.listening() != nil || !self.child.isRunning }
             guard found, let port = listening() else {
                 throw SharedServersMissing(message: "the replica did not start: \(logged())")
             }
             self.port = port
         }
 
-        func logged() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        func logged() -> String { String(decoding: child.errorsSoFar, as: UTF8.self) }
 
         private func listening() -> Int? {
             let text = logged()
@@ -69,12 +62,7 @@ struct SharedReplicaTests {
             base + String(attachment[attachment.range(of: "/attachments/")!.lowerBound...])
         }
 
-        func stop() {
-            if process.isRunning {
-                process.terminate()
-                process.waitUntilExit()
-            }
-        }
+        func stop() { child.stop() }
 
         deinit { stop() }
     }

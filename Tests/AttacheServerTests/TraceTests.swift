@@ -25,26 +25,23 @@ import Testing
 
     /// A receiver on a free loopback port, appending what it decodes to a file.
     final class Receiver: @unchecked Sendable {
-        let process = Process()
+        let process: ChildProcess
         let directory: TemporaryDirectory
         let port: Int
 
         init() async throws {
             directory = try TemporaryDirectory()
-            process.executableURL = URL(fileURLWithPath: TraceTests.python)
-            process.arguments = [
-                Paths.fixtures + "/otlp_receiver.py", directory.path + "/port", directory.path + "/spans.jsonl",
-            ]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            process = try ChildProcess(
+                TraceTests.python,
+                [Paths.fixtures + "/otlp_receiver.py", directory.path + "/port", directory.path + "/spans.jsonl"],
+                outputs: .discarded)
             let path = directory.path + "/port"
             #expect(await eventually { FileManager.default.fileExists(atPath: path) }, "the receiver did not start")
             port = try #require(Int((try? String(contentsOfFile: path, encoding: .utf8)) ?? ""))
         }
 
         func stop() {
-            if process.isRunning { process.terminate() }
+            if process.isRunning { process.send(SIGTERM) }
         }
 
         var endpoint: String { "http://127.0.0.1:\(port)" }

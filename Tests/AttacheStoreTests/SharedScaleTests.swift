@@ -57,21 +57,15 @@ import Testing
     ) throws -> (
         status: Int32, output: String, peakMB: Double
     ) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let script =
             "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
             + "print('peak_kb', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r.returncode)"
-        process.arguments = ["python3", "-c", script, try attacheExecutable()] + arguments + fresh.arguments
-        process.environment = fresh.childEnvironment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let result = try runChild(
+            "python3", ["-c", script, try attacheExecutable()] + arguments + fresh.arguments,
+            environment: fresh.childEnvironment, outputs: .merged)
+        let output = result.text
         let peak = output.split(separator: "\n").last { $0.hasPrefix("peak_kb ") }.flatMap { Double($0.dropFirst(8)) }
-        return (process.terminationStatus, output, (peak ?? 0) / 1024)
+        return (result.status, output, (peak ?? 0) / 1024)
     }
 
     @Test("10,000 objects: verify exact and clean, an orphan at the end of the key space collected, memory flat")

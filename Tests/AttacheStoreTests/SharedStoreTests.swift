@@ -253,20 +253,13 @@ struct SharedStoreTests {
 
     /// The object store is reached directly: a proxy variable (pointing nowhere) changes nothing.
     @Test func proxyVariablesDoNotReachTheObjectStore() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try attacheExecutable())
-        process.arguments = ["store", "put", "--json", Paths.samples + "/gray.jpg"] + fresh.arguments
         var environment = fresh.childEnvironment
         environment["http_proxy"] = "http://127.0.0.1:1"
         environment["HTTPS_PROXY"] = "http://127.0.0.1:1"
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0 && text.contains("\"ok\":true"), "\(text)")
+        let put = try runChild(
+            try attacheExecutable(), ["store", "put", "--json", Paths.samples + "/gray.jpg"] + fresh.arguments,
+            environment: environment, outputs: .merged)
+        #expect(put.status == 0 && put.text.contains("\"ok\":true"), "\(put.text)")
     }
 
     /// PostgreSQL restarting or failing over cuts every connection: the next calls reconnect

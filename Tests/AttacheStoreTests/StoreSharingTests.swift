@@ -15,21 +15,14 @@ import Testing
         for trial in 0..<3 {
             let directory = try TemporaryDirectory()
             let root = directory.path + "/store"
-            let processes = try (0..<16).map { _ -> (Process, Pipe) in
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: executable)
-                process.arguments = ["store", "put", "--json", "--store", root, file]
-                let output = Pipe()
-                process.standardOutput = output
-                process.standardError = output
-                try process.run()
-                return (process, output)
+            let processes = try (0..<16).map { _ in
+                try ChildProcess(executable, ["store", "put", "--json", "--store", root, file], outputs: .merged)
             }
             var tokens: [(String, String)] = []
-            for (process, output) in processes {
-                let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
-                #expect(process.terminationStatus == 0, "trial \(trial): \(text)")
+            for process in processes {
+                let result = process.wait()
+                let text = result.text
+                #expect(result.status == 0, "trial \(trial): \(text)")
                 guard let line = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
                     let id = line["id"] as? String, let token = line["token"] as? String
                 else {

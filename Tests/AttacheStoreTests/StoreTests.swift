@@ -269,13 +269,5 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
     let directory = try! TemporaryDirectory()
     let path = directory.path + "/bytes"
     try! Data(bytes).write(to: URL(fileURLWithPath: path))
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-    process.arguments = [path]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try! process.run()
-    process.waitUntilExit()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    return String(output.prefix(64))
+    return String(try! runChild("/usr/bin/sha256sum", [path]).text.prefix(64))
 }

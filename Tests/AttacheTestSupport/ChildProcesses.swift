@@ -11,21 +11,13 @@ public let inNetworkNamespaceChild = ProcessInfo.processInfo.environment["ATTACH
 /// wrapper such as `unshare`), with `variable`=1 in its environment; returns its status and
 /// output.
 public func runTestsInChild(filter: [String], variable: String, wrapper: [String] = []) throws -> (Int32, String) {
-    let process = Process()
     let command =
-        [CommandLine.arguments[0], "--testing-library", "swift-testing"] + filter.flatMap { ["--filter", $0] }
-    process.executableURL = URL(fileURLWithPath: wrapper.first ?? command[0])
-    process.arguments = Array((wrapper + command).dropFirst())
+        wrapper + [CommandLine.arguments[0], "--testing-library", "swift-testing"]
+        + filter.flatMap { ["--filter", $0] }
     var environment = ProcessInfo.processInfo.environment
     environment[variable] = "1"
-    process.environment = environment
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return (process.terminationStatus, output)
+    let result = try runChild(command[0], Array(command.dropFirst()), environment: environment, outputs: .merged)
+    return (result.status, result.text)
 }
 
 /// The `attache` executable built beside the test bundle.
@@ -48,34 +40,25 @@ public func killStormWriter(
     _ arguments: [String], environment: [String: String]? = nil, pause: ClosedRange<UInt32>,
     using generator: inout some RandomNumberGenerator
 ) throws -> Int {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: try attacheExecutable())
-    process.arguments = ["store", "storm"] + arguments
-    if let environment { process.environment = environment }
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
+    let child = try ChildProcess(try attacheExecutable(), ["store", "storm"] + arguments, environment: environment)
     let wanted = Int.random(in: 1...3, using: &generator)
+    // Its report lines, looked at every 200 µs: the kill lands within a sliver of the write.
     var lines = 0
-    while lines < wanted {
-        let chunk = output.fileHandleForReading.availableData
-        guard !chunk.isEmpty else { break }
-        lines += chunk.reduce(0) { $0 + ($1 == 10 ? 1 : 0) }
+    while lines < wanted, child.isRunning {
+        usleep(200)
+        lines = child.outputSoFar.reduce(0) { $0 + ($1 == 10 ? 1 : 0) }
     }
+    lines = child.outputSoFar.reduce(0) { $0 + ($1 == 10 ? 1 : 0) }
     guard lines >= wanted else {
-        process.waitUntilExit()
-        throw StormWriterStopped(
-            message: "the writer stopped before reporting: "
-                + String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self))
+        let said = child.wait().errorText
+        throw StormWriterStopped(message: "the writer stopped before reporting: " + said)
     }
     usleep(UInt32.random(in: pause, using: &generator))
-    guard process.isRunning else {
+    guard child.isRunning else {
         throw StormWriterStopped(message: "the writer was no longer writing when it was to be killed")
     }
-    kill(process.processIdentifier, SIGKILL)
-    process.waitUntilExit()
+    child.send(SIGKILL)
+    child.wait()
     return lines
 }
 

@@ -88,21 +88,10 @@ public enum SharedServers {
 
     /// Runs one statement with `psql` and returns its unaligned output.
     static func psql(_ url: String, _ statement: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
-        process.arguments = ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", url, "-c", statement]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let text = output.fileHandleForReading.readDataToEndOfFile()
-        let problem = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw SharedServersMissing(message: "psql: " + String(decoding: problem, as: UTF8.self))
-        }
-        return String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let result = try runChild(
+            "/usr/bin/psql", ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", url, "-c", statement])
+        guard result.status == 0 else { throw SharedServersMissing(message: "psql: " + result.errorText) }
+        return result.text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
 
@@ -116,29 +105,17 @@ public struct SharedServersMissing: Error, CustomStringConvertible {
 
 /// A table locked by a session of its own (``SharedServers/Fresh/lock(_:)``).
 public final class TableLock: Sendable {
-    private let process: Process
-    private let input: FileHandle
+    private let session: ChildProcess
     private let released = Mutex(false)
 
     init(_ postgres: String, table: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
-        process.arguments = ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", postgres]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        self.process = process
-        self.input = input.fileHandleForWriting
-        self.input.write(Data("BEGIN;\nLOCK TABLE \(table) IN ACCESS EXCLUSIVE MODE;\nSELECT 'held';\n".utf8))
+        session = try ChildProcess(
+            "/usr/bin/psql", ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", postgres], interactive: true)
+        session.write("BEGIN;\nLOCK TABLE \(table) IN ACCESS EXCLUSIVE MODE;\nSELECT 'held';\n")
         // The answer to the SELECT comes once the lock is held (or psql ends on an error).
-        var seen = ""
-        while !seen.contains("held") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { throw SharedServersMissing(message: "psql could not lock \(table)") }
-            seen += String(decoding: chunk, as: UTF8.self)
+        guard session.output(containing: "held") != nil else {
+            throw SharedServersMissing(
+                message: "psql could not lock \(table): \(String(decoding: session.errorsSoFar, as: UTF8.self))")
         }
     }
 
@@ -152,9 +129,9 @@ public final class TableLock: Sendable {
                 return !done
             })
         else { return false }
-        input.write(Data("COMMIT;\n".utf8))
-        try? input.close()
-        process.waitUntilExit()
+        session.write("COMMIT;\n")
+        session.closeInput()
+        session.wait()
         return true
     }
 
