@@ -6,12 +6,12 @@ import Foundation
 import Glibc
 
 /// A campaign shared by batch workers on any number of machines: its items in the shared
-/// store's job table (``JobQueue``), claimed a few at a time, recorded as they finish.
+/// store's job table (``CampaignQueue``), claimed a few at a time, recorded as they finish.
 public enum SharedCampaign {
     /// Puts `input`'s items in the table, 500 at a time (every worker may do this: the items
     /// already there stay as they are). Returns the item count.
     @discardableResult
-    public static func enqueue(_ input: BatchInput, into queue: JobQueue) throws(AttacheError) -> Int {
+    public static func enqueue(_ input: BatchInput, into queue: CampaignQueue) throws(AttacheError) -> Int {
         let total = try input.count()
         var items = try input.items()
         var chunk: [QueuedJob] = []
@@ -48,7 +48,7 @@ public enum SharedCampaign {
 
     /// Writes what the table records: the manifest (one line per item, in input order), and
     /// the mutated payloads to `output` when given. Memory stays bounded (500 rows at a time).
-    public static func export(_ queue: JobQueue, manifest: String, output: String?) throws(AttacheError) {
+    public static func export(_ queue: CampaignQueue, manifest: String, output: String?) throws(AttacheError) {
         let temp = manifest + ".part"
         let fd = try AtomicFile.open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode: 0o644)
         defer { Glibc.close(fd) }
@@ -95,7 +95,7 @@ extension BatchRunner {
     /// records each item as it finishes, and, once nothing is left to claim, waits for the
     /// items other workers hold (taking them over if their leases run out).
     public func run(
-        queue: JobQueue, progress: (Progress) -> Void = { _ in }
+        queue: CampaignQueue, progress: (Progress) -> Void = { _ in }
     ) async throws(AttacheError) -> Progress {
         // Every statement here is a round trip to the catalog: on its threads, never on the
         // cooperative pool the items' fetches and deadlines run on.

@@ -113,7 +113,7 @@ final class SharedBackend: StoreBackend {
                 one integer PRIMARY KEY CHECK (one = 1), version bigint NOT NULL, sealed text NOT NULL)
             """,
         ]
-        for statement in statements + BatchJobSchema.statements {
+        for statement in statements + CampaignSchema.statements {
             try connection.query(statement)
         }
     }

@@ -166,7 +166,7 @@ struct BatchCommand: AsyncParsableCommand {
     /// manifest, output, report and summary from the table.
     func runCampaign(_ name: String, input: BatchInput) async throws {
         let store = try options.storeOptions.open()
-        let queue = try JobQueue(store: store, campaign: name, lease: Int64(lease))
+        let queue = try CampaignQueue(store: store, campaign: name, lease: Int64(lease))
         try SharedCampaign.enqueue(input, into: queue)
         if dryRun {
             let status = try queue.status()

@@ -1,3 +1,4 @@
+import AttacheFetch
 import AttacheTestSupport
 import Foundation
 import Testing
@@ -23,6 +24,10 @@ import Testing
             $0.maxConcurrent = 1
             $0.maxQueued = 1
             $0.retryAfterSeconds = 3
+            // The held fetch stays held for as long as the test takes on a busy machine: not
+            // ended by the stall or total timeout (5 s and 20 s) while the test still counts on it.
+            $0.fetch.lowSpeedSeconds = 120
+            $0.fetch.totalTimeout = .seconds(120)
         }
         let post = service.base + "/v1/notifications"
         let body = payload(image: media.url("/held.jpg"))

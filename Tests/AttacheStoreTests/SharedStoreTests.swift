@@ -320,8 +320,10 @@ struct SharedStoreTests {
     /// and records nothing; the next put of the same bytes stores them whole.
     @Test func aWaitingWorkerIsWokenWhenAnotherRecordsAnItem() throws {
         let store = try open()
-        let (a, b) = (try JobQueue(store: store, campaign: "wake"), try JobQueue(store: store, campaign: "wake"))
-        let other = try JobQueue(store: store, campaign: "other")
+        let (a, b) = (
+            try CampaignQueue(store: store, campaign: "wake"), try CampaignQueue(store: store, campaign: "wake")
+        )
+        let other = try CampaignQueue(store: store, campaign: "other")
         func jobs(_ count: Int) -> [QueuedJob] {
             (0..<count).map {
                 QueuedJob(

@@ -57,10 +57,10 @@ enum OffPool {
     /// The store's writes (hash, write, fsync, rename, catalog commit) on threads of their
     /// own: a worker waiting for the disk would otherwise leave its core idle while decodes
     /// queue behind it.
-    private static let writes = JobQueue(workers: 4, name: "attache-store")
+    private static let writes = ThreadQueue(workers: 4, name: "attache-store")
     /// A shared store's catalog statements (lookups, token issues, campaign claims) on threads
     /// of their own: a network round trip each, never queued behind an upload.
-    private static let catalogs = JobQueue(workers: 4, name: "attache-catalog")
+    private static let catalogs = ThreadQueue(workers: 4, name: "attache-catalog")
 
     /// Jobs submitted and not yet finished (queued or running).
     static var inFlight: Int { scheduler.inFlight }
@@ -93,7 +93,7 @@ enum OffPool {
         await run(on: catalogs, body)
     }
 
-    private static func run<T: Sendable>(on queue: JobQueue, _ body: @escaping @Sendable () -> T) async -> T {
+    private static func run<T: Sendable>(on queue: ThreadQueue, _ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
             queue.submit { continuation.resume(returning: body()) }
         }
@@ -131,7 +131,7 @@ enum OffPool {
     private static let release = Mutex<(last: ContinuousClock.Instant?, scheduled: Bool)>((nil, false))
 
     /// A first-in first-out queue served by a fixed set of threads, started on first use.
-    final class JobQueue: Sendable {
+    final class ThreadQueue: Sendable {
         private let state = Mutex<[@Sendable () -> Void]>([])
         private let available = DispatchSemaphore(value: 0)
 

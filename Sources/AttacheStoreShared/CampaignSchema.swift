@@ -1,5 +1,5 @@
-/// The tables of campaigns shared by batch workers (``JobQueue``).
-enum BatchJobSchema {
+/// The tables of campaigns shared by batch workers (``CampaignQueue``).
+enum CampaignSchema {
     static let statements = [
         """
         CREATE TABLE IF NOT EXISTS attache_campaign (

@@ -74,7 +74,7 @@ public struct FinishedJob: Sendable {
 /// once its leases run out its items are claimed again. An item is recorded done once: the
 /// completion applies only while the finisher still holds the item's lease, so a worker that
 /// lost its lease (it was presumed dead) cannot record the item a second time.
-public final class JobQueue: Sendable {
+public final class CampaignQueue: Sendable {
     /// The campaign's name.
     public let campaign: String
     /// This worker's name in the table (host, process, random).
