@@ -44,7 +44,7 @@ public struct BatchReport {
         var size: String
         /// The source's own bytes were stored, metadata removed (a rendition would not be smaller).
         var keptSource = false
-        /// Other receivers' pictures (an FCM or OneSignal body's): target, object id, size, bytes.
+        /// Other receivers' pictures (a send body's): target, object id, size, bytes.
         var targets: [(target: String, id: String, size: String, bytes: Int64)] = []
     }
 

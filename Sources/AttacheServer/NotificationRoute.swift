@@ -161,14 +161,20 @@ struct NotificationRoute: Sendable {
         var targets = service
         for (name, target) in [("android_max_bytes", TargetSpec.Target.android), ("web_max_bytes", .web)] {
             guard let value = terms.value(name) else { continue }
-            guard let bytes = Int(value), (1_000...100_000_000).contains(bytes) else {
-                throw Problem(.badRequest, .invalidRequest, "\(name) must be a whole number from 1000 to 100000000")
+            let range = TargetSpec.maxBytesRange
+            guard let bytes = Int(value), range.contains(bytes) else {
+                throw Problem(
+                    .badRequest, .invalidRequest,
+                    "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
             }
             targets[target]?.maxBytes = bytes
         }
         if let value = terms.value("android_aspect") {
-            guard let aspect = Double(value), (0.25...8).contains(aspect) else {
-                throw Problem(.badRequest, .invalidRequest, "android_aspect must be a number from 0.25 to 8")
+            let range = TargetSpec.aspectRange
+            guard let aspect = Double(value), range.contains(aspect) else {
+                throw Problem(
+                    .badRequest, .invalidRequest,
+                    "android_aspect must be a number from \(range.lowerBound) to \(range.upperBound)")
             }
             targets[.android]?.aspect = aspect
             targets[.web]?.aspect = aspect
@@ -179,8 +185,8 @@ struct NotificationRoute: Sendable {
         return targets
     }
 
-    /// `focus=x,y` (each 0 to 1): the subject of an FCM or OneSignal body's pictures, over the
-    /// body's own `attache-focus`.
+    /// `focus=x,y` (each 0 to 1): the subject of a send body's pictures, over the body's own
+    /// `attache-focus`.
     private func requestedFocus(_ terms: QueryTerms) throws -> FocalPoint? {
         guard let value = terms.value("focus") else { return nil }
         let parts = value.split(separator: ",").compactMap { Double(String($0)) }

@@ -193,9 +193,9 @@ final class SettingsReading {
             }
         }
         configuration.pipeline.targets[.android]?.maxBytes = integer(
-            "androidMaxBytes", 1_000...100_000_000, TargetSpec(.android).maxBytes)
+            "androidMaxBytes", TargetSpec.maxBytesRange, TargetSpec(.android).maxBytes)
         configuration.pipeline.targets[.web]?.maxBytes = integer(
-            "webMaxBytes", 1_000...100_000_000, TargetSpec(.web).maxBytes)
+            "webMaxBytes", TargetSpec.maxBytesRange, TargetSpec(.web).maxBytes)
         if let format = text("webFormat") {
             switch format.lowercased() {
             case "jpeg": configuration.pipeline.targets[.web]?.format = .jpeg

@@ -116,7 +116,9 @@ public enum ServerSettings {
         .init(
             "gcInterval", "Store garbage collection interval (0: never).",
             .duration(\.collectionInterval, .zero...(.seconds(86_400 * 7)))),
-        .init("maxSide", "Longest side of image renditions.", .integer(\.pipeline.rendition.maxSide, 1...32_767)),
+        .init(
+            "maxSide", "Longest side of image renditions.",
+            .integer(\.pipeline.rendition.maxSide, RenditionSpec.maxSideRange)),
         .init(
             key: "format",
             help: "Still renditions as auto (Apple-safe), jpeg or webp; a request may ask with ?format=.",

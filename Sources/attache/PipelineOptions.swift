@@ -83,7 +83,7 @@ struct PipelineOptions: ParsableArguments {
         try Ranges.check(smallSide, 0...32_767, "--small-side")
         if (sealKey == nil) != (sealKid == nil) { throw ValidationError("--seal-key and --seal-kid go together") }
         try Ranges.check(deadline.value, 1...Ranges.maxDeadlineMilliseconds, "--deadline (milliseconds)")
-        try Ranges.check(maxSide, 1...32_767, "--max-side")
+        try Ranges.check(maxSide, RenditionSpec.maxSideRange, "--max-side")
         try Ranges.check(maxVideoSide, 16...8192, "--max-video-side")
         if !VideoEncoding.presets.contains(videoPreset) {
             throw ValidationError(

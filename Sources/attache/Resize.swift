@@ -69,7 +69,7 @@ struct Resize: ParsableCommand {
     var files: [String]
 
     func validate() throws {
-        try Ranges.check(maxSide, 1...32_767, "--max-side")
+        try Ranges.check(maxSide, RenditionSpec.maxSideRange, "--max-side")
         try Ranges.check(quality, 1...100, "--quality")
         try Ranges.check(pngLevel, 0...9, "--png-level")
         try Ranges.check(jpegHeadroom, 1...8, "--jpeg-headroom")

@@ -3,8 +3,8 @@ import AttacheBase
 import AttacheCore
 import AttacheMedia
 
-/// The pictures for Android, web push and a large icon (an FCM message's or a OneSignal
-/// body's other receivers): their caps, shape and format.
+/// The pictures for Android, web push and a large icon (a send body's other receivers): their
+/// caps, shape and format.
 struct TargetOptions: ParsableArguments {
     @Option(help: "Largest Android picture in bytes (FCM's cap is 1 MB; some senders ask for 40 KB).")
     var androidMaxBytes = TargetSpec(.android).maxBytes
@@ -25,9 +25,9 @@ struct TargetOptions: ParsableArguments {
     var faces = false
 
     func validate() throws {
-        try Ranges.check(androidMaxBytes, 1_000...100_000_000, "--android-max-bytes")
-        try Ranges.check(webMaxBytes, 1_000...100_000_000, "--web-max-bytes")
-        try Ranges.check(androidAspect, 0.25...8, "--android-aspect")
+        try Ranges.check(androidMaxBytes, TargetSpec.maxBytesRange, "--android-max-bytes")
+        try Ranges.check(webMaxBytes, TargetSpec.maxBytesRange, "--web-max-bytes")
+        try Ranges.check(androidAspect, TargetSpec.aspectRange, "--android-aspect")
         try Ranges.check(targetWidth, 64...8192, "--target-width")
         guard ["jpeg", "webp"].contains(webFormat) else {
             throw ValidationError("--web-format '\(webFormat)' is not jpeg or webp")

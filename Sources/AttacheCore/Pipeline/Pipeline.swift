@@ -106,7 +106,7 @@ public final class Pipeline: Sendable {
     /// `tenant` names whom the payload is for (a service's API key): the workers' cores are
     /// shared between tenants first, then between their payloads (``AttacheMedia/WorkScheduler``).
     ///
-    /// `focus` places the crops of an FCM or OneSignal body's pictures, over the body's own
+    /// `focus` places the crops of a send body's pictures, over the body's own
     /// `attache-focus`.
     public func process(
         _ payload: [UInt8], deadline: ContinuousClock.Instant? = nil, seal: Result<SealRecipient, AttacheError>?,

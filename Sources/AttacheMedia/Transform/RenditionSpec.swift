@@ -5,6 +5,9 @@
 public struct RenditionSpec: Hashable, Sendable {
     /// The output fits `maxSide` × `maxSide` (aspect kept, never enlarged). Default 1024.
     public var maxSide: Int
+    /// The longest sides a rendition may be asked for (JPEG's own limit is 65,535; a larger
+    /// side than this is no attachment): every surface that takes one checks this range.
+    public static let maxSideRange = 1...32_767
     /// JPEG quality 1–100 (default 85).
     public var jpegQuality: Int
     /// zlib level for PNG output, 0–9 (default 1: with libpng's adaptive filters this is about

@@ -33,6 +33,12 @@ public struct TargetSpec: Hashable, Sendable {
     /// sender's focal point still wins). Off by default: it costs 10 to 50 ms a picture.
     public var faces = false
 
+    /// The byte caps a sender may set (some ask for 40 KB; FCM's is 1 MB): every surface that
+    /// takes one (serve's settings, the request's terms, process and batch) checks this range.
+    public static let maxBytesRange = 1_000...100_000_000
+    /// The widths over heights a sender may ask for (2 for 2:1).
+    public static let aspectRange = 0.25...8.0
+
     /// The defaults for `target`: Android and web 2:1, 1024 wide, JPEG, under 1 MB; the icon
     /// 1:1, 256 px.
     public init(_ target: Target) {
