@@ -252,6 +252,33 @@ import Testing
         #expect(options?["crop"]?["x"]?.doubleValue == 0.1)
     }
 
+    /// Airship's `options.time` beside the iOS URL is honoured as on the APNs side: a video's
+    /// frame at that time is the one the other receivers' pictures are cut from (and their
+    /// stored pictures are told apart by it).
+    @Test func anAirshipThumbnailTimeChoosesTheVideoFrameTheOtherPicturesComeFrom() async throws {
+        func androidPicture(time: Double?) async throws -> [UInt8] {
+            let options = time.map { #","options":{"time":\#($0)}"# } ?? ""
+            let body = """
+                {"audience":"all","notification":{"alert":"hi",\
+                "ios":{"media_attachment":{"url":"\(server.url("/clip.mp4"))"\(options)}},\
+                "android":{"style":{"type":"big_picture","big_picture":"\(server.url("/clip.mp4"))"}}}}
+                """
+            let content = try NotificationContent(bytes: Array(body.utf8))
+            #expect(content.receiverFields.first?.options.time == time)
+            let result = await pipeline.process(Array(body.utf8))
+            #expect(result.outcomes.allSatisfy { $0.error == nil }, "\(result.outcomes.map(\.reason))")
+            let out = try NotificationContent(bytes: result.payload)
+            let url = try #require(out.root["notification"]?["android"]?["style"]?["big_picture"]?.stringValue)
+            return try object(url)
+        }
+        let first = try await androidPicture(time: nil)
+        let late = try await androidPicture(time: 0.3)
+        let differs = late != first
+        #expect(differs, "the frame at 0.3 s, not the first")
+        let again = try await androidPicture(time: nil) == first
+        #expect(again, "without a time, the first frame again")
+    }
+
     /// Keys spelled with escapes and spaces around the colons: the APNs payload inside is found
     /// and its value replaced, the result parses, nothing else moves — the key's spelling and the
     /// spacing around its colon and a rewritten picture's among them.

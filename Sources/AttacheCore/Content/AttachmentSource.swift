@@ -102,7 +102,7 @@ extension NotificationContent {
     }
 
     /// Airship-style options: `{"crop": {"x","y","width","height"}, "time": s, "hidden": b}`.
-    private static func thumbnailOptions(_ value: JSONValue) -> ThumbnailOptions {
+    static func thumbnailOptions(_ value: JSONValue) -> ThumbnailOptions {
         var options = ThumbnailOptions()
         if case .bool(let hidden) = value["hidden"] { options.hidden = hidden }
         options.time = value["time"]?.doubleValue

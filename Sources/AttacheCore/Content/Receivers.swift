@@ -40,7 +40,10 @@ public struct ReceiverField: Hashable, Sendable {
     public var url: String
     /// A member beside the URL that names the file's type in the sender's words (Braze's
     /// `asset_file_type`, CleverTap's `ct_mediaType`): rewritten with the picture written.
-    public var typeMember: TypeMember?
+    public var typeMember: TypeMember? = nil
+    /// Thumbnail options the sender wrote beside the URL (Airship's `options`, as on the APNs
+    /// side): its `time` chooses a video's poster, the frame every picture of it is cut from.
+    public var options = ThumbnailOptions()
 }
 
 /// A member naming a picture's file type, and how the sender spells types.
@@ -92,9 +95,14 @@ public struct SendShape: Sendable {
         public var path: [String]
         public var receiver: Receiver
         public var type: (path: [String], spelling: TypeMember.Spelling)?
+        /// The member beside the URL holding thumbnail options (Airship's `options`).
+        public var optionsKey: String?
 
-        init(_ path: [String], _ receiver: Receiver, type: (path: [String], spelling: TypeMember.Spelling)? = nil) {
-            (self.path, self.receiver, self.type) = (path, receiver, type)
+        init(
+            _ path: [String], _ receiver: Receiver, type: (path: [String], spelling: TypeMember.Spelling)? = nil,
+            optionsKey: String? = nil
+        ) {
+            (self.path, self.receiver, self.type, self.optionsKey) = (path, receiver, type, optionsKey)
         }
     }
 
@@ -156,7 +164,7 @@ public struct SendShape: Sendable {
             return root["audience"] != nil || root["device_types"] != nil
         },
         fields: [
-            Field(["notification", "ios", "media_attachment", "url"], .ios),
+            Field(["notification", "ios", "media_attachment", "url"], .ios, optionsKey: "options"),
             Field(["notification", "android", "style", "big_picture"], .android),
             Field(["notification", "amazon", "style", "big_picture"], .android),
             Field(["notification", "web", "image", "url"], .web),
@@ -238,7 +246,11 @@ extension NotificationContent {
                 let type = field.type.flatMap { type in
                     value(at: type.path) != nil ? TypeMember(path: type.path, spelling: type.spelling) : nil
                 }
-                found.append(ReceiverField(path: path, receiver: field.receiver, url: url, typeMember: type))
+                let options = field.optionsKey.flatMap { value(at: path.dropLast() + [$0]) }
+                found.append(
+                    ReceiverField(
+                        path: path, receiver: field.receiver, url: url, typeMember: type,
+                        options: options.map(Self.thumbnailOptions) ?? ThumbnailOptions()))
             }
         }
         return found

@@ -43,9 +43,14 @@ extension Pipeline {
         }
         guard !order.isEmpty else { return unchanged([]) }
 
+        // A URL's thumbnail options are those a field of it gives (Airship's iOS `options`).
+        let options = Dictionary(
+            fields.map { ($0.url, $0.options) }, uniquingKeysWith: { first, next in first == .init() ? next : first })
         let found = order.map { url in
             let receivers = Receiver.allCases.filter { wanted[url]!.contains($0) }.map(\.rawValue)
-            return AttachmentSource(url: url, convention: shape.rawValue + ":" + receivers.joined(separator: "+"))
+            return AttachmentSource(
+                url: url, convention: shape.rawValue + ":" + receivers.joined(separator: "+"),
+                options: options[url] ?? ThumbnailOptions())
         }
         let sources = Array(found.prefix(max(0, configuration.maxSources)))
         let skipped = notFetched(found.dropFirst(sources.count))

@@ -205,7 +205,8 @@ extension Pipeline {
 
     /// The keys of the rendition (the spec's), of the small rendition (the rendition's and its
     /// side; a video's small rendition is its poster, taken at the sender's thumbnail time) and of
-    /// each target's picture (the rendition's, the target's, the focus).
+    /// each target's picture (the rendition's, the target's, the focus, and the thumbnail time a
+    /// video's frame is taken at). A time is named only when given, so keys without one stay.
     func pieceKeys(_ source: AttachmentSource, targets: [TargetSpec], focus: FocalPoint?) -> PieceKeys {
         let rendition = configuration.effectiveRendition.cacheKey
         let smallSide = configuration.smallSide > 0 ? configuration.smallSide : nil
@@ -216,6 +217,7 @@ extension Pipeline {
             },
             targets: targets.map { target in
                 rendition + "|" + target.cacheKey + (focus.map { ",focus=\($0.x),\($0.y)" } ?? "")
+                    + (source.options.time.map { ",at=\($0)" } ?? "")
             })
     }
 
