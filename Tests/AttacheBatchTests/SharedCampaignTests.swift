@@ -93,8 +93,20 @@ struct SharedCampaignTests {
             ["batch", input, "--campaign", "spring", "--allow-loopback", "--manifest", directory.path + "/m.jsonl"]
                 + ["--json", "--deadline", "60s", "--jobs", "3", "--store", postgres, "--blobs", fresh.blobs],
             environment: fresh.childEnvironment)
-        // Three items claimed and being fetched: the catalog goes away, then they finish.
-        for _ in 0..<3 { host.arrivals.wait() }
+        // Three items claimed and being fetched: the catalog goes away, then they finish. A
+        // worker that ends first (its store gone before it fetched) is this test's failure, not
+        // a wait without end.
+        for _ in 0..<3 {
+            while host.arrivals.wait(timeout: .now() + 1) == .timedOut {
+                guard process.isRunning else {
+                    let said = String(decoding: process.errorsSoFar, as: UTF8.self)
+                    Issue.record("the worker ended before three items were fetched: \(said.suffix(2000))")
+                    release()
+                    link.restore()
+                    return
+                }
+            }
+        }
         link.cut()
         release()
         // The items finish and their records fail while it is away (the outage lasts 2 s).
