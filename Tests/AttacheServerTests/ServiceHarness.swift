@@ -341,17 +341,7 @@ func rawExchange(port: Int, _ bytes: [UInt8], quiet: Int = 30) async throws -> [
     try await withCheckedThrowingContinuation { done in
         Thread.detachNewThread {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var timeout = timeval(tv_sec: quiet, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
+            let connected = connectLoopback(fd, port: port, timeoutSeconds: quiet)
             guard connected == 0, bytes.isEmpty || write(fd, bytes, bytes.count) == bytes.count else {
                 close(fd)
                 return done.resume(throwing: AttacheError(.ioError, "cannot talk to 127.0.0.1:\(port)"))

@@ -32,7 +32,6 @@ public final class ChildProcess: @unchecked Sendable {
 
     public let process: Process
     private let scratch: TemporaryDirectory
-    private let outputs: Outputs
     /// The writing end of its standard input, for a child started `interactive`.
     private let writer: FileHandle?
     /// Signalled once when it exits.
@@ -48,7 +47,6 @@ public final class ChildProcess: @unchecked Sendable {
     ) throws {
         var writer: FileHandle? = nil
         scratch = try TemporaryDirectory()
-        self.outputs = outputs
         process = Process()
         if executable.contains("/") {
             process.executableURL = URL(fileURLWithPath: executable)
