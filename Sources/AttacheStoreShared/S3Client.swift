@@ -231,9 +231,35 @@ final class S3Client: Sendable {
         init(_ sink: @escaping (UnsafeRawBufferPointer) -> Bool) { self.sink = sink }
     }
 
+    /// One request, tried a second time on a fresh connection when the first failed in transport
+    /// (refused, reset, stalled) before any byte reached `sink`: every request here is idempotent
+    /// (a PUT of content-addressed bytes, GET, HEAD, DELETE, a listing), as the AWS SDKs assume
+    /// when they retry. An HTTP answer, whatever its status, is never retried.
     private func perform(
         _ method: String, _ url: String, payloadHash: String? = nil, body: UnsafeRawBufferPointer? = nil,
         range: String? = nil, sink: ((UnsafeRawBufferPointer) -> Bool)? = nil
+    ) throws(AttacheError) -> Answer {
+        var delivered = false
+        let counting: ((UnsafeRawBufferPointer) -> Bool)? = sink.map { sink in
+            { chunk in
+                delivered = true
+                return sink(chunk)
+            }
+        }
+        do {
+            return try attempt(method, url, payloadHash: payloadHash, body: body, range: range, sink: counting)
+        } catch let failure where failure.detail == Self.transportFailure && !delivered {
+            usleep(100_000)
+            return try attempt(method, url, payloadHash: payloadHash, body: body, range: range, sink: counting)
+        }
+    }
+
+    /// The detail of an error that came from the transport, not from an answer.
+    private static let transportFailure = "transport"
+
+    private func attempt(
+        _ method: String, _ url: String, payloadHash: String?, body: UnsafeRawBufferPointer?,
+        range: String?, sink: ((UnsafeRawBufferPointer) -> Bool)?
     ) throws(AttacheError) -> Answer {
         let handle = try checkOut()
         var keep = true
@@ -279,7 +305,9 @@ final class S3Client: Sendable {
             att_s3_free(handle.pointer)
             var message = AttacheError.line(error.message)
             if message.isEmpty { message = "the request failed" }
-            throw AttacheError(.storeUnavailable, "object store: \(method) \(location.endpoint): \(message)")
+            throw AttacheError(
+                .storeUnavailable, "object store: \(method) \(location.endpoint): \(message)",
+                detail: Self.transportFailure)
         }
         if sink != nil {
             let date = att_s3_date(handle.pointer).flatMap { Answer.httpDate(String(cString: $0)) }
