@@ -4,10 +4,17 @@
 # encodes with ffprobe), and Prometheus with promtool (the alerting and recording rules of
 # docs/operations/ are checked and unit-tested by promtool, and a real Prometheus scrapes a
 # running service), and nginx (the edge of docs/operations/attache-edge.conf is tested in front
-# of a running service), and jpegtran (the multi-scan JPEG tests rewrite corpus files with it).
+# of a running service), and jpegtran (the multi-scan JPEG tests rewrite corpus files with it),
+# and PyPI's ssimulacra2 (the quality tests check the in-process score and the targets `auto`
+# reaches against this public implementation).
 # The product itself only loads FFmpeg's libraries (scripts/deps.sh); it never runs these
 # programs.
 set -euo pipefail
+if ! python3 -c "import ssimulacra2" 2>/dev/null; then
+    echo "attache: installing PyPI ssimulacra2 (the quality tests check scores against it)" >&2
+    python3 -m pip install -q ssimulacra2==0.3.0 >/dev/null 2>&1 ||
+        echo "attache: could not install ssimulacra2; the quality tests check in-process scores only" >&2
+fi
 need=()
 command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || need+=(ffmpeg)
 command -v promtool >/dev/null && command -v prometheus >/dev/null || need+=(prometheus)

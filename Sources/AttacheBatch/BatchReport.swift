@@ -281,7 +281,7 @@ public struct BatchReport {
             DispatchQueue.global().async {
                 var spec = RenditionSpec()
                 spec.maxSide = 200
-                spec.jpegQuality = 70
+                spec.quality = .fixed(70)
                 spec.gifMaxFrames = 24
                 guard let rendition = try? ImageProcessor.render(bytes, spec: spec, timeBudget: .seconds(60)) else {
                     // A video (the source of a poster): its first frame.

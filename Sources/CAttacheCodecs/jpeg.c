@@ -448,3 +448,36 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
     *output_length = size;
     return ATT_OK;
 }
+
+// MARK: - Reading back an encode
+
+int32_t att_jpeg_decode_into(const uint8_t *data, size_t length, uint32_t width, uint32_t height, int32_t channels,
+                             uint8_t *output, size_t stride, att_error *error) {
+    struct jpeg_decompress_struct cinfo;
+    att_jpeg_error_mgr err;
+    install_error_manager(&err);
+    cinfo.err = &err.base;
+    if (setjmp(err.jump)) {
+        copy_error(&err, error);
+        jpeg_destroy_decompress(&cinfo);
+        return error->status;
+    }
+    jpeg_create_decompress(&cinfo);
+    jpeg_mem_src(&cinfo, data, (unsigned long)length);
+    jpeg_read_header(&cinfo, TRUE);
+    cinfo.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    cinfo.dct_method = JDCT_ISLOW;
+    jpeg_start_decompress(&cinfo);
+    if (cinfo.output_width != width || cinfo.output_height != height || cinfo.output_components != channels) {
+        jpeg_destroy_decompress(&cinfo);
+        set_error(error, ATT_ERR_INTERNAL, "the encode read back is not the size it was written at");
+        return ATT_ERR_INTERNAL;
+    }
+    while (cinfo.output_scanline < cinfo.output_height) {
+        JSAMPROW row = (JSAMPROW)(output + (size_t)cinfo.output_scanline * stride);
+        jpeg_read_scanlines(&cinfo, &row, 1);
+    }
+    jpeg_finish_decompress(&cinfo);
+    jpeg_destroy_decompress(&cinfo);
+    return ATT_OK;
+}

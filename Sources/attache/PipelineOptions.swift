@@ -22,6 +22,8 @@ struct PipelineOptions: ParsableArguments {
     @Option(help: "Longest side of image renditions.")
     var maxSide = RenditionSpec().maxSide
 
+    @OptionGroup var quality: QualityOptions
+
     @Option(help: "Device budget for a decoded image, in bytes (width x height x 4).")
     var decodedMemoryBudget: Int?
 
@@ -124,7 +126,8 @@ struct PipelineOptions: ParsableArguments {
         configuration.smallSide = smallSide
         configuration.sealPlaceholder = sealPlaceholder
         configuration.sealMembers = sealMembers
-        configuration.targets = targets.specs
+        configuration.rendition.quality = quality.value
+        configuration.targets = targets.specs(quality: quality.value)
         if let sealKey, let sealKid {
             let bytes = try BoundedInput.read(sealKey, limit: 64 * 1024)
             do {

@@ -19,8 +19,15 @@ struct Resize: ParsableCommand {
     @Option(help: "The output fits N x N, aspect kept, never enlarged.")
     var maxSide: Int
 
-    @Option(help: "JPEG quality, 1-100.")
-    var quality: Int = 85
+    @OptionGroup var quality: QualityOptions
+
+    @Flag(help: "Also measure the SSIMULACRA2 score of a fixed-quality output (auto always does).")
+    var score = false
+
+    @Flag(
+        help: ArgumentHelp(
+            "Also write DIR/<name>.reference.png: the pixels the output was encoded from.", visibility: .hidden))
+    var reference = false
 
     @Option(help: "zlib level for PNG output, 0-9.")
     var pngLevel: Int = 1
@@ -70,7 +77,6 @@ struct Resize: ParsableCommand {
 
     func validate() throws {
         try Ranges.check(maxSide, RenditionSpec.maxSideRange, "--max-side")
-        try Ranges.check(quality, 1...100, "--quality")
         try Ranges.check(pngLevel, 0...9, "--png-level")
         try Ranges.check(jpegHeadroom, 1...8, "--jpeg-headroom")
         try Ranges.check(jpegFancy, 0...1, "--jpeg-fancy")
@@ -83,7 +89,7 @@ struct Resize: ParsableCommand {
     /// The `--targets` asked for, in their order.
     func chosenTargets() throws -> [TargetSpec] {
         guard let targets else { return [] }
-        let specs = targetOptions.specs
+        let specs = targetOptions.specs(quality: quality.value)
         return try targets.split(separator: ",").map { name in
             guard let target = TargetSpec.Target(rawValue: String(name)), let spec = specs[target] else {
                 throw ValidationError("--targets '\(name)' is not android, web or icon")
@@ -105,7 +111,7 @@ struct Resize: ParsableCommand {
         Attache.tuneAllocatorForBatch()
         try OptionChecks.directory(out, "--out")
         let base = RenditionSpec(
-            maxSide: maxSide, jpegQuality: quality, pngCompressionLevel: pngLevel, jpegShrinkHeadroom: jpegHeadroom)
+            maxSide: maxSide, quality: quality.value, pngCompressionLevel: pngLevel, jpegShrinkHeadroom: jpegHeadroom)
         var spec = base
         spec.jpegFancyUpsampling = jpegFancy != 0
         spec.gifMaxFrames = maxFrames
@@ -142,11 +148,19 @@ struct Resize: ParsableCommand {
             let rendition =
                 still
                 ? try ImageProcessor.renderStill(bytes, spec: spec, limits: limits)
-                : try ImageProcessor.render(bytes, spec: spec, limits: limits)
+                : try ImageProcessor.render(
+                    bytes, request: TransformRequest(spec: spec, limits: limits, targets: targets, measuresScore: score)
+                )
             let stem = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
             let path = URL(fileURLWithPath: out).appendingPathComponent("\(stem).\(rendition.kind.fileExtension)").path
             guard FileManager.default.createFile(atPath: path, contents: Data(rendition.data)) else {
                 throw AttacheError(.ioError, "cannot write \(path)")
+            }
+            if reference, let png = try rendition.referencePNG() {
+                let copy = URL(fileURLWithPath: out).appendingPathComponent("\(stem).reference.png").path
+                guard FileManager.default.createFile(atPath: copy, contents: Data(png)) else {
+                    throw AttacheError(.ioError, "cannot write \(copy)")
+                }
             }
             var pictures: [(TargetOutcome, String)] = []
             for outcome in try rendition.targets(targets, focus: focus) {
@@ -184,6 +198,11 @@ struct Resize: ParsableCommand {
                 line.add("height", r.height)
                 line.add("bytes", r.data.count)
                 line.add("kept_source", r.keptSource)
+                if let choice = r.quality {
+                    line.add("quality", choice.quality)
+                    if let score = choice.score { line.add("score", (score * 100).rounded() / 100) }
+                    line.add("encodes", choice.encodes)
+                }
                 if r.source.kind == .gif {
                     line.add("frames", r.frames)
                     line.add("poster_frame", r.posterFrame)
@@ -234,6 +253,7 @@ struct Resize: ParsableCommand {
             line.add("bytes", picture.data.count)
             line.add("encodes", picture.encodes)
             line.add("quality", picture.quality)
+            if let score = picture.score { line.add("score", (score * 100).rounded() / 100) }
             line.add("placement", picture.placement)
             let crop = picture.crop
             line.addRaw("crop", "[\(crop.x),\(crop.y),\(crop.width),\(crop.height)]")

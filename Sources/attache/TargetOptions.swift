@@ -35,8 +35,8 @@ struct TargetOptions: ParsableArguments {
         if faces, let why = ImageProcessor.facesUnavailable { throw ValidationError("--faces: \(why)") }
     }
 
-    /// Each receiver's spec.
-    var specs: [TargetSpec.Target: TargetSpec] {
+    /// Each receiver's spec, its pictures encoded at `quality`.
+    func specs(quality: Quality) -> [TargetSpec.Target: TargetSpec] {
         var android = TargetSpec(.android)
         (android.maxBytes, android.aspect, android.width) = (androidMaxBytes, androidAspect, targetWidth)
         android.minWidth = min(android.minWidth, targetWidth)
@@ -46,6 +46,7 @@ struct TargetOptions: ParsableArguments {
         web.format = webFormat == "webp" ? .webp : .jpeg
         var icon = TargetSpec(.icon)
         (android.faces, web.faces, icon.faces) = (faces, faces, faces)
+        (android.quality, web.quality, icon.quality) = (quality, quality, quality)
         return [.android: android, .web: web, .icon: icon]
     }
 }

@@ -164,3 +164,11 @@ public func runChild(
         outputs: outputs
     ).wait()
 }
+
+extension ChildProcess {
+    /// Whether `python3` here imports `module` (a public tool the tests check against, such
+    /// as PyPI ssimulacra2, which scripts/media-tools.sh installs).
+    public static func pythonHas(_ module: String) -> Bool {
+        (try? runChild("/usr/bin/env", ["python3", "-c", "import " + module]))?.status == 0
+    }
+}

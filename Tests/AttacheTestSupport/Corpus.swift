@@ -37,6 +37,9 @@ public enum Corpus {
         row.format == "JPEG" || row.format == "PNG" || row.file.hasSuffix(".png") || row.file.hasSuffix(".jpg")
     }
 
+    /// The path of `file` in the corpus.
+    public static func path(_ file: String) -> String { root + "/" + file }
+
     public static func bytes(_ file: String) throws -> [UInt8] {
         Array(try Data(contentsOf: URL(fileURLWithPath: root + "/" + file)))
     }

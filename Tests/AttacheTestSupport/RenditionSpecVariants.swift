@@ -6,7 +6,7 @@ import AttacheMedia
 public let renditionSpecVariants: [(field: String, change: @Sendable (inout RenditionSpec) -> Void)] = [
     ("maxSide", { $0.maxSide = 512 }),
     ("video", { $0.video.preset = "medium" }),
-    ("jpegQuality", { $0.jpegQuality = 70 }),
+    ("quality", { $0.quality = .fixed(70) }),
     ("pngCompressionLevel", { $0.pngCompressionLevel = 6 }),
     ("jpegShrinkHeadroom", { $0.jpegShrinkHeadroom = 1.5 }),
     ("jpegFancyUpsampling", { $0.jpegFancyUpsampling = false }),

@@ -27,6 +27,9 @@ public struct AttachmentOutcome: Sendable {
     /// Images: the source's own bytes were stored, metadata removed, because a re-encoded
     /// rendition would not have been smaller (nil: no image was transformed).
     public var keptSource: Bool?
+    /// A rendition re-encoded as JPEG or WebP: the quality written, the SSIMULACRA2 score it
+    /// reached (``Quality/auto(target:)``) and the encodes spent (nil when reused or kept).
+    public var quality: QualityChoice?
     /// The fetched image's width and height, when it was an image that was decoded.
     public var sourceWidth: Int?
     public var sourceHeight: Int?
@@ -84,9 +87,11 @@ public struct TargetEntry: Sendable {
     public var crop: [Int] = []
     /// `focus` (the sender's point) or `attention`.
     public var placement: String?
-    /// Encodes it took to pass under the cap, and the quality kept.
+    /// Encodes it took to reach its quality and pass under the cap, the quality kept, and the
+    /// SSIMULACRA2 score it reached.
     public var encodes: Int?
     public var quality: Int?
+    public var score: Double?
     public var error: AttacheError?
     /// Reused from the store (made for this URL and spec before).
     public var cached = false
@@ -99,6 +104,7 @@ public struct TargetEntry: Sendable {
         if let placement { parts.append("placement=" + placement) }
         if let encodes { parts.append("encodes=\(encodes)") }
         if let quality { parts.append("quality=\(quality)") }
+        if let score { parts.append("score=\((score * 100).rounded() / 100)") }
         return parts.joined(separator: ";")
     }
 
@@ -114,6 +120,7 @@ public struct TargetEntry: Sendable {
             case "placement": placement = pair[1]
             case "encodes": encodes = Int(pair[1])
             case "quality": quality = Int(pair[1])
+            case "score": score = Double(pair[1])
             default: continue
             }
         }

@@ -87,6 +87,11 @@ struct AttachmentTrace {
             if let frames = media.frames { attributes["attache.transform.frames"] = frames }
             if !media.actions.isEmpty { attributes["attache.transform.actions"] = media.actions }
             if media.keptSource == true { attributes["attache.transform.kept_source"] = true }
+            if let quality = media.quality {
+                attributes["attache.transform.quality"] = quality.quality
+                if let score = quality.score { attributes["attache.transform.score"] = (score * 100).rounded() / 100 }
+                attributes["attache.transform.encodes"] = quality.encodes
+            }
             if !media.targets.isEmpty { attributes["attache.transform.targets"] = media.targets.count }
         }
     }

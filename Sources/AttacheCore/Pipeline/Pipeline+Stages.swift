@@ -169,6 +169,7 @@ extension Pipeline {
             (outcome.sourceWidth, outcome.sourceHeight) = (transformed.sourceWidth, transformed.sourceHeight)
             outcome.warnings += transformed.warnings
             outcome.keptSource = transformed.keptSource
+            outcome.quality = transformed.quality
             outcome.actions += transformed.actions
             trace.transformed(transformed, from: validated)
             next(\.store)
@@ -363,7 +364,8 @@ extension Pipeline {
                     kind: picture.kind, width: picture.width, height: picture.height, frames: 1)
                 var made = TargetEntry(target: outcome.spec.target)
                 made.crop = [picture.crop.x, picture.crop.y, picture.crop.width, picture.crop.height]
-                (made.placement, made.encodes, made.quality) = (picture.placement, picture.encodes, picture.quality)
+                (made.placement, made.encodes, made.quality, made.score) =
+                    (picture.placement, picture.encodes, picture.quality, picture.score)
                 // What the making said is kept beside the picture, so that a reuse reports it too.
                 let reference = SourceReference(
                     url: source.url, spec: key, etag: media.etag, lastModified: media.lastModified, note: made.note)
@@ -372,8 +374,8 @@ extension Pipeline {
                     UnsafeRawBufferPointer(bytes.buffer), metadata: metadata, source: reference,
                     ttl: configuration.storeTTL)
                 var entry = try describeTarget(stored, target: outcome.spec.target)
-                (entry.crop, entry.placement, entry.encodes, entry.quality) =
-                    (made.crop, made.placement, made.encodes, made.quality)
+                (entry.crop, entry.placement, entry.encodes, entry.quality, entry.score) =
+                    (made.crop, made.placement, made.encodes, made.quality, made.score)
                 entries.append(entry)
             case .failure(let error):
                 entries.append(TargetEntry(target: outcome.spec.target, error: error))

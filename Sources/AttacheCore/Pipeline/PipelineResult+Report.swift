@@ -54,6 +54,11 @@ extension AttachmentOutcome {
         if let sourceWidth { item.add("source_width", sourceWidth) }
         if let sourceHeight { item.add("source_height", sourceHeight) }
         if let keptSource { item.add("kept_source", keptSource) }
+        if let quality {
+            item.add("quality", quality.quality)
+            if let score = quality.score { item.add("score", (score * 100).rounded() / 100) }
+            item.add("encodes", quality.encodes)
+        }
         if let error { item.add("error", object: JSONLine.error(error)) }
         if let failedStage { item.add("failed_stage", failedStage) }
         item.addRaw("warnings", "[" + warnings.map(JSONLine.quote).joined(separator: ",") + "]")
@@ -83,6 +88,7 @@ extension TargetEntry {
         item.add("placement", placement)
         item.add("encodes", encodes)
         item.add("quality", quality)
+        if let score { item.add("score", (score * 100).rounded() / 100) }
         if let error { item.add("error", object: JSONLine.error(error)) }
         return item
     }

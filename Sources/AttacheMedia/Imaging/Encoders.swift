@@ -11,7 +11,7 @@ enum Encoders {
     ) throws(AttacheError) -> (kind: MediaKind, data: [UInt8], image: PixelImage) {
         let image = image.droppingOpaqueAlpha()
         if image.channels == 4 { return (.png, try png(image, level: spec.pngCompressionLevel), image) }
-        return (.jpeg, try jpeg(image, quality: spec.jpegQuality), image)
+        return (.jpeg, try QualitySearch.encode(image, as: .jpeg, quality: spec.quality).data, image)
     }
 
     /// Baseline JPEG, optimised Huffman tables, 4:2:0 chroma; gray stays one channel.

@@ -72,11 +72,26 @@ public struct Rendition: Sendable {
     public var posterTime: Double? = nil
     /// What frame and byte budgets made the encoder do.
     public var actions: [String] = []
+    /// A JPEG or WebP re-encode: the quality written, the score reached, the encodes spent.
+    public var quality: QualityChoice? = nil
     /// A smaller rendition of the same pixels, when one was asked for.
     public var small: SmallRendition? = nil
     /// The pixels the rendition was encoded from (an animation's: its poster frame), upright,
     /// for the renditions other receivers get (``TargetRendition``).
     var pixels: PixelImage? = nil
+}
+
+extension Rendition {
+    /// The pixels the rendition was encoded from, as a PNG (nil when they were not kept): the
+    /// reference a perceptual score of the rendition is measured against.
+    public func referencePNG() throws(AttacheError) -> [UInt8]? {
+        guard var image = pixels else { return nil }
+        // Kept larger for other receivers' pictures: resampled as the rendition was.
+        if image.width != width || image.height != height {
+            image = try ImageProcessor.resample(image, target: (width, height))
+        }
+        return try Encoders.png(image.droppingOpaqueAlpha(), level: 1)
+    }
 }
 
 /// A small rendition made beside a rendition: same kind, fewer pixels.

@@ -50,7 +50,8 @@ public enum ImageProcessor {
     /// ``decode(_:spec:limits:timeBudget:)`` for bytes whose kind is already known: the header
     /// is opened once, and its size decides the decode scale.
     static func decode(
-        _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: DecodeLimits, deadline: WorkDeadline
+        _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec, limits: DecodeLimits, deadline: WorkDeadline,
+        targets: [TargetSpec] = []
     ) throws(AttacheError) -> (image: PixelImage, info: ImageInfo) {
         if let animation = animation(kind, bytes) {
             // An animation's first frame.
@@ -61,7 +62,8 @@ public enum ImageProcessor {
             return (try resample(first, target: target, lanczosReserve: 2), source.info)
         }
         guard let decoder = stillDecoder(kind) else { throw notAnImage(kind) }
-        return try decodeStill(decoder, bytes, kind: kind, spec: spec, limits: limits, deadline: deadline)
+        return try decodeStill(
+            decoder, bytes, kind: kind, spec: spec, limits: limits, deadline: deadline, targets: targets)
     }
 
     /// Decodes, downscales to fit `spec`, applies orientation, strips all metadata and
@@ -73,6 +75,12 @@ public enum ImageProcessor {
     ) throws(AttacheError) -> Rendition {
         let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
         return try render(bytes, kind: kind, spec: spec, limits: limits, deadline: WorkDeadline(budget: timeBudget))
+    }
+
+    /// The rendition `request` asks for (its spec, limits, deadline; a measured score).
+    public static func render(_ bytes: MediaBytes, request: TransformRequest) throws(AttacheError) -> Rendition {
+        let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
+        return try render(bytes, kind: kind, request: request)
     }
 
     /// ``render(_:spec:limits:timeBudget:)`` for bytes whose kind is already known.
@@ -93,22 +101,31 @@ public enum ImageProcessor {
             let source = try openAnimation(animation, bytes, spec: spec, limits: limits, deadline: deadline)
             return try renderAnimation(source, bytes, spec: spec, smallSide: smallSide)
         }
-        let (image, info) = try decode(bytes, kind: kind, spec: spec, limits: limits, deadline: deadline)
+        // One decode for the rendition and the other receivers' pictures: at the size the
+        // largest of them needs, the rendition resampled from it when that is larger.
+        let (decoded, info) = try decode(
+            bytes, kind: kind, spec: spec, limits: limits, deadline: deadline, targets: request.targets)
+        let size = spec.outputSize(width: decoded.width, height: decoded.height)
+        let image = size == (decoded.width, decoded.height) ? decoded : try resample(decoded, target: size)
         let output = outputKind(source: info.kind, image: image, format: spec.outputFormat)
-        func encode(_ image: PixelImage) throws(AttacheError) -> [UInt8] {
+        func encode(_ image: PixelImage) throws(AttacheError) -> (data: [UInt8], choice: QualityChoice?) {
             switch output {
-            case .jpeg: try Encoders.jpeg(image.droppingOpaqueAlpha(), quality: spec.jpegQuality)
-            case .webp: try Encoders.webp(image.droppingOpaqueAlpha(), quality: spec.jpegQuality)
-            case .png: try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel)
+            case .jpeg, .webp:
+                let (data, choice) = try QualitySearch.encode(
+                    image.droppingOpaqueAlpha(), as: output, quality: spec.quality, score: request.measuresScore,
+                    deadline: deadline)
+                return (data, choice)
+            case .png: return (try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel), nil)
             // ``outputKind(source:image:format:)`` answers JPEG, WebP or PNG only.
             case .gif, .heic, .avif, .jxl, .aiff, .aifc, .wav, .mp3, .m4a, .ogg, .flac, .mpeg, .mpeg2, .mp4, .m4v,
                 .avi, .mov, .webm:
-                try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel)
+                return (try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel), nil)
             }
         }
-        var rendition = Rendition(
-            kind: output, width: image.width, height: image.height, data: try encode(image), source: info)
-        rendition.pixels = image
+        let (data, choice) = try encode(image)
+        var rendition = Rendition(kind: output, width: image.width, height: image.height, data: data, source: info)
+        rendition.quality = choice
+        rendition.pixels = decoded
         // Never larger than it came: a source already within every limit (not downscaled,
         // upright as stored) whose rendition is not smaller is stored as it was, its metadata
         // removed without re-encoding.
@@ -124,7 +141,7 @@ public enum ImageProcessor {
             let target = RenditionSpec.fit(width: image.width, height: image.height, into: smallSide)
             // A thumbnail-sized fallback: box pre-shrink as far as it goes, then one short Lanczos step.
             let small = try resample(image, target: target, lanczosReserve: 1)
-            rendition.small = SmallRendition(width: small.width, height: small.height, data: try encode(small))
+            rendition.small = SmallRendition(width: small.width, height: small.height, data: try encode(small).data)
         }
         return rendition
     }

@@ -59,18 +59,29 @@ extension ImageProcessor {
     /// Opens, sizes, streams, resamples, converts and turns: the one decode of a still image.
     static func decodeStill(
         _ type: any StillDecoder.Type, _ bytes: MediaBytes, kind: MediaKind, spec: RenditionSpec,
-        limits: DecodeLimits, deadline: WorkDeadline
+        limits: DecodeLimits, deadline: WorkDeadline, targets: [TargetSpec] = []
     ) throws(AttacheError) -> (image: PixelImage, info: ImageInfo) {
         let decoder = try type.init(bytes: bytes, kind: kind, limits: limits, deadline: deadline)
-        return try decodeStill(decoder, spec: spec)
+        return try decodeStill(decoder, spec: spec, targets: targets)
     }
 
+    /// Decodes at `spec`'s size, or larger where one of `targets` needs more pixels for its
+    /// crop (``TargetSpec/decodeScale(width:height:)``): the one decode serves both.
     private static func decodeStill(
-        _ decoder: some StillDecoder, spec: RenditionSpec
+        _ decoder: some StillDecoder, spec: RenditionSpec, targets: [TargetSpec]
     ) throws(AttacheError) -> (
         image: PixelImage, info: ImageInfo
     ) {
-        let target = spec.outputSize(width: decoder.size.width, height: decoder.size.height)
+        var target = spec.outputSize(width: decoder.size.width, height: decoder.size.height)
+        let swaps = decoder.orientation.swapsDimensions
+        let upright = swaps ? (decoder.size.height, decoder.size.width) : (decoder.size.width, decoder.size.height)
+        let scale = targets.map { $0.decodeScale(width: upright.0, height: upright.1) }.max() ?? 0
+        if Double(target.width) < scale * Double(decoder.size.width) {
+            target = (
+                min(decoder.size.width, Int((Double(decoder.size.width) * scale).rounded(.up))),
+                min(decoder.size.height, Int((Double(decoder.size.height) * scale).rounded(.up)))
+            )
+        }
         // What the decode will hold is known from the header: said before `prepare` allocates
         // (a multi-scan JPEG's coefficients are allocated there), at full size as far as the
         // CPU goes; once the decode scale is known, the CPU is said again.

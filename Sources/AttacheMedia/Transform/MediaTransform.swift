@@ -26,6 +26,8 @@ public struct TransformedMedia: Sendable {
     /// The small rendition, when one was asked for and the image is larger, or a video's
     /// poster (a JPEG): the device's fallback.
     public var small: (bytes: MediaBytes, width: Int, height: Int, kind: MediaKind)? = nil
+    /// A JPEG or WebP re-encode: the quality written, the score reached, the encodes spent.
+    public var quality: QualityChoice? = nil
     /// What the transform noticed and worked around (an embedded ICC profile it could not use).
     public var warnings: [String] = []
     /// Video and audio: what the container holds (codecs, size, duration).
@@ -62,7 +64,8 @@ public enum MediaTransform {
             return transformed
         }
         transformed.targets = try TargetRendition.all(
-            request.targets, from: pixels, focus: request.focus, deadline: request.deadline)
+            request.targets, from: pixels, focus: request.focus, deadline: request.deadline,
+            guess: transformed.quality?.quality)
         return transformed
     }
 
@@ -102,6 +105,7 @@ public enum MediaTransform {
             posterTime: animated ? rendition.posterTime : nil, actions: rendition.actions,
             sourceWidth: rendition.source.width, sourceHeight: rendition.source.height)
         transformed.keptSource = rendition.keptSource
+        transformed.quality = rendition.keptSource ? nil : rendition.quality
         transformed.pixels = rendition.pixels
         if let warning = rendition.source.colourWarning { transformed.warnings.append(warning) }
         if let small = rendition.small {
@@ -217,7 +221,8 @@ public enum MediaTransform {
                     fitted == (frame.width, frame.height)
                     ? frame : try ImageProcessor.resampleImage(frame, target: fitted)
                 transformed.small = (
-                    MediaBytes(try Encoders.jpeg(small, quality: spec.jpegQuality)), small.width, small.height, .jpeg
+                    MediaBytes(try QualitySearch.encode(small, as: .jpeg, quality: spec.quality).data), small.width,
+                    small.height, .jpeg
                 )
             }
         } catch {

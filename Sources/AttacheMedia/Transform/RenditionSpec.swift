@@ -8,8 +8,9 @@ public struct RenditionSpec: Hashable, Sendable {
     /// The longest sides a rendition may be asked for (JPEG's own limit is 65,535; a larger
     /// side than this is no attachment): every surface that takes one checks this range.
     public static let maxSideRange = 1...32_767
-    /// JPEG quality 1–100 (default 85).
-    public var jpegQuality: Int
+    /// How JPEG and WebP stills are encoded: ``Quality/auto(target:)`` (the default, at
+    /// ``Quality/defaultTarget``) or a fixed number.
+    public var quality: Quality
     /// zlib level for PNG output, 0–9 (default 1: with libpng's adaptive filters this is about
     /// 2x faster to encode than level 6 and still smaller than vipsthumbnail's level-6 output).
     public var pngCompressionLevel: Int
@@ -47,17 +48,18 @@ public struct RenditionSpec: Hashable, Sendable {
         /// The smallest Apple-safe: JPEG for every image without transparency (a PNG photo
         /// too), PNG where there is transparency.
         case jpeg
-        /// WebP for every still (lossy at ``jpegQuality``, alpha kept): for receivers that show
+        /// WebP for every still (lossy at ``quality``, alpha kept): for receivers that show
         /// it (Android notifications), not for iOS attachments.
         case webp
     }
 
     /// Creates a spec; every argument has the documented default.
     public init(
-        maxSide: Int = 1024, jpegQuality: Int = 85, pngCompressionLevel: Int = 1, jpegShrinkHeadroom: Double = 1.0
+        maxSide: Int = 1024, quality: Quality = .default, pngCompressionLevel: Int = 1,
+        jpegShrinkHeadroom: Double = 1.0
     ) {
         self.maxSide = maxSide
-        self.jpegQuality = jpegQuality
+        self.quality = quality
         self.pngCompressionLevel = pngCompressionLevel
         self.jpegShrinkHeadroom = jpegShrinkHeadroom
     }
@@ -65,7 +67,7 @@ public struct RenditionSpec: Hashable, Sendable {
     /// A stable text naming every field, recorded with stored renditions: a rendition is
     /// reused only for the same URL and the same key. A test checks that each field changes it.
     public var cacheKey: String {
-        var key = "max-side=\(maxSide),q=\(jpegQuality),png=\(pngCompressionLevel)"
+        var key = "max-side=\(maxSide),q=\(quality),png=\(pngCompressionLevel)"
         key += ",headroom=\(jpegShrinkHeadroom),fancy=\(jpegFancyUpsampling ? 1 : 0)"
         key += ",budget=\(decodedMemoryBudget.map(String.init) ?? "none")"
         key += ",gif-frames=\(gifMaxFrames),gif-bytes=\(gifMaxBytes),gif-dither=\(gifDither ? 1 : 0)"

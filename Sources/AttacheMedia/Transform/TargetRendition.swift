@@ -27,8 +27,9 @@ public struct TargetSpec: Hashable, Sendable {
     public var format: MediaKind
     /// The provider's byte cap (FCM: 1 MB for Android images).
     public var maxBytes: Int
-    /// The quality tried first; lower ones only to pass under ``maxBytes``.
-    public var quality: Int
+    /// How the picture is encoded (``Quality/auto(target:)`` by default); a lower quality, then
+    /// fewer pixels, only to pass under ``maxBytes``.
+    public var quality: Quality = .default
     /// Centre the crop on the largest frontal face when one is found (before attention; a
     /// sender's focal point still wins). Off by default: it costs 10 to 50 ms a picture.
     public var faces = false
@@ -45,9 +46,9 @@ public struct TargetSpec: Hashable, Sendable {
         self.target = target
         switch target {
         case .android, .web:
-            (aspect, width, minWidth, format, maxBytes, quality) = (2, 1024, 512, .jpeg, 1_000_000, 85)
+            (aspect, width, minWidth, format, maxBytes) = (2, 1024, 512, .jpeg, 1_000_000)
         case .icon:
-            (aspect, width, minWidth, format, maxBytes, quality) = (1, 256, 192, .jpeg, 1_000_000, 85)
+            (aspect, width, minWidth, format, maxBytes) = (1, 256, 192, .jpeg, 1_000_000)
         }
     }
 
@@ -55,6 +56,14 @@ public struct TargetSpec: Hashable, Sendable {
     public var cacheKey: String {
         "target=\(target.rawValue),aspect=\(aspect),w=\(width),min-w=\(minWidth),fmt=\(format.rawValue)"
             + ",cap=\(maxBytes),q=\(quality)" + (faces ? ",faces" : "")
+    }
+
+    /// The scale of an upright `width` × `height` source whose decode gives this picture's crop
+    /// its full ``width`` (at most 1: never more pixels than the source has).
+    public func decodeScale(width: Int, height: Int) -> Double {
+        guard width > 0, height > 0 else { return 1 }
+        let cropWidth = Double(width) / Double(height) > aspect ? Double(height) * aspect : Double(width)
+        return min(1, Double(self.width) / cropWidth)
     }
 
     /// Whether `other` makes the same picture (everything alike but the receiver).
@@ -95,24 +104,22 @@ public struct TargetRendition: Sendable {
     public var crop: (x: Int, y: Int, width: Int, height: Int)
     /// How the crop was placed: `focus` (the sender's point) or `attention`.
     public var placement: String
-    /// Encodes it took to pass under the cap (1 when the first one did).
+    /// Encodes it took to reach the quality target and pass under the cap.
     public var encodes: Int
     /// The quality of the encode kept.
     public var quality: Int
+    /// The SSIMULACRA2 score it reached against the crop it was encoded from (scaled to the
+    /// picture's size), when the quality was `auto` or the cap made it lower.
+    public var score: Double? = nil
 }
 
 extension TargetRendition {
-    /// The lowest quality a search goes to before it shrinks the picture instead.
-    static let lowestQuality = 30
-    /// Encodes a search may take at most.
-    static let maxEncodes = 3
-
     /// Makes `spec`'s picture from `image` (upright). The crop is centred on `focus` when
     /// given, else on the largest frontal `face`, else placed where the attention map (`map`,
     /// made here when not given) says the subject is.
     static func make(
         from image: PixelImage, spec: TargetSpec, focus: FocalPoint?, deadline: WorkDeadline,
-        map: Saliency.Map? = nil, face: Faces.Box? = nil
+        map: Saliency.Map? = nil, face: Faces.Box? = nil, guess: Int? = nil
     ) throws(AttacheError) -> TargetRendition {
         // The largest window of the spec's shape that fits.
         let imageAspect = Double(image.width) / Double(image.height)
@@ -140,57 +147,13 @@ extension TargetRendition {
         try deadline.check()
         let cut = image.cropped(x: origin.x, y: origin.y, width: cropWidth, height: cropHeight).flattened()
         let size = spec.outputSize(cropWidth: cropWidth)
-        var picture =
+        let picture =
             size == (cut.width, cut.height) ? cut : try ImageProcessor.resampleImage(cut, target: size)
-        // The cap: at most three encodes (the quality first asked for, then one the first size
-        // predicts, then one fitted to both, with the picture shrunk if even the lowest quality
-        // would not pass).
-        var quality = spec.quality
-        var tried: [(quality: Int, bytes: Int)] = []
-        var data: [UInt8] = []
-        while true {
-            try deadline.check()
-            data = try encode(picture, spec.format, quality: quality)
-            tried.append((quality, data.count))
-            if data.count <= spec.maxBytes { break }
-            guard tried.count < maxEncodes else {
-                throw AttacheError(
-                    .tooLarge,
-                    "the \(spec.target.rawValue) rendition is \(data.count) bytes at quality \(quality) after "
-                        + "\(tried.count) encodes, over its cap of \(spec.maxBytes)", limit: .maxImageBytes)
-            }
-            // Bytes fall about exponentially with quality: the rate from the last two tries
-            // (3% a step before there are two), aiming a little under the cap.
-            var rate = 0.03
-            if tried.count >= 2 {
-                let (a, b) = (tried[tried.count - 2], tried[tried.count - 1])
-                if a.quality != b.quality, a.bytes > b.bytes {
-                    rate = log(Double(a.bytes) / Double(b.bytes)) / Double(a.quality - b.quality)
-                }
-            }
-            let target = Double(spec.maxBytes) * (tried.count == 1 ? 0.92 : 0.85)
-            let wanted = Double(quality) + log(target / Double(data.count)) / max(0.005, rate)
-            var next = Int(wanted.rounded(.down))
-            if next < lowestQuality || tried.count == maxEncodes - 1 && next < lowestQuality + 5 {
-                // Even the lowest quality would not pass: fewer pixels instead (bytes follow
-                // the pixel count), the shape kept.
-                let predicted = Double(data.count) * exp(-rate * Double(quality - lowestQuality))
-                let shrink = min(0.95, (target / predicted).squareRoot())
-                let width = max(16, Int(Double(picture.width) * shrink))
-                let height = max(1, Int((Double(width) / spec.aspect).rounded()))
-                picture = try ImageProcessor.resampleImage(cut, target: (width, height))
-                next = lowestQuality
-            }
-            quality = min(quality - 1, max(lowestQuality, next))
-        }
+        let fitted = try CapSearch.fit(picture, from: cut, spec: spec, deadline: deadline, guess: guess)
         return TargetRendition(
-            spec: spec, data: data, kind: spec.format, width: picture.width, height: picture.height,
-            crop: (origin.x, origin.y, cropWidth, cropHeight), placement: placement, encodes: tried.count,
-            quality: quality)
-    }
-
-    private static func encode(_ image: PixelImage, _ format: MediaKind, quality: Int) throws(AttacheError) -> [UInt8] {
-        format == .webp ? try Encoders.webp(image, quality: quality) : try Encoders.jpeg(image, quality: quality)
+            spec: spec, data: fitted.data, kind: spec.format, width: fitted.width, height: fitted.height,
+            crop: (origin.x, origin.y, cropWidth, cropHeight), placement: placement, encodes: fitted.choice.encodes,
+            quality: fitted.choice.quality, score: fitted.choice.score)
     }
 }
 
@@ -252,14 +215,16 @@ extension Rendition {
             }
             image = pixels
         }
-        return try TargetRendition.all(specs, from: image, focus: focus, deadline: deadline)
+        return try TargetRendition.all(specs, from: image, focus: focus, deadline: deadline, guess: quality?.quality)
     }
 }
 
 extension TargetRendition {
     /// Each spec's picture from `image`, made or failed on its own (the deadline fails them all).
+    /// `guess`: the quality `auto` chose for the rendition from the same pixels, where its
+    /// search starts.
     static func all(
-        _ specs: [TargetSpec], from image: PixelImage, focus: FocalPoint?, deadline: WorkDeadline
+        _ specs: [TargetSpec], from image: PixelImage, focus: FocalPoint?, deadline: WorkDeadline, guess: Int? = nil
     ) throws(AttacheError) -> [TargetOutcome] {
         // The face, else the attention map, once for all of them, and one picture for specs
         // alike but for their receiver (Android's and the web's, by default).
@@ -278,7 +243,7 @@ extension TargetRendition {
                 made = Result { () throws(AttacheError) in
                     try make(
                         from: image, spec: spec, focus: focus, deadline: deadline, map: map,
-                        face: spec.faces ? face : nil)
+                        face: spec.faces ? face : nil, guess: guess)
                 }
             }
             if case .failure(let error) = made, error.code == .timedOut { throw error }

@@ -27,13 +27,16 @@ public struct TransformRequest: Sendable {
     public var targets: [TargetSpec]
     /// The sender's focal point for the targets' crops.
     public var focus: FocalPoint?
+    /// Measure the score of a rendition encoded at a fixed quality too (``Quality/auto(target:)``
+    /// always measures it): for reports and benchmarks, at the cost of one decode and score.
+    public var measuresScore = false
 
     /// Creates a request; every argument but the spec has the default of a plain rendition
     /// (default limits, no deadline, no small rendition, Apple's caps, no targets).
     public init(
         spec: RenditionSpec = RenditionSpec(), limits: DecodeLimits = .default, deadline: WorkDeadline = .none,
         smallSide: Int? = nil, caps: MediaLimits = MediaLimits(), posterTime: Double? = nil,
-        targets: [TargetSpec] = [], focus: FocalPoint? = nil
+        targets: [TargetSpec] = [], focus: FocalPoint? = nil, measuresScore: Bool = false
     ) {
         self.spec = spec
         self.limits = limits
@@ -43,6 +46,7 @@ public struct TransformRequest: Sendable {
         self.posterTime = posterTime
         self.targets = targets
         self.focus = focus
+        self.measuresScore = measuresScore
     }
 
     /// Whether the pixels the targets are cut from must be kept past the rendition.

@@ -107,6 +107,10 @@ void att_jpeg_close(att_jpeg_decoder *decoder);
 /// optimised Huffman tables and 4:2:0 chroma. On success `*output` is malloc'd (att_free).
 int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
                         int32_t quality, uint8_t **output, size_t *output_length, att_error *error);
+/// Decodes a JPEG this process just encoded (`width` × `height`, `channels` 1 or 3) into
+/// `output`: how a quality search reads a candidate back to score it.
+int32_t att_jpeg_decode_into(const uint8_t *data, size_t length, uint32_t width, uint32_t height, int32_t channels,
+                             uint8_t *output, size_t stride, att_error *error);
 
 // MARK: - PNG decoding
 
@@ -389,5 +393,18 @@ void att_icc_free(att_icc_transform *transform);
 /// by code points (HEIF/AVIF `nclx`, PNG `cICP`) or by `cHRM` + `gAMA` instead of embedding a
 /// profile. malloc'ed (free with att_free); NULL on failure.
 uint8_t *att_icc_rgb_profile(const double xy[8], int32_t transfer, double gamma, size_t *length);
+
+// MARK: - Perceptual score (quality.c)
+
+/// A reference picture's planes for SSIMULACRA2 scores of candidate encodes of it.
+typedef struct att_quality_ref att_quality_ref;
+/// Prepares `pixels` (1 gray, 3 RGB or 4 RGBA channels, at least 8 × 8) as the reference.
+att_quality_ref *att_quality_prepare(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
+                                     int32_t channels, att_error *error);
+/// The SSIMULACRA2 score (100 identical, 90 visually lossless, 70 high, 50 medium) of `pixels`
+/// (the reference's size) against the reference.
+int32_t att_quality_score(att_quality_ref *ref, const uint8_t *pixels, size_t stride, int32_t channels, double *score,
+                          att_error *error);
+void att_quality_free(att_quality_ref *ref);
 
 #endif

@@ -1,0 +1,220 @@
+internal import AttacheBase
+internal import CAttacheCodecs
+internal import Foundation
+
+/// How a lossy still (JPEG, WebP) is encoded: at a fixed quality number, or at the lowest
+/// quality whose picture reaches a perceptual score (``auto(target:)``).
+public enum Quality: Hashable, Sendable, CustomStringConvertible {
+    /// libjpeg's or libwebp's quality, 1–100, for every picture alike.
+    case fixed(Int)
+    /// The lowest quality whose encode scores at least `target` on SSIMULACRA2's scale (100
+    /// identical, 90 visually lossless, 80 very high, 70 high) against the pixels it was made
+    /// from, found in at most ``QualitySearch/maxEncodes`` encodes.
+    case auto(target: Double)
+
+    /// The default: `auto` at ``defaultTarget``.
+    public static let `default` = Quality.auto(target: defaultTarget)
+    /// The score `auto` aims at unless told: the lowest that kept every picture of the photo
+    /// benchmark at least as good as fixed quality 85's worst (docs/quality.md).
+    public static let defaultTarget = 75.0
+    /// The fixed qualities a sender may ask for.
+    public static let fixedRange = 1...100
+    /// The targets a sender may ask for.
+    public static let targetRange = 30.0...95.0
+
+    /// The target range as text (`30 to 95`).
+    public static var trimmedRange: String {
+        "\(trimmed(targetRange.lowerBound)) to \(trimmed(targetRange.upperBound))"
+    }
+
+    /// `85` or `auto` (at `target`, else ``defaultTarget``); nil for anything else or out of range.
+    public init?(_ text: String, target: Double? = nil) {
+        if text == "auto" {
+            let target = target ?? Self.defaultTarget
+            guard Self.targetRange.contains(target) else { return nil }
+            self = .auto(target: target)
+        } else if let number = Int(text), Self.fixedRange.contains(number) {
+            self = .fixed(number)
+        } else {
+            return nil
+        }
+    }
+
+    /// `85` or `auto:80`: the name in cache keys and reports.
+    public var description: String {
+        switch self {
+        case .fixed(let number): String(number)
+        case .auto(let target): "auto:" + Self.trimmed(target)
+        }
+    }
+
+    static func trimmed(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(format: "%.1f", value)
+    }
+}
+
+/// What a lossy encode chose: the quality number written, the score it reached (measured when
+/// ``Quality/auto(target:)`` chose it or a score was asked for) and the encodes spent.
+public struct QualityChoice: Sendable, Hashable {
+    public var quality: Int
+    public var score: Double?
+    public var encodes: Int
+}
+
+/// The search behind ``Quality/auto(target:)``: encode, read back, score against the pixels,
+/// and move the quality number by how far the score is from the target.
+enum QualitySearch {
+    /// Encodes one rendition may take.
+    static let maxEncodes = 3
+    /// A score this close above the target is good enough (no further encode to save bytes).
+    static let closeEnough = 2.0
+    /// What the in-process score reads above the public SSIMULACRA2 on average (+0.20 over 76
+    /// encodes of the photo benchmark; docs/quality.md): taken off every score, so that a
+    /// target is a target by the public judge.
+    static let calibration = 0.2
+    /// Bounds of the quality numbers a search tries.
+    static let lowest = 30
+    static let highest = 97
+
+    /// `image` (1 or 3 channels, or 4 for WebP) encoded as `format` at `quality`; the score is
+    /// measured for `auto`, or for a fixed quality when `score` is set.
+    static func encode(
+        _ image: PixelImage, as format: MediaKind, quality: Quality, score measure: Bool = false,
+        deadline: WorkDeadline = .none, guess: Int? = nil
+    ) throws(AttacheError) -> (data: [UInt8], choice: QualityChoice) {
+        switch quality {
+        case .fixed(let number):
+            let data = try encode(image, format, number)
+            guard measure, let judge = try Judge(image) else {
+                return (data, QualityChoice(quality: number, score: nil, encodes: 1))
+            }
+            return (data, QualityChoice(quality: number, score: try judge.score(data, format), encodes: 1))
+        case .auto(let target):
+            guard let judge = try Judge(image) else {
+                // Too small to score (under 8 × 8): what a fixed 85 gives.
+                return (try encode(image, format, 85), QualityChoice(quality: 85, score: nil, encodes: 1))
+            }
+            return try search(image, format, target: target, judge: judge, deadline: deadline, guess: guess)
+        }
+    }
+
+    /// The guess, then at most two more, each aimed on a line through the last two tries (or
+    /// at the typical slope after one) in ``step(_:)``'s units, where scores move about evenly;
+    /// the smallest encode that reached the target wins, else the best scored.
+    private static func search(
+        _ image: PixelImage, _ format: MediaKind, target: Double, judge: Judge, deadline: WorkDeadline,
+        guess first: Int?
+    ) throws(AttacheError) -> (data: [UInt8], choice: QualityChoice) {
+        var tries: [(quality: Int, score: Double, data: [UInt8])] = []
+        var quality: Int = first.map { min(highest, max(lowest, $0)) } ?? guess(target: target)
+        let aim = target + 0.8
+        while true {
+            try deadline.check()
+            let data = try encode(image, format, quality)
+            let score = try judge.score(data, format)
+            tries.append((quality, score, data))
+            if tries.count == maxEncodes || (score >= target && score - target <= closeEnough) { break }
+            var slope = typicalSlope
+            if tries.count >= 2 {
+                let (a, b) = (tries[tries.count - 2], tries[tries.count - 1])
+                let run = step(a.quality) - step(b.quality)
+                if run != 0, (a.score - b.score) / run < -0.5 { slope = -(a.score - b.score) / run }
+            }
+            var next = Self.quality(atStep: step(quality) - (aim - score) / slope)
+            // Never a number already tried, never at or below a miss, never at or above a hit.
+            if let lowestMet = tries.filter({ $0.score >= target }).map(\.quality).min() {
+                next = min(next, lowestMet - 1)
+            }
+            if let highestMissed = tries.filter({ $0.score < target }).map(\.quality).max() {
+                next = max(next, highestMissed + 1)
+            }
+            next = min(highest, max(lowest, next))
+            guard !tries.contains(where: { $0.quality == next }) else { break }
+            quality = next
+        }
+        let met = tries.filter { $0.score >= target }
+        let chosen = met.min { $0.data.count < $1.data.count } ?? tries.max { $0.score < $1.score }!
+        return (chosen.data, QualityChoice(quality: chosen.quality, score: chosen.score, encodes: tries.count))
+    }
+
+    /// Where scores move about evenly with quality: the square root of libjpeg's scale of its
+    /// tables (200 − 2q from quality 50, 5000 / q below), falling as quality rises. Quality 80 is
+    /// 6.3, 85 is 5.5, 90 is 4.5, 95 is 3.2.
+    static func step(_ quality: Int) -> Double {
+        let q = Double(min(100, max(1, quality)))
+        return (q >= 50 ? 200 - 2 * q : 5000 / q).squareRoot()
+    }
+
+    /// The quality number nearest `step` (the inverse of ``step(_:)``), rounded up.
+    static func quality(atStep step: Double) -> Int {
+        let scale = max(0, step) * max(0, step)
+        let q = scale <= 100 ? (200 - scale) / 2 : 5000 / scale
+        return Int(q.rounded(.up))
+    }
+
+    /// Score points one unit of ``step(_:)`` adds on a typical photo at 1024 px (3.7 to 5.2 on
+    /// the photo benchmark; docs/quality.md).
+    static let typicalSlope = 4.5
+
+    /// The first number tried for `target`: quality 80 reaches a score of 80 on a typical photo
+    /// at 1024 px, and the typical slope goes from there.
+    static func guess(target: Double) -> Int {
+        min(highest, max(lowest, quality(atStep: step(80) - (target - 80) / typicalSlope)))
+    }
+
+    static func encode(_ image: PixelImage, _ format: MediaKind, _ quality: Int) throws(AttacheError) -> [UInt8] {
+        format == .webp
+            ? try Encoders.webp(image, quality: quality)
+            : try Encoders.jpeg(image.droppingOpaqueAlpha(), quality: quality)
+    }
+
+    /// The reference pixels, prepared once for every candidate's score.
+    final class Judge {
+        let reference: OpaquePointer
+        let image: PixelImage
+        private var scratch: [UInt8]
+
+        /// nil for a picture too small to score (under 8 × 8).
+        init?(_ image: PixelImage) throws(AttacheError) {
+            guard image.width >= 8, image.height >= 8 else { return nil }
+            var error = att_error()
+            let made = image.pixels.withUnsafeBufferPointer { p in
+                att_quality_prepare(
+                    p.baseAddress, UInt32(image.width), UInt32(image.height), image.width * image.channels,
+                    Int32(image.channels), &error)
+            }
+            guard let made else { throw AttacheError(shim: error, format: "score") }
+            reference = made
+            self.image = image
+            scratch = []
+        }
+
+        deinit { att_quality_free(reference) }
+
+        /// The score of `data` (an encode of the reference, as `format`).
+        func score(_ data: [UInt8], _ format: MediaKind) throws(AttacheError) -> Double {
+            let channels = format == .webp ? (image.channels == 4 ? 4 : 3) : (image.channels == 1 ? 1 : 3)
+            let stride = image.width * channels
+            if scratch.count != stride * image.height { scratch = [UInt8](repeating: 0, count: stride * image.height) }
+            var error = att_error()
+            var score = 0.0
+            let status = data.withUnsafeBufferPointer { input in
+                scratch.withUnsafeMutableBufferPointer { output in
+                    format == .webp
+                        ? att_webp_decode(
+                            input.baseAddress, input.count, Int32(image.width), Int32(image.height), Int32(channels),
+                            output.baseAddress, stride, &error)
+                        : att_jpeg_decode_into(
+                            input.baseAddress, input.count, UInt32(image.width), UInt32(image.height),
+                            Int32(channels), output.baseAddress, stride, &error)
+                }
+            }
+            guard status == 0 else { throw AttacheError(shim: error, format: format.rawValue) }
+            let scored = scratch.withUnsafeBufferPointer { p in
+                att_quality_score(reference, p.baseAddress, stride, Int32(channels), &score, &error)
+            }
+            guard scored == 0 else { throw AttacheError(shim: error, format: "score") }
+            return score - QualitySearch.calibration
+        }
+    }
+}

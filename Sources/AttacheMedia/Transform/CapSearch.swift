@@ -1,0 +1,119 @@
+internal import AttacheBase
+internal import Foundation
+
+/// A receiver's picture under its byte cap: encoded first as its ``Quality`` asks (a number, or
+/// `auto`'s search), then, only when over the cap, at a lower quality down to ``softFloor``, then
+/// with fewer pixels down to the spec's ``TargetSpec/minWidth``, and only there at a lower
+/// quality down to ``floor``; a picture that cannot fit even so is refused, saying why. Each step is aimed
+/// from the sizes already measured (bytes fall about exponentially with quality and in
+/// proportion to pixels), so the picture kept is the best found under the cap, not the first.
+enum CapSearch {
+    /// The quality a cap takes a picture down to before it takes pixels instead.
+    static let softFloor = 50
+    /// The lowest quality a cap takes a picture to, at the spec's narrowest width only.
+    static let floor = 30
+    /// Encodes the cap may add to the quality's own.
+    static let maxEncodes = 4
+
+    struct Fitted {
+        var data: [UInt8]
+        var width: Int
+        var height: Int
+        var choice: QualityChoice
+    }
+
+    /// `picture` (resampled from `cut`) encoded under `spec`'s cap.
+    static func fit(
+        _ picture: PixelImage, from cut: PixelImage, spec: TargetSpec, deadline: WorkDeadline, guess: Int? = nil
+    ) throws(AttacheError) -> Fitted {
+        let first = try QualitySearch.encode(
+            picture, as: spec.format, quality: spec.quality, deadline: deadline,
+            guess: spec.format == .jpeg ? guess : nil)
+        if first.data.count <= spec.maxBytes {
+            return Fitted(data: first.data, width: picture.width, height: picture.height, choice: first.choice)
+        }
+        let ceiling = first.choice.quality
+        var tries: [(quality: Int, width: Int, bytes: Int)] = [(ceiling, picture.width, first.data.count)]
+        var best: (data: [UInt8], image: PixelImage, quality: Int)? = nil
+        var (image, quality, added) = (picture, ceiling, 0)
+        let aim = Double(spec.maxBytes) * 0.95
+        let soft = min(ceiling, softFloor)
+        while added < maxEncodes {
+            let last = tries[tries.count - 1]
+            // Bytes per quality step at this width (2.5% before two tries say otherwise).
+            var rate = 0.025
+            let same = tries.filter { $0.width == last.width }
+            if same.count >= 2 {
+                let (a, b) = (same[same.count - 2], same[same.count - 1])
+                if a.quality != b.quality, a.bytes != b.bytes {
+                    let measured = log(Double(a.bytes) / Double(b.bytes)) / Double(a.quality - b.quality)
+                    if measured > 0.003 { rate = measured }
+                }
+            }
+            var next = quality
+            var width = image.width
+            if let kept = best {
+                // Under the cap with room left: one step up, aimed at the cap.
+                let room = Double(kept.data.count)
+                guard room < aim * 0.9, kept.quality < ceiling else { break }
+                next = min(ceiling, kept.quality + max(1, Int((log(aim / room) / rate).rounded(.down))))
+                guard !tries.contains(where: { $0.quality == next && $0.width == kept.image.width }) else { break }
+                image = kept.image
+            } else {
+                // Quality first, down to `soft`; then pixels at that quality, down to the spec's
+                // narrowest; only there quality below it, down to the floor.
+                let narrowest = image.width <= spec.minWidth
+                let lowestHere = narrowest ? floor : soft
+                let wanted = Double(last.quality) + log(aim / Double(last.bytes)) / rate
+                if last.quality > lowestHere {
+                    next = max(lowestHere, min(last.quality - 1, Int(wanted.rounded(.down))))
+                } else if !narrowest {
+                    // Bytes follow the pixel count: the width that fits at this quality, or
+                    // the narrowest with the quality that fits there.
+                    let shrink = min(0.97, (aim / Double(last.bytes)).squareRoot())
+                    width = max(spec.minWidth, Int(Double(image.width) * shrink))
+                    if width == spec.minWidth {
+                        let ratio = Double(width * width) / Double(image.width * image.width)
+                        let there = Double(last.bytes) * ratio
+                        let fits = Double(last.quality) + log(aim / there) / rate
+                        next = max(floor, min(last.quality, Int(fits.rounded(.down))))
+                    }
+                    let height = max(1, Int((Double(width) * Double(cut.height) / Double(cut.width)).rounded()))
+                    try deadline.check()
+                    image = try ImageProcessor.resampleImage(cut, target: (width, height))
+                } else {
+                    throw AttacheError(
+                        .tooLarge,
+                        "the \(spec.target.rawValue) picture is \(last.bytes) bytes at \(image.width)x\(image.height) "
+                            + "and quality \(last.quality), the smallest it may be (\(spec.minWidth) px wide, "
+                            + "quality \(floor)); it cannot fit its cap of \(spec.maxBytes) bytes",
+                        limit: .maxImageBytes)
+                }
+            }
+            try deadline.check()
+            quality = next
+            let data = try QualitySearch.encode(image, spec.format, quality)
+            added += 1
+            tries.append((quality, image.width, data.count))
+            if data.count <= spec.maxBytes,
+                best.map({ image.width > $0.image.width || (image.width == $0.image.width && quality > $0.quality) })
+                    ?? true
+            {
+                best = (data, image, quality)
+            }
+        }
+        guard let best else {
+            let last = tries[tries.count - 1]
+            throw AttacheError(
+                .tooLarge,
+                "the \(spec.target.rawValue) picture is \(last.bytes) bytes at quality \(last.quality) and "
+                    + "\(last.width) px wide after \(first.choice.encodes + added) encodes, over its cap of "
+                    + "\(spec.maxBytes)", limit: .maxImageBytes)
+        }
+        // The score it reached, against the pixels it was encoded from.
+        let score = try QualitySearch.Judge(best.image)?.score(best.data, spec.format)
+        return Fitted(
+            data: best.data, width: best.image.width, height: best.image.height,
+            choice: QualityChoice(quality: best.quality, score: score, encodes: first.choice.encodes + added))
+    }
+}

@@ -1,0 +1,482 @@
+// The perceptual score a quality search aims at: SSIMULACRA2 (Jon Sneyers, Cloudinary; the
+// metric of libjxl's tools/ssimulacra2.cc), computed the way a search needs it.
+//
+// The same colour space (XYB), the same five-scale pyramid in linear RGB (the sixth has no
+// weight), the same SSIM and edge-difference maps, the same 1- and 4-norm pooling, weights and
+// final mapping. What differs, each measured against the public implementation
+// (docs/quality.md):
+//   - only the (channel, scale) pairs with a weight above 0.01 are computed (X and B at full
+//     scale weigh nothing), and terms below 0.01 are dropped;
+//   - the Gaussian (sigma 1.5) is an 11-tap separable filter, zero-padded at the top and bottom
+//     and mirrored at the sides, as the public Python implementation does;
+//   - each scale runs in bands of rows, so memory is a few rows of the picture per plane plus
+//     the smaller scales' linear RGB (a third of a picture's floats per image), not a dozen
+//     whole planes.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attache_codecs.h"
+
+enum { SCALES = 6, RADIUS = 5, TAPS = 2 * RADIUS + 1, BAND = 64 };
+
+// SSIMULACRA2's weights, in its order: channel (X, Y, B), scale, norm (1, 4), term (ssim,
+// artifact, detail lost). Its index runs over the scales a picture has: a picture under 256 px
+// on a side has fewer than six, and its weights shift, as in libjxl's implementation.
+static const double weights[108] = {
+    0.0, 0.0007376606707406586, 0.0, 0.0, 0.0007793481682867309, 0.0,
+    0.0, 0.0004371155730107379, 0.0, 1.1041726426657346, 0.00066284834129271, 0.00015231632783718752,
+    0.0, 0.0016406437456599754, 0.0, 1.8422455520539298, 11.441172603757666, 0.0,
+    0.0007989109436015163, 0.000176816438078653, 0.0, 1.8787594979546387, 10.94906990605142, 0.0,
+    0.0007289346991508072, 0.9677937080626833, 0.0, 0.00014003424285435884, 0.9981766977854967, 0.00031949755934435053,
+    0.0004550992113792063, 0.0, 0.0, 0.0013648766163243398, 0.0, 0.0,
+    0.0, 0.0, 0.0, 7.466890328078848, 0.0, 17.445833984131262,
+    0.0006235601634041466, 0.0, 0.0, 6.683678146179332, 0.00037724407979611296, 1.027889937768264,
+    225.20515300849274, 0.0, 0.0, 19.213238186143016, 0.0011401524586618361, 0.001237755635509985,
+    176.39317598450694, 0.0, 0.0, 24.43300999870476, 0.28520802612117757, 0.0004485436923833408,
+    0.0, 0.0, 0.0, 34.77906344483772, 44.835625328877896, 0.0,
+    0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+    0.0, 0.0008680556573291698, 0.0, 0.0, 0.0, 0.0,
+    0.0, 0.0005313191874358747, 0.0, 0.00016533814161379112, 0.0, 0.0,
+    0.0, 0.0, 0.0, 0.0004179171803251336, 0.0017290828234722833, 0.0,
+    0.0020827005846636437, 0.0, 0.0, 8.826982764996862, 23.19243343998926, 0.0,
+    95.1080498811086, 0.9863978034400682, 0.9834382792465353, 0.0012286405048278493, 171.2667255897307, 0.9807858872435379,
+    0.0, 0.0, 0.0, 0.0005130064588990679, 0.0, 0.00010854057858411537
+};
+
+// The weight of (channel, scale, norm 0 or 1, term) for a picture of `scales` scales.
+static double weight_of(int scales, int channel, int scale, int norm, int term) {
+    return weights[(channel * scales + scale) * 6 + norm * 3 + term];
+}
+
+// Below this a weight is left out: for a picture of six scales (the common case) the terms under
+// 0.01 are dropped, so X and B at full scale and the sixth scale are never computed; a smaller
+// picture is cheap, and computed exactly.
+static double threshold(int scales) { return scales == 6 ? 0.01 : 0.0; }
+
+// Whether (channel, scale) has a weight above the threshold.
+static int needed(int scales, int channel, int scale) {
+    for (int k = 0; k < 6; k++)
+        if (weight_of(scales, channel, scale, k / 3, k % 3) > threshold(scales)) return 1;
+    return 0;
+}
+
+// One image at one scale: 8-bit pixels (scale 0) or three planes of linear RGB.
+typedef struct {
+    const uint8_t *pixels;
+    size_t stride;
+    int channels;
+    float *linear[3];
+    // The reference at scale 0: its Y plane in XYB, made once (only Y weighs at that scale).
+    float *y;
+} source;
+
+// Five blurred quantities per channel: the two images' means, mean squares and mean product.
+enum { Q_A, Q_B, Q_AA, Q_BB, Q_AB, QUANTITIES };
+
+struct att_quality_ref {
+    // The picture's scales (as SSIMULACRA2 counts them, at most six) and those computed.
+    int width, height, scales, levels;
+    int sizes[SCALES][2];
+    source reference[SCALES];
+    // The candidate's smaller scales (its scale 0 is the pixels it is scored with).
+    float *candidate[SCALES][3];
+    float kernel[TAPS];
+    // Band scratch, sized for scale 0: linear rows of both images, the XYB rows of both per
+    // channel (with the blur's margin), a row of zeros, the vertical pass and the blurred rows
+    // of each quantity (the vertical with the horizontal pass's margins).
+    float *rows_linear[2][3];
+    float *xyb[3][2];
+    float *zeros;
+    float *vertical[QUANTITIES];
+    float *blurred[QUANTITIES];
+    // The reference at scale 0: its Y plane, or (a small picture) its pixels.
+    float *y;
+    uint8_t *pixels;
+};
+
+static float srgb_linear[256];
+
+static void init_tables(void) {
+    if (srgb_linear[255] != 0) return;
+    for (int i = 0; i < 256; i++) {
+        double v = i / 255.0;
+        srgb_linear[i] = (float)(v <= 0.04045 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4));
+    }
+}
+
+// Cube root of x > 0 (x is at least the opsin bias here): a bit-level first guess (within 4%)
+// and two Newton steps (within 1e-5 relative), free of branches so that it vectorises.
+static inline float cube_root(float x) {
+    union {
+        float f;
+        uint32_t i;
+    } u = {x};
+    u.i = u.i / 3 + 709921077u;
+    float y = u.f;
+    y = (2.0f * y + x / (y * y)) * (1.0f / 3.0f);
+    y = (2.0f * y + x / (y * y)) * (1.0f / 3.0f);
+    return y;
+}
+
+// Row `y` of `image` as linear RGB: `out` points at it (in the image's planes, or in `buffer`,
+// filled from its pixels).
+static void linear_row(const source *image, int y, int width, float *buffer[3], const float *out[3]) {
+    if (image->pixels == NULL) {
+        for (int c = 0; c < 3; c++) out[c] = image->linear[c] + (size_t)y * width;
+        return;
+    }
+    for (int c = 0; c < 3; c++) out[c] = buffer[c];
+    float *dst[3] = {buffer[0], buffer[1], buffer[2]};
+    const uint8_t *src = image->pixels + (size_t)y * image->stride;
+    switch (image->channels) {
+    case 1:
+        for (int x = 0; x < width; x++) dst[0][x] = dst[1][x] = dst[2][x] = srgb_linear[src[x]];
+        break;
+    case 3:
+        for (int x = 0; x < width; x++) {
+            dst[0][x] = srgb_linear[src[3 * x]];
+            dst[1][x] = srgb_linear[src[3 * x + 1]];
+            dst[2][x] = srgb_linear[src[3 * x + 2]];
+        }
+        break;
+    default:
+        // Over mid grey, as SSIMULACRA2 compares pictures with transparency.
+        for (int x = 0; x < width; x++) {
+            float alpha = src[4 * x + 3] / 255.0f;
+            for (int c = 0; c < 3; c++) dst[c][x] = alpha * srgb_linear[src[4 * x + c]] + (1 - alpha) * 0.5f;
+        }
+    }
+}
+
+// Linear RGB to SSIMULACRA2's positive XYB for the channels `want` names (Y always).
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void to_xyb(const float *const linear[3], float *xyb[3], int count, const int want[3]) {
+    const float bias = 0.0037930732552754493f;
+    const float root = cube_root(bias);
+    const float *restrict r = linear[0], *restrict g = linear[1], *restrict b = linear[2];
+    float *restrict ox = xyb[0], *restrict oy = xyb[1], *restrict ob = xyb[2];
+    if (!want[0] && !want[2]) {
+        for (int i = 0; i < count; i++) {
+            float m0 = fmaxf(0.30f * r[i] + 0.622f * g[i] + 0.078f * b[i] + bias, bias);
+            float m1 = fmaxf(0.23f * r[i] + 0.692f * g[i] + 0.078f * b[i] + bias, bias);
+            oy[i] = 0.5f * (cube_root(m0) + cube_root(m1)) - root + 0.01f;
+        }
+    } else if (!want[2]) {
+        for (int i = 0; i < count; i++) {
+            float m0 = cube_root(fmaxf(0.30f * r[i] + 0.622f * g[i] + 0.078f * b[i] + bias, bias));
+            float m1 = cube_root(fmaxf(0.23f * r[i] + 0.692f * g[i] + 0.078f * b[i] + bias, bias));
+            ox[i] = 7.0f * (m0 - m1) + 0.42f;
+            oy[i] = 0.5f * (m0 + m1) - root + 0.01f;
+        }
+    } else {
+        for (int i = 0; i < count; i++) {
+            float m0 = cube_root(fmaxf(0.30f * r[i] + 0.622f * g[i] + 0.078f * b[i] + bias, bias));
+            float m1 = cube_root(fmaxf(0.23f * r[i] + 0.692f * g[i] + 0.078f * b[i] + bias, bias));
+            float m2 = cube_root(
+                fmaxf(0.24342268924547819f * r[i] + 0.20476744424496821f * g[i] + 0.55180986651f * b[i] + bias, bias));
+            float y = 0.5f * (m0 + m1) - root;
+            ox[i] = 7.0f * (m0 - m1) + 0.42f;
+            oy[i] = y + 0.01f;
+            ob[i] = (m2 - root - y) + 0.55f;
+        }
+    }
+}
+
+// The horizontal pass of the blur over `mid` (width floats with RADIUS free on each side) into
+// `out`, mirrored at the sides (scipy's "reflect": d c b a | a b c d | d c b a).
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void blur_row(float *mid, float *restrict out, int width,
+                                                                      const float kernel[TAPS]) {
+    for (int i = 0; i < RADIUS; i++) {
+        mid[-1 - i] = mid[i < width ? i : width - 1];
+        mid[width + i] = mid[width - 1 - i >= 0 ? width - 1 - i : 0];
+    }
+    for (int x = 0; x < width; x++) out[x] = kernel[RADIUS] * mid[x];
+    for (int k = 1; k <= RADIUS; k++) {
+        const float w = kernel[RADIUS + k];
+        for (int x = 0; x < width; x++) out[x] += w * (mid[x - k] + mid[x + k]);
+    }
+}
+
+// The vertical pass at one row for all five quantities at once, from the taps' rows of both
+// images (`a[k]`, `b[k]`; a row past the image's ends is a row of zeros): their means, mean
+// squares and mean product, with no plane of squares or products kept.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void vertical_row(const float *const a[TAPS],
+                                                                          const float *const b[TAPS],
+                                                                          const float kernel[TAPS], int width,
+                                                                          float *out[QUANTITIES]) {
+    typedef float lanes __attribute__((ext_vector_type(8)));
+    float *ma = out[Q_A], *mb = out[Q_B], *maa = out[Q_AA], *mbb = out[Q_BB], *mab = out[Q_AB];
+    int x = 0;
+    // Eight columns at a time, the five sums in registers.
+    for (; x + 8 <= width; x += 8) {
+        lanes sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+        for (int k = 0; k < TAPS; k++) {
+            lanes va, vb;
+            memcpy(&va, a[k] + x, sizeof va);
+            memcpy(&vb, b[k] + x, sizeof vb);
+            lanes wa = kernel[k] * va, wb = kernel[k] * vb;
+            sa += wa;
+            sb += wb;
+            saa += wa * va;
+            sbb += wb * vb;
+            sab += wa * vb;
+        }
+        memcpy(ma + x, &sa, sizeof sa);
+        memcpy(mb + x, &sb, sizeof sb);
+        memcpy(maa + x, &saa, sizeof saa);
+        memcpy(mbb + x, &sbb, sizeof sbb);
+        memcpy(mab + x, &sab, sizeof sab);
+    }
+    for (; x < width; x++) {
+        float sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+        for (int k = 0; k < TAPS; k++) {
+            float va = a[k][x], vb = b[k][x], wa = kernel[k] * va, wb = kernel[k] * vb;
+            sa += wa;
+            sb += wb;
+            saa += wa * va;
+            sbb += wb * vb;
+            sab += wa * vb;
+        }
+        ma[x] = sa;
+        mb[x] = sb;
+        maa[x] = saa;
+        mbb[x] = sbb;
+        mab[x] = sab;
+    }
+}
+
+// One band's rows of the pooled sums: ssim, artifact and detail lost, 1- and 4-norm.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void pool_row(const float *restrict blurred[QUANTITIES],
+                                                                      const float *restrict a,
+                                                                      const float *restrict b, int width,
+                                                                      double sum[3], double sum4[3]) {
+#pragma clang fp reassociate(on)
+    const float c2 = 0.0009f;
+    const float *mu1 = blurred[Q_A], *mu2 = blurred[Q_B], *s11 = blurred[Q_AA], *s22 = blurred[Q_BB],
+                *s12 = blurred[Q_AB];
+    float rs0 = 0, rs1 = 0, rs2 = 0, r40 = 0, r41 = 0, r42 = 0;
+    for (int i = 0; i < width; i++) {
+        float m11 = mu1[i] * mu1[i], m22 = mu2[i] * mu2[i], m12 = mu1[i] * mu2[i];
+        float diff = mu1[i] - mu2[i];
+        float num_m = 1.0f - diff * diff;
+        float num_s = 2.0f * (s12[i] - m12) + c2;
+        float den_s = (s11[i] - m11) + (s22[i] - m22) + c2;
+        float d = fmaxf(1.0f - num_m * num_s / den_s, 0.0f);
+        float edge = (1.0f + fabsf(b[i] - mu2[i])) / (1.0f + fabsf(a[i] - mu1[i])) - 1.0f;
+        float artifact = fmaxf(edge, 0.0f), lost = fmaxf(-edge, 0.0f);
+        float d2 = d * d, a2 = artifact * artifact, l2 = lost * lost;
+        rs0 += d;
+        rs1 += artifact;
+        rs2 += lost;
+        r40 += d2 * d2;
+        r41 += a2 * a2;
+        r42 += l2 * l2;
+    }
+    sum[0] += rs0;
+    sum[1] += rs1;
+    sum[2] += rs2;
+    sum4[0] += r40;
+    sum4[1] += r41;
+    sum4[2] += r42;
+}
+
+// 2 × 2 means of three planes of `width` × `height` into `out` (a block at an edge averages the
+// pixels it has, counting a missing row or column as its neighbour, as repeated halving does).
+static void halve(const source *in, int width, int height, float *out[3], float *buffer[3]) {
+    int w = (width + 1) / 2, h = (height + 1) / 2;
+    float *buffer2[3] = {buffer[0] + width, buffer[1] + width, buffer[2] + width};
+    const float *rows[3], *second[3];
+    for (int y = 0; y < h; y++) {
+        linear_row(in, 2 * y, width, buffer, rows);
+        linear_row(in, 2 * y + 1 < height ? 2 * y + 1 : 2 * y, width, buffer2, second);
+        for (int c = 0; c < 3; c++) {
+            float *dst = out[c] + (size_t)y * w;
+            for (int x = 0; x < w; x++) {
+                int x1 = 2 * x + 1 < width ? 2 * x + 1 : 2 * x;
+                dst[x] = 0.25f * (rows[c][2 * x] + rows[c][x1] + second[c][2 * x] + second[c][x1]);
+            }
+        }
+    }
+}
+
+void att_quality_free(att_quality_ref *ref) {
+    if (ref == NULL) return;
+    for (int s = 0; s < SCALES; s++) {
+        for (int c = 0; c < 3; c++) {
+            free(ref->reference[s].linear[c]);
+            free(ref->candidate[s][c]);
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        for (int c = 0; c < 3; c++) free(ref->rows_linear[i][c]);
+    for (int c = 0; c < 3; c++)
+        for (int i = 0; i < 2; i++) free(ref->xyb[c][i]);
+    for (int q = 0; q < QUANTITIES; q++) {
+        free(ref->blurred[q]);
+        free(ref->vertical[q]);
+    }
+    free(ref->zeros);
+    free(ref->y);
+    free(ref->pixels);
+    free(ref);
+}
+
+static float *floats(size_t count) { return malloc(sizeof(float) * (count ? count : 1)); }
+
+att_quality_ref *att_quality_prepare(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
+                                     int32_t channels, att_error *error) {
+    init_tables();
+    if (width < 8 || height < 8 || channels < 1 || channels > 4 || channels == 2) {
+        att_set_error(error, ATT_ERR_INTERNAL, "a %ux%u picture of %d channels has no score", width, height, channels);
+        return NULL;
+    }
+    att_quality_ref *ref = calloc(1, sizeof *ref);
+    if (ref == NULL) goto no_memory;
+    ref->width = (int)width;
+    ref->height = (int)height;
+    double total = 0;
+    for (int k = -RADIUS; k <= RADIUS; k++) total += exp(-(double)(k * k) / 4.5);
+    for (int k = -RADIUS; k <= RADIUS; k++) ref->kernel[k + RADIUS] = (float)(exp(-(double)(k * k) / 4.5) / total);
+    // Band scratch: two rows of linear RGB per image (halving reads two), the band's rows of
+    // each quantity, and the rows the passes write.
+    size_t band = (size_t)(BAND + 2 * RADIUS) * width;
+    for (int i = 0; i < 2; i++)
+        for (int c = 0; c < 3; c++)
+            if (!(ref->rows_linear[i][c] = floats(2 * (size_t)width))) goto no_memory;
+    for (int c = 0; c < 3; c++)
+        for (int i = 0; i < 2; i++)
+            if (!(ref->xyb[c][i] = floats(band))) goto no_memory;
+    for (int q = 0; q < QUANTITIES; q++)
+        if (!(ref->blurred[q] = floats(width)) || !(ref->vertical[q] = floats(width + 2 * RADIUS))) goto no_memory;
+    if (!(ref->zeros = calloc(width, sizeof(float)))) goto no_memory;
+
+    source original = {pixels, stride, channels, {NULL, NULL, NULL}, NULL};
+    int w = (int)width, h = (int)height;
+    for (int cw = w, ch = h; ref->scales < SCALES && cw >= 8 && ch >= 8; cw = (cw + 1) / 2, ch = (ch + 1) / 2) {
+        ref->scales++;
+    }
+    if (needed(ref->scales, 0, 0) || needed(ref->scales, 2, 0)) {
+        // A small picture weighs every channel at full scale: its pixels are kept, copied.
+        size_t row_bytes = (size_t)width * channels;
+        if (!(ref->pixels = malloc(row_bytes * height))) goto no_memory;
+        for (uint32_t y = 0; y < height; y++) memcpy(ref->pixels + y * row_bytes, pixels + y * stride, row_bytes);
+        ref->reference[0] = (source){ref->pixels, row_bytes, channels, {NULL, NULL, NULL}, NULL};
+    } else {
+        // Only Y weighs at full scale: the reference's Y plane, made once.
+        if (!(ref->y = floats((size_t)width * height))) goto no_memory;
+        const int only_y[3] = {0, 1, 0};
+        for (uint32_t y = 0; y < height; y++) {
+            const float *linear[3];
+            linear_row(&original, (int)y, (int)width, ref->rows_linear[0], linear);
+            float *xyb[3] = {ref->xyb[0][0], ref->y + (size_t)y * width, ref->xyb[2][0]};
+            to_xyb(linear, xyb, (int)width, only_y);
+        }
+        ref->reference[0] = (source){NULL, 0, 0, {NULL, NULL, NULL}, ref->y};
+    }
+    int last = 0;
+    for (int s = 0; s < ref->scales; s++)
+        for (int c = 0; c < 3; c++)
+            if (needed(ref->scales, c, s)) last = s;
+    for (int s = 0; s <= last; s++) {
+        ref->sizes[s][0] = w;
+        ref->sizes[s][1] = h;
+        ref->levels = s + 1;
+        int half_w = (w + 1) / 2, half_h = (h + 1) / 2;
+        if (s == last) break;
+        for (int c = 0; c < 3; c++) {
+            ref->reference[s + 1].linear[c] = floats((size_t)half_w * half_h);
+            ref->candidate[s + 1][c] = floats((size_t)half_w * half_h);
+            if (!ref->reference[s + 1].linear[c] || !ref->candidate[s + 1][c]) goto no_memory;
+        }
+        halve(s == 0 ? &original : &ref->reference[s], w, h, ref->reference[s + 1].linear, ref->rows_linear[0]);
+        w = half_w;
+        h = half_h;
+    }
+    return ref;
+no_memory:
+    att_quality_free(ref);
+    att_set_error(error, ATT_ERR_MEMORY_LIMIT, "no memory for the quality score's planes");
+    return NULL;
+}
+
+// One scale of both images, in bands: the weighted sum of its pooled terms.
+static double score_scale(att_quality_ref *ref, int s, const source *a, const source *b) {
+    int w = ref->sizes[s][0], h = ref->sizes[s][1];
+    int want[3];
+    for (int c = 0; c < 3; c++) want[c] = needed(ref->scales, c, s);
+    double sum[3][3] = {{0}}, sum4[3][3] = {{0}};
+    double counted = 0;
+    // The two largest scales are sampled: every other band of rows (what a band's pooled sums
+    // say of the picture differs little from its neighbour's; measured in docs/quality.md).
+    int step = s <= 1 && h >= 4 * BAND ? 2 * BAND : BAND;
+    for (int y0 = 0; y0 < h; y0 += step) {
+        int y1 = y0 + BAND < h ? y0 + BAND : h;
+        counted += (double)(y1 - y0) * w;
+        int r0 = y0 - RADIUS > 0 ? y0 - RADIUS : 0, r1 = y1 + RADIUS < h ? y1 + RADIUS : h;
+        // XYB rows of both images (the reference's Y at scale 0 is made already).
+        for (int r = r0; r < r1; r++) {
+            size_t at = (size_t)(r - r0) * w;
+            for (int i = 0; i < 2; i++) {
+                const source *image = i == 0 ? a : b;
+                if (image->y != NULL) continue;
+                const float *linear[3];
+                linear_row(image, r, w, ref->rows_linear[i], linear);
+                float *xyb[3] = {ref->xyb[0][i] + at, ref->xyb[1][i] + at, ref->xyb[2][i] + at};
+                to_xyb(linear, xyb, w, want);
+            }
+        }
+        for (int c = 0; c < 3; c++) {
+            if (!want[c]) continue;
+            for (int y = y0; y < y1; y++) {
+                // Vertical pass (rows past the ends are zero), then horizontal, per quantity.
+                const float *ta[TAPS], *tb[TAPS];
+                for (int k = -RADIUS; k <= RADIUS; k++) {
+                    int from = y + k;
+                    int inside = from >= 0 && from < h;
+                    ta[k + RADIUS] = !inside ? ref->zeros
+                                     : a->y   ? a->y + (size_t)from * w
+                                              : ref->xyb[c][0] + (size_t)(from - r0) * w;
+                    tb[k + RADIUS] = inside ? ref->xyb[c][1] + (size_t)(from - r0) * w : ref->zeros;
+                }
+                float *vertical[QUANTITIES];
+                for (int q = 0; q < QUANTITIES; q++) vertical[q] = ref->vertical[q] + RADIUS;
+                vertical_row(ta, tb, ref->kernel, w, vertical);
+                for (int q = 0; q < QUANTITIES; q++) blur_row(vertical[q], ref->blurred[q], w, ref->kernel);
+                size_t at = (size_t)(y - r0) * w;
+                const float *own = a->y ? a->y + (size_t)y * w : ref->xyb[c][0] + at;
+                pool_row((const float **)ref->blurred, own, ref->xyb[c][1] + at, w, sum[c], sum4[c]);
+            }
+        }
+    }
+    double total = 0, n = counted;
+    for (int c = 0; c < 3; c++) {
+        if (!want[c]) continue;
+        for (int k = 0; k < 6; k++) {
+            double w8 = weight_of(ref->scales, c, s, k / 3, k % 3);
+            if (w8 <= threshold(ref->scales)) continue;
+            total += w8 * (k < 3 ? sum[c][k % 3] / n : pow(sum4[c][k % 3] / n, 0.25));
+        }
+    }
+    return total;
+}
+
+int32_t att_quality_score(att_quality_ref *ref, const uint8_t *pixels, size_t stride, int32_t channels,
+                          double *score, att_error *error) {
+    if (channels < 1 || channels > 4 || channels == 2) {
+        att_set_error(error, ATT_ERR_INTERNAL, "a picture of %d channels has no score", channels);
+        return ATT_ERR_INTERNAL;
+    }
+    source candidate[SCALES] = {{pixels, stride, channels, {NULL, NULL, NULL}, NULL}};
+    double total = 0;
+    for (int s = 0; s < ref->levels; s++) {
+        if (s + 1 < ref->levels) {
+            for (int c = 0; c < 3; c++) candidate[s + 1].linear[c] = ref->candidate[s + 1][c];
+            halve(&candidate[s], ref->sizes[s][0], ref->sizes[s][1], candidate[s + 1].linear, ref->rows_linear[0]);
+        }
+        total += score_scale(ref, s, &ref->reference[s], &candidate[s]);
+    }
+    double v = total * 0.9562382616834844;
+    v = 2.326765642916932 * v - 0.020884521182843837 * v * v + 6.248496625763138e-05 * v * v * v;
+    *score = v > 0 ? 100.0 - 10.0 * pow(v, 0.6276336467831387) : 100.0;
+    return ATT_OK;
+}

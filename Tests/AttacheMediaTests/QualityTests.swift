@@ -1,0 +1,227 @@
+import AttacheBase
+import AttacheTestSupport
+import Foundation
+import Testing
+
+@testable import AttacheMedia
+
+/// `--quality auto`: each picture at the lowest quality that reaches a perceptual score, the
+/// score checked against the public SSIMULACRA2 where it is installed, and the byte caps of the
+/// other receivers' pictures searched in size and quality together.
+struct QualityTests {
+    /// A picture of `width` × `height`: a smooth sky when `busy` is false, else leaves and
+    /// grass (fine texture at every scale).
+    static func picture(width: Int, height: Int, busy: Bool, seed: UInt64 = 7) -> PixelImage {
+        var state = seed
+        func noise() -> Double {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Double(state >> 40) / Double(1 << 24)
+        }
+        var pixels = [UInt8](repeating: 0, count: width * height * 3)
+        for y in 0..<height {
+            for x in 0..<width {
+                let i = (y * width + x) * 3
+                let fy = Double(y) / Double(height)
+                var (r, g, b) = (90 + 60 * fy, 140 + 50 * fy, 220 - 20 * fy)
+                if busy {
+                    let leaf = sin(Double(x) * 0.9 + sin(Double(y) * 0.37) * 3) * cos(Double(y) * 0.71)
+                    let grain = noise() * 80 - 40
+                    (r, g, b) = (60 + 50 * leaf + grain, 120 + 60 * leaf + grain, 40 + 30 * leaf + grain * 0.5)
+                } else {
+                    let grain = noise() * 2 - 1
+                    (r, g, b) = (r + grain, g + grain, b + grain)
+                }
+                pixels[i] = UInt8(max(0, min(255, r)))
+                pixels[i + 1] = UInt8(max(0, min(255, g)))
+                pixels[i + 2] = UInt8(max(0, min(255, b)))
+            }
+        }
+        return PixelImage(width: width, height: height, channels: 3, pixels: pixels)
+    }
+
+    /// The public SSIMULACRA2 of `encoded` against `reference` (nil when the PyPI package is
+    /// not installed).
+    static func publicScore(reference: PixelImage, encoded: [UInt8], kind: MediaKind) throws -> Double? {
+        guard ChildProcess.pythonHas("ssimulacra2") else { return nil }
+        let directory = try TemporaryDirectory()
+        let original = directory.path + "/reference.png"
+        let candidate = directory.path + "/candidate." + kind.fileExtension
+        try Data(try Encoders.png(reference, level: 1)).write(to: URL(fileURLWithPath: original))
+        try Data(encoded).write(to: URL(fileURLWithPath: candidate))
+        let run = try runChild(
+            "/usr/bin/env",
+            [
+                "python3", "-c",
+                "import sys, ssimulacra2; print(ssimulacra2.compute_ssimulacra2(sys.argv[1], sys.argv[2]))",
+                original, candidate,
+            ])
+        #expect(run.status == 0, "\(run.errorText)")
+        return Double(run.text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Each quality names its renditions apart: a stored rendition is reused only for the same.
+    @Test func eachQualityHasItsOwnCacheKey() {
+        let keys = [Quality.fixed(75), .auto(target: 75), .auto(target: 70), .default].map {
+            RenditionSpec(quality: $0).cacheKey
+        }
+        #expect(Set(keys).count == 3 && keys[1] == keys[3], "\(keys)")
+        #expect(Quality("auto", target: 80) == .auto(target: 80) && Quality("85") == .fixed(85))
+        #expect(Quality("0") == nil && Quality("auto", target: 99) == nil && Quality("best") == nil)
+    }
+
+    /// A fixed quality is today's encode, byte for byte: the search is not in its path.
+    @Test func aFixedQualityStillGivesTodaysBytesExactly() throws {
+        let image = Self.picture(width: 640, height: 480, busy: true)
+        for quality in [40, 85, 95] {
+            let (data, choice) = try QualitySearch.encode(image, as: .jpeg, quality: .fixed(quality))
+            #expect(data == (try Encoders.jpeg(image, quality: quality)), "quality \(quality)")
+            #expect(choice.quality == quality && choice.encodes == 1 && choice.score == nil)
+        }
+        let source = MediaBytes(try Encoders.jpeg(Self.picture(width: 2000, height: 1500, busy: true), quality: 92))
+        let rendition = try ImageProcessor.render(source, spec: RenditionSpec(quality: .fixed(85)))
+        let decoded = try ImageProcessor.decode(source, spec: RenditionSpec(quality: .fixed(85))).image
+        #expect(rendition.data == (try Encoders.jpeg(decoded, quality: 85)))
+    }
+
+    /// At the same target the flat picture takes a lower quality number and fewer bytes than
+    /// fixed 85 gives it; the busy one takes what it needs. Both reach the target, and the
+    /// search encodes at most three times.
+    @Test func aFlatPictureGetsFewerBytesThanABusyOneAtTheSameTarget() throws {
+        let flat = Self.picture(width: 1024, height: 768, busy: false)
+        let busy = Self.picture(width: 1024, height: 768, busy: true)
+        let target = 75.0
+        let (flatData, flatChoice) = try QualitySearch.encode(flat, as: .jpeg, quality: .auto(target: target))
+        let (busyData, busyChoice) = try QualitySearch.encode(busy, as: .jpeg, quality: .auto(target: target))
+        for (name, choice) in [("flat", flatChoice), ("busy", busyChoice)] {
+            #expect(try #require(choice.score) >= target, "\(name): \(choice)")
+            #expect(choice.encodes <= QualitySearch.maxEncodes, "\(name): \(choice)")
+        }
+        #expect(flatData.count < busyData.count)
+        #expect(flatChoice.quality < busyChoice.quality, "flat \(flatChoice), busy \(busyChoice)")
+        let flatAt85 = try Encoders.jpeg(flat, quality: 85)
+        #expect(flatData.count < flatAt85.count, "flat: \(flatData.count) bytes at auto, \(flatAt85.count) at 85")
+        print("quality: flat \(flatChoice) \(flatData.count) bytes; busy \(busyChoice) \(busyData.count) bytes")
+    }
+
+    /// Every JPEG and PNG sample and a run of corpus photos, at three targets: each rendition
+    /// reaches its target in-process, and within a point of it by the public SSIMULACRA2 where
+    /// that is installed (the in-process score tracks it to within 0.8 on the photo benchmark).
+    @Test func theTargetIsMetOnEveryTestPicture() throws {
+        var names = ["gray.jpg", "cmyk-adobe.jpg", "waterfall-rotated.jpg", "portrait-progressive.jpg"].map {
+            Paths.samples + "/" + $0
+        }
+        names += ["jpeg-variants/pillow__hopper.jpg", "jpeg-variants/pillow__flower.jpg"].map(Corpus.path)
+        var judged = 0
+        for file in names where FileManager.default.fileExists(atPath: file) {
+            for target in [65.0, 75.0, 85.0] {
+                var spec = RenditionSpec(maxSide: 640, quality: .auto(target: target))
+                spec.outputFormat = .jpeg
+                let rendition = try ImageProcessor.render(try MediaBytes(contentsOfFile: file), spec: spec)
+                guard !rendition.keptSource, let choice = rendition.quality else { continue }
+                let score = try #require(choice.score)
+                // Met, or (a saturated red that 4:2:0 chroma cannot carry) the best the search can
+                // write: its highest quality.
+                let met = score >= target
+                #expect(met || choice.quality == QualitySearch.highest, "\(file) at \(target): \(choice)")
+                #expect(choice.encodes <= QualitySearch.maxEncodes)
+                let reference = try #require(rendition.pixels)
+                if let judge = try Self.publicScore(reference: reference, encoded: rendition.data, kind: .jpeg) {
+                    judged += 1
+                    #expect(!met || judge >= target - 1, "\(file) at \(target): public \(judge), in-process \(score)")
+                    #expect(abs(judge - score) <= 1.5, "\(file) at \(target): public \(judge), in-process \(score)")
+                }
+            }
+        }
+        print("quality: targets met on \(names.count) pictures, \(judged) checked with the public SSIMULACRA2")
+    }
+
+    /// The in-process score against the public one over a range of qualities, JPEG and WebP.
+    @Test(.enabled(if: ChildProcess.pythonHas("ssimulacra2"), "needs PyPI ssimulacra2"))
+    func theScoreTracksThePublicSSIMULACRA2() throws {
+        let image = Self.picture(width: 512, height: 384, busy: true)
+        var worst = 0.0
+        for kind in [MediaKind.jpeg, .webp] {
+            for quality in [30, 60, 80, 95] {
+                let (data, choice) = try QualitySearch.encode(image, as: kind, quality: .fixed(quality), score: true)
+                let inside = try #require(choice.score)
+                let outside = try #require(try Self.publicScore(reference: image, encoded: data, kind: kind))
+                worst = max(worst, abs(inside - outside))
+                #expect(abs(inside - outside) <= 1.5, "\(kind) q\(quality): in-process \(inside), public \(outside)")
+            }
+        }
+        print("quality: in-process score within \(worst) of the public SSIMULACRA2")
+    }
+
+    /// A portrait and a panorama: the Android picture is cut from the decode at the size it
+    /// needs, not from the iOS rendition: 1024×512 from the portrait, and the panorama's own
+    /// 1000×500 window, sharp (as the source has it).
+    @Test func theReceiversPicturesComeFromTheBestPixelsTheDecodeHas() throws {
+        let portrait = MediaBytes(try Encoders.jpeg(Self.picture(width: 3000, height: 4000, busy: true), quality: 90))
+        let made = try MediaTransform.apply(
+            try MediaValidator.validate(portrait), TransformRequest(targets: [TargetSpec(.android)]))
+        #expect((made.width, made.height) == (768, 1024))
+        let picture = try #require(try made.targets.first?.result.get())
+        #expect((picture.width, picture.height) == (1024, 512))
+
+        let wide = Self.picture(width: 8000, height: 500, busy: true)
+        let panorama = MediaBytes(try Encoders.jpeg(wide, quality: 95))
+        let cut = try MediaTransform.apply(
+            try MediaValidator.validate(panorama),
+            TransformRequest(targets: [TargetSpec(.android)], focus: FocalPoint(x: 0.5, y: 0.5)))
+        let crop = try #require(try cut.targets.first?.result.get())
+        #expect((crop.width, crop.height) == (1000, 500))
+        #expect(crop.crop.width == 1000 && crop.crop.height == 500)
+        // Sharp: the picture is the source's window (JPEG's loss only), not a blown-up blur.
+        let shown = try ImageProcessor.decode(MediaBytes(crop.data), spec: RenditionSpec(maxSide: 4000)).image
+        let window = wide.cropped(x: crop.crop.x, y: crop.crop.y, width: 1000, height: 500)
+        let difference = meanAbsoluteDifference(shown, window)
+        #expect(difference < 12, "mean difference \(difference) from the source's window")
+    }
+
+    /// Caps from roomy to impossible on a busy photo: under the cap every time it can be met,
+    /// never under the documented floor (quality 30, and below 50 only at the narrowest width),
+    /// never narrower than the spec allows; where it cannot be met, a too_large that says so.
+    @Test func aCapSearchNeverGoesUnderTheFloorItDocuments() throws {
+        let validated = try MediaValidator.validate(
+            MediaBytes(try Encoders.jpeg(Self.picture(width: 2400, height: 1600, busy: true), quality: 95)))
+        for format in [MediaKind.jpeg, .webp] {
+            for cap in [400_000, 100_000, 40_000, 20_000, 5_000, 1_000] {
+                var spec = TargetSpec(.android)
+                (spec.maxBytes, spec.format) = (cap, format)
+                let out = try MediaTransform.apply(validated, TransformRequest(targets: [spec]))
+                let outcome = try #require(out.targets.first)
+                switch outcome.result {
+                case .success(let picture):
+                    #expect(picture.data.count <= cap, "\(format) \(cap): \(picture.data.count) bytes")
+                    #expect(picture.quality >= CapSearch.floor, "\(format) \(cap): q\(picture.quality)")
+                    #expect(picture.width >= spec.minWidth, "\(format) \(cap): \(picture.width) wide")
+                    if picture.quality < CapSearch.softFloor { #expect(picture.width == spec.minWidth) }
+                    #expect(picture.encodes <= QualitySearch.maxEncodes + CapSearch.maxEncodes)
+                    #expect(picture.score != nil)
+                    print(
+                        "cap \(format) \(cap): \(picture.data.count) bytes, q\(picture.quality), "
+                            + "\(picture.width)x\(picture.height), score \(picture.score ?? 0), \(picture.encodes) encodes"
+                    )
+                case .failure(let error):
+                    #expect(
+                        error.code == .tooLarge && error.message.contains("cannot fit"), "\(format) \(cap): \(error)")
+                    #expect(cap <= 20_000, "\(format) \(cap): \(error)")
+                }
+            }
+        }
+    }
+
+    /// A target of 90 with a 40 KB cap: the cap wins, and the report says what score the
+    /// picture reached.
+    @Test func theCapWinsOverTheTarget() throws {
+        let validated = try MediaValidator.validate(
+            MediaBytes(try Encoders.jpeg(Self.picture(width: 2400, height: 1600, busy: true), quality: 95)))
+        var spec = TargetSpec(.android)
+        (spec.maxBytes, spec.quality) = (40_000, .auto(target: 90))
+        let out = try MediaTransform.apply(validated, TransformRequest(targets: [spec]))
+        let picture = try #require(try out.targets.first?.result.get())
+        #expect(picture.data.count <= 40_000)
+        let score = try #require(picture.score)
+        #expect(score < 90, "a busy 2:1 picture under 40 KB cannot score 90; this one says \(score)")
+    }
+}
