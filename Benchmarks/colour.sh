@@ -96,8 +96,8 @@ for photo in photos:
         out = f"{work}/out-{profile}"
         best = {"u": 1e9, "t": 1e9, "v": 1e9}
         for _ in range(5):
-            best["u"] = min(best["u"], run([binary, "resize", "--max-side", "1024", "--out", out + "-u", untagged]))
-            best["t"] = min(best["t"], run([binary, "resize", "--max-side", "1024", "--out", out, tagged]))
+            best["u"] = min(best["u"], run([binary, "resize", "--max-side", "1024", "--quality", "85", "--out", out + "-u", untagged]))
+            best["t"] = min(best["t"], run([binary, "resize", "--max-side", "1024", "--quality", "85", "--out", out, tagged]))
             best["v"] = min(best["v"], run(["vipsthumbnail", tagged, "-s", "1024", "--export-profile", "srgb",
                                             "-o", f"{work}/vips-%s.jpg[Q=85]"]))
         ours = Image.open(f"{out}/{photo}-{profile}.jpg").convert("RGB")

@@ -29,6 +29,51 @@ def resize(attache, files, out, quality, target=None, score=False):
     return [json.loads(line) for line in lines]
 
 
+def cap_pictures(attache, files, out, cap):
+    """The Android pictures under `cap`, centred (--focus 0.5,0.5) so that every binary cuts the same window."""
+    args = [attache, "resize", "--max-side", "1024", "--out", out, "--json", "--targets", "android",
+            "--android-max-bytes", str(cap), "--focus", "0.5,0.5"]
+    lines = subprocess.run(args + files, check=True, capture_output=True, text=True).stdout.splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def centred_reference(source, width, height, path):
+    """The source's centred 2:1 window, upright, resampled (Lanczos) to width x height: one
+    reference for every binary's picture of it."""
+    from PIL import Image, ImageOps
+
+    image = ImageOps.exif_transpose(Image.open(source)).convert("RGB")
+    w, h = image.size
+    cw, ch = (round(h * 2), h) if w / h > 2 else (w, round(w / 2))
+    left, top = (w - cw) // 2, (h - ch) // 2
+    image.crop((left, top, left + cw, top + ch)).resize((width, height), Image.LANCZOS).save(path)
+
+
+def cap_comparison(files, binaries, cap, work):
+    print(f"\nAndroid pictures under {cap:,} bytes (centred crop; scored against the source's window, "
+          "Lanczos-resampled to each picture's size, by the public SSIMULACRA2):")
+    print("| binary | under the cap | mean bytes | mean width | mean score | lowest | encodes (mean, most) |")
+    print("|---|---|---|---|---|---|---|")
+    for name, binary in binaries:
+        out = os.path.join(work, "cap-" + name.replace(" ", "-"))
+        os.makedirs(out, exist_ok=True)
+        rows = cap_pictures(binary, files, out, cap)
+        under, sizes, widths, scores, encodes = 0, [], [], [], []
+        for r in rows:
+            target = (r.get("targets") or [{}])[0]
+            if "bytes" not in target:
+                continue
+            under += target["bytes"] <= cap
+            sizes.append(target["bytes"])
+            widths.append(target["width"])
+            encodes.append(target["encodes"])
+            reference = os.path.join(out, os.path.basename(target["output"]) + ".reference.png")
+            centred_reference(r["file"], target["width"], target["height"], reference)
+            scores.append(compute_ssimulacra2(reference, target["output"]))
+        print(f"| {name} | {under} of {len(rows)} | {statistics.mean(sizes):,.0f} | {statistics.mean(widths):.0f} "
+              f"| {statistics.mean(scores):.1f} | {min(scores):.1f} | {statistics.mean(encodes):.2f}, {max(encodes)} |")
+
+
 def percentile(values, p):
     ordered = sorted(values)
     return ordered[max(0, min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1)))))]
@@ -40,6 +85,8 @@ def main():
     parser.add_argument("--attache", required=True)
     parser.add_argument("--targets", default="70,75,80")
     parser.add_argument("--rounds", type=int, default=3, help="timing rounds (interleaved)")
+    parser.add_argument("--cap", type=int, default=40000, help="the Android cap compared")
+    parser.add_argument("--baseline", help="another attache binary (an earlier build) for the cap comparison")
     args = parser.parse_args()
     files = sorted(
         os.path.join(args.folder, f)
@@ -111,6 +158,8 @@ def main():
     r = statistics.correlation(inner, judge)
     print(f"\nin-process score against the public SSIMULACRA2 on {len(tracking)} outputs: correlation {r:.4f}, "
           f"mean difference {statistics.mean(diffs):+.2f}, worst {max(diffs, key=abs):+.2f}")
+    binaries = [("this build", args.attache)] + ([("baseline", args.baseline)] if args.baseline else [])
+    cap_comparison(files, binaries, args.cap, work)
     print(f"outputs kept in {work}")
 
 

@@ -32,7 +32,7 @@ for photo in photos:
         path = f"{work}/{photo}-{kind}.webp"
         a = v = 1e9
         for _ in range(5):
-            a = min(a, run([binary, "resize", "--max-side", "1024", "--out", f"{work}/out", path]))
+            a = min(a, run([binary, "resize", "--max-side", "1024", "--quality", "85", "--out", f"{work}/out", path]))
             v = min(v, run(["vipsthumbnail", path, "-s", "1024", "-o", f"{work}/vips-%s.jpg[Q=85]"]))
         print(f"| {photo} {kind} | {os.path.getsize(path):,} | {a:.0f} | {v:.0f} | {v / a:.2f}x |")
 PY

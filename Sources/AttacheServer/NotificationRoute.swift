@@ -30,6 +30,7 @@ struct NotificationRoute: Sendable {
         let seal = try requestedSeal(request)
         let envelope = try terms.flag("envelope") ?? false
         let format = try requestedFormat(terms)
+        let quality = try requestedQuality(terms, pipelines.current.configuration.rendition.quality)
         let focus = try requestedFocus(terms)
         let targets = try requestedTargets(terms, pipelines.current.configuration.targets)
 
@@ -59,7 +60,8 @@ struct NotificationRoute: Sendable {
 
         // The work stops when the client hangs up (its connection closes) or the deadline passes.
         let bytes = Array(buffer: body)
-        let pipeline = (format.map(pipelines.current.writing) ?? pipelines.current).making(targets)
+        var pipeline = (format.map(pipelines.current.writing) ?? pipelines.current).making(targets)
+        if let quality { pipeline = pipeline.encoding(quality) }
         let work = Task {
             await pipeline.process(bytes, deadline: deadline, seal: seal, tenant: tenant, focus: focus)
         }
@@ -149,6 +151,31 @@ struct NotificationRoute: Sendable {
             throw Problem(.badRequest, .invalidRequest, "format must be auto, jpeg or webp")
         }
         return format
+    }
+
+    /// `quality` (`auto` or 1 to 100) and `quality_target` (the score `auto` reaches, 30 to 95)
+    /// for this request's JPEG and WebP renditions and pictures, over the service's; a target
+    /// alone means `auto` at that target.
+    private func requestedQuality(_ terms: QueryTerms, _ service: Quality) throws -> Quality? {
+        let asked = terms.value("quality").map { String($0) }
+        let target = terms.value("quality_target").map { String($0) }
+        guard asked != nil || target != nil else { return nil }
+        var score: Double?
+        if let target {
+            guard let number = Double(target), Quality.targetRange.contains(number) else {
+                throw Problem(
+                    .badRequest, .invalidRequest, "quality_target must be a score from \(Quality.trimmedRange)")
+            }
+            score = number
+        }
+        if score == nil, case .auto(let current) = service { score = current }
+        guard let quality = Quality(asked ?? "auto", target: score) else {
+            throw Problem(
+                .badRequest, .invalidRequest,
+                "quality must be auto or a whole number from \(Quality.fixedRange.lowerBound) to \(Quality.fixedRange.upperBound)"
+            )
+        }
+        return quality
     }
 
     /// A sender's own terms for the other receivers' pictures, over the service's settings:

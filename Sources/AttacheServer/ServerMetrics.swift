@@ -60,6 +60,21 @@ final class ServerMetrics: Sendable {
                 Timer(label: "attache_stage_duration_seconds", dimensions: [("stage", stage)])
                     .recordSeconds(milliseconds / 1000)
             }
+            // The quality each JPEG or WebP re-encode chose, its score and the encodes it took.
+            var chosen = outcome.quality.map { [("rendition", $0.quality, $0.score, $0.encodes)] } ?? []
+            for target in outcome.targets where !target.cached {
+                if let quality = target.quality, let encodes = target.encodes {
+                    chosen.append((target.target.rawValue, quality, target.score, encodes))
+                }
+            }
+            for (picture, quality, score, encodes) in chosen {
+                Counter(label: "attache_quality_encodes_total", dimensions: [("picture", picture)])
+                    .increment(by: encodes)
+                Recorder(label: "attache_quality_chosen", dimensions: [("picture", picture)]).record(quality)
+                if let score {
+                    Recorder(label: "attache_quality_score", dimensions: [("picture", picture)]).record(score)
+                }
+            }
             if outcome.failedStage == "fetch", let error = outcome.error {
                 Counter(label: "attache_fetch_refusals_total", dimensions: [("reason", error.code.rawValue)])
                     .increment()

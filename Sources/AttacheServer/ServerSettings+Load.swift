@@ -178,6 +178,24 @@ final class SettingsReading {
 
     /// What is made: the rendition, video, the small rendition and the other receivers' pictures.
     func renditions(_ configuration: inout ServerConfiguration) {
+        var target = Quality.defaultTarget
+        if let given = text("qualityTarget") {
+            if let number = Double(given.trimmingCharacters(in: .whitespaces)), Quality.targetRange.contains(number) {
+                target = number
+            } else {
+                problem("qualityTarget", "'\(given)' is not a score from \(Quality.trimmedRange)")
+            }
+        }
+        let asked = text("quality") ?? "auto"
+        if let quality = Quality(asked.lowercased(), target: target) {
+            configuration.pipeline.rendition.quality = quality
+            for kind in TargetSpec.Target.allCases { configuration.pipeline.targets[kind]?.quality = quality }
+        } else {
+            problem(
+                "quality",
+                "'\(asked)' is not auto or a whole number from \(Quality.fixedRange.lowerBound) to \(Quality.fixedRange.upperBound)"
+            )
+        }
         if let format = text("format") {
             if let chosen = RenditionSpec.OutputFormat(rawValue: format.lowercased()) {
                 configuration.pipeline.rendition.outputFormat = chosen

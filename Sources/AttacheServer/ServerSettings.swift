@@ -120,6 +120,16 @@ public enum ServerSettings {
             "maxSide", "Longest side of image renditions.",
             .integer(\.pipeline.rendition.maxSide, RenditionSpec.maxSideRange)),
         .init(
+            key: "quality",
+            help:
+                "JPEG and WebP quality: auto (each picture at the lowest quality that reaches qualityTarget) or a fixed 1-100; a request may ask with ?quality=.",
+            defaultText: "auto", secret: false),
+        .init(
+            key: "qualityTarget",
+            help:
+                "With quality auto: the SSIMULACRA2 score each picture reaches (30 to 95; 90 visually lossless, 70 high); a request may ask with ?quality_target=.",
+            defaultText: "75", secret: false),
+        .init(
             key: "format",
             help: "Still renditions as auto (Apple-safe), jpeg or webp; a request may ask with ?format=.",
             defaultText: "auto", secret: false),

@@ -23,26 +23,114 @@ enum { SCALES = 6, RADIUS = 5, TAPS = 2 * RADIUS + 1, BAND = 64 };
 // SSIMULACRA2's weights, in its order: channel (X, Y, B), scale, norm (1, 4), term (ssim,
 // artifact, detail lost). Its index runs over the scales a picture has: a picture under 256 px
 // on a side has fewer than six, and its weights shift, as in libjxl's implementation.
-static const double weights[108] = {
-    0.0, 0.0007376606707406586, 0.0, 0.0, 0.0007793481682867309, 0.0,
-    0.0, 0.0004371155730107379, 0.0, 1.1041726426657346, 0.00066284834129271, 0.00015231632783718752,
-    0.0, 0.0016406437456599754, 0.0, 1.8422455520539298, 11.441172603757666, 0.0,
-    0.0007989109436015163, 0.000176816438078653, 0.0, 1.8787594979546387, 10.94906990605142, 0.0,
-    0.0007289346991508072, 0.9677937080626833, 0.0, 0.00014003424285435884, 0.9981766977854967, 0.00031949755934435053,
-    0.0004550992113792063, 0.0, 0.0, 0.0013648766163243398, 0.0, 0.0,
-    0.0, 0.0, 0.0, 7.466890328078848, 0.0, 17.445833984131262,
-    0.0006235601634041466, 0.0, 0.0, 6.683678146179332, 0.00037724407979611296, 1.027889937768264,
-    225.20515300849274, 0.0, 0.0, 19.213238186143016, 0.0011401524586618361, 0.001237755635509985,
-    176.39317598450694, 0.0, 0.0, 24.43300999870476, 0.28520802612117757, 0.0004485436923833408,
-    0.0, 0.0, 0.0, 34.77906344483772, 44.835625328877896, 0.0,
-    0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-    0.0, 0.0008680556573291698, 0.0, 0.0, 0.0, 0.0,
-    0.0, 0.0005313191874358747, 0.0, 0.00016533814161379112, 0.0, 0.0,
-    0.0, 0.0, 0.0, 0.0004179171803251336, 0.0017290828234722833, 0.0,
-    0.0020827005846636437, 0.0, 0.0, 8.826982764996862, 23.19243343998926, 0.0,
-    95.1080498811086, 0.9863978034400682, 0.9834382792465353, 0.0012286405048278493, 171.2667255897307, 0.9807858872435379,
-    0.0, 0.0, 0.0, 0.0005130064588990679, 0.0, 0.00010854057858411537
-};
+static const double weights[108] = {0.0,
+                                    0.0007376606707406586,
+                                    0.0,
+                                    0.0,
+                                    0.0007793481682867309,
+                                    0.0,
+                                    0.0,
+                                    0.0004371155730107379,
+                                    0.0,
+                                    1.1041726426657346,
+                                    0.00066284834129271,
+                                    0.00015231632783718752,
+                                    0.0,
+                                    0.0016406437456599754,
+                                    0.0,
+                                    1.8422455520539298,
+                                    11.441172603757666,
+                                    0.0,
+                                    0.0007989109436015163,
+                                    0.000176816438078653,
+                                    0.0,
+                                    1.8787594979546387,
+                                    10.94906990605142,
+                                    0.0,
+                                    0.0007289346991508072,
+                                    0.9677937080626833,
+                                    0.0,
+                                    0.00014003424285435884,
+                                    0.9981766977854967,
+                                    0.00031949755934435053,
+                                    0.0004550992113792063,
+                                    0.0,
+                                    0.0,
+                                    0.0013648766163243398,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    7.466890328078848,
+                                    0.0,
+                                    17.445833984131262,
+                                    0.0006235601634041466,
+                                    0.0,
+                                    0.0,
+                                    6.683678146179332,
+                                    0.00037724407979611296,
+                                    1.027889937768264,
+                                    225.20515300849274,
+                                    0.0,
+                                    0.0,
+                                    19.213238186143016,
+                                    0.0011401524586618361,
+                                    0.001237755635509985,
+                                    176.39317598450694,
+                                    0.0,
+                                    0.0,
+                                    24.43300999870476,
+                                    0.28520802612117757,
+                                    0.0004485436923833408,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    34.77906344483772,
+                                    44.835625328877896,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    0.0008680556573291698,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    0.0005313191874358747,
+                                    0.0,
+                                    0.00016533814161379112,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    0.0004179171803251336,
+                                    0.0017290828234722833,
+                                    0.0,
+                                    0.0020827005846636437,
+                                    0.0,
+                                    0.0,
+                                    8.826982764996862,
+                                    23.19243343998926,
+                                    0.0,
+                                    95.1080498811086,
+                                    0.9863978034400682,
+                                    0.9834382792465353,
+                                    0.0012286405048278493,
+                                    171.2667255897307,
+                                    0.9807858872435379,
+                                    0.0,
+                                    0.0,
+                                    0.0,
+                                    0.0005130064588990679,
+                                    0.0,
+                                    0.00010854057858411537};
 
 // The weight of (channel, scale, norm 0 or 1, term) for a picture of `scales` scales.
 static double weight_of(int scales, int channel, int scale, int norm, int term) {
@@ -150,7 +238,8 @@ static void linear_row(const source *image, int y, int width, float *buffer[3], 
 }
 
 // Linear RGB to SSIMULACRA2's positive XYB for the channels `want` names (Y always).
-__attribute__((target_clones("arch=x86-64-v3", "default"))) static void to_xyb(const float *const linear[3], float *xyb[3], int count, const int want[3]) {
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+to_xyb(const float *const linear[3], float *xyb[3], int count, const int want[3]) {
     const float bias = 0.0037930732552754493f;
     const float root = cube_root(bias);
     const float *restrict r = linear[0], *restrict g = linear[1], *restrict b = linear[2];
@@ -184,8 +273,8 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) static void to_xyb(c
 
 // The horizontal pass of the blur over `mid` (width floats with RADIUS free on each side) into
 // `out`, mirrored at the sides (scipy's "reflect": d c b a | a b c d | d c b a).
-__attribute__((target_clones("arch=x86-64-v3", "default"))) static void blur_row(float *mid, float *restrict out, int width,
-                                                                      const float kernel[TAPS]) {
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void blur_row(float *mid, float *restrict out,
+                                                                                 int width, const float kernel[TAPS]) {
     for (int i = 0; i < RADIUS; i++) {
         mid[-1 - i] = mid[i < width ? i : width - 1];
         mid[width + i] = mid[width - 1 - i >= 0 ? width - 1 - i : 0];
@@ -200,10 +289,9 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) static void blur_row
 // The vertical pass at one row for all five quantities at once, from the taps' rows of both
 // images (`a[k]`, `b[k]`; a row past the image's ends is a row of zeros): their means, mean
 // squares and mean product, with no plane of squares or products kept.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) static void vertical_row(const float *const a[TAPS],
-                                                                          const float *const b[TAPS],
-                                                                          const float kernel[TAPS], int width,
-                                                                          float *out[QUANTITIES]) {
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+vertical_row(const float *const a[TAPS], const float *const b[TAPS], const float kernel[TAPS], int width,
+             float *out[QUANTITIES]) {
     typedef float lanes __attribute__((ext_vector_type(8)));
     float *ma = out[Q_A], *mb = out[Q_B], *maa = out[Q_AA], *mbb = out[Q_BB], *mab = out[Q_AB];
     int x = 0;
@@ -246,10 +334,9 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) static void vertical
 }
 
 // One band's rows of the pooled sums: ssim, artifact and detail lost, 1- and 4-norm.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) static void pool_row(const float *restrict blurred[QUANTITIES],
-                                                                      const float *restrict a,
-                                                                      const float *restrict b, int width,
-                                                                      double sum[3], double sum4[3]) {
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+pool_row(const float *restrict blurred[QUANTITIES], const float *restrict a, const float *restrict b, int width,
+         double sum[3], double sum4[3]) {
 #pragma clang fp reassociate(on)
     const float c2 = 0.0009f;
     const float *mu1 = blurred[Q_A], *mu2 = blurred[Q_B], *s11 = blurred[Q_AA], *s22 = blurred[Q_BB],
@@ -434,8 +521,8 @@ static double score_scale(att_quality_ref *ref, int s, const source *a, const so
                     int from = y + k;
                     int inside = from >= 0 && from < h;
                     ta[k + RADIUS] = !inside ? ref->zeros
-                                     : a->y   ? a->y + (size_t)from * w
-                                              : ref->xyb[c][0] + (size_t)(from - r0) * w;
+                                     : a->y  ? a->y + (size_t)from * w
+                                             : ref->xyb[c][0] + (size_t)(from - r0) * w;
                     tb[k + RADIUS] = inside ? ref->xyb[c][1] + (size_t)(from - r0) * w : ref->zeros;
                 }
                 float *vertical[QUANTITIES];
@@ -460,8 +547,8 @@ static double score_scale(att_quality_ref *ref, int s, const source *a, const so
     return total;
 }
 
-int32_t att_quality_score(att_quality_ref *ref, const uint8_t *pixels, size_t stride, int32_t channels,
-                          double *score, att_error *error) {
+int32_t att_quality_score(att_quality_ref *ref, const uint8_t *pixels, size_t stride, int32_t channels, double *score,
+                          att_error *error) {
     if (channels < 1 || channels > 4 || channels == 2) {
         att_set_error(error, ATT_ERR_INTERNAL, "a picture of %d channels has no score", channels);
         return ATT_ERR_INTERNAL;

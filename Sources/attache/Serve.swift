@@ -186,6 +186,9 @@ struct Serve: AsyncParsableCommand {
             .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500),
             .seconds(5), .seconds(10), .seconds(25),
         ]
+        // What `quality auto` chose: the score reached and the quality number written.
+        factory.valueHistogramBuckets["attache_quality_score"] = [30, 50, 60, 65, 70, 75, 80, 85, 90, 95]
+        factory.valueHistogramBuckets["attache_quality_chosen"] = [30, 50, 60, 70, 75, 80, 85, 90, 95, 100]
         MetricsSystem.bootstrap(factory)
         return registry
     }

@@ -77,6 +77,19 @@ public final class Pipeline: Sendable {
         return with(configuration)
     }
 
+    /// This pipeline encoding its JPEG and WebP renditions and pictures at `quality`, everything
+    /// else alike.
+    public func encoding(_ quality: Quality) -> Pipeline {
+        guard
+            quality != configuration.rendition.quality
+                || configuration.targets.values.contains(where: { $0.quality != quality })
+        else { return self }
+        var configuration = self.configuration
+        configuration.rendition.quality = quality
+        for kind in configuration.targets.keys { configuration.targets[kind]?.quality = quality }
+        return with(configuration)
+    }
+
     /// This pipeline making the other receivers' pictures to `targets` (a sender's own caps,
     /// shape or faces), everything else alike.
     public func making(_ targets: [TargetSpec.Target: TargetSpec]) -> Pipeline {
