@@ -20,8 +20,11 @@ import Testing
             ])
         try Data(sampleJPEG).write(to: URL(fileURLWithPath: directory.path + "/image.jpg"))
 
-        // Below the kernel's ephemeral range (32768+), where other tests' servers live.
-        let port = Int.random(in: 20_000...32_000)
+        // Below the kernel's ephemeral range (32768+), where other tests' servers live, and below
+        // the ports scripts/test.sh gives PostgreSQL and radosgw (20000 to 32000); one something
+        // already listens on is passed over (a TLS handshake with it would fail for its sake).
+        var port = Int.random(in: 10_000...19_999)
+        while Self.accepts(port: port) { port = Int.random(in: 10_000...19_999) }
         let server = try ChildProcess(
             "/usr/bin/openssl",
             [

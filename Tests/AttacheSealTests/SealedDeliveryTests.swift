@@ -1,6 +1,7 @@
 import AttacheBase
 import AttacheClient
 import AttacheFetch
+import AttacheMedia
 import AttacheSeal
 import AttacheStore
 import AttacheTestSupport
@@ -207,7 +208,12 @@ import Testing
     /// The rotated photo sealed (no small rendition): the payload, the key, its entry and URL.
     func sealedPhoto() async throws -> (PipelineResult, P256.KeyAgreement.PrivateKey, [String: Any], String) {
         let (recipient, key) = try Self.recipientP256()
-        let result = await pipeline { $0.smallSide = 0 }.process(
+        // At a fixed high quality, so that the object spans three segments whatever `auto` would
+        // choose.
+        let result = await pipeline {
+            $0.smallSide = 0
+            $0.rendition.quality = .fixed(95)
+        }.process(
             Self.payload(["image": media.url("/waterfall-rotated.jpg")]), sealTo: recipient)
         let opened = try Self.open(result.payload, key)
         let entry = try #require((opened["attachments"] as? [[String: Any]])?.first)
