@@ -149,14 +149,15 @@ static int needed(int scales, int channel, int scale) {
     return 0;
 }
 
-// One image at one scale: 8-bit pixels (scale 0) or three planes of linear RGB.
+// One image at one scale: its 8-bit pixels (scale 0), the 2 × 2 means of its pixels made as
+// each row is read (scale 1: `halved`, the pixels `full_width` × `full_height`), or three
+// planes of linear RGB (the smaller scales).
 typedef struct {
     const uint8_t *pixels;
     size_t stride;
     int channels;
+    int halved, full_width, full_height;
     float *linear[3];
-    // The reference at scale 0: its Y plane in XYB, made once (only Y weighs at that scale).
-    float *y;
 } source;
 
 // Five blurred quantities per channel: the two images' means, mean squares and mean product.
@@ -166,8 +167,9 @@ struct att_quality_ref {
     // The picture's scales (as SSIMULACRA2 counts them, at most six) and those computed.
     int width, height, scales, levels;
     int sizes[SCALES][2];
+    // The reference's planes from scale 2 (its scales 0 and 1 are read from its pixels).
     source reference[SCALES];
-    // The candidate's smaller scales (its scale 0 is the pixels it is scored with).
+    // The candidate's planes from scale 2.
     float *candidate[SCALES][3];
     float kernel[TAPS];
     // Band scratch, sized for scale 0: linear rows of both images, the XYB rows of both per
@@ -178,9 +180,6 @@ struct att_quality_ref {
     float *zeros;
     float *vertical[QUANTITIES];
     float *blurred[QUANTITIES];
-    // The reference at scale 0: its Y plane, or (a small picture) its pixels.
-    float *y;
-    uint8_t *pixels;
 };
 
 static float srgb_linear[256];
@@ -216,6 +215,44 @@ static void linear_row(const source *image, int y, int width, float *buffer[3], 
     }
     for (int c = 0; c < 3; c++) out[c] = buffer[c];
     float *dst[3] = {buffer[0], buffer[1], buffer[2]};
+    if (image->halved) {
+        // Scale 1 from the pixels: each value the mean of a 2 × 2 block in linear light (a block
+        // at an edge repeats its last row or column, as halving a plane does).
+        const int channels = image->channels, last_x = image->full_width - 1;
+        const uint8_t *a = image->pixels + (size_t)(2 * y) * image->stride;
+        const uint8_t *b = 2 * y + 1 < image->full_height ? a + image->stride : a;
+        if (channels == 3) {
+            for (int x = 0; x < width; x++) {
+                const uint8_t *p = a + 6 * x, *q = b + 6 * x;
+                int step = 2 * x + 1 <= last_x ? 3 : 0;
+                dst[0][x] =
+                    0.25f * (srgb_linear[p[0]] + srgb_linear[p[step]] + srgb_linear[q[0]] + srgb_linear[q[step]]);
+                dst[1][x] = 0.25f * (srgb_linear[p[1]] + srgb_linear[p[step + 1]] + srgb_linear[q[1]] +
+                                     srgb_linear[q[step + 1]]);
+                dst[2][x] = 0.25f * (srgb_linear[p[2]] + srgb_linear[p[step + 2]] + srgb_linear[q[2]] +
+                                     srgb_linear[q[step + 2]]);
+            }
+            return;
+        }
+        for (int x = 0; x < width; x++) {
+            int x0 = 2 * x, x1 = 2 * x + 1 <= last_x ? 2 * x + 1 : 2 * x;
+            for (int c = 0; c < 3; c++) {
+                int k = channels < 3 ? 0 : c;
+                float v0 = srgb_linear[a[x0 * channels + k]], v1 = srgb_linear[a[x1 * channels + k]];
+                float v2 = srgb_linear[b[x0 * channels + k]], v3 = srgb_linear[b[x1 * channels + k]];
+                if (channels == 4) {
+                    float a0 = a[x0 * 4 + 3] / 255.0f, a1 = a[x1 * 4 + 3] / 255.0f;
+                    float a2 = b[x0 * 4 + 3] / 255.0f, a3 = b[x1 * 4 + 3] / 255.0f;
+                    v0 = a0 * v0 + (1 - a0) * 0.5f;
+                    v1 = a1 * v1 + (1 - a1) * 0.5f;
+                    v2 = a2 * v2 + (1 - a2) * 0.5f;
+                    v3 = a3 * v3 + (1 - a3) * 0.5f;
+                }
+                dst[c][x] = 0.25f * (v0 + v1 + v2 + v3);
+            }
+        }
+        return;
+    }
     const uint8_t *src = image->pixels + (size_t)y * image->stride;
     switch (image->channels) {
     case 1:
@@ -403,12 +440,23 @@ void att_quality_free(att_quality_ref *ref) {
         free(ref->vertical[q]);
     }
     free(ref->zeros);
-    free(ref->y);
-    free(ref->pixels);
+
     free(ref);
 }
 
 static float *floats(size_t count) { return malloc(sizeof(float) * (count ? count : 1)); }
+
+// The sources of `pixels` at every scale: 0 and 1 read from the pixels, and from scale 2 the
+// planes `planes[s]` (filled here by halving the scale above).
+static void scales_of(att_quality_ref *ref, const uint8_t *pixels, size_t stride, int channels, source out[SCALES],
+                      float *planes[SCALES][3]) {
+    out[0] = (source){pixels, stride, channels, 0, 0, 0, {NULL, NULL, NULL}};
+    out[1] = (source){pixels, stride, channels, 1, ref->width, ref->height, {NULL, NULL, NULL}};
+    for (int s = 2; s < ref->levels; s++) {
+        out[s] = (source){NULL, 0, channels, 0, 0, 0, {planes[s][0], planes[s][1], planes[s][2]}};
+        halve(&out[s - 1], ref->sizes[s - 1][0], ref->sizes[s - 1][1], out[s].linear, ref->rows_linear[0]);
+    }
+}
 
 att_quality_ref *att_quality_prepare(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
                                      int32_t channels, att_error *error) {
@@ -437,28 +485,9 @@ att_quality_ref *att_quality_prepare(const uint8_t *pixels, uint32_t width, uint
         if (!(ref->blurred[q] = floats(width)) || !(ref->vertical[q] = floats(width + 2 * RADIUS))) goto no_memory;
     if (!(ref->zeros = calloc(width, sizeof(float)))) goto no_memory;
 
-    source original = {pixels, stride, channels, {NULL, NULL, NULL}, NULL};
     int w = (int)width, h = (int)height;
     for (int cw = w, ch = h; ref->scales < SCALES && cw >= 8 && ch >= 8; cw = (cw + 1) / 2, ch = (ch + 1) / 2) {
         ref->scales++;
-    }
-    if (needed(ref->scales, 0, 0) || needed(ref->scales, 2, 0)) {
-        // A small picture weighs every channel at full scale: its pixels are kept, copied.
-        size_t row_bytes = (size_t)width * channels;
-        if (!(ref->pixels = malloc(row_bytes * height))) goto no_memory;
-        for (uint32_t y = 0; y < height; y++) memcpy(ref->pixels + y * row_bytes, pixels + y * stride, row_bytes);
-        ref->reference[0] = (source){ref->pixels, row_bytes, channels, {NULL, NULL, NULL}, NULL};
-    } else {
-        // Only Y weighs at full scale: the reference's Y plane, made once.
-        if (!(ref->y = floats((size_t)width * height))) goto no_memory;
-        const int only_y[3] = {0, 1, 0};
-        for (uint32_t y = 0; y < height; y++) {
-            const float *linear[3];
-            linear_row(&original, (int)y, (int)width, ref->rows_linear[0], linear);
-            float *xyb[3] = {ref->xyb[0][0], ref->y + (size_t)y * width, ref->xyb[2][0]};
-            to_xyb(linear, xyb, (int)width, only_y);
-        }
-        ref->reference[0] = (source){NULL, 0, 0, {NULL, NULL, NULL}, ref->y};
     }
     int last = 0;
     for (int s = 0; s < ref->scales; s++)
@@ -470,15 +499,23 @@ att_quality_ref *att_quality_prepare(const uint8_t *pixels, uint32_t width, uint
         ref->levels = s + 1;
         int half_w = (w + 1) / 2, half_h = (h + 1) / 2;
         if (s == last) break;
+        w = half_w;
+        h = half_h;
+        // Scales 0 and 1 are read from the pixels; planes from scale 2.
+        if (s == 0) continue;
         for (int c = 0; c < 3; c++) {
             ref->reference[s + 1].linear[c] = floats((size_t)half_w * half_h);
             ref->candidate[s + 1][c] = floats((size_t)half_w * half_h);
             if (!ref->reference[s + 1].linear[c] || !ref->candidate[s + 1][c]) goto no_memory;
         }
-        halve(s == 0 ? &original : &ref->reference[s], w, h, ref->reference[s + 1].linear, ref->rows_linear[0]);
-        w = half_w;
-        h = half_h;
     }
+    // The reference's planes from scale 2, made once from its pixels.
+    ref->reference[0].channels = channels;
+    source levels[SCALES];
+    float *planes[SCALES][3] = {{NULL}};
+    for (int s = 2; s < ref->levels; s++)
+        for (int c = 0; c < 3; c++) planes[s][c] = ref->reference[s].linear[c];
+    scales_of(ref, pixels, stride, channels, levels, planes);
     return ref;
 no_memory:
     att_quality_free(ref);
@@ -505,7 +542,6 @@ static double score_scale(att_quality_ref *ref, int s, const source *a, const so
             size_t at = (size_t)(r - r0) * w;
             for (int i = 0; i < 2; i++) {
                 const source *image = i == 0 ? a : b;
-                if (image->y != NULL) continue;
                 const float *linear[3];
                 linear_row(image, r, w, ref->rows_linear[i], linear);
                 float *xyb[3] = {ref->xyb[0][i] + at, ref->xyb[1][i] + at, ref->xyb[2][i] + at};
@@ -520,9 +556,7 @@ static double score_scale(att_quality_ref *ref, int s, const source *a, const so
                 for (int k = -RADIUS; k <= RADIUS; k++) {
                     int from = y + k;
                     int inside = from >= 0 && from < h;
-                    ta[k + RADIUS] = !inside ? ref->zeros
-                                     : a->y  ? a->y + (size_t)from * w
-                                             : ref->xyb[c][0] + (size_t)(from - r0) * w;
+                    ta[k + RADIUS] = inside ? ref->xyb[c][0] + (size_t)(from - r0) * w : ref->zeros;
                     tb[k + RADIUS] = inside ? ref->xyb[c][1] + (size_t)(from - r0) * w : ref->zeros;
                 }
                 float *vertical[QUANTITIES];
@@ -530,8 +564,7 @@ static double score_scale(att_quality_ref *ref, int s, const source *a, const so
                 vertical_row(ta, tb, ref->kernel, w, vertical);
                 for (int q = 0; q < QUANTITIES; q++) blur_row(vertical[q], ref->blurred[q], w, ref->kernel);
                 size_t at = (size_t)(y - r0) * w;
-                const float *own = a->y ? a->y + (size_t)y * w : ref->xyb[c][0] + at;
-                pool_row((const float **)ref->blurred, own, ref->xyb[c][1] + at, w, sum[c], sum4[c]);
+                pool_row((const float **)ref->blurred, ref->xyb[c][0] + at, ref->xyb[c][1] + at, w, sum[c], sum4[c]);
             }
         }
     }
@@ -547,21 +580,21 @@ static double score_scale(att_quality_ref *ref, int s, const source *a, const so
     return total;
 }
 
-int32_t att_quality_score(att_quality_ref *ref, const uint8_t *pixels, size_t stride, int32_t channels, double *score,
-                          att_error *error) {
+int32_t att_quality_score(att_quality_ref *ref, const uint8_t *reference, size_t reference_stride,
+                          const uint8_t *pixels, size_t stride, int32_t channels, double *score, att_error *error) {
     if (channels < 1 || channels > 4 || channels == 2) {
         att_set_error(error, ATT_ERR_INTERNAL, "a picture of %d channels has no score", channels);
         return ATT_ERR_INTERNAL;
     }
-    source candidate[SCALES] = {{pixels, stride, channels, {NULL, NULL, NULL}, NULL}};
+    source mine[SCALES], theirs[SCALES];
+    scales_of(ref, pixels, stride, channels, mine, ref->candidate);
+    // The reference's scales 0 and 1 from its pixels, its smaller ones from its planes.
+    for (int s = 0; s < SCALES; s++) theirs[s] = ref->reference[s];
+    const int own = ref->reference[0].channels;
+    theirs[0] = (source){reference, reference_stride, own, 0, 0, 0, {NULL, NULL, NULL}};
+    theirs[1] = (source){reference, reference_stride, own, 1, ref->width, ref->height, {NULL, NULL, NULL}};
     double total = 0;
-    for (int s = 0; s < ref->levels; s++) {
-        if (s + 1 < ref->levels) {
-            for (int c = 0; c < 3; c++) candidate[s + 1].linear[c] = ref->candidate[s + 1][c];
-            halve(&candidate[s], ref->sizes[s][0], ref->sizes[s][1], candidate[s + 1].linear, ref->rows_linear[0]);
-        }
-        total += score_scale(ref, s, &ref->reference[s], &candidate[s]);
-    }
+    for (int s = 0; s < ref->levels; s++) total += score_scale(ref, s, &theirs[s], &mine[s]);
     double v = total * 0.9562382616834844;
     v = 2.326765642916932 * v - 0.020884521182843837 * v * v + 6.248496625763138e-05 * v * v * v;
     *score = v > 0 ? 100.0 - 10.0 * pow(v, 0.6276336467831387) : 100.0;
