@@ -13,6 +13,7 @@
 //     the smaller scales' linear RGB (a third of a picture's floats per image), not a dozen
 //     whole planes.
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,12 +185,17 @@ struct att_quality_ref {
 
 static float srgb_linear[256];
 
-static void init_tables(void) {
-    if (srgb_linear[255] != 0) return;
+static void fill_tables(void) {
     for (int i = 0; i < 256; i++) {
         double v = i / 255.0;
         srgb_linear[i] = (float)(v <= 0.04045 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4));
     }
+}
+
+// The table is filled once, whichever thread scores first.
+static void init_tables(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, fill_tables);
 }
 
 // Cube root of x > 0 (x is at least the opsin bias here): a bit-level first guess (within 4%)
