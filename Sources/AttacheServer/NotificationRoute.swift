@@ -172,7 +172,7 @@ struct NotificationRoute: Sendable {
         guard let quality = Quality(asked ?? "auto", target: score) else {
             throw Problem(
                 .badRequest, .invalidRequest,
-                "quality must be auto or a whole number from \(Quality.fixedRange.lowerBound) to \(Quality.fixedRange.upperBound)"
+                "quality must be \(Quality.accepted)"
             )
         }
         return quality

@@ -193,7 +193,7 @@ final class SettingsReading {
         } else {
             problem(
                 "quality",
-                "'\(asked)' is not auto or a whole number from \(Quality.fixedRange.lowerBound) to \(Quality.fixedRange.upperBound)"
+                "'\(asked)' is not \(Quality.accepted)"
             )
         }
         if let format = text("format") {

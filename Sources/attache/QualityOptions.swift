@@ -23,7 +23,7 @@ struct QualityOptions: ParsableArguments {
         }
         guard Quality(quality, target: qualityTarget) != nil else {
             throw ValidationError(
-                "--quality '\(quality)' is not auto or a whole number from \(Quality.fixedRange.lowerBound) to \(Quality.fixedRange.upperBound)"
+                "--quality '\(quality)' is not \(Quality.accepted)"
             )
         }
     }

@@ -22,6 +22,12 @@ public enum Quality: Hashable, Sendable, CustomStringConvertible {
     /// The targets a sender may ask for.
     public static let targetRange = 30.0...95.0
 
+    /// What a quality may be, as text (`auto or a whole number from 1 to 100`): every surface
+    /// that reads one says it alike.
+    public static var accepted: String {
+        "auto or a whole number from \(fixedRange.lowerBound) to \(fixedRange.upperBound)"
+    }
+
     /// The target range as text (`30 to 95`).
     public static var trimmedRange: String {
         "\(trimmed(targetRange.lowerBound)) to \(trimmed(targetRange.upperBound))"
