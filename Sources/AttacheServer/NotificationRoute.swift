@@ -29,10 +29,8 @@ struct NotificationRoute: Sendable {
         let deadline = arrived + (try requestedDeadline(request, terms))
         let seal = try requestedSeal(request)
         let envelope = try terms.flag("envelope") ?? false
-        let format = try requestedFormat(terms)
-        let quality = try requestedQuality(terms, pipelines.current.configuration.rendition.quality)
+        let asked = try requestedSettings(terms, pipelines.current.configuration)
         let focus = try requestedFocus(terms)
-        let targets = try requestedTargets(terms, pipelines.current.configuration.targets)
 
         // The cap is checked from Content-Length before a byte is read, and again while reading.
         let cap = configuration.maxRequestBytes
@@ -60,8 +58,8 @@ struct NotificationRoute: Sendable {
 
         // The work stops when the client hangs up (its connection closes) or the deadline passes.
         let bytes = Array(buffer: body)
-        var pipeline = (format.map(pipelines.current.writing) ?? pipelines.current).making(targets)
-        if let quality { pipeline = pipeline.encoding(quality) }
+        let pipeline = pipelines.current.writing(asked.rendition.outputFormat).making(asked.targets)
+            .encoding(asked.rendition.quality)
         let work = Task {
             await pipeline.process(bytes, deadline: deadline, seal: seal, tenant: tenant, focus: focus)
         }
@@ -144,72 +142,29 @@ struct NotificationRoute: Sendable {
         return min(durations[0], configuration.maxDeadline)
     }
 
-    /// `format` query: `auto`, `jpeg` or `webp` for this request's still renditions.
-    private func requestedFormat(_ terms: QueryTerms) throws -> RenditionSpec.OutputFormat? {
-        guard let value = terms.value("format") else { return nil }
-        guard let format = RenditionSpec.OutputFormat(rawValue: String(value)) else {
-            throw Problem(.badRequest, .invalidRequest, "format must be auto, jpeg or webp")
-        }
-        return format
-    }
-
-    /// `quality` (`auto` or 1 to 100) and `quality_target` (the score `auto` reaches, 30 to 95)
-    /// for this request's JPEG and WebP renditions and pictures, over the service's; a target
-    /// alone means `auto` at that target.
-    private func requestedQuality(_ terms: QueryTerms, _ service: Quality) throws -> Quality? {
-        let asked = terms.value("quality").map { String($0) }
-        let target = terms.value("quality_target").map { String($0) }
-        guard asked != nil || target != nil else { return nil }
-        var score: Double?
-        if let target {
-            guard let number = Double(target), Quality.targetRange.contains(number) else {
-                throw Problem(
-                    .badRequest, .invalidRequest, "quality_target must be a score from \(Quality.trimmedRange)")
+    /// The sender's own terms over the service's settings, each read by its row in
+    /// ``PipelineSettings/all`` (the row's `term`): `format`, `quality`, `quality_target`,
+    /// `android_max_bytes`, `web_max_bytes`, `android_aspect` and `faces`. A value a row refuses
+    /// is 400, saying what the term must be.
+    private func requestedSettings(
+        _ terms: QueryTerms, _ service: PipelineConfiguration
+    ) throws -> PipelineConfiguration {
+        var asked = service
+        // A yes-or-no term is `true` or `false` (bare: true), as every term of the request.
+        for row in PipelineSettings.all where row.boolean { _ = try row.term.map(terms.flag) }
+        func given(_ key: String) -> String? {
+            guard let row = PipelineSettings.named(key), let term = row.term, let value = terms.value(term) else {
+                return nil
             }
-            score = number
+            // A bare yes-or-no term (`?faces`) is true.
+            return row.boolean && value.isEmpty ? "true" : value
         }
-        if score == nil, case .auto(let current) = service { score = current }
-        guard let quality = Quality(asked ?? "auto", target: score) else {
-            throw Problem(
-                .badRequest, .invalidRequest,
-                "quality must be \(Quality.accepted)"
-            )
+        for refused in PipelineSettings.read(given, into: &asked) {
+            let term = refused.setting.term ?? refused.setting.key
+            let why = refused.refusal.accepted.map { "\(term) must be \($0)" } ?? "\(term): \(refused.refusal.message)"
+            throw Problem(.badRequest, .invalidRequest, why)
         }
-        return quality
-    }
-
-    /// A sender's own terms for the other receivers' pictures, over the service's settings:
-    /// `android_max_bytes` and `web_max_bytes` (1000 to 100000000; some senders ask for 40000),
-    /// `android_aspect` (width over height of the Android and web pictures, 0.25 to 8) and
-    /// `faces` (true or false).
-    private func requestedTargets(
-        _ terms: QueryTerms, _ service: [TargetSpec.Target: TargetSpec]
-    ) throws -> [TargetSpec.Target: TargetSpec] {
-        var targets = service
-        for (name, target) in [("android_max_bytes", TargetSpec.Target.android), ("web_max_bytes", .web)] {
-            guard let value = terms.value(name) else { continue }
-            let range = TargetSpec.maxBytesRange
-            guard let bytes = Int(value), range.contains(bytes) else {
-                throw Problem(
-                    .badRequest, .invalidRequest,
-                    "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
-            }
-            targets[target]?.maxBytes = bytes
-        }
-        if let value = terms.value("android_aspect") {
-            let range = TargetSpec.aspectRange
-            guard let aspect = Double(value), range.contains(aspect) else {
-                throw Problem(
-                    .badRequest, .invalidRequest,
-                    "android_aspect must be a number from \(range.lowerBound) to \(range.upperBound)")
-            }
-            targets[.android]?.aspect = aspect
-            targets[.web]?.aspect = aspect
-        }
-        if let faces = try terms.flag("faces") {
-            for target in TargetSpec.Target.allCases { targets[target]?.faces = faces }
-        }
-        return targets
+        return asked
     }
 
     /// `focus=x,y` (each 0 to 1): the subject of a send body's pictures, over the body's own

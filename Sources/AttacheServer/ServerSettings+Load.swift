@@ -141,17 +141,10 @@ final class SettingsReading {
                     + "(127.0.0.1, ::1, 0.0.0.0, localhost)")
         }
         configuration.port = integer("port", 0...65_535, configuration.port)
-        guard let base = text("baseUrl") else {
+        // A base URL given is read by its row (PipelineSettings); without one, the address's.
+        if text("baseUrl") == nil {
             let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
             configuration.pipeline.baseURL = "http://\(host):\(configuration.port)/attachments"
-            return
-        }
-        if let url = URL(string: base), let scheme = url.scheme, ["http", "https"].contains(scheme),
-            url.host != nil, url.query == nil, url.fragment == nil
-        {
-            configuration.pipeline.baseURL = base.hasSuffix("/") ? String(base.dropLast()) : base
-        } else {
-            problem("baseUrl", "'\(base)' is not an http(s) URL without query or fragment")
         }
     }
 
@@ -173,76 +166,6 @@ final class SettingsReading {
             problems.append(
                 "no API key: give \(ServerSettings.setting("apiKeys").environment) or \(named("apiKeyFiles")), "
                     + "or allow anonymous callers with --allow-anonymous")
-        }
-    }
-
-    /// What is made: the rendition, video, the small rendition and the other receivers' pictures.
-    func renditions(_ configuration: inout ServerConfiguration) {
-        var target = Quality.defaultTarget
-        if let given = text("qualityTarget") {
-            if let number = Double(given.trimmingCharacters(in: .whitespaces)), Quality.targetRange.contains(number) {
-                target = number
-            } else {
-                problem("qualityTarget", "'\(given)' is not a score from \(Quality.trimmedRange)")
-            }
-        }
-        let asked = text("quality") ?? "auto"
-        if let quality = Quality(asked.lowercased(), target: target) {
-            configuration.pipeline.rendition.quality = quality
-            for kind in TargetSpec.Target.allCases { configuration.pipeline.targets[kind]?.quality = quality }
-        } else {
-            problem(
-                "quality",
-                "'\(asked)' is not \(Quality.accepted)"
-            )
-        }
-        if let format = text("format") {
-            if let chosen = RenditionSpec.OutputFormat(rawValue: format.lowercased()) {
-                configuration.pipeline.rendition.outputFormat = chosen
-            } else {
-                problem("format", "'\(format)' is not auto, jpeg or webp")
-            }
-        }
-        if let preset = text("videoPreset") {
-            if VideoEncoding.presets.contains(preset) {
-                configuration.pipeline.rendition.video.preset = preset
-            } else {
-                problem("videoPreset", "'\(preset)' is not one of \(VideoEncoding.presets.joined(separator: ", "))")
-            }
-        }
-        configuration.pipeline.targets[.android]?.maxBytes = integer(
-            "androidMaxBytes", TargetSpec.maxBytesRange, TargetSpec(.android).maxBytes)
-        configuration.pipeline.targets[.web]?.maxBytes = integer(
-            "webMaxBytes", TargetSpec.maxBytesRange, TargetSpec(.web).maxBytes)
-        if let format = text("webFormat") {
-            switch format.lowercased() {
-            case "jpeg": configuration.pipeline.targets[.web]?.format = .jpeg
-            case "webp": configuration.pipeline.targets[.web]?.format = .webp
-            default: problem("webFormat", "'\(format)' is not jpeg or webp")
-            }
-        }
-        if text("faces") != nil {
-            let faces = flag("faces")
-            for target in TargetSpec.Target.allCases { configuration.pipeline.targets[target]?.faces = faces }
-            // Asked for and not there: said at start, not found out from the crops.
-            if faces, let why = ImageProcessor.facesUnavailable { problem("faces", why) }
-        }
-    }
-
-    /// What a payload becomes besides its attachments: the seal's placeholder, the categories.
-    func payloads(_ configuration: inout ServerConfiguration) {
-        if let placeholder = text("sealPlaceholder") {
-            if placeholder.utf8.count > 1000 {
-                problem("sealPlaceholder", "\(placeholder.utf8.count) bytes; at most 1000")
-            }
-            configuration.pipeline.sealPlaceholder = placeholder
-        }
-        if let path = text("categories"), let data = file("categories", path) {
-            do {
-                configuration.pipeline.categories = try CategorySet(json: data)
-            } catch {
-                problem("categories", "'\(path)': \(error)")
-            }
         }
     }
 

@@ -1,4 +1,5 @@
 import AttacheBase
+import AttacheCore
 import AttacheStore
 
 extension ServerSettings {
@@ -45,6 +46,20 @@ extension ServerSettings {
                 }, shown: { DurationText.format(.seconds($0[keyPath: path])) }, boolean: false)
         }
 
+        /// A setting of how payloads are treated, read by its row in ``PipelineSettings/all``
+        /// (with the settings read beside it) into the configuration's pipeline.
+        static func pipeline(_ row: PipelineSetting) -> Self {
+            Self(
+                read: { reading, key, configuration in
+                    guard let text = reading.text(key) else { return }
+                    do throws(SettingRefusal) {
+                        try row.read(text, into: &configuration.pipeline) { reading.text($0) }
+                    } catch {
+                        reading.problem(key, error.said(text))
+                    }
+                }, shown: { row.shown($0.pipeline) }, boolean: row.boolean)
+        }
+
         /// A switch: `--name` / `--no-name`, true or false elsewhere.
         static func flag(_ path: any WritableKeyPath<ServerConfiguration, Bool> & Sendable) -> Self {
             Self(
@@ -66,5 +81,11 @@ extension ServerSettings.Setting {
             key: key, help: help, defaultText: shown ?? value.shown(ServerSettings.defaults), secret: false,
             boolean: value.boolean)
         self.value = value
+    }
+
+    /// The row `pipeline` of ``PipelineSettings/all``, as `serve` reads it (`default` where the
+    /// service's default is not the configuration's: the base URL follows the address).
+    init(pipeline: PipelineSetting, default shown: String? = nil) {
+        self.init(pipeline.key, pipeline.help, .pipeline(pipeline), default: shown)
     }
 }

@@ -46,182 +46,122 @@ public enum ServerSettings {
     static let maxTTL = Duration.seconds(100 * 365 * 86_400)
 
     /// The settings, in the order `--help` lists them.
-    public static let all: [Setting] = [
-        .init(key: "host", help: "Address to listen on.", defaultText: "127.0.0.1", secret: false),
-        .init(key: "port", help: "Port to listen on (0: any free port, logged).", defaultText: "8080", secret: false),
-        .init(
-            key: "baseUrl",
-            help: "Public base URL of the attachments; its path is where they are served (port 0: the bound port).",
-            defaultText: "http://<host>:<port>/attachments", secret: false),
-        .init(
-            key: "store", help: "Store directory, or postgres://… for a shared store (with blobs).",
-            defaultText: "$XDG_DATA_HOME/attache/store or ~/.local/share/attache/store", secret: false),
-        .init(
-            key: "blobs",
-            help:
-                "Bucket of a shared store's object bytes: s3://bucket[/prefix] (endpoint and keys from the environment).",
-            defaultText: "none", secret: false),
-        .init(
-            key: "blobCache",
-            help: "A shared store's local copies of the objects served here (none: stream every download).",
-            defaultText: "$XDG_CACHE_HOME/attache/blobs or ~/.cache/attache/blobs", secret: false),
-        .init(
-            key: "catalogOutageGrace",
-            help:
-                "While a shared store's catalog is away, objects whose row this replica read within this long are still "
-                + "served to valid tokens (0s: none; revocations are honoured within it).",
-            defaultText: "60s", secret: false),
-        .init(
-            key: "catalogTimeout",
-            help: "How long one catalog statement, or connecting to the catalog, may take before it fails.",
-            defaultText: "10s", secret: false),
-        .init(key: "storeMaxBytes", help: "Byte quota of the store.", defaultText: "10000000000", secret: false),
-        .init(key: "storeMaxObjects", help: "Object quota of the store.", defaultText: "1000000", secret: false),
-        .init(
-            key: "apiKeys", help: "API keys accepted (comma-separated; several for rotation).", defaultText: "none",
-            secret: true),
-        .init(
-            key: "apiKeyFiles", help: "Files of API keys, one per line (comma-separated list of files).",
-            defaultText: "none", secret: false),
-        .init(
-            "allowAnonymous", "Accept POST /v1/notifications without an API key (loopback demos).",
-            .flag(\.allowAnonymous)),
-        .init(
-            "maxRequestBytes", "Largest request body (bytes); larger is 413.",
-            .integer(\.maxRequestBytes, 2...(1 << 20))),
-        .init(
-            "deadline", "Deadline of a request that names none (800ms, 2s).",
-            .duration(\.pipeline.deadline, .milliseconds(1)...(.seconds(3600)))),
-        .init(
-            "maxDeadline", "Longest deadline a request may ask for.",
-            .duration(\.maxDeadline, .milliseconds(1)...(.seconds(3600)))),
-        .init(
-            "maxConcurrent", "Payloads in the pipeline at once (fetching or transforming).",
-            .integer(\.maxConcurrent, 1...4096), default: "\(16 * cores) (16 × the cores)"),
-        .init(
-            "maxQueued", "Payloads waiting for a slot; beyond them, 503.", .integer(\.maxQueued, 0...1_000_000),
-            default: "\(4 * cores) (4 × the cores)"),
-        .init(
-            "maxDecodeMemory",
-            "Bytes the decodes may hold together: one waits, before it allocates, until it fits (not the clients' count).",
-            .integer(\.maxDecodeMemory, (16 << 20)...(1 << 40)),
-            default: "\(PipelineWorkers.defaultMemory) (96 MiB × the cores, at most a quarter of the memory)"),
-        .init("retryAfter", "Retry-After of a 503 (seconds).", .integer(\.retryAfterSeconds, 1...3600)),
-        .init(
-            "gracePeriod", "Time in-flight requests get after SIGTERM/SIGINT.",
-            .duration(\.gracePeriod, .zero...(.seconds(3600)))),
-        .init(
-            "workerNice", "Nice value of the decoding threads (0-19), below request handling.",
-            .integer(\.workerNice, 0...19)),
-        .init(
-            "gcInterval", "Store garbage collection interval (0: never).",
-            .duration(\.collectionInterval, .zero...(.seconds(86_400 * 7)))),
-        .init(
-            "maxSide", "Longest side of image renditions.",
-            .integer(\.pipeline.rendition.maxSide, RenditionSpec.maxSideRange)),
-        .init(
-            key: "quality",
-            help:
-                "JPEG and WebP quality: auto (each picture at the lowest quality that reaches qualityTarget) or a fixed 1-100; a request may ask with ?quality=.",
-            defaultText: "auto", secret: false),
-        .init(
-            key: "qualityTarget",
-            help:
-                "With quality auto: the SSIMULACRA2 score each picture reaches (30 to 95; 90 visually lossless, 70 high); a request may ask with ?quality_target=.",
-            defaultText: "75", secret: false),
-        .init(
-            key: "format",
-            help: "Still renditions as auto (Apple-safe), jpeg or webp; a request may ask with ?format=.",
-            defaultText: "auto", secret: false),
-        .init(
-            "transcode",
-            "Re-encode what does not fit: GIFs the budgets would clip to MP4, video over 50 MB or unplayable to H.264/AAC MP4, audio to AAC M4A.",
-            .flag(\.pipeline.rendition.video.enabled)),
-        .init(
-            key: "videoPreset", help: "libx264's preset for those encodes (ultrafast ... veryslow).",
-            defaultText: "veryfast", secret: false),
-        .init("maxSources", "Media sources considered per payload.", .integer(\.pipeline.maxSources, 1...1000)),
-        .init(
-            "smallSide", "Longest side of the small rendition beside each image (0: none).",
-            .integer(\.pipeline.smallSide, 0...32_767)),
-        .init(
-            key: "androidMaxBytes",
-            help: "Largest Android picture of an FCM message or OneSignal body, in bytes (FCM: 1 MB).",
-            defaultText: "1000000", secret: false),
-        .init(
-            key: "webMaxBytes", help: "Largest web push picture of an FCM message or OneSignal body, in bytes.",
-            defaultText: "1000000", secret: false),
-        .init(
-            key: "webFormat", help: "The web push picture as jpeg or webp (Chrome shows both).", defaultText: "jpeg",
-            secret: false),
-        .init(
-            key: "faces",
-            help: "Centre the Android, web and icon crops on the largest frontal face found (10-50 ms a picture).",
-            defaultText: "false", secret: false, boolean: true),
-        .init(
-            key: "sealPlaceholder", help: "The alert a sealed payload shows until the device opens it.",
-            defaultText: "New message", secret: false),
-        .init(
-            key: "categories", help: "Categories by kind: a JSON file of rules and actions.", defaultText: "none",
-            secret: false),
-        .init(
-            "maxPayloadFetchBytes", "Bytes all of a payload's fetches may read.",
-            .integer(\.pipeline.maxPayloadFetchBytes, 1...(1 << 40))),
-        .init(
-            "maxPayloadStoreBytes", "Bytes a payload may add to the store.",
-            .integer(\.pipeline.maxPayloadStoreBytes, 1...(1 << 40))),
-        .init("storeTtl", "How long stored attachments live.", .seconds(\.pipeline.storeTTL, .seconds(1)...maxTTL)),
-        .init(
-            "tokenTtl", "How long an attachment URL's token opens it.",
-            .seconds(\.pipeline.tokenTTL, .seconds(1)...maxTTL)),
-        .init(
-            "edgeMaxAge",
-            "How long a shared cache (an edge, a CDN) may keep a download, within its token's life (0s: private).",
-            .duration(\.edgeMaxAge, .zero...(.seconds(86_400)))),
-        .init(
-            "receipts", "Take delivery receipts: POST to an attachment's own URL (the device kit's report).",
-            .flag(\.receipts)),
-        .init("allowLoopback", "Fetch from 127.0.0.0/8 and ::1 (tests and demos).", .flag(\.fetch.allowLoopback)),
-        .init("httpsOnly", "Fetch only https URLs; follow redirects only to https.", .flag(\.fetch.httpsOnly)),
-        .init(
-            "allowPrivate", "Fetch from private ranges (metadata addresses stay denied).", .flag(\.fetch.allowPrivate)),
-        .init(
-            key: "logLevel", help: "trace, debug, info, notice, warning, error or critical.", defaultText: "info",
-            secret: false),
-        .init(
-            key: "logFormat", help: "Log lines as text or json (one object a line).", defaultText: "text", secret: false
-        ),
-        .init(
-            key: "otelEndpoint",
-            help:
-                "OTLP/HTTP collector traces are sent to (http://host:4318; /v1/traces is added). Traces are off without "
-                + "it or OTEL_EXPORTER_OTLP_ENDPOINT; the OTEL_* variables win over these settings.",
-            defaultText: "none", secret: false),
-        .init(
-            key: "otelServiceName", help: "service.name of the traces (OTEL_SERVICE_NAME wins).",
-            defaultText: "attache",
-            secret: false),
-        .init(
-            key: "otelSampler",
-            help:
-                "Which traces are kept: parentbased_always_on, parentbased_always_off, parentbased_traceidratio, "
-                + "always_on, always_off or traceidratio (OTEL_TRACES_SAMPLER wins).",
-            defaultText: "parentbased_always_on", secret: false),
-        .init(
-            key: "otelSamplerArg", help: "The ratio of a traceidratio sampler, 0 to 1 (OTEL_TRACES_SAMPLER_ARG wins).",
-            defaultText: "1", secret: false),
-    ]
+    public static let all: [Setting] =
+        [
+            .init(key: "host", help: "Address to listen on.", defaultText: "127.0.0.1", secret: false),
+            .init(
+                key: "port", help: "Port to listen on (0: any free port, logged).", defaultText: "8080", secret: false),
+            .init(
+                key: "store", help: "Store directory, or postgres://… for a shared store (with blobs).",
+                defaultText: "$XDG_DATA_HOME/attache/store or ~/.local/share/attache/store", secret: false),
+            .init(
+                key: "blobs",
+                help:
+                    "Bucket of a shared store's object bytes: s3://bucket[/prefix] (endpoint and keys from the environment).",
+                defaultText: "none", secret: false),
+            .init(
+                key: "blobCache",
+                help: "A shared store's local copies of the objects served here (none: stream every download).",
+                defaultText: "$XDG_CACHE_HOME/attache/blobs or ~/.cache/attache/blobs", secret: false),
+            .init(
+                key: "catalogOutageGrace",
+                help:
+                    "While a shared store's catalog is away, objects whose row this replica read within this long are still "
+                    + "served to valid tokens (0s: none; revocations are honoured within it).",
+                defaultText: "60s", secret: false),
+            .init(
+                key: "catalogTimeout",
+                help: "How long one catalog statement, or connecting to the catalog, may take before it fails.",
+                defaultText: "10s", secret: false),
+            .init(key: "storeMaxBytes", help: "Byte quota of the store.", defaultText: "10000000000", secret: false),
+            .init(key: "storeMaxObjects", help: "Object quota of the store.", defaultText: "1000000", secret: false),
+            .init(
+                key: "apiKeys", help: "API keys accepted (comma-separated; several for rotation).", defaultText: "none",
+                secret: true),
+            .init(
+                key: "apiKeyFiles", help: "Files of API keys, one per line (comma-separated list of files).",
+                defaultText: "none", secret: false),
+            .init(
+                "allowAnonymous", "Accept POST /v1/notifications without an API key (loopback demos).",
+                .flag(\.allowAnonymous)),
+            .init(
+                "maxRequestBytes", "Largest request body (bytes); larger is 413.",
+                .integer(\.maxRequestBytes, 2...(1 << 20))),
+            .init(
+                "maxDeadline", "Longest deadline a request may ask for.",
+                .duration(\.maxDeadline, .milliseconds(1)...(.seconds(3600)))),
+            .init(
+                "maxConcurrent", "Payloads in the pipeline at once (fetching or transforming).",
+                .integer(\.maxConcurrent, 1...4096), default: "\(16 * cores) (16 × the cores)"),
+            .init(
+                "maxQueued", "Payloads waiting for a slot; beyond them, 503.", .integer(\.maxQueued, 0...1_000_000),
+                default: "\(4 * cores) (4 × the cores)"),
+            .init(
+                "maxDecodeMemory",
+                "Bytes the decodes may hold together: one waits, before it allocates, until it fits (not the clients' count).",
+                .integer(\.maxDecodeMemory, (16 << 20)...(1 << 40)),
+                default: "\(PipelineWorkers.defaultMemory) (96 MiB × the cores, at most a quarter of the memory)"),
+            .init("retryAfter", "Retry-After of a 503 (seconds).", .integer(\.retryAfterSeconds, 1...3600)),
+            .init(
+                "gracePeriod", "Time in-flight requests get after SIGTERM/SIGINT.",
+                .duration(\.gracePeriod, .zero...(.seconds(3600)))),
+            .init(
+                "workerNice", "Nice value of the decoding threads (0-19), below request handling.",
+                .integer(\.workerNice, 0...19)),
+            .init(
+                "gcInterval", "Store garbage collection interval (0: never).",
+                .duration(\.collectionInterval, .zero...(.seconds(86_400 * 7)))),
+        ]
+        // How payloads are treated: the rows `process` and `batch` read too, and requests where
+        // a row has a query term.
+        + PipelineSettings.all.map { row in
+            Setting(pipeline: row, default: row.key == "baseUrl" ? "http://<host>:<port>/attachments" : nil)
+        }
+        + [
+            .init(
+                "edgeMaxAge",
+                "How long a shared cache (an edge, a CDN) may keep a download, within its token's life (0s: private).",
+                .duration(\.edgeMaxAge, .zero...(.seconds(86_400)))),
+            .init(
+                "receipts", "Take delivery receipts: POST to an attachment's own URL (the device kit's report).",
+                .flag(\.receipts)),
+            .init("allowLoopback", "Fetch from 127.0.0.0/8 and ::1 (tests and demos).", .flag(\.fetch.allowLoopback)),
+            .init("httpsOnly", "Fetch only https URLs; follow redirects only to https.", .flag(\.fetch.httpsOnly)),
+            .init(
+                "allowPrivate", "Fetch from private ranges (metadata addresses stay denied).",
+                .flag(\.fetch.allowPrivate)),
+            .init(
+                key: "logLevel", help: "trace, debug, info, notice, warning, error or critical.", defaultText: "info",
+                secret: false),
+            .init(
+                key: "logFormat", help: "Log lines as text or json (one object a line).", defaultText: "text",
+                secret: false
+            ),
+            .init(
+                key: "otelEndpoint",
+                help:
+                    "OTLP/HTTP collector traces are sent to (http://host:4318; /v1/traces is added). Traces are off without "
+                    + "it or OTEL_EXPORTER_OTLP_ENDPOINT; the OTEL_* variables win over these settings.",
+                defaultText: "none", secret: false),
+            .init(
+                key: "otelServiceName", help: "service.name of the traces (OTEL_SERVICE_NAME wins).",
+                defaultText: "attache",
+                secret: false),
+            .init(
+                key: "otelSampler",
+                help:
+                    "Which traces are kept: parentbased_always_on, parentbased_always_off, parentbased_traceidratio, "
+                    + "always_on, always_off or traceidratio (OTEL_TRACES_SAMPLER wins).",
+                defaultText: "parentbased_always_on", secret: false),
+            .init(
+                key: "otelSamplerArg",
+                help: "The ratio of a traceidratio sampler, 0 to 1 (OTEL_TRACES_SAMPLER_ARG wins).",
+                defaultText: "1", secret: false),
+        ]
 
     /// The setting `key` names (every key this file reads is one of ``all``: a test reads them).
     public static func setting(_ key: String) -> Setting {
         all.first { $0.key == key } ?? Setting(key: key, help: "", defaultText: "", secret: true)
-    }
-
-    /// The setting a command-line flag names (`--max-side`, or `--no-transcode` for a switch).
-    public static func setting(flag: String) -> (setting: Setting, negated: Bool)? {
-        if let found = all.first(where: { "--" + $0.flag == flag }) { return (found, false) }
-        if let found = all.first(where: { $0.boolean && "--no-" + $0.flag == flag }) { return (found, true) }
-        return nil
     }
 
     /// What was read, with every problem found.
@@ -293,8 +233,6 @@ public enum ServerSettings {
         for setting in all { setting.value?.read(read, setting.key, &configuration) }
         read.listen(&configuration)
         read.callers(&configuration)
-        read.renditions(&configuration)
-        read.payloads(&configuration)
         let (level, format) = read.logging()
         let traces = read.traces()
         let checked = TraceEnvironment(environment, settings: traces)
@@ -310,35 +248,5 @@ public enum ServerSettings {
                 ($0.isASCII && $0.properties.isAlphabetic) || ("0"..."9").contains($0)
                     || "-.:".unicodeScalars.contains($0)
             }
-    }
-}
-
-/// `800ms`, `30s`, `5m`, `2h`, `7d` or a bare number of seconds.
-enum DurationText {
-    static func parse(_ text: String) -> Duration? {
-        var text = Substring(text.trimmingCharacters(in: .whitespaces))
-        if text.hasSuffix("ms") {
-            guard let value = Int64(text.dropLast(2)), value >= 0 else { return nil }
-            return .milliseconds(value)
-        }
-        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
-        var unit: Int64 = 1
-        if let last = text.last, let scale = units[last] {
-            unit = scale
-            text = text.dropLast()
-        }
-        guard let value = Int64(text), value >= 0 else { return nil }
-        let (seconds, overflow) = value.multipliedReportingOverflow(by: unit)
-        return overflow ? nil : .seconds(seconds)
-    }
-
-    static func format(_ duration: Duration) -> String {
-        let ms = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-        if ms % 1000 != 0 { return "\(ms)ms" }
-        let s = ms / 1000
-        for (unit, size) in [("d", Int64(86_400)), ("h", 3600), ("m", 60)] where s >= size && s % size == 0 {
-            return "\(s / size)\(unit)"
-        }
-        return "\(s)s"
     }
 }

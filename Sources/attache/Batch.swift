@@ -12,6 +12,7 @@ struct BatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "batch",
         abstract: "Prepare a campaign's media ahead of the send, with progress, resume and a report.",
+        usage: "attache batch [<options>] [<settings>] <input>",
         discussion: """
             INPUT is a directory of payload .json files, a .jsonl file of payloads (one per line), \
             or any other file as a list of media URLs (one per line, # starts a comment; each URL \
@@ -30,7 +31,8 @@ struct BatchCommand: AsyncParsableCommand {
             claims items under a lease it renews (--lease), and a worker that dies loses nothing: \
             its items are taken again once its leases run out. Each worker stops when every item is \
             recorded, then writes the manifest, --out and --report from the table.
-            """
+
+            """ + PipelineOptions.settingsHelp
     )
 
     @OptionGroup var options: PipelineOptions
@@ -87,10 +89,17 @@ struct BatchCommand: AsyncParsableCommand {
     @Option(help: "Seconds a claimed item stays this worker's without renewal (campaigns).")
     var lease: Int = 30
 
-    @Argument(help: "A directory of .json payloads, a .jsonl file of payloads, or a file of URLs.")
-    var input: String
+    /// A directory of .json payloads, a .jsonl file of payloads, or a file of URLs: the one
+    /// argument after the flags.
+    var input: String { options.inputs.first ?? "" }
 
     func validate() throws {
+        guard options.inputs.count == 1 else {
+            throw ValidationError(
+                options.inputs.isEmpty
+                    ? "missing INPUT: a directory of .json payloads, a .jsonl file of payloads, or a file of URLs"
+                    : "one INPUT, not \(options.inputs.count): \(options.inputs.joined(separator: " "))")
+        }
         if let jobs { try Ranges.check(jobs, 1...4_096, "--jobs") }
         if let workers { try Ranges.check(workers, 1...256, "--workers") }
         if let workMemory { try Ranges.check(workMemory, 16...1_048_576, "--work-memory") }
@@ -148,7 +157,7 @@ struct BatchCommand: AsyncParsableCommand {
             display.show($0)
             metrics?.update($0)
         }
-        let warmed = try await warmEdges(base: options.baseURL, metrics: metrics)
+        let warmed = try await warmEdges(base: (try options.settings.configuration()).baseURL, metrics: metrics)
         try await conclude(progress, title: input.path, store: store, warmed: warmed)
     }
 
@@ -185,7 +194,7 @@ struct BatchCommand: AsyncParsableCommand {
             metrics?.update($0)
         }
         try SharedCampaign.export(queue, manifest: manifestPath, output: out)
-        let warmed = try await warmEdges(base: options.baseURL, metrics: metrics)
+        let warmed = try await warmEdges(base: (try options.settings.configuration()).baseURL, metrics: metrics)
         try await conclude(progress, title: "\(name) (\(input.path))", store: store, warmed: warmed)
     }
 

@@ -10,6 +10,7 @@ struct ProcessCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "process",
         abstract: "Attach a notification payload's media: print the mutated payload.",
+        usage: "attache process [<options>] [<settings>] [<payload> ...]",
         discussion: """
             Reads a payload (a file, or - for standard input), fetches, validates, downscales and \
             stores each attachment it names under one deadline, and prints the payload with an \
@@ -17,7 +18,8 @@ struct ProcessCommand: AsyncParsableCommand {
             a JSON object Attache can read, is printed unchanged. With several files, one payload \
             per line. Input over 1 MiB is not read at all: it is reported on standard error, \
             nothing is printed for it, and the exit status is 1.
-            """
+
+            """ + PipelineOptions.settingsHelp
     )
 
     @OptionGroup var options: PipelineOptions
@@ -31,8 +33,8 @@ struct ProcessCommand: AsyncParsableCommand {
     @Option(help: "Write each mutated payload to DIR/<payload file name> instead of standard output.")
     var out: String?
 
-    @Argument(help: "Payload files (- for standard input).")
-    var payloads: [String] = ["-"]
+    /// The payload files after the flags (- for standard input, the default).
+    var payloads: [String] { options.inputs.isEmpty ? ["-"] : options.inputs }
 
     func run() async throws {
         try await TraceExport.around("process") { try await processAll() }
@@ -108,24 +110,4 @@ struct ProcessCommand: AsyncParsableCommand {
         return text
     }
 
-}
-
-/// A duration written `800ms`, `25s`, `2m` or a bare number of seconds, in milliseconds.
-struct Milliseconds: ExpressibleByArgument, Sendable {
-    let value: Int64
-
-    init(_ value: Int64) { self.value = value }
-
-    var defaultValueDescription: String { value % 1000 == 0 ? "\(value / 1000)s" : "\(value)ms" }
-
-    init?(argument: String) {
-        if argument.hasSuffix("ms"), let number = Int64(argument.dropLast(2)), number > 0 {
-            value = number
-        } else if let seconds = Seconds(argument: argument) {
-            let (product, overflow) = seconds.value.multipliedReportingOverflow(by: 1000)
-            value = overflow ? .max : product
-        } else {
-            return nil
-        }
-    }
 }

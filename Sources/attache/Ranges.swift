@@ -5,8 +5,6 @@ import Foundation
 enum Ranges {
     /// The longest time-to-live accepted for objects and tokens: 100 years.
     static let maxTTL: Int64 = 100 * 365 * 86_400
-    /// The longest payload deadline accepted: one hour.
-    static let maxDeadlineMilliseconds: Int64 = 3_600_000
 
     /// Throws a ValidationError unless `value` is in `range`.
     static func check<T: Comparable>(_ value: T, _ range: ClosedRange<T>, _ option: String) throws {

@@ -9,17 +9,17 @@ import Foundation
 struct Resize: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Downscale images to fit a square, upright and without metadata.",
+        usage: "attache resize [<options>] [<settings>] --out <out> <file> ...",
         discussion: """
             Writes DIR/<name>.<ext> for each file (JPEG stays JPEG, PNG stays PNG) and prints \
             the output width, height, bytes and milliseconds, or the error. Exits 0 even when \
-            files are rejected.
-            """
+            files are rejected. The output fits --max-side x --max-side, aspect kept, never             enlarged.
+
+
+            Settings shared with attache process, batch and serve (flag, default):
+
+            """ + SettingOptions<ResizeRows>.help
     )
-
-    @Option(help: "The output fits N x N, aspect kept, never enlarged.")
-    var maxSide: Int
-
-    @OptionGroup var quality: QualityOptions
 
     @Flag(help: "Also measure the SSIMULACRA2 score of a fixed-quality output (auto always does).")
     var score = false
@@ -50,9 +50,6 @@ struct Resize: ParsableCommand {
     @Flag(help: "GIF: write the poster frame as a still (PNG with transparency, else JPEG).")
     var still = false
 
-    @Option(help: "Stills as: auto (Apple-safe), jpeg (JPEG unless transparent), webp (for Android).")
-    var format = FormatOption(.auto)
-
     @Option(help: "Output directory (created if missing).")
     var out: String
 
@@ -70,13 +67,14 @@ struct Resize: ParsableCommand {
     @Option(help: "The subject's point for those crops: x,y from 0 to 1 (default: found by attention).")
     var focus: String?
 
-    @OptionGroup var targetOptions: TargetOptions
+    /// The settings resize shares with `process`, `batch` and `serve`, read by their rows.
+    @OptionGroup var settings: SettingOptions<ResizeRows>
 
-    @Argument(help: "Image files.")
-    var files: [String]
+    /// The image files after the flags.
+    var files: [String] { settings.positionals }
 
     func validate() throws {
-        try Ranges.check(maxSide, RenditionSpec.maxSideRange, "--max-side")
+        guard !files.isEmpty else { throw ValidationError("missing the image files") }
         try Ranges.check(pngLevel, 0...9, "--png-level")
         try Ranges.check(jpegHeadroom, 1...8, "--jpeg-headroom")
         try Ranges.check(jpegFancy, 0...1, "--jpeg-fancy")
@@ -89,7 +87,7 @@ struct Resize: ParsableCommand {
     /// The `--targets` asked for, in their order.
     func chosenTargets() throws -> [TargetSpec] {
         guard let targets else { return [] }
-        let specs = targetOptions.specs(quality: quality.value)
+        let specs = try settings.configuration().targets
         return try targets.split(separator: ",").map { name in
             guard let target = TargetSpec.Target(rawValue: String(name)), let spec = specs[target] else {
                 throw ValidationError("--targets '\(name)' is not android, web or icon")
@@ -110,14 +108,16 @@ struct Resize: ParsableCommand {
     func run() throws {
         Attache.tuneAllocatorForBatch()
         try OptionChecks.directory(out, "--out")
+        let asked = try settings.configuration().rendition
         let base = RenditionSpec(
-            maxSide: maxSide, quality: quality.value, pngCompressionLevel: pngLevel, jpegShrinkHeadroom: jpegHeadroom)
+            maxSide: asked.maxSide, quality: asked.quality, pngCompressionLevel: pngLevel,
+            jpegShrinkHeadroom: jpegHeadroom)
         var spec = base
         spec.jpegFancyUpsampling = jpegFancy != 0
         spec.gifMaxFrames = maxFrames
         spec.gifMaxBytes = maxBytes
         spec.gifDither = dither
-        spec.outputFormat = format.value
+        spec.outputFormat = asked.outputFormat
         let limits = self.limits.imageLimits
         let clock = ContinuousClock()
         let targets = try chosenTargets()
@@ -262,4 +262,14 @@ struct Resize: ParsableCommand {
         }
         return line
     }
+}
+
+/// The rows of ``PipelineSettings/all`` `resize` takes: the rendition's size, format and quality,
+/// and the other receivers' pictures.
+enum ResizeRows: SettingRows {
+    static let keys: Set<String>? = [
+        "maxSide", "format", "quality", "qualityTarget", "androidMaxBytes", "webMaxBytes", "webFormat",
+        "androidAspect", "targetWidth", "faces",
+    ]
+    static var base: PipelineConfiguration { PipelineConfiguration() }
 }

@@ -58,30 +58,13 @@ struct Serve: AsyncParsableCommand {
 
     /// The flags given, by setting key; a flag that names no setting is refused.
     static func flags(_ arguments: [String]) throws -> [String: String] {
-        var flags: [String: String] = [:]
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            index += 1
-            var (name, inline): (String, String?) = (argument, nil)
-            if let equals = argument.firstIndex(of: "=") {
-                (name, inline) = (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
-            }
-            guard let (setting, negated) = ServerSettings.setting(flag: name) else {
-                throw ValidationError("unknown option '\(argument)' (attache serve --help lists the settings)")
-            }
-            if setting.boolean {
-                flags[setting.key] = negated ? "false" : (inline ?? "true")
-            } else if let inline {
-                flags[setting.key] = inline
-            } else if index < arguments.count {
-                flags[setting.key] = arguments[index]
-                index += 1
-            } else {
-                throw ValidationError("\(name) needs a value")
-            }
+        let parsed = try SettingFlags.parse(arguments) { flag in
+            ServerSettings.all.first { "--" + $0.flag == flag }.map { .init(key: $0.key, boolean: $0.boolean) }
         }
-        return flags
+        if let extra = parsed.positionals.first {
+            throw ValidationError("unknown argument '\(extra)' (attache serve takes its settings as flags)")
+        }
+        return parsed.values
     }
 
     func run() async throws {

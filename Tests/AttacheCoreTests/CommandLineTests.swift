@@ -41,8 +41,11 @@ import Testing
             (["token", "issue", "--store", root, "--ttl", huge + "d", id], "--ttl (seconds) must be from 1 to"),
             (["store", "put", "--store", root, "--ttl", huge, Paths.samples + "/gray.jpg"], "--ttl (seconds)"),
             (["store", "put", "--store", root, "--token-ttl", huge, Paths.samples + "/gray.jpg"], "--token-ttl"),
-            (["process", "--store", root, "--deadline", huge + "s", "-"], "--deadline (milliseconds)"),
-            (["process", "--store", root, "--max-side", "0", "-"], "--max-side must be from 1 to 32767"),
+            (["process", "--store", root, "--deadline", huge + "s", "-"], "--deadline: '\(huge)s' is not a duration"),
+            (
+                ["process", "--store", root, "--max-side", "0", "-"],
+                "--max-side: '0' is not a whole number from 1 to 32767"
+            ),
             (["resize", "--max-side", huge, "--out", directory.path, "x.jpg"], "--max-side"),
             (["fetch", "--concurrency", "0", "http://127.0.0.1/"], "--concurrency must be from 1"),
         ]

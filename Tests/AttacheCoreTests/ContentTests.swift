@@ -132,6 +132,25 @@ import Testing
             String(decoding: out, as: UTF8.self) == #"{"aps":{"mutable-content":1}, "\u0061ttachments" :  [] ,"z":0}"#)
     }
 
+    @Test("command-line.md's conventions are the senders' APNs side, in the order they are read")
+    func theConventionsTableIsTheSendersAPNsSide() throws {
+        let docs = try String(contentsOfFile: Paths.package + "/docs/command-line.md", encoding: .utf8)
+        let lines = docs.split(separator: "\n").map(String.init)
+        let head = try #require(lines.firstIndex { $0.hasPrefix("| convention | payload key |") })
+        let rows = lines[(head + 2)...].prefix { $0.hasPrefix("|") }.map {
+            $0.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        let senders = Sender.all.filter { !$0.apns.isEmpty }
+        #expect(rows.count == senders.count, "one row per sender with an APNs side")
+        for (sender, row) in zip(senders, rows) {
+            for rule in sender.apns {
+                let path = rule.path.prefix { $0 != "*" }.joined(separator: ".")
+                #expect(row[1].contains("`\(path)`"), "\(sender.name): `\(path)` in \(row)")
+            }
+        }
+        #expect(SourceRule.defaults.map(\.path) == senders.flatMap { $0.apns.map(\.path) })
+    }
+
     @Test("docs/receivers.md's table is the senders' table: order, marks, fields and receivers")
     func theReceiversTableIsTheSendersTable() throws {
         let docs = try String(contentsOfFile: Paths.package + "/docs/receivers.md", encoding: .utf8)

@@ -85,6 +85,13 @@ import Testing
             }
         }
         walk(try #require(root["command"] as? [String: Any]), [])
+        // The settings a command reads by their rows (PipelineSettings) are listed in its help.
+        for command in [["process"], ["batch"], ["resize"]] {
+            let text = try await onOwnThread { try Self.run(command + ["--help"], in: folder) }.output
+            for line in text.split(separator: "\n") where line.hasPrefix("--") && line.contains(" <value> (default ") {
+                cases.append((command, String(line.dropFirst(2).prefix { $0 != " " })))
+            }
+        }
         #expect(cases.count >= 150, "the commands' options were all found")
 
         let all = cases

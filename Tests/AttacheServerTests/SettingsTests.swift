@@ -1,3 +1,5 @@
+import AttacheCore
+import AttacheMedia
 import AttacheTestSupport
 import Foundation
 import Testing
@@ -72,7 +74,9 @@ import Testing
                     try await ServerSettings.reader(flags: [setting.key: text], environment: [:], file: nil),
                     environment: ["HOME": "/nonexistent"])
             }
-            let bad = try await load("0x").problems.filter { $0.hasPrefix("\(setting.flag) / \(setting.environment)") }
+            // Free text is refused by its length instead.
+            let wrong = setting.key == "sealPlaceholder" ? String(repeating: "x", count: 1001) : "0x"
+            let bad = try await load(wrong).problems.filter { $0.hasPrefix("\(setting.flag) / \(setting.environment)") }
             #expect(bad.count == 1, "--\(setting.flag) 0x: \(bad)")
             let again = try await load(setting.value!.shown(ServerSettings.defaults))
             #expect(
@@ -102,6 +106,56 @@ import Testing
                 documented.replacingOccurrences(of: ",", with: "").replacingOccurrences(of: "`", with: "")
                     == setting.defaultText, "docs/service-api.md: --\(setting.flag)'s default \(documented)")
         }
+    }
+
+    @Test("a setting of how payloads are treated is one row for serve, process, batch, resize and the request")
+    func pipelineSettingsAreOneRowForEverySurface() async throws {
+        let rows = PipelineSettings.all
+        #expect(Set(rows.map(\.key)).count == rows.count, "a key declared twice")
+        let docs = try String(contentsOfFile: Paths.package + "/docs/command-line.md", encoding: .utf8)
+        let table = docs.split(separator: "\n").filter { $0.hasPrefix("| `--") }
+        let process = try await Self.run(["process", "--help"])
+        let batch = try await Self.run(["batch", "--help"])
+        for row in rows {
+            // serve reads the row itself: its help, and its default where it is the configuration's.
+            let served = try #require(ServerSettings.all.first { $0.key == row.key }, "serve lacks \(row.key)")
+            #expect(served.help == row.help && served.boolean == row.boolean)
+            if row.key != "baseUrl" { #expect(served.defaultText == row.shown(ServerSettings.defaults.pipeline)) }
+            // process and batch list it with the pipeline's default; the docs' row says the same.
+            let flag = row.boolean ? "--[no-]\(row.flag)" : "--\(row.flag) <value>"
+            let listed = "\(flag) (default \(row.shown(PipelineConfiguration())))"
+            #expect(process.output.contains(listed) && batch.output.contains(listed), "--help lists \(listed)")
+            let documented = try #require(
+                table.first { $0.hasPrefix("| `--\(row.flag)` |") || $0.hasPrefix("| `--[no-]\(row.flag)` |") },
+                "docs/command-line.md has no row for --\(row.flag)")
+            let cells = documented.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            #expect(cells[1] == row.shown(PipelineConfiguration()), "docs: --\(row.flag)'s default \(cells[1])")
+            #expect(cells[2] == (row.term.map { "`?\($0)=`" } ?? "—"), "docs: --\(row.flag)'s term \(cells[2])")
+        }
+        // A value out of range is refused by the row, naming the flag, before anything runs.
+        let refused = try await Self.run(["process", "--store", "/nonexistent/store", "--android-aspect", "9", "-"])
+        #expect(
+            refused.status == 64 && refused.output.contains("--android-aspect: '9' is not a number from 0.25 to 8.0"),
+            "\(refused.output)")
+        let resize = try await Self.run(["resize", "--out", "/nonexistent/out", "--quality-target", "99", "x.jpg"])
+        #expect(resize.status == 64 && resize.output.contains("--quality-target: '99' is not a score from 30 to 95"))
+        let notResize = try await Self.run(["resize", "--out", "/nonexistent/out", "--max-payload-bytes", "9", "x.jpg"])
+        #expect(notResize.status == 64 && notResize.output.contains("unknown option '--max-payload-bytes'"))
+    }
+
+    @Test("the rows read together: quality and its target in either order, a target alone is auto")
+    func qualityAndItsTargetReadTogether() {
+        func read(_ values: [String: String]) -> Quality {
+            var configuration = PipelineConfiguration()
+            #expect(PipelineSettings.read({ values[$0] }, into: &configuration).isEmpty)
+            #expect(configuration.targets.values.allSatisfy { $0.quality == configuration.rendition.quality })
+            return configuration.rendition.quality
+        }
+        #expect(read(["quality": "85", "qualityTarget": "80"]) == .fixed(85))
+        #expect(read(["quality": "auto", "qualityTarget": "80"]) == .auto(target: 80))
+        #expect(read(["qualityTarget": "82"]) == .auto(target: 82))
+        #expect(read(["quality": "auto"]) == .auto(target: Quality.defaultTarget))
+        #expect(read([:]) == .default)
     }
 
     /// `--log-format json`: every line the service writes is one JSON object, the request

@@ -22,19 +22,9 @@ public struct SourceRule: Hashable, Sendable {
         self.init(name: String(argument[..<equals]), path: path)
     }
 
-    /// The conventions of the common senders.
-    public static let defaults: [SourceRule] = [
-        SourceRule(name: "my-attachment", path: ["my-attachment"]),
-        SourceRule(name: "attachment-url", path: ["attachment-url"]),
-        SourceRule(name: "media-url", path: ["media-url"]),
-        SourceRule(name: "image", path: ["image"]),
-        SourceRule(name: "fcm", path: ["fcm_options", "image"]),
-        SourceRule(name: "onesignal", path: ["att", "*"]),
-        SourceRule(
-            name: "airship", path: ["com.urbanairship.media_attachment", "url"], optionsKey: "options"),
-        SourceRule(name: "clevertap", path: ["ct_mediaUrl"]),
-        SourceRule(name: "batch", path: ["com.batch", "at", "u"]),
-    ]
+    /// The conventions of the common senders, in the order they are read: every sender's APNs
+    /// side in ``Sender/all``.
+    public static let defaults: [SourceRule] = Sender.all.flatMap(\.apns)
 }
 
 /// One media URL found in a payload.

@@ -86,6 +86,43 @@ public struct TypeMember: Hashable, Sendable {
     }
 }
 
+/// One sender, both sides of it: where its APNs payloads name media (the rules every payload is
+/// read with, ``SourceRule/defaults``) and its multi-platform send body with its fields, their
+/// receivers and type members (``SendShape/all``). A sender is one row of ``all``; the docs'
+/// tables (command-line.md's conventions, receivers.md's send bodies) are checked against it.
+public struct Sender: Sendable {
+    /// The name reported as an attachment's `convention`.
+    public var name: String
+    /// Where its APNs payloads name media, in the order they are read.
+    public var apns: [SourceRule]
+    /// Its send body; nil for a sender that has none Attache reads.
+    public var body: SendShape?
+
+    init(_ name: String, apns paths: [[String]], optionsKey: String? = nil, body: SendShape? = nil) {
+        self.name = name
+        self.apns = paths.map { SourceRule(name: name, path: $0, optionsKey: optionsKey) }
+        self.body = body
+    }
+
+    private init(topLevel keys: [String]) {
+        self.name = "top level"
+        self.apns = keys.map { SourceRule(name: $0, path: [$0]) }
+        self.body = nil
+    }
+
+    /// The senders, APNs side and send body: the APNs rules are read in this order, the send
+    /// bodies tried in it.
+    public static let all: [Sender] = [
+        Sender(topLevel: ["my-attachment", "attachment-url", "media-url", "image"]),
+        Sender("fcm", apns: [["fcm_options", "image"]], body: .fcm),
+        Sender("braze", apns: [], body: .braze),
+        Sender("onesignal", apns: [["att", "*"]], body: .oneSignal),
+        Sender("airship", apns: [["com.urbanairship.media_attachment", "url"]], optionsKey: "options", body: .airship),
+        Sender("clevertap", apns: [["ct_mediaUrl"]], body: .cleverTap),
+        Sender("batch", apns: [["com.batch", "at", "u"]]),
+    ]
+}
+
 /// One sender's send body: what tells it apart, and the fields that name its pictures. The
 /// senders are tried in ``all``'s order; docs/receivers.md's table is checked against it.
 public struct SendShape: Sendable {
@@ -116,8 +153,9 @@ public struct SendShape: Sendable {
     public var fields: [Field]
 
     /// The send shapes in the order they are tried: a body that carries the marks of several is
-    /// read as the first, and its report says which others it also matched.
-    public static let all: [SendShape] = [fcm, braze, oneSignal, airship, cleverTap]
+    /// read as the first, and its report says which others it also matched. Each is its
+    /// sender's body in ``Sender/all``.
+    public static let all: [SendShape] = Sender.all.compactMap(\.body)
 
     static let fcm = SendShape(
         shape: .fcm, name: "FCM HTTP v1", toldBy: "a top-level `message` object",

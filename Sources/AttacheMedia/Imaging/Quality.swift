@@ -54,6 +54,19 @@ public enum Quality: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// `auto` or `85`: the quality as a setting writes it (the target is a setting of its own).
+    public var setting: String {
+        switch self {
+        case .fixed(let number): String(number)
+        case .auto: "auto"
+        }
+    }
+
+    /// The score `auto` aims at; nil for a fixed quality.
+    public var target: Double? {
+        if case .auto(let target) = self { target } else { nil }
+    }
+
     static func trimmed(_ value: Double) -> String {
         value == value.rounded() ? String(Int(value)) : String(format: "%.1f", value)
     }
