@@ -104,6 +104,9 @@ public enum PipelineSettings {
             choice(\.rendition.video.preset, VideoEncoding.presets.map { ($0, $0) })),
         row("maxVideoSide", "Longest side of a re-encoded video.", integer(\.rendition.video.maxSide, 16...8192)),
         row(
+            "gifMaxFrames", "Frames an animated GIF rendition keeps at most (dropped evenly, its duration kept).",
+            integer(\.rendition.gifMaxFrames, 1...100_000)),
+        row(
             "maxSources", "Media sources considered per payload; the rest are reported too_many_sources.",
             integer(\.maxSources, 1...1000)),
         row(
