@@ -36,7 +36,7 @@ import Testing
             {"aps":{"mutable-content":1},
              "my-attachment":"https://a.test/1.jpg","attachment-url":"https://a.test/2.jpg",
              "media-url":"https://a.test/3.jpg","image":"https://a.test/4.jpg",
-             "fcm_options":{"image":"https://a.test/5.jpg"},
+             "fcm_options":{"image":"https://a.test/5.jpg"},"ab":{"att":{"url":"https://a.test/11.jpg","type":"jpg"}},
              "att":{"x":"https://a.test/6.jpg","y":"https://a.test/7.jpg"},
              "com.urbanairship.media_attachment":{"url":["https://a.test/8.jpg","https://a.test/1.jpg"],
                "options":{"crop":{"x":0.25,"y":0,"width":0.5,"height":1},"time":1.5,"hidden":true}},
@@ -44,11 +44,13 @@ import Testing
              "com.batch":{"at":{"u":"https://a.test/10.jpg"}}}
             """
         let sources = try content(payload).sources()
-        #expect(sources.map(\.url) == (1...10).map { "https://a.test/\($0).jpg" }, "each URL once, in rule order")
+        #expect(
+            sources.map(\.url) == [1, 2, 3, 4, 5, 11, 6, 7, 8, 9, 10].map { "https://a.test/\($0).jpg" },
+            "each URL once, in rule order")
         #expect(
             sources.map(\.convention) == [
-                "my-attachment", "attachment-url", "media-url", "image", "fcm", "onesignal", "onesignal", "airship",
-                "clevertap", "batch",
+                "my-attachment", "attachment-url", "media-url", "image", "fcm", "braze", "onesignal", "onesignal",
+                "airship", "clevertap", "batch",
             ])
         let airship = try #require(sources.first { $0.convention == "airship" })
         #expect(airship.options == ThumbnailOptions(hidden: true, clippingRect: [0.25, 0, 0.5, 1], time: 1.5))

@@ -115,7 +115,7 @@ public struct Sender: Sendable {
     public static let all: [Sender] = [
         Sender(topLevel: ["my-attachment", "attachment-url", "media-url", "image"]),
         Sender("fcm", apns: [["fcm_options", "image"]], body: .fcm),
-        Sender("braze", apns: [], body: .braze),
+        Sender("braze", apns: [["ab", "att", "url"]], body: .braze),
         Sender("onesignal", apns: [["att", "*"]], body: .oneSignal),
         Sender("airship", apns: [["com.urbanairship.media_attachment", "url"]], optionsKey: "options", body: .airship),
         Sender("clevertap", apns: [["ct_mediaUrl"]], body: .cleverTap),
