@@ -153,6 +153,15 @@ import Testing
         #expect(SourceRule.defaults.map(\.path) == senders.flatMap { $0.apns.map(\.path) })
     }
 
+    @Test("every receiver but iOS is a picture's target, and every target a receiver, by the same name")
+    func receiversAndTargetsAreOneList() {
+        #expect(Receiver.allCases == [.ios] + TargetSpec.Target.allCases.map(Receiver.init))
+        for receiver in Receiver.allCases {
+            #expect(receiver.target.map(Receiver.init) == (receiver == .ios ? nil : receiver))
+            #expect(receiver.target.map(\.rawValue) == (receiver == .ios ? nil : receiver.rawValue))
+        }
+    }
+
     @Test("docs/receivers.md's table is the senders' table: order, marks, fields and receivers")
     func theReceiversTableIsTheSendersTable() throws {
         let docs = try String(contentsOfFile: Paths.package + "/docs/receivers.md", encoding: .utf8)

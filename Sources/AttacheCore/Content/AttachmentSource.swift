@@ -35,11 +35,17 @@ public struct AttachmentSource: Hashable, Sendable {
     public var convention: String
     /// Thumbnail options the sender asked for (Airship `options`): hidden, clipping rect, time.
     public var options: ThumbnailOptions
+    /// The top-level member of an APNs payload it was named in (a seal takes that member);
+    /// nil for a send body's field.
+    public var member: String?
 
-    public init(url: String, convention: String, options: ThumbnailOptions = ThumbnailOptions()) {
+    public init(
+        url: String, convention: String, options: ThumbnailOptions = ThumbnailOptions(), member: String? = nil
+    ) {
         self.url = url
         self.convention = convention
         self.options = options
+        self.member = member
     }
 }
 
@@ -74,7 +80,8 @@ extension NotificationContent {
                 default: urls = []
                 }
                 for url in urls where !url.isEmpty && seen.insert(url).inserted {
-                    found.append(AttachmentSource(url: url, convention: rule.name, options: options))
+                    found.append(
+                        AttachmentSource(url: url, convention: rule.name, options: options, member: rule.path.first))
                 }
             }
         }

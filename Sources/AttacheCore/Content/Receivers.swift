@@ -16,9 +16,21 @@ public enum PayloadShape: String, Sendable {
     case cleverTap = "clevertap"
 }
 
-/// Who a picture field is for.
+/// Who a picture field is for: iOS (the attachment rendition) or a receiver of a picture made
+/// for it (``TargetSpec/Target``). The two are linked both ways by switches the compiler checks
+/// whole (``target`` and ``init(_:)``), so a new picture receiver cannot be added to one and
+/// forgotten in the other.
 public enum Receiver: String, Hashable, Sendable, CaseIterable {
     case ios, android, web, icon
+
+    /// The receiver of the pictures made for `target`.
+    public init(_ target: TargetSpec.Target) {
+        switch target {
+        case .android: self = .android
+        case .web: self = .web
+        case .icon: self = .icon
+        }
+    }
 
     /// The target rendition made for this receiver (nil for iOS: the attachment rendition).
     public var target: TargetSpec.Target? {

@@ -130,8 +130,8 @@ extension Pipeline {
                     edits.append((member.path, .string(word)))
                 }
                 edits.append((field.path, .string(attachment.url)))
-            case let target?:
-                if let url = outcome.targets.first(where: { $0.target == target })?.url {
+            case .some:
+                if let url = outcome.targets.first(where: { Receiver($0.target) == field.receiver })?.url {
                     edits.append((field.path, .string(url)))
                 }
             }

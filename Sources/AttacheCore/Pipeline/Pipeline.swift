@@ -161,9 +161,7 @@ public final class Pipeline: Sendable {
         let key = configuration.attachmentsKey
         let found = content.isMutable ? content.sources(using: configuration.sources) : []
         // The members the media were named in go into a seal with the alert.
-        let moved = found.compactMap { source in
-            configuration.sources.first { $0.name == source.convention }?.path.first
-        }
+        let moved = found.compactMap(\.member)
         var shape = OutputShape(key: key, categories: configuration.categories)
         do throws(AttacheError) {
             shape.seal = try sealShape(content, asked: seal)
