@@ -16,7 +16,9 @@
 #      were attached.
 #   bash Benchmarks/serve-load.sh
 # SERVE_ARGS (flags added to `attache serve`) and SERVE_ENV (variables for it, e.g. GLIBC_TUNABLES)
-# compare settings on the same files.
+# compare settings on the same files. QUALITY (e.g. 80, thumbor's QUALITY, set in its
+# configuration below) encodes `attache serve` and `attache resize` at that fixed quality instead
+# of the default `auto`, so the three do the same encoding work.
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
@@ -77,7 +79,7 @@ hwm_mb() { awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 
 start_service() {
     env ${SERVE_ENV:-} "$bin" serve --port $service_port --store "$work/store" --api-keys $key,$key2 --allow-loopback \
-        --max-queued 14 --gc-interval 0s --log-level info ${SERVE_ARGS:-} > "$work/service.log" 2>&1 &
+        --max-queued 14 --gc-interval 0s --log-level info ${QUALITY:+--quality $QUALITY} ${SERVE_ARGS:-} > "$work/service.log" 2>&1 &
     service=$!
     pids+=($service)
     wait_for "http://127.0.0.1:$service_port/healthz"
@@ -87,7 +89,7 @@ start_service() {
 split -n l/2 "$work/files" "$work/half-"
 start=$(date +%s.%N)
 for half in "$work"/half-*; do
-    (for _ in $(seq $passes); do sed 's#^#work/#' "$half"; done | xargs "$bin" resize --max-side 1024 --out "$work/resized" > /dev/null) &
+    (for _ in $(seq $passes); do sed 's#^#work/#' "$half"; done | xargs "$bin" resize --max-side 1024 ${QUALITY:+--quality $QUALITY} --out "$work/resized" > /dev/null) &
 done
 wait
 resize_ips=$(python3 -c "import time; print(round($requests / (time.time() - $start), 2))")
@@ -123,6 +125,7 @@ STORAGE = 'thumbor.storages.no_storage'
 RESULT_STORAGE = None
 ALLOW_UNSAFE_URL = True
 PROGRESSIVE_JPEG = $progressive
+QUALITY = 80
 HTTP_LOADER_MAX_BODY_SIZE = 100 * 1024 * 1024
 MAX_WIDTH = 0
 MAX_HEIGHT = 0
