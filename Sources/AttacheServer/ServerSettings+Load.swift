@@ -98,12 +98,8 @@ final class SettingsReading {
         } else {
             storeRoot = (environment["HOME"] ?? ".") + "/.local/share/attache/store"
         }
-        let defaults = StoreConfiguration(root: storeRoot)
-        var configuration = ServerConfiguration(
-            store: StoreConfiguration(
-                root: storeRoot,
-                maxBytes: integer("storeMaxBytes", 1...Int64.max / 2, defaults.maxBytes),
-                maxObjects: integer("storeMaxObjects", 1...Int.max / 2, defaults.maxObjects)))
+        // The quotas are read by their rows (ServerSettings.all), after this.
+        var configuration = ServerConfiguration(store: StoreConfiguration(root: storeRoot))
         // Read (and checked) whatever the store: a replica's tuning may be set for a fleet that
         // runs both kinds of store.
         let grace = duration(

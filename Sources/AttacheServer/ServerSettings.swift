@@ -73,8 +73,13 @@ public enum ServerSettings {
                 key: "catalogTimeout",
                 help: "How long one catalog statement, or connecting to the catalog, may take before it fails.",
                 defaultText: "10s", secret: false),
-            .init(key: "storeMaxBytes", help: "Byte quota of the store.", defaultText: "10000000000", secret: false),
-            .init(key: "storeMaxObjects", help: "Object quota of the store.", defaultText: "1000000", secret: false),
+            .init(
+                "storeMaxBytes", "Byte quota of the store.",
+                .integer(\.store.maxBytes, StoreConfiguration.maxBytesRange)
+            ),
+            .init(
+                "storeMaxObjects", "Object quota of the store.",
+                .integer(\.store.maxObjects, StoreConfiguration.maxObjectsRange)),
             .init(
                 key: "apiKeys", help: "API keys accepted (comma-separated; several for rotation).", defaultText: "none",
                 secret: true),

@@ -19,6 +19,12 @@ public struct StoreConfiguration: Sendable {
     /// (`root` and `keyFile` are then unused).
     public var shared: SharedStoreConfiguration?
 
+    /// The byte quotas a store may be given: every surface that takes one (serve's
+    /// `--store-max-bytes`, the store options of the other commands) checks this range.
+    public static let maxBytesRange: ClosedRange<Int64> = 1...(Int64.max / 2)
+    /// The object quotas a store may be given.
+    public static let maxObjectsRange: ClosedRange<Int> = 1...(Int.max / 2)
+
     /// Creates a configuration with the documented defaults.
     public init(
         root: String,

@@ -26,18 +26,22 @@ struct StoreOptions: ParsableArguments {
         ))
     var blobs: String?
 
-    @Option(help: "Byte quota of the store.")
+    @Option(
+        name: [.customLong("store-max-bytes"), .customLong("max-store-bytes")],
+        help: "Byte quota of the store (serve's --store-max-bytes; --max-store-bytes is the same).")
     var maxStoreBytes: Int64 = StoreConfiguration(root: "").maxBytes
 
-    @Option(help: "Object quota of the store.")
+    @Option(
+        name: [.customLong("store-max-objects"), .customLong("max-objects")],
+        help: "Object quota of the store (serve's --store-max-objects; --max-objects is the same).")
     var maxObjects: Int = StoreConfiguration(root: "").maxObjects
 
     @Flag(help: "Print one JSON object per line.")
     var json = false
 
     func validate() throws {
-        try Ranges.check(maxStoreBytes, 1...Int64.max / 2, "--max-store-bytes")
-        try Ranges.check(maxObjects, 1...Int.max / 2, "--max-objects")
+        try Ranges.check(maxStoreBytes, StoreConfiguration.maxBytesRange, "--store-max-bytes")
+        try Ranges.check(maxObjects, StoreConfiguration.maxObjectsRange, "--store-max-objects")
     }
 
     var root: String {
