@@ -1,4 +1,4 @@
-public import AttacheBase
+import AttacheBase
 import AttacheMedia
 import AttacheSeal
 import Foundation
