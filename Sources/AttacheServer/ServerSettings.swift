@@ -26,17 +26,7 @@ public enum ServerSettings {
         public var value: Value? = nil
 
         /// `--kebab-case` flag name.
-        public var flag: String {
-            var out = ""
-            for character in key {
-                if character.isUppercase {
-                    out += "-" + character.lowercased()
-                } else {
-                    out.append(character)
-                }
-            }
-            return out
-        }
+        public var flag: String { PipelineSetting.kebab(key) }
 
         /// `ATTACHE_SNAKE_CASE` environment name.
         public var environment: String { "ATTACHE_" + flag.replacingOccurrences(of: "-", with: "_").uppercased() }
