@@ -26,6 +26,27 @@ let withoutX264 = Context.environment["ATTACHE_NO_X264"] == "1"
 //                ←  AttacheBatch (campaigns: manifest, resume, progress, report)  ←  attache (CLI)
 // No stage target depends on another stage. AttacheCore composes them into the pipeline;
 // AttacheServer and AttacheBatch, above it, also name stage types (limits, fetch policy, kinds).
+// How the release `attache` is linked, each for a smaller start (docs/benchmarks.md):
+// - by lld with packed relative relocations (DT_RELR, glibc 2.36): the relocation table the
+//   loader reads and applies at every start is 0.4 MB, not 1.8;
+// - with Swift's runtime and Foundation linked in (`-static-stdlib`; the static archives' own
+//   libraries named, as the static modules would), so their code is laid out with the rest and
+//   no symbol of theirs is looked up at start;
+// - with the functions a start runs first and side by side (startup.order, written by
+//   scripts/startup-order.sh; scripts/release.sh builds with the function sections it needs).
+let releaseLink: [String] = [
+    "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+    "-static-stdlib", "-lCoreFoundation", "-l_CFURLSessionInterface", "-l_FoundationICU", "-l_FoundationCShims",
+    "-l_FoundationCollections", "-lswiftSynchronization", "-lswift_StringProcessing", "-lswift_RegexParser",
+    "-lswift_Concurrency", "-lswiftDispatch", "-lswiftGlibc",
+    "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Sources/attache/startup.order",
+    "-Xlinker", "--no-warn-symbol-ordering",
+    // `-static-stdlib` exports every symbol of the program for Swift plug-ins; Attache loads none
+    // (the face detector and FFmpeg are C and C++), and a 5 MB symbol table that every library's
+    // symbol lookup at start probes first costs more than the 2 MB it maps.
+    "-Xlinker", "--no-export-dynamic",
+]
+
 let package = Package(
     name: "Attache",
     // iOS for the device-side kit (AttacheClient, AttacheSeal): HPKE needs iOS 17.
@@ -242,14 +263,9 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "OTel", package: "swift-otel"),
             ],
+            exclude: ["startup.order"],
             swiftSettings: swiftSettings,
-            // Release: linked by lld with packed relative relocations (DT_RELR, glibc 2.36): the
-            // 1.8 MB relocation table the loader reads and applies at every start shrinks to
-            // 0.4 MB, and a process starts 1.3 MB smaller (docs/benchmarks.md).
-            linkerSettings: [
-                .unsafeFlags(
-                    ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(configuration: .release))
-            ]
+            linkerSettings: [.unsafeFlags(releaseLink, .when(configuration: .release))]
         ),
         // Helpers shared by the test targets: a real HTTP server, temporary directories,
         // child-process runners, seeded generators, the corpus and fixtures.

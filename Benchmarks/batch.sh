@@ -15,7 +15,7 @@ for p in nginx-light curl; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
         || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null; }
 done
-(cd .. && swift build -c release --product attache >/dev/null)
+(cd .. && bash scripts/release.sh --product attache >/dev/null)
 bin=$(cd .. && swift build -c release --show-bin-path)/attache
 items=${1:-2000}
 work=$(realpath work)/batch

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
-(cd .. && swift build -c release --product attache >/dev/null)
+(cd .. && bash scripts/release.sh --product attache >/dev/null)
 bin=../.build/release/attache
 cc -O2 -o work/floor floor.c -ljpeg
 python3 compare.py work/jpeg --size 1024 --runs 3 --attache "$bin" --floor work/floor

@@ -12,5 +12,5 @@ if [ ${#need[@]} -gt 0 ]; then
     sudo=$([ "$(id -u)" = 0 ] || echo sudo)
     $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-(cd .. && swift build -c release --product attache >/dev/null && swift build -c release --product AttacheFaces >/dev/null)
+(cd .. && bash scripts/release.sh --product attache >/dev/null && bash scripts/release.sh --product AttacheFaces >/dev/null)
 /usr/bin/python3 faces.py work/jpeg --attache ../.build/release/attache

@@ -22,7 +22,7 @@ done
 if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-(cd .. && swift build -c release --product attache >/dev/null)
+(cd .. && bash scripts/release.sh --product attache >/dev/null)
 bin=$(cd .. && swift build -c release --show-bin-path)/attache
 work=$(realpath work)/fanout
 rm -rf "$work" && mkdir -p "$work/media" "$work/cache" "$work/temp"

@@ -11,7 +11,7 @@ if [ ${#need[@]} -gt 0 ]; then
     sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
     $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-(cd .. && swift build -c release --product attache >/dev/null)
+(cd .. && bash scripts/release.sh --product attache >/dev/null)
 bin=$(cd .. && swift build -c release --show-bin-path)/attache
 
 rm -rf work/fetch && mkdir -p work/fetch/www work/fetch/nginx

@@ -19,7 +19,7 @@ for f in $(ls work/jpeg/*_baseline.jpg | head -4); do
     [ -s "work/gif/photo$i.gif" ] && continue
     ffmpeg -hide_banner -loglevel error -y -i "$f" -vf "scale=2400:-2,zoompan=z='min(zoom+0.004,1.3)':x='iw/2-(iw/zoom/2)':y='ih/2-(ih/zoom/2)':d=60:s=1200x675:fps=15,split[a][b];[a]palettegen=stats_mode=diff[p];[b][p]paletteuse=dither=bayer:bayer_scale=3" "work/gif/photo$i.gif"
 done
-(cd .. && swift build -c release --product attache >/dev/null)
+(cd .. && bash scripts/release.sh --product attache >/dev/null)
 bin=$(cd .. && swift build -c release --show-bin-path)/attache
 python3 gif.py work/gif --attache "$bin" --runs 3
 echo

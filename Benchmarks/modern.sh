@@ -12,7 +12,7 @@ for tool in heif-enc avifenc cjxl vipsthumbnail; do
     command -v "$tool" >/dev/null || (apt-get install -y -qq libheif-examples libavif-bin libjxl-tools libvips-tools >/dev/null)
 done
 dpkg-query -W libheif-plugin-x265 >/dev/null 2>&1 || apt-get install -y -qq -t bookworm-backports libheif-plugin-x265 >/dev/null
-(cd .. && swift build -c release --product attache >/dev/null)
+(cd .. && bash scripts/release.sh --product attache >/dev/null)
 bin=$(cd .. && swift build -c release --show-bin-path)/attache
 work=$(realpath work)/modern
 mkdir -p "$work"

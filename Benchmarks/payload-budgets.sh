@@ -8,7 +8,7 @@
 #   bash Benchmarks/payload-budgets.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build -c release --product attache >/dev/null
+bash scripts/release.sh --product attache >/dev/null
 bin=$(swift build -c release --show-bin-path)/attache
 work=$(mktemp -d)
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT

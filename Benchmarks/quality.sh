@@ -6,5 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
 python3 -c "import ssimulacra2" 2>/dev/null || pip install -q ssimulacra2==0.3.0
-(cd .. && swift build -c release --product attache >/dev/null)
+(cd .. && bash scripts/release.sh --product attache >/dev/null)
 python3 quality.py work/jpeg --attache ../.build/release/attache "$@"

@@ -18,7 +18,7 @@ for p in nginx-light curl; do
         (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null)
 done
 bash ../scripts/shared-servers.sh install
-(cd .. && swift build -c release --product attache >/dev/null)
+(cd .. && bash scripts/release.sh --product attache >/dev/null)
 bin=$(cd .. && swift build -c release --show-bin-path)/attache
 work=$(realpath work)/shared
 rm -rf "$work" && mkdir -p "$work"

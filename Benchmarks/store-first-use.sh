@@ -6,7 +6,7 @@ set -u
 cd "$(dirname "$0")/.."
 bin=${1:-}
 if [ -z "$bin" ]; then
-    swift build -c release --product attache >/dev/null
+    bash scripts/release.sh --product attache >/dev/null
     bin=$(swift build -c release --show-bin-path)/attache
 fi
 procs=${2:-64}; trials=${3:-20}

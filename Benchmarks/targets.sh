@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
-(cd .. && swift build -c release --product attache >/dev/null)
+(cd .. && bash scripts/release.sh --product attache >/dev/null)
 python3 targets.py work/jpeg --attache ../.build/release/attache "$@"

@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 runs=${1:-3}
 bash prepare.sh >/dev/null
 command -v ffmpeg >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends ffmpeg >/dev/null)
-(cd .. && swift build -c release --product attache >/dev/null)
+(cd .. && bash scripts/release.sh --product attache >/dev/null)
 bin=$(cd .. && swift build -c release --show-bin-path)/attache
 work=$(realpath work)/video
 mkdir -p "$work"

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
 command -v cwebp >/dev/null || (apt-get install -y -qq webp >/dev/null)
-(cd .. && swift build -c release --product attache >/dev/null)
+(cd .. && bash scripts/release.sh --product attache >/dev/null)
 bin=$(cd .. && swift build -c release --show-bin-path)/attache
 work=$(realpath work)/webp
 rm -rf "$work" && mkdir -p "$work"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The formatters in lint mode (what CI runs after the tests): swift-format on the Swift, and
-# clang-format (.clang-format; installed when missing) on the C and C++ shims, fuzz and
-# benchmark helpers. `bash scripts/format.sh --fix` rewrites the files instead.
+# clang-format (.clang-format; installed when missing) on the C and C++ shims, the fuzz and
+# benchmark helpers and scripts/pagetrace.c. `bash scripts/format.sh --fix` rewrites the files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v clang-format >/dev/null; then
@@ -12,7 +12,7 @@ if ! command -v clang-format >/dev/null; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends clang-format >/dev/null
 fi
 mapfile -t c_files < <(git ls-files 'Sources/*.c' 'Sources/*.h' 'Sources/*.cpp' 'Fuzz/*.c' 'Benchmarks/*.c' \
-    'Tests/*.c' 'Tests/*.h')
+    'Tests/*.c' 'Tests/*.h' 'scripts/*.c')
 if [ "${1:-}" = --fix ]; then
     swift format -i -r Sources Tests
     clang-format -i "${c_files[@]}"

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 # The debug build, which the test command builds on (the media target's pixel loops are optimised
 # in it too): the README's two commands share one build. Deployments and benchmarks build with
-# `swift build -c release`.
+# scripts/release.sh.
 swift build --product attache
 # The face detector (--faces), loaded from beside the binary on first use.
 swift build --product AttacheFaces

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Writes Sources/attache/startup.order: the functions of a release `attache` that its start runs
+# (`--version`, `serve` from start to ready and its stop, one `resize`), one symbol per line, in
+# the order they first run. The release link hands the file to lld (--symbol-ordering-file),
+# which puts those functions side by side at the front of the code: a start then maps a few dense
+# megabytes instead of a page (and the 64 KB the kernel maps around each fault) in every corner of
+# the program. How: scripts/pagetrace.c, preloaded, sets a breakpoint on every function and
+# records each the first time it runs. Symbols a build no longer has are skipped by the link, so
+# an old file costs memory, never a build; run this again after large changes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/release.sh --product attache >/dev/null
+bin=$(swift build -c release --show-bin-path)/attache
+tmp=$(mktemp -d)
+trap 'kill "${service:-}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+cc -O2 -shared -fPIC -o "$tmp/pagetrace.so" scripts/pagetrace.c
+readelf -sW "$bin" | awk '$4 == "FUNC" && $7 != "UND" {print $2}' >"$tmp/entries"
+# The runtime's crash handler would take SIGTRAP from the tracer.
+export SWIFT_BACKTRACE=enable=no
+traced=(env PAGETRACE_ENTRIES="$tmp/entries" PAGETRACE_OUT="$tmp/run" LD_PRELOAD="$tmp/pagetrace.so")
+
+"${traced[@]}" "$bin" --version >/dev/null
+
+"${traced[@]}" ATTACHE_API_KEYS=startup-order-key-000000 "$bin" serve --port 0 --store "$tmp/store" \
+    >"$tmp/serve.log" 2>&1 &
+service=$!
+for _ in $(seq 1 100); do
+    grep -q listening "$tmp/serve.log" && break
+    kill -0 "$service" 2>/dev/null || break
+    sleep 0.1
+done
+grep -q listening "$tmp/serve.log" || { cat "$tmp/serve.log" >&2; exit 1; }
+sleep 2
+kill -TERM "$service"
+wait "$service"
+
+"${traced[@]}" "$bin" resize --max-side 1024 --out "$tmp/resized" Samples/media/waterfall-rotated.jpg >/dev/null
+
+python3 - "$bin" "$tmp/run" >"$tmp/order" <<'EOF'
+import subprocess
+import sys
+
+binary, run = sys.argv[1:3]
+symbols = subprocess.run(["readelf", "-sW", binary], capture_output=True, text=True, check=True).stdout
+names = {}
+for line in symbols.splitlines():
+    fields = line.split()
+    if len(fields) == 8 and fields[3] == "FUNC" and fields[6] != "UND":
+        names.setdefault(int(fields[1], 16), []).append(fields[7])
+printed = set()
+for line in open(run):
+    for name in names.get(int(line, 16), []):
+        if name not in printed:
+            printed.add(name)
+            print(name)
+EOF
+mv "$tmp/order" Sources/attache/startup.order
+# The next release build links again with the new file (the link does not watch it).
+rm -f "$bin"
+echo "startup-order: $(wc -l <Sources/attache/startup.order) functions run at start, in Sources/attache/startup.order"
