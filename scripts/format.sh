@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The formatters in lint mode (what CI runs after the tests): swift-format on the Swift, and
 # clang-format (.clang-format; installed when missing) on the C and C++ shims, the fuzz and
-# benchmark helpers and scripts/pagetrace.c. `bash scripts/format.sh --fix` rewrites the files.
+# benchmark helpers and scripts/functrace.c. `bash scripts/format.sh --fix` rewrites the files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v clang-format >/dev/null; then

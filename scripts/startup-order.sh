@@ -4,7 +4,7 @@
 # the order they first run. The release link hands the file to lld (--symbol-ordering-file),
 # which puts those functions side by side at the front of the code: a start then maps a few dense
 # megabytes instead of a page (and the 64 KB the kernel maps around each fault) in every corner of
-# the program. How: scripts/pagetrace.c, preloaded, sets a breakpoint on every function and
+# the program. How: scripts/functrace.c, preloaded, sets a breakpoint on every function and
 # records each the first time it runs. Symbols a build no longer has are skipped by the link, so
 # an old file costs memory, never a build; run this again after large changes.
 set -euo pipefail
@@ -13,11 +13,14 @@ bash scripts/release.sh --product attache >/dev/null
 bin=$(swift build -c release --show-bin-path)/attache
 tmp=$(mktemp -d)
 trap 'kill "${service:-}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-cc -O2 -shared -fPIC -o "$tmp/pagetrace.so" scripts/pagetrace.c
-readelf -sW "$bin" | awk '$4 == "FUNC" && $7 != "UND" {print $2}' >"$tmp/entries"
+cc -O2 -shared -fPIC -o "$tmp/functrace.so" scripts/functrace.c
+# The program's functions (address, name), read once: their addresses for the tracer, their names
+# for the file.
+readelf -sW "$bin" | awk '$4 == "FUNC" && $7 != "UND" {print $2, $8}' >"$tmp/functions"
+cut -d' ' -f1 "$tmp/functions" >"$tmp/entries"
 # The runtime's crash handler would take SIGTRAP from the tracer.
 export SWIFT_BACKTRACE=enable=no
-traced=(env PAGETRACE_ENTRIES="$tmp/entries" PAGETRACE_OUT="$tmp/run" LD_PRELOAD="$tmp/pagetrace.so")
+traced=(env FUNCTRACE_ENTRIES="$tmp/entries" FUNCTRACE_OUT="$tmp/run" LD_PRELOAD="$tmp/functrace.so")
 
 "${traced[@]}" "$bin" --version >/dev/null
 
@@ -36,17 +39,15 @@ wait "$service"
 
 "${traced[@]}" "$bin" resize --max-side 1024 --out "$tmp/resized" Samples/media/waterfall-rotated.jpg >/dev/null
 
-python3 - "$bin" "$tmp/run" >"$tmp/order" <<'EOF'
-import subprocess
+# Each function once, where it first ran; every name of an address (aliases) beside it.
+python3 - "$tmp/functions" "$tmp/run" >"$tmp/order" <<'EOF'
 import sys
 
-binary, run = sys.argv[1:3]
-symbols = subprocess.run(["readelf", "-sW", binary], capture_output=True, text=True, check=True).stdout
+functions, run = sys.argv[1:3]
 names = {}
-for line in symbols.splitlines():
-    fields = line.split()
-    if len(fields) == 8 and fields[3] == "FUNC" and fields[6] != "UND":
-        names.setdefault(int(fields[1], 16), []).append(fields[7])
+for line in open(functions):
+    address, name = line.split()
+    names.setdefault(int(address, 16), []).append(name)
 printed = set()
 for line in open(run):
     for name in names.get(int(line, 16), []):

@@ -1,8 +1,8 @@
 // Which functions of a program's own code a run executes, in the order they first run, for
 // scripts/startup-order.sh. Loaded with LD_PRELOAD, before the program's first instruction:
 // the program's code is made writable and the first byte of every function named in
-// $PAGETRACE_ENTRIES (one link address per line, in hex) becomes a breakpoint (int3). The first
-// call of each function traps; the handler writes the function's address to $PAGETRACE_OUT, puts
+// $FUNCTRACE_ENTRIES (one link address per line, in hex) becomes a breakpoint (int3). The first
+// call of each function traps; the handler writes the function's address to $FUNCTRACE_OUT, puts
 // its byte back and resumes it, so each function costs one trap and the run goes on as before.
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -81,7 +81,7 @@ static int ascending(const void *a, const void *b) {
 }
 
 __attribute__((constructor)) static void start(void) {
-    const char *path = getenv("PAGETRACE_OUT"), *list = getenv("PAGETRACE_ENTRIES");
+    const char *path = getenv("FUNCTRACE_OUT"), *list = getenv("FUNCTRACE_ENTRIES");
     if (path == NULL || list == NULL) return;
     FILE *file = fopen(list, "r");
     if (file == NULL) return;
