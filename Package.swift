@@ -7,15 +7,6 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
-// SwiftPM finds the suites of a test target through the index that target's compile writes. The
-// two commands build without the index store (scripts/build.sh: it costs 16% of a clean build and
-// only editors read it), so the test targets write their own, where SwiftPM reads it.
-let testSettings: [SwiftSetting] =
-    swiftSettings + [
-        .unsafeFlags(
-            ["-index-store-path", Context.packageDirectory + "/.build/debug/index/store"], .when(configuration: .debug))
-    ]
-
 // The pixel loops (resampler, GIF compositor and palette mapping) are Swift: unoptimized they
 // run a hundred times slower, so a debug build (the tests') optimizes the media target too, and
 // the codecs' C shim (the packed JPEG coefficients, the GIF and PNG loops).
@@ -293,22 +284,22 @@ let package = Package(
         .testTarget(
             name: "AttacheBaseTests",
             dependencies: ["AttacheBase", "AttacheTestSupport"],
-            swiftSettings: testSettings
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AttacheFetchTests",
             dependencies: ["AttacheFetch", "CAttacheFetch", "AttacheTestSupport"],
-            swiftSettings: testSettings
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AttacheMediaTests",
             dependencies: ["AttacheMedia", "CAttacheCodecs", "AttacheTestSupport"],
-            swiftSettings: testSettings
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AttacheStoreTests",
             dependencies: ["AttacheStore", "AttacheStoreShared", "AttacheTestSupport"],
-            swiftSettings: testSettings
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AttacheServerTests",
@@ -324,7 +315,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 "AttacheMedia",
             ],
-            swiftSettings: testSettings
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AttacheSealTests",
@@ -333,7 +324,7 @@ let package = Package(
                 "AttacheTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            swiftSettings: testSettings
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AttacheBatchTests",
@@ -341,7 +332,7 @@ let package = Package(
                 "AttacheBatch", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared",
                 "AttacheTestSupport",
             ],
-            swiftSettings: testSettings
+            swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AttacheCoreTests",
@@ -350,7 +341,7 @@ let package = Package(
                 "AttacheTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            swiftSettings: testSettings
+            swiftSettings: swiftSettings
         ),
     ]
 )
