@@ -10,11 +10,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 # The debug build, which the test command builds on (the media target's pixel loops are optimised
-# in it too): the README's two commands share one build. Deployments and benchmarks build with
-# scripts/release.sh.
-swift build --product attache
+# in it too): the README's two commands share one build (scripts/build.sh). Deployments and
+# benchmarks build with scripts/release.sh.
+bash scripts/build.sh --product attache
 # The face detector (--faces), loaded from beside the binary on first use.
-swift build --product AttacheFaces
+bash scripts/build.sh --product AttacheFaces
 bin=$(swift build --show-bin-path)/attache
 out=${1:-Samples/out}
 port=8765

@@ -10,7 +10,7 @@ bash scripts/shared-servers.sh install
 # The project's own code builds without warnings: a new one fails the run (dependencies' are
 # not ours to fix). A clean checkout compiles every file, so every warning is seen.
 build_log=$(mktemp /tmp/attache-build.XXXXXX)
-swift build --build-tests 2>&1 | tee "$build_log"
+bash scripts/build.sh --build-tests 2>&1 | tee "$build_log"
 if grep -E "^$PWD/(Sources|Tests|Benchmarks|Fuzz)/[^:]+:[0-9]+:[0-9]+: warning:" "$build_log"; then
     echo "attache: the warnings above are in the project's own code; fix them" >&2
     rm -f "$build_log"
