@@ -7,6 +7,15 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+// SwiftPM finds the suites of a test target through the index that target's compile writes. The
+// two commands build without the index store (scripts/build.sh: it costs 16% of a clean build and
+// only editors read it), so the test targets write their own, where SwiftPM reads it.
+let testSettings: [SwiftSetting] =
+    swiftSettings + [
+        .unsafeFlags(
+            ["-index-store-path", Context.packageDirectory + "/.build/debug/index/store"], .when(configuration: .debug))
+    ]
+
 // The pixel loops (resampler, GIF compositor and palette mapping) are Swift: unoptimized they
 // run a hundred times slower, so a debug build (the tests') optimizes the media target too, and
 // the codecs' C shim (the packed JPEG coefficients, the GIF and PNG loops).
@@ -284,22 +293,22 @@ let package = Package(
         .testTarget(
             name: "AttacheBaseTests",
             dependencies: ["AttacheBase", "AttacheTestSupport"],
-            swiftSettings: swiftSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "AttacheFetchTests",
             dependencies: ["AttacheFetch", "CAttacheFetch", "AttacheTestSupport"],
-            swiftSettings: swiftSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "AttacheMediaTests",
             dependencies: ["AttacheMedia", "CAttacheCodecs", "AttacheTestSupport"],
-            swiftSettings: swiftSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "AttacheStoreTests",
             dependencies: ["AttacheStore", "AttacheStoreShared", "AttacheTestSupport"],
-            swiftSettings: swiftSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "AttacheServerTests",
@@ -315,7 +324,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 "AttacheMedia",
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "AttacheSealTests",
@@ -324,7 +333,7 @@ let package = Package(
                 "AttacheTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "AttacheBatchTests",
@@ -332,7 +341,7 @@ let package = Package(
                 "AttacheBatch", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared",
                 "AttacheTestSupport",
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "AttacheCoreTests",
@@ -341,7 +350,7 @@ let package = Package(
                 "AttacheTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: testSettings
         ),
     ]
 )
