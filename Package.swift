@@ -10,10 +10,18 @@ let swiftSettings: [SwiftSetting] = [
 // SwiftPM finds the suites of a test target through the index that target's compile writes. The
 // two commands build without the index store (scripts/build.sh: it costs 16% of a clean build and
 // only editors read it), so the test targets write their own, where SwiftPM reads it.
+// The path is the build directory's own, not the `.build/debug` link: SwiftPM makes that link only
+// when a build ends, so a first build through it would leave the index where SwiftPM does not look.
+#if arch(arm64)
+let hostTriple = "aarch64-unknown-linux-gnu"
+#else
+let hostTriple = "x86_64-unknown-linux-gnu"
+#endif
 let testSettings: [SwiftSetting] =
     swiftSettings + [
         .unsafeFlags(
-            ["-index-store-path", Context.packageDirectory + "/.build/debug/index/store"], .when(configuration: .debug))
+            ["-index-store-path", Context.packageDirectory + "/.build/\(hostTriple)/debug/index/store"],
+            .when(configuration: .debug))
     ]
 
 // The pixel loops (resampler, GIF compositor and palette mapping) are Swift: unoptimized they
