@@ -21,16 +21,17 @@ package enum DownloadHead {
     /// conditions, `Expect`, `Upgrade`).
     package static func parse(_ bytes: UnsafeRawBufferPointer, prefix: [UInt8]) -> Parsed {
         let count = bytes.count
-        let method: [UInt8] = Array("GET ".utf8)
         // A head that cannot be a download is known from its first bytes.
-        for i in 0..<min(count, method.count) where bytes[i] != method[i] { return .other }
-        for i in 0..<min(count, method.count + prefix.count) where i >= method.count {
-            if bytes[i] != prefix[i - method.count] { return .other }
+        let method = 4  // "GET "
+        for i in 0..<min(count, method) where bytes[i] != getSpace[i] { return .other }
+        for i in method..<max(method, min(count, method + prefix.count)) where bytes[i] != prefix[i - method] {
+            return .other
         }
         // The head's end.
         var end = -1
         var i = 3
-        while i < min(count, maxHead) {
+        let scanned = min(count, maxHead)
+        while i < scanned {
             if bytes[i] == 0x0A {
                 // A line ended by a bare LF is not written the plain way.
                 guard bytes[i - 1] == 0x0D else { return .other }
@@ -43,7 +44,7 @@ package enum DownloadHead {
         }
         guard end > 0 else { return count >= maxHead ? .other : .incomplete }
         // Request line.
-        var position = method.count
+        var position = method
         let targetStart = position
         var query = -1
         while position < end, bytes[position] != 0x20 {
@@ -53,7 +54,6 @@ package enum DownloadHead {
             position += 1
         }
         let targetEnd = query >= 0 ? query : position
-        let version: [UInt8] = Array(" HTTP/1.1\r\n".utf8)
         guard position + version.count <= end else { return .other }
         for j in 0..<version.count where bytes[position + j] != version[j] { return .other }
         position += version.count
@@ -85,22 +85,35 @@ package enum DownloadHead {
         return .get(path: Substring(path), length: end)
     }
 
+    private static let getSpace: [UInt8] = Array("GET ".utf8)
+    private static let version: [UInt8] = Array(" HTTP/1.1\r\n".utf8)
+
     /// Fields that ask for more than a whole object's plain answer (or for a body).
-    private static let refusedNames = [
+    private static let refusedNames: [StaticString] = [
         "content-length", "transfer-encoding", "range", "if-range", "if-none-match", "if-match",
         "if-modified-since", "if-unmodified-since", "expect", "upgrade", "te", "trailer",
     ]
 
     private static func refused(_ name: UnsafeRawBufferPointer) -> Bool {
-        refusedNames.contains { equal(name, $0) }
+        // Every refused name starts with one of these letters: most fields (Host, User-Agent,
+        // Accept) are told apart by their first byte.
+        switch name[0] | 0x20 {
+        case UInt8(ascii: "c"), UInt8(ascii: "t"), UInt8(ascii: "r"), UInt8(ascii: "i"), UInt8(ascii: "e"),
+            UInt8(ascii: "u"):
+            return refusedNames.contains { equal(name, $0) }
+        default:
+            return false
+        }
     }
 
     /// Case-insensitive comparison of ASCII bytes with a lower-case name.
-    private static func equal(_ bytes: UnsafeRawBufferPointer, _ name: String) -> Bool {
-        guard bytes.count == name.utf8.count else { return false }
-        for (byte, expected) in zip(bytes, name.utf8) {
+    private static func equal(_ bytes: UnsafeRawBufferPointer, _ name: StaticString) -> Bool {
+        guard bytes.count == name.utf8CodeUnitCount else { return false }
+        let expected = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+        for i in 0..<bytes.count {
+            let byte = bytes[i]
             let lower = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
-            if lower != expected { return false }
+            if lower != expected[i] { return false }
         }
         return true
     }
@@ -115,12 +128,17 @@ package enum DownloadHead {
 
     /// RFC 9110 tchar.
     private static func isToken(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
+        guard byte < 0x80 else { return false }
+        let bits = byte < 64 ? tokenBits.0 : tokenBits.1
+        return (bits >> UInt64(byte & 63)) & 1 == 1
     }
+
+    /// The tchar bytes as two 64-bit masks (bytes 0–63 and 64–127).
+    private static let tokenBits: (UInt64, UInt64) = {
+        var bits: (UInt64, UInt64) = (0, 0)
+        for byte in "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8 {
+            if byte < 64 { bits.0 |= 1 << UInt64(byte) } else { bits.1 |= 1 << UInt64(byte - 64) }
+        }
+        return bits
+    }()
 }
