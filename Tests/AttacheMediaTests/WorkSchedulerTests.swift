@@ -139,6 +139,46 @@ import Testing
         #expect(order.values == [0, 1, 2, 3])
     }
 
+    @Test("heavy work goes in a line: when it came, less half of what it still needs (at most half a second)")
+    func heavyLine() {
+        let scheduler = WorkScheduler(.init(cores: 1, memory: 1 << 30))
+        let settings = scheduler.settings
+        // The monotonic clock now (a job's default), ten seconds on: every job below came before.
+        let now =
+            WorkScheduler.Job(scheduler: scheduler, group: .payload(), estimate: .unread(bytes: 0), deadline: .none)
+            .submitted + 10_000_000_000
+        func job(_ seconds: Double, cameAgo ms: UInt64) -> WorkScheduler.Job {
+            WorkScheduler.Job(
+                scheduler: scheduler, group: .payload(), estimate: .init(seconds: seconds, memory: 1 << 20),
+                deadline: .none, submitted: now - ms * 1_000_000)
+        }
+        var state = WorkScheduler.State()
+        let short = job(0.1, cameAgo: 300)
+        let long = job(0.9, cameAgo: 0)
+        let video = job(30, cameAgo: 0)
+        let older = job(0.1, cameAgo: 600)
+        let equal = job(0.1, cameAgo: 200)
+        for each in [short, long, video, older, equal] { state.add(each) }
+        func first(_ a: WorkScheduler.Job, _ b: WorkScheduler.Job) -> Bool {
+            state.precedes(a, b, settings, now: now)
+        }
+        // 0.9 s needed, 300 ms later than 0.1 s: 450 − 50 = 400 ms of credit against 300 ms.
+        #expect(first(long, short) && !first(short, long))
+        // A 30 s job is credited half a second at most: it passes work that came 300 ms before
+        // it, not 600 ms.
+        #expect(first(video, short) && first(older, video))
+        // Equal work in the order it came.
+        #expect(first(short, equal) && !first(equal, short))
+        // Work under way (holding a heavy place) goes on first, whatever the line says.
+        short.heavy = true
+        #expect(first(short, long) && !first(long, short))
+        short.heavy = false
+        // Light work before all of it.
+        let light = job(0.001, cameAgo: 0)
+        state.add(light)
+        #expect(first(light, older) && first(light, video))
+    }
+
     @Test("a tenant's payloads take its part of the cores, not another tenant's")
     func tenantsShare() async throws {
         let scheduler = WorkScheduler(.init(cores: 1, memory: 1 << 30))

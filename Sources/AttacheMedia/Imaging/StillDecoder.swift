@@ -31,10 +31,15 @@ protocol StillDecoder: AnyObject, RowSource {
     func heldBytes(for target: (width: Int, height: Int)) -> Int
     /// CPU per decoded pixel, in nanoseconds (``WorkEstimate``).
     static var decodeCost: Double { get }
+    /// CPU the decode costs whatever its scale, in nanoseconds: what the file's compressed bytes
+    /// cost to read (a JPEG's entropy decoding, which no DCT scale skips). 0 where the per-pixel
+    /// cost covers it.
+    var streamCost: Double { get }
 }
 
 extension StillDecoder {
     static var dropsOpaqueAlpha: Bool { true }
+    var streamCost: Double { 0 }
 }
 
 extension ImageProcessor {
@@ -90,7 +95,8 @@ extension ImageProcessor {
         func estimate() -> WorkEstimate {
             .still(
                 decodeCost: type(of: decoder).decodeCost, source: source, decoded: decoder.rowWidth * decoder.rowCount,
-                output: target.width * target.height, rowBytes: decoder.rowWidth * decoder.channels, buffers: buffers)
+                output: target.width * target.height, rowBytes: decoder.rowWidth * decoder.channels, buffers: buffers,
+                stream: decoder.streamCost)
         }
         try decoder.deadline.expect(estimate())
         let reserve = try decoder.prepare(target: target, spec: spec)

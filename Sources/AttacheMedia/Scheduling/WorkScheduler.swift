@@ -48,6 +48,10 @@ public struct WorkGroup: Hashable, Sendable {
 ///   in the order it came; within a payload the job expected to finish first goes first; and a
 ///   heavy payload that waits keeps its time while the clock moves on, so lighter work passes
 ///   it for a bounded while only (ageing).
+/// - *Heavy work of a tenant* goes in a line: when it came, less half of what it still needs
+///   (at most half a second), work under way first. Each photo waits for those ahead of it, so
+///   the long ones would be the tail in arrival order; counted this way they start a little
+///   sooner and every answer comes nearer the same time after its request.
 ///
 /// **Passing** — a light or unread job is *chosen next*: when every core is held, each running
 /// heavy job is asked to look at its next checkpoint (the deadline checks between row bands,
