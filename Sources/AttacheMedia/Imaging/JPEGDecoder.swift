@@ -99,9 +99,9 @@ final class JPEGDecoder: StillDecoder {
     /// measured on the benchmark photos, where a 16.8 MP progressive file costs 3.3 times its
     /// baseline copy at the same output.
     var streamCost: Double {
-        typealias Cost = WorkEstimate.PerPixel
-        guard coefficientBytes > 0 else { return Double(bytes.count) * Cost.jpegStreamByte }
-        return Double(bytes.count) * Cost.jpegMultiScanByte + Double(width * height) * Cost.jpegCoefficient
+        guard coefficientBytes > 0 else { return Double(bytes.count) * WorkEstimate.PerByte.jpeg }
+        return Double(bytes.count) * WorkEstimate.PerByte.jpegMultiScan
+            + Double(width * height) * WorkEstimate.PerPixel.jpegCoefficient
     }
 
     deinit { att_jpeg_close(handle) }

@@ -49,19 +49,24 @@ extension WorkEstimate {
         /// Decoding one video pixel (H.264 at 1080p), and encoding one with libx264 veryfast.
         static let videoDecode = 4.0
         static let videoEncode = 25.0
-        /// A JPEG's entropy decoding, per compressed byte: one scan, and several (a progressive
-        /// file: each coefficient is read in bits over the scans); and a multi-scan file's
-        /// coefficient store, per source pixel (written whole, read back at the output's scale).
-        static let jpegStreamByte = 13.0
-        static let jpegMultiScanByte = 53.0
+        /// A multi-scan JPEG's coefficient store, per source pixel (written whole, read back at
+        /// the output's scale).
         static let jpegCoefficient = 6.0
+    }
+
+    /// Nanoseconds of one core per compressed byte: a JPEG's entropy decoding, which no DCT
+    /// scale skips, for one scan and for several (a progressive file: each coefficient is read
+    /// in bits over the scans).
+    enum PerByte {
+        static let jpeg = 13.0
+        static let jpegMultiScan = 53.0
     }
 
     /// A still of `source` pixels decoded at `decoded` pixels (after shrink-on-load) and written
     /// at `output` pixels; `buffers` are the whole-image buffers the decoder holds, `stream` the
     /// nanoseconds its compressed bytes cost whatever the scale (``StillDecoder/streamCost``).
     static func still(
-        decodeCost: Double, source: Int, decoded: Int, output: Int, rowBytes: Int, buffers: Int, stream: Double = 0
+        decodeCost: Double, source: Int, decoded: Int, output: Int, rowBytes: Int, buffers: Int, stream: Double
     ) -> WorkEstimate {
         let nanoseconds =
             stream + Double(decoded) * decodeCost * max(0.25, Double(decoded) / Double(max(1, source)))
