@@ -1,4 +1,5 @@
 internal import AttacheBase
+internal import CAttacheCodecs
 
 /// Receives decoded rows of `width * channels` bytes, top to bottom.
 protocol RowSink {
@@ -23,7 +24,9 @@ protocol RowSource {
 /// Rows are pushed one at a time; memory is a few rows of the input width plus a ring of
 /// `taps` rows of the output width, so it does not grow with the input height. Pixels are
 /// carried as `SIMD4<Float>`, with colour premultiplied by alpha so transparent pixels do not
-/// bleed dark fringes into their neighbours.
+/// bleed dark fringes into their neighbours. The inner loops (the two filters, and RGB bytes to
+/// floats and back) are C (resample.c), in a vector form with AVX2 and FMA where the processor
+/// has them.
 final class Resampler: RowSink {
     let inWidth: Int
     let inHeight: Int
@@ -43,7 +46,9 @@ final class Resampler: RowSink {
     private let inverseBoxWidth: UnsafeMutablePointer<Float>
     private let ring: UnsafeMutablePointer<SIMD4<Float>>
     private let column: UnsafeMutablePointer<SIMD4<Float>>
-    private let rows: UnsafeMutablePointer<UnsafePointer<SIMD4<Float>>>
+    private let rows: UnsafeMutablePointer<UnsafePointer<Float>?>
+    /// The C loops' form: 1 vectorized (AVX2 and FMA) where the processor has it, 0 portable.
+    private let form: Int32
 
     private var rowsPushed = 0
     private var rowsInBox = 0
@@ -56,9 +61,18 @@ final class Resampler: RowSink {
     /// Whether every input row has been pushed and every output row written.
     var isComplete: Bool { rowsWritten == outHeight }
 
-    /// - Parameter lanczosReserve: the factor left for Lanczos after the integer box shrink
-    ///   (2 by default; 1 lets the box do every whole factor, faster and a little softer).
-    init(inWidth: Int, inHeight: Int, outWidth: Int, outHeight: Int, channels: Int, lanczosReserve: Double = 2) {
+    /// Whether the processor runs the resampling loops in their vector form (AVX2 and FMA).
+    static let vectorized = att_resample_vectorized() != 0
+
+    /// - Parameters:
+    ///   - lanczosReserve: the factor left for Lanczos after the integer box shrink (2 by
+    ///     default; 1 lets the box do every whole factor, faster and a little softer).
+    ///   - vectorized: the loops' vector form where the processor has it (tests compare it with
+    ///     the portable form).
+    init(
+        inWidth: Int, inHeight: Int, outWidth: Int, outHeight: Int, channels: Int, lanczosReserve: Double = 2,
+        vectorized: Bool = true
+    ) {
         precondition(inWidth > 0 && inHeight > 0 && outWidth > 0 && outHeight > 0)
         precondition((1...4).contains(channels))
         self.inWidth = inWidth
@@ -66,6 +80,7 @@ final class Resampler: RowSink {
         self.outWidth = outWidth
         self.outHeight = outHeight
         self.channels = channels
+        form = vectorized ? 1 : 0
         let scaleX = Double(inWidth) / Double(outWidth)
         let scaleY = Double(inHeight) / Double(outHeight)
         // Box-shrink by whole factors while at least 2x is left for Lanczos.
@@ -234,9 +249,7 @@ final class Resampler: RowSink {
                 dst[x] = SIMD4(Float(row[2 * x]) * (a * (1 / 255)), 0, 0, a)
             }
         case 3:
-            for x in 0..<width {
-                dst[x] = SIMD4(Float(row[3 * x]), Float(row[3 * x + 1]), Float(row[3 * x + 2]), 0)
-            }
+            att_resample_widen_rgb(form, row, width, Self.floats(dst))
         default:
             for x in 0..<width {
                 let p = row + 4 * x
@@ -252,14 +265,9 @@ final class Resampler: RowSink {
         let slot = ring + (boxedRows % ringSize) * outWidth
         horizontal.weights.withUnsafeBufferPointer { weights in
             horizontal.starts.withUnsafeBufferPointer { starts in
-                let stride = horizontal.stride
-                for x in 0..<outWidth {
-                    let s = src + starts[x]
-                    let w = weights.baseAddress! + x * stride
-                    var acc = SIMD4<Float>.zero
-                    for t in 0..<stride { acc += s[t] * w[t] }
-                    slot[x] = acc
-                }
+                att_resample_row(
+                    form, Self.floats(src), starts.baseAddress, weights.baseAddress, horizontal.stride, outWidth,
+                    Self.floats(slot))
             }
         }
         boxedRows += 1
@@ -276,30 +284,10 @@ final class Resampler: RowSink {
         let count = vertical.counts[y]
         let width = outWidth
         vertical.weights.withUnsafeBufferPointer { weights in
-            let w = weights.baseAddress! + y * vertical.stride
-            for t in 0..<count { rows[t] = UnsafePointer(ring + ((start + t) % ringSize) * width) }
-            // Per pixel, sum the taps in a register: each ring row is read once, column is
-            // written once.
-            switch count {
-            case 1:
-                let r0 = rows[0]
-                let w0 = w[0]
-                for x in 0..<width { column[x] = r0[x] * w0 }
-            default:
-                // Two taps per sweep over the row: the column stays in L1, the rows stream.
-                let (r0, r1, w0, w1) = (rows[0], rows[1], w[0], w[1])
-                for x in 0..<width { column[x] = r0[x] * w0 + r1[x] * w1 }
-                var t = 2
-                while t + 1 < count {
-                    let (ra, rb, wa, wb) = (rows[t], rows[t + 1], w[t], w[t + 1])
-                    for x in 0..<width { column[x] += ra[x] * wa + rb[x] * wb }
-                    t += 2
-                }
-                if t < count {
-                    let (ra, wa) = (rows[t], w[t])
-                    for x in 0..<width { column[x] += ra[x] * wa }
-                }
-            }
+            for t in 0..<count { rows[t] = UnsafePointer(Self.floats(ring + ((start + t) % ringSize) * width)) }
+            // Per pixel, the taps summed in registers: each ring row is read once, column written once.
+            att_resample_column(
+                form, rows, weights.baseAddress! + y * vertical.stride, count, 4 * width, Self.floats(column))
         }
         let channels = channels
         output.withUnsafeMutableBufferPointer { out in
@@ -315,15 +303,7 @@ final class Resampler: RowSink {
                     dst[2 * x + 1] = Self.byte(a)
                 }
             case 3:
-                // Four bytes stored a pixel (the fourth is overwritten by the next pixel's red);
-                // the last pixel is stored alone so the store stays inside the row.
-                for x in 0..<(width - 1) {
-                    UnsafeMutableRawPointer(dst + 3 * x).storeBytes(of: Self.bytes(column[x]), as: SIMD4<UInt8>.self)
-                }
-                let v = column[width - 1]
-                dst[3 * width - 3] = Self.byte(v[0])
-                dst[3 * width - 2] = Self.byte(v[1])
-                dst[3 * width - 1] = Self.byte(v[2])
+                att_resample_narrow_rgb(form, Self.floats(column), width, dst)
             default:
                 for x in 0..<width {
                     let v = column[x]
@@ -344,6 +324,12 @@ final class Resampler: RowSink {
         }
     }
 
+    /// The floats of `pixels`, for the C loops.
+    @inline(__always)
+    private static func floats(_ pixels: UnsafeMutablePointer<SIMD4<Float>>) -> UnsafeMutablePointer<Float> {
+        UnsafeMutableRawPointer(pixels).assumingMemoryBound(to: Float.self)
+    }
+
     @inline(__always)
     private static func clamp(_ v: Float) -> Float { v < 0 ? 0 : (v > 255 ? 255 : v) }
 
@@ -351,12 +337,4 @@ final class Resampler: RowSink {
     /// mantissa bits, with none of the range checks of a float-to-integer conversion.
     @inline(__always)
     private static func byte(_ v: Float) -> UInt8 { UInt8(truncatingIfNeeded: (clamp(v) + 12_582_912).bitPattern) }
-
-    /// ``byte(_:)`` for four lanes at once.
-    @inline(__always)
-    private static func bytes(_ v: SIMD4<Float>) -> SIMD4<UInt8> {
-        let low = v.replacing(with: 0, where: v .< 0)
-        let clamped = low.replacing(with: 255, where: low .> 255)
-        return SIMD4<UInt8>(truncatingIfNeeded: unsafeBitCast(clamped + 12_582_912, to: SIMD4<UInt32>.self))
-    }
 }

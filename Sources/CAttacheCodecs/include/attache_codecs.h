@@ -409,4 +409,25 @@ int32_t att_quality_score(att_quality_ref *ref, const uint8_t *reference, size_t
                           const uint8_t *pixels, size_t stride, int32_t channels, double *score, att_error *error);
 void att_quality_free(att_quality_ref *ref);
 
+// MARK: - Resampling loops (resample.c)
+//
+// Each takes `vectorized`: nonzero for the AVX2 and FMA form where the processor has it
+// (att_resample_vectorized), 0 for the portable form (tests compare the two).
+
+/// One row filtered along its length: pixel `x` of `out` (four floats) is the sum over `t` below
+/// `stride` of pixel `starts[x] + t` of `src` times `weights[x * stride + t]`, for `count` pixels.
+void att_resample_row(int32_t vectorized, const float *src, const intptr_t *starts, const float *weights,
+                      intptr_t stride, intptr_t count, float *out);
+/// Rows summed: `out[i]` is the sum over `t` below `taps` of `rows[t][i] * weights[t]`, for
+/// `floats` values.
+void att_resample_column(int32_t vectorized, const float *const *rows, const float *weights, intptr_t taps,
+                         intptr_t floats, float *out);
+/// `width` RGB pixels of bytes as four floats each, the fourth 0.
+void att_resample_widen_rgb(int32_t vectorized, const uint8_t *row, intptr_t width, float *out);
+/// `width` pixels of four floats as RGB bytes (the fourth dropped), clamped to 0-255 and
+/// rounded to the nearest, halves to even.
+void att_resample_narrow_rgb(int32_t vectorized, const float *in, intptr_t width, uint8_t *out);
+/// 1 when the processor has AVX2 and FMA (x86-64), so the loops above have their vector form.
+int32_t att_resample_vectorized(void);
+
 #endif
