@@ -99,6 +99,8 @@ typedef struct {
     struct jpeg_progress_mgr base;
     int32_t max_scans;
     const uint64_t *deadline;
+    void (*checkpoint)(void *context);
+    void *checkpoint_context;
     unsigned calls;
 } att_progress_mgr;
 
@@ -133,7 +135,11 @@ static void on_progress(j_common_ptr cinfo) {
         snprintf(err->message, sizeof err->message, "more than %d progressive scans", progress->max_scans);
         longjmp(err->jump, 1);
     }
-    if (progress->deadline != NULL && (++progress->calls & 63) == 0 && att_deadline_passed(progress->deadline)) {
+    ++progress->calls;
+    if (progress->checkpoint != NULL && progress->calls % ATT_JPEG_CHECKPOINT_CALLS == 0) {
+        progress->checkpoint(progress->checkpoint_context);
+    }
+    if (progress->deadline != NULL && (progress->calls & 63) == 0 && att_deadline_passed(progress->deadline)) {
         att_jpeg_error_mgr *err = (att_jpeg_error_mgr *)cinfo->err;
         err->status = ATT_ERR_TIMEOUT;
         snprintf(err->message, sizeof err->message, "decode deadline passed");
@@ -213,6 +219,8 @@ att_jpeg_decoder *att_jpeg_open(const uint8_t *data, size_t length, att_jpeg_lim
     d->progress.base.progress_monitor = on_progress;
     d->progress.max_scans = limits.max_scans;
     d->progress.deadline = limits.deadline;
+    d->progress.checkpoint = limits.checkpoint;
+    d->progress.checkpoint_context = limits.checkpoint_context;
     d->cinfo.progress = &d->progress.base;
     jpeg_mem_src(&d->cinfo, data, (unsigned long)length);
     // Only EXIF (for orientation) and ICC profile chunks are kept; every other marker is

@@ -1,4 +1,5 @@
 import AttacheBase
+import AttacheTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -72,6 +73,54 @@ import Testing
         #expect(light)
         #expect(await heavy.value, "the heavy job was still running when the light one finished")
         #expect(scheduler.lastJob?.yields ?? 0 >= 1)
+    }
+
+    @Test("a light job passes a heavy progressive JPEG while libjpeg reads its scans, before its first row")
+    func lightPassesInsideAProgressiveDecode() async throws {
+        // Noise at quality 90, rewritten by jpegtran with libjpeg's progressive scan script: its
+        // ten scans are all read inside `start`, before a row comes out.
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        let noise = (0..<(1024 * 1024 * 3)).map { _ -> UInt8 in
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: seed >> 56)
+        }
+        let directory = try TemporaryDirectory()
+        let baseline = directory.path + "/baseline.jpg"
+        let encoded = try Encoders.jpeg(PixelImage(width: 1024, height: 1024, channels: 3, pixels: noise), quality: 90)
+        try Data(encoded).write(to: URL(fileURLWithPath: baseline))
+        let progressive = MediaBytes(try VideoTests.run("jpegtran", ["-progressive", baseline]))
+        let scheduler = WorkScheduler(.init(cores: 1, memory: 1 << 30))
+        let opened = Flag()
+        let scansRead = Flag()
+        let heavy = Task {
+            let deadline = WorkDeadline.none
+            return await scheduler.run(
+                group: .payload(), estimate: WorkEstimate(seconds: 30, memory: 1 << 20), deadline: deadline
+            ) { () -> Int in
+                do throws(AttacheError) {
+                    let decoder = try JPEGDecoder(bytes: progressive, limits: .default, deadline: deadline)
+                    #expect(decoder.isProgressive)
+                    opened.set()
+                    // The only core held, no checkpoint passed, until the light job is queued.
+                    while scheduler.load.queued == 0 { usleep(1000) }
+                    try decoder.start(scaleNumerator: 8)
+                    scansRead.set()
+                    var rows = RowCollector(
+                        width: decoder.outputWidth, height: decoder.outputHeight, channels: decoder.channels)
+                    try decoder.decodeRows(into: &rows)
+                    return rows.pixels.count
+                } catch {
+                    Issue.record("the progressive JPEG did not decode: \(error)")
+                    return 0
+                }
+            }
+        }
+        await Self.eventually { opened.isSet }
+        let passedInside = await scheduler.run(
+            group: .payload(), estimate: WorkEstimate(seconds: 0.001, memory: 1 << 20), deadline: .none
+        ) { !scansRead.isSet }
+        #expect(passedInside, "the light job waited until libjpeg had read every scan")
+        #expect(await heavy.value == 1024 * 1024 * 3)
     }
 
     @Test("within a payload the job expected to finish first goes first")

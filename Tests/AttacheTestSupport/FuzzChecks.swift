@@ -271,7 +271,9 @@ public enum FuzzChecks {
     ) {
         var header = att_jpeg_header()
         var error = att_error()
-        let limits = att_jpeg_limits(max_memory: 64 << 20, max_scans: 50, deadline: nil, coefficients: coefficients)
+        let limits = att_jpeg_limits(
+            max_memory: 64 << 20, max_scans: 50, deadline: nil, checkpoint: nil, checkpoint_context: nil,
+            coefficients: coefficients)
         guard
             let decoder = att_jpeg_open(
                 input.base.assumingMemoryBound(to: UInt8.self), input.count, limits, &header, &error)

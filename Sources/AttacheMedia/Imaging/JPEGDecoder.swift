@@ -53,7 +53,8 @@ final class JPEGDecoder: StillDecoder {
         var error = att_error()
         let cLimits = att_jpeg_limits(
             max_memory: UInt64(limits.maxDecoderMemory), max_scans: Int32(clamping: limits.maxScans),
-            deadline: deadline.pointer, coefficients: coefficients.rawValue)
+            deadline: deadline.pointer, checkpoint: WorkDeadline.checkpointFunction,
+            checkpoint_context: deadline.checkpointContext, coefficients: coefficients.rawValue)
         guard
             let handle = att_jpeg_open(
                 bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, cLimits, &header, &error)

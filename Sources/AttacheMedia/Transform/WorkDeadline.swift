@@ -87,9 +87,26 @@ public final class WorkDeadline: Sendable {
 
     /// Throws `timed_out` once the deadline has passed.
     public func check() throws(AttacheError) {
-        if let job = job.withLock({ $0 }) { job.scheduler.checkpoint(job) }
+        checkpoint()
         if att_deadline_passed(cell) != 0 { throw AttacheError(.timedOut, "the transform's deadline passed") }
     }
+
+    /// A point where the work may give its core to another job (on a ``WorkScheduler``), without
+    /// the deadline's check: C code that checks the cell itself calls it through
+    /// ``checkpointFunction`` (libjpeg's progress monitor, while it reads a multi-scan file's
+    /// scans before the first row comes out).
+    func checkpoint() {
+        if let job = job.withLock({ $0 }) { job.scheduler.checkpoint(job) }
+    }
+
+    /// ``checkpoint()`` for C, its context ``checkpointContext``.
+    static let checkpointFunction: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
+        guard let context else { return }
+        Unmanaged<WorkDeadline>.fromOpaque(context).takeUnretainedValue().checkpoint()
+    }
+
+    /// This deadline, unretained: whoever passes it to C holds the deadline for as long.
+    var checkpointContext: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
     /// The cell libjpeg's progress monitor reads.
     var pointer: UnsafePointer<UInt64> { UnsafePointer(cell) }

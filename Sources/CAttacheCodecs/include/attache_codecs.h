@@ -42,6 +42,7 @@ enum {
     ATT_JPEG_COEFFICIENTS_COMPACT = 2,
 };
 #define ATT_JPEG_COMPACT_FROM ((uint64_t)16 << 20)
+#define ATT_JPEG_CHECKPOINT_CALLS 16
 
 typedef struct {
     /// Limit on libjpeg's own allocations (whole-image coefficient buffers); 0 = none.
@@ -50,6 +51,12 @@ typedef struct {
     int32_t max_scans;
     /// A deadline cell (see att_deadline_load) checked by the progress monitor; NULL = none.
     const uint64_t *deadline;
+    /// Called by the progress monitor every ATT_JPEG_CHECKPOINT_CALLS of its calls (one each
+    /// iMCU row of a scan, a fraction of a millisecond): where the decode may give its core up
+    /// while libjpeg reads a multi-scan file's scans, which happens before the first row comes
+    /// out. It may block the thread; it must return. NULL = none.
+    void (*checkpoint)(void *context);
+    void *checkpoint_context;
     /// Where a multi-scan file keeps its coefficients: ATT_JPEG_COEFFICIENTS_AUTOMATIC packs
     /// them (nonzero coefficients only, see jpeg_coefficients.c) when libjpeg's arrays would
     /// take ATT_JPEG_COMPACT_FROM bytes or more and the packed bound is three quarters of that
