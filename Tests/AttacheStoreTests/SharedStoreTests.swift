@@ -226,9 +226,14 @@ struct SharedStoreTests {
     @Test func killedWritersLeaveNoVisiblePartAndNoOrphanAfterCollection() throws {
         var generator = SystemRandomNumberGenerator()
         var reported = 0
+        // Each writer is a new process whose first act is to connect to PostgreSQL while the rest
+        // of the suite runs beside it: on a machine kept busy that once took longer than the
+        // product's 10 s bound (libpq's "timeout expired"). What is tested is what a kill leaves
+        // behind, so the writers' connections may take a minute.
+        let arguments = ["--store", fresh.postgres + "?connect_timeout=60", "--blobs", fresh.blobs]
         for _ in 0..<20 {
             reported += try killStormWriter(
-                ["--count", "100000", "--max-size", "1048576"] + fresh.arguments, environment: fresh.childEnvironment,
+                ["--count", "100000", "--max-size", "1048576"] + arguments, environment: fresh.childEnvironment,
                 pause: 0...3_000, using: &generator)
         }
         let store = try open()
