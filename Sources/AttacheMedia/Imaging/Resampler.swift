@@ -61,9 +61,6 @@ final class Resampler: RowSink {
     /// Whether every input row has been pushed and every output row written.
     var isComplete: Bool { rowsWritten == outHeight }
 
-    /// Whether the processor runs the resampling loops in their vector form (AVX2 and FMA).
-    static let vectorized = att_resample_vectorized() != 0
-
     /// - Parameters:
     ///   - lanczosReserve: the factor left for Lanczos after the integer box shrink (2 by
     ///     default; 1 lets the box do every whole factor, faster and a little softer).
