@@ -172,44 +172,28 @@ int32_t att_resample_vectorized(void) {
     return has_avx2;
 }
 
+// The AVX2 form of loop `name` where it is asked for and the processor has it, else the portable one.
+#ifdef ATT_RESAMPLE_AVX2
+#define FORM(vectorized, name, ...)                                                                                    \
+    ((vectorized) && att_resample_vectorized() ? name##_avx2(__VA_ARGS__) : name##_portable(__VA_ARGS__))
+#else
+#define FORM(vectorized, name, ...) name##_portable(__VA_ARGS__)
+#endif
+
 void att_resample_row(int32_t vectorized, const float *src, const intptr_t *starts, const float *weights,
                       intptr_t stride, intptr_t count, float *out) {
-#ifdef ATT_RESAMPLE_AVX2
-    if (vectorized && att_resample_vectorized()) {
-        row_avx2(src, starts, weights, stride, count, out);
-        return;
-    }
-#endif
-    row_portable(src, starts, weights, stride, count, out);
+    FORM(vectorized, row, src, starts, weights, stride, count, out);
 }
 
 void att_resample_column(int32_t vectorized, const float *const *rows, const float *weights, intptr_t taps,
                          intptr_t floats, float *out) {
-#ifdef ATT_RESAMPLE_AVX2
-    if (vectorized && att_resample_vectorized()) {
-        column_avx2(rows, weights, taps, floats, out);
-        return;
-    }
-#endif
-    column_portable(rows, weights, taps, floats, out);
+    FORM(vectorized, column, rows, weights, taps, floats, out);
 }
 
 void att_resample_widen_rgb(int32_t vectorized, const uint8_t *row, intptr_t width, float *out) {
-#ifdef ATT_RESAMPLE_AVX2
-    if (vectorized && att_resample_vectorized()) {
-        widen_rgb_avx2(row, width, out);
-        return;
-    }
-#endif
-    widen_rgb_portable(row, width, out);
+    FORM(vectorized, widen_rgb, row, width, out);
 }
 
 void att_resample_narrow_rgb(int32_t vectorized, const float *in, intptr_t width, uint8_t *out) {
-#ifdef ATT_RESAMPLE_AVX2
-    if (vectorized && att_resample_vectorized()) {
-        narrow_rgb_avx2(in, width, out);
-        return;
-    }
-#endif
-    narrow_rgb_portable(in, width, out);
+    FORM(vectorized, narrow_rgb, in, width, out);
 }
