@@ -5,7 +5,9 @@
 #      `attache resize` on the same files (two processes: both cores busy) and thumbor
 #      (two processes on two ports, half the clients each, fit-in/1024x1024, no storage), with
 #      PROGRESSIVE_JPEG on and off; the service runs again after thumbor, and the ratios to
-#      thumbor take the mean of its two runs (they bracket thumbor's in time);
+#      thumbor take the mean of its two runs (they bracket thumbor's in time); `attache resize`
+#      runs again after that, and the ratio to it takes the means of both (its runs bracket the
+#      service's);
 #   2. overload: 64 clients (a 503 is retried after its Retry-After), 503 latency and the p99
 #      of accepted requests;
 #   3. downloads: a stored ~200 KB attachment by its tokened URL with wrk -c 64, against nginx
@@ -86,14 +88,20 @@ start_service() {
     wait_for "http://127.0.0.1:$service_port/healthz"
 }
 
-# 1. attache resize on the same files, both cores.
+# 1. attache resize on the same files, both cores; it runs again after the service's second
+#    16-client run, so that its two runs bracket the service's as the service's bracket thumbor's.
 split -n l/2 "$work/files" "$work/half-"
-start=$(date +%s.%N)
-for half in "$work"/half-*; do
-    (for _ in $(seq $passes); do sed 's#^#work/#' "$half"; done | xargs "$bin" resize --max-side 1024 ${QUALITY:+--quality $QUALITY} --out "$work/resized" > /dev/null) &
-done
-wait
-resize_ips=$(python3 -c "import time; print(round($requests / (time.time() - $start), 2))")
+resize_run() {
+    rm -rf "$work/resized"
+    local start
+    start=$(date +%s.%N)
+    for half in "$work"/half-*; do
+        (for _ in $(seq $passes); do sed 's#^#work/#' "$half"; done | xargs "$bin" resize --max-side 1024 ${QUALITY:+--quality $QUALITY} --out "$work/resized" > /dev/null) &
+    done
+    wait
+    python3 -c "import time; print(round($requests / (time.time() - $start), 2))"
+}
+resize_ips=$(resize_run)
 echo "attache resize (2 processes): $resize_ips images/s"
 
 start_service
@@ -152,6 +160,8 @@ done
 echo "attache serve, 16 clients, again after thumbor:"
 python3 serve_load.py attache "http://127.0.0.1:$service_port" $key "$media" "$work/files" \
     --clients 16 --requests $requests --tag a16b | tee "$work/attache16b.json"
+resize_ips_after=$(resize_run)
+echo "attache resize (2 processes), again after the service: $resize_ips_after images/s"
 
 # 3. Downloads: a ~200 KB JPEG (one photo at 2000 px, Q95), stored, by its tokened URL; nginx
 #    serves the same file from disk.
@@ -183,9 +193,9 @@ rm -f work/Samples
 echo "{\"rss_after_1000_mb\": $rss1, \"rss_after_10000_mb\": $rss2}" | tee "$work/memory.json"
 kill -TERM $service && wait $service || true
 
-python3 - "$work" "$resize_ips" <<'PY'
+python3 - "$work" "$resize_ips" "$resize_ips_after" <<'PY'
 import json, sys
-work, resize = sys.argv[1], float(sys.argv[2])
+work, resize, resize_after = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 load = lambda n: json.load(open(f"{work}/{n}.json"))
 a16, a16b, a64, a64b = load("attache16"), load("attache16b"), load("attache64"), load("attache64b")
 # The service's two 16-client runs, before and after thumbor's: their mean is set against thumbor.
@@ -199,13 +209,18 @@ print()
 print("| run (16 clients unless said) | images/s | p50 ms | p99 ms | errors | 503 |")
 print("|---|---|---|---|---|---|")
 print(f"| attache resize, 2 processes (no HTTP) | {resize:.2f} | | | | |")
+print(f"| attache resize, again after the service's second run | {resize_after:.2f} | | | | |")
 for name, r in [("attache serve", a16), ("thumbor, 2 processes, PROGRESSIVE_JPEG = True", tp),
                 ("thumbor, 2 processes, PROGRESSIVE_JPEG = False", tn), ("attache serve, again after thumbor", a16b),
                 ("attache serve, 64 clients, 503 retried after Retry-After", a64),
                 ("attache serve, 64 clients, 503 not retried", a64b)]:
     print(f"| {name} | {r['images_per_s']:.2f} | {ms(r['p50_s'])} | {ms(r['p99_s'])} | {r['errors']} | {r['refused']} |")
 print()
-print(f"- attache serve / attache resize: {a16['images_per_s'] / resize:.2f}x")
+# The same for `attache resize`: its two runs bracket the service's two, and their means are set
+# against each other; the first run of each alone (the two adjacent in time) is printed too.
+print(f"- attache serve / attache resize (each's two runs averaged: {both['images_per_s']:.2f} / "
+      f"{(resize + resize_after) / 2:.2f} images/s): {both['images_per_s'] / ((resize + resize_after) / 2):.2f}x; "
+      f"the first runs alone {a16['images_per_s'] / resize:.2f}x")
 print(f"- attache serve / thumbor (the service's two runs averaged: {both['images_per_s']:.2f} images/s, p99 "
       f"{ms(both['p99_s'])} ms): {both['images_per_s'] / tp['images_per_s']:.2f}x (PROGRESSIVE_JPEG = True), "
       f"{both['images_per_s'] / tn['images_per_s']:.2f}x (False); p99 {both['p99_s'] / tp['p99_s']:.2f}x / "
