@@ -1,5 +1,6 @@
 import ArgumentParser
 import AttacheCore
+import Foundation
 
 /// Flags read against a table of settings (`--max-side 2048`, `--max-side=2048`, `--faces`,
 /// `--no-faces`): `serve` reads its whole table this way, `process`, `batch` and `resize` the
@@ -69,6 +70,25 @@ enum SettingFlags {
         }
     }
 
+    /// What shell completion offers for a word that starts `prefix` where a setting or an input
+    /// may stand: the settings' `flags` for a word that starts with `-`, else the files and
+    /// folders (with a `/`) whose path starts with it; a dot file only when the word's last
+    /// part starts with a dot.
+    static func completions(_ prefix: String, flags: [String]) -> [String] {
+        if prefix.hasPrefix("-") { return flags.filter { $0.hasPrefix(prefix) } }
+        let slash = prefix.lastIndex(of: "/")
+        let folder = slash.map { String(prefix[...$0]) } ?? ""
+        let start = slash.map { String(prefix[prefix.index(after: $0)...]) } ?? prefix
+        var listed = folder.isEmpty ? "." : folder
+        if listed.hasPrefix("~/") { listed = NSHomeDirectory() + listed.dropFirst() }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: listed)) ?? []
+        return names.filter { $0.hasPrefix(start) && $0.hasPrefix(".") == start.hasPrefix(".") }.sorted().map {
+            var isFolder: ObjCBool = false
+            FileManager.default.fileExists(atPath: listed + "/" + $0, isDirectory: &isFolder)
+            return folder + $0 + (isFolder.boolValue ? "/" : "")
+        }
+    }
+
     /// `rows` as `--help` lists them: flag, default (in `base`) and meaning.
     static func help(_ rows: [PipelineSetting], base: PipelineConfiguration) -> String {
         rows.map { row in
@@ -90,9 +110,15 @@ protocol SettingRows {
 /// settings' flags, read by their rows, leave).
 struct SettingOptions<Rows: SettingRows>: ParsableArguments {
     @Argument(
-        parsing: .allUnrecognized, help: ArgumentHelp("The settings listed below, and the inputs.", visibility: .hidden)
-    )
+        parsing: .allUnrecognized,
+        help: ArgumentHelp("The settings listed below, and the inputs.", visibility: .hidden),
+        completion: .custom { _, _, prefix in SettingFlags.completions(prefix, flags: Self.flags) })
     var given: [String] = []
+
+    /// The rows' flags as shell completion offers them (`--faces`, `--no-faces`).
+    static var flags: [String] {
+        rows.flatMap { $0.boolean ? ["--\($0.flag)", "--no-\($0.flag)"] : ["--\($0.flag)"] }
+    }
 
     static var rows: [PipelineSetting] {
         PipelineSettings.all.filter { Rows.keys?.contains($0.key) != false }

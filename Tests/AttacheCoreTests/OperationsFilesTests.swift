@@ -80,4 +80,58 @@ import Testing
             .write(to: URL(fileURLWithPath: path))
         #expect(try Self.run("/bin/bash", ["-n", path]).status == 0, "the bash script parses")
     }
+
+    @Test("bash completes process, batch and resize settings by their rows, and their inputs as files")
+    func bashCompletesSettingRowsAndInputs() throws {
+        let directory = try TemporaryDirectory()
+        let script = directory.path + "/attache.bash"
+        try Data(try Self.run(try attacheExecutable(), ["--generate-completion-script", "bash"]).output.utf8)
+            .write(to: URL(fileURLWithPath: script))
+        try FileManager.default.createDirectory(atPath: directory.path + "/payloads", withIntermediateDirectories: true)
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: directory.path + "/payloads/one.json"))
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: directory.path + "/payloads/.hidden.json"))
+        // Each line as bash completes it at its end: the words, then `_attache` as `complete -F`
+        // calls it (command, current word, previous word); what it offers, one per line.
+        let lines = [
+            "attache resize --max-s", "attache process --no-fa", "attache batch --android-m", "attache process --dead",
+            "attache resize --dead",
+            "attache resize --max-side 512 \(directory.path)/pay", "attache process \(directory.path)/payloads/",
+            "attache process --js",
+        ]
+        var harness = "source \(script)\ncd \(directory.path)\n"
+        for line in lines {
+            harness += """
+                COMP_LINE='\(line)'; COMP_POINT=${#COMP_LINE}; read -ra COMP_WORDS <<< "$COMP_LINE"
+                COMP_WORDS[0]='\(try attacheExecutable())'; COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=()
+                _attache attache "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+                echo "\(line) => ${COMPREPLY[*]}"
+
+                """
+        }
+        try Data(harness.utf8).write(to: URL(fileURLWithPath: directory.path + "/harness.sh"))
+        let (status, output) = try Self.run("/bin/bash", [directory.path + "/harness.sh"])
+        #expect(status == 0, "\(output)")
+        var offered: [String: Set<String>] = [:]
+        for line in output.split(separator: "\n") {
+            guard let arrow = line.range(of: " => ") else { continue }
+            offered[String(line[..<arrow.lowerBound])] = Set(
+                line[arrow.upperBound...].split(separator: " ").map(String.init))
+        }
+        // A row's flag beside the command's own option; a switch's negation.
+        #expect(offered["attache resize --max-s"] == ["--max-side", "--max-scans"], "\(output)")
+        #expect(offered["attache process --no-fa"] == ["--no-faces"], "\(output)")
+        #expect(offered["attache batch --android-m"] == ["--android-max-bytes"], "\(output)")
+        // Only the rows a command takes: resize has no payload deadline.
+        #expect(offered["attache process --dead"] == ["--deadline"], "\(output)")
+        #expect(offered["attache resize --dead"] == [], "\(output)")
+        // Inputs are files and folders (a folder with its slash), a dot file not unless asked.
+        #expect(
+            offered["attache resize --max-side 512 \(directory.path)/pay"] == ["\(directory.path)/payloads/"],
+            "\(output)")
+        #expect(
+            offered["attache process \(directory.path)/payloads/"] == ["\(directory.path)/payloads/one.json"],
+            "\(output)")
+        // The command's own flags are still offered.
+        #expect(offered["attache process --js"] == ["--json"], "\(output)")
+    }
 }
