@@ -9,7 +9,8 @@
 #      runs again after that, and the ratio to it takes the means of both (its runs bracket the
 #      service's);
 #   2. overload: 64 clients (a 503 is retried after its Retry-After), 503 latency and the p99
-#      of accepted requests;
+#      of accepted requests; and the load client's own floor for a 503 (the same 64 clients
+#      against nginx answering 503 at once);
 #   3. downloads: a stored ~200 KB attachment by its tokened URL with wrk -c 64, against nginx
 #      serving the same file from disk;
 #   4. memory: RSS of the service after 1,000 and after 10,000 mutate requests, and its peak
@@ -70,7 +71,12 @@ http {
     tcp_nopush on;
     keepalive_requests 1000000;
     types { image/jpeg jpg; }
-    server { listen 127.0.0.1:$media_port; root $PWD/work; }
+    server {
+        listen 127.0.0.1:$media_port;
+        root $PWD/work;
+        # The load client's own floor: the service's path answered 503 at once.
+        location = /v1/notifications { add_header Retry-After 1 always; return 503; }
+    }
 }
 CONF
 nginx -c "$work/nginx.conf"
@@ -117,6 +123,10 @@ python3 serve_load.py attache "http://127.0.0.1:$service_port" $key "$media" "$w
     --clients 64 --requests $requests --tag b64 | tee "$work/attache64b.json"
 hwm64=$(hwm_mb $service)
 echo "{\"peak_rss_16_mb\": $hwm16, \"peak_rss_64_mb\": $hwm64}" | tee "$work/peak.json"
+# The same 64 clients against nginx answering 503 at once: what the client's clock adds alone.
+echo "the load client's floor: 64 clients, nginx answering 503 at once:"
+python3 serve_load.py attache "$media" $key "$media" "$work/files" \
+    --clients 64 --requests $requests --tag floor | tee "$work/floor64.json"
 
 # 5. A tiny payload beside 16 heavy clients: on their key, then on a second one.
 python3 -c "from PIL import Image; Image.radial_gradient('L').resize((128, 96)).convert('RGB').save('work/tiny.jpg', quality=85)"
@@ -232,6 +242,9 @@ for name, r in [("retried", a64), ("not retried", a64b)]:
     print(f"- 64 clients ({name}): {r['refused']} answered 503, p50 {r['refused_p50_ms']} ms, p99 {r['refused_p99_ms']} ms, "
           f"max {r['refused_max_ms']} ms;"
           f" accepted p99 {ms(r['p99_s'])} ms = {r['p99_s'] / a16['p99_s']:.2f}x the p99 at 16")
+floor = load("floor64")
+print(f"- the load client's own floor (the same 64 clients, nginx answering 503 at once): p50 "
+      f"{floor['refused_p50_ms']} ms, p99 {floor['refused_p99_ms']} ms")
 # The service's own time for its 503 answers (request log, from the request to its answer).
 refused = sorted(float(line.split(" ms=")[1].split()[0]) for line in open(f"{work}/service.log")
                  if "status=503" in line and " ms=" in line)
