@@ -84,9 +84,14 @@ enum SettingFlags {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: listed)) ?? []
         return names.filter { $0.hasPrefix(start) && $0.hasPrefix(".") == start.hasPrefix(".") }.sorted().map {
             var isFolder: ObjCBool = false
-            FileManager.default.fileExists(atPath: listed + "/" + $0, isDirectory: &isFolder)
+            _ = FileManager.default.fileExists(atPath: listed + "/" + $0, isDirectory: &isFolder)
             return folder + $0 + (isFolder.boolValue ? "/" : "")
         }
+    }
+
+    /// Shell completion that asks `attache` at Tab: ``completions(_:flags:)`` of `flags`.
+    static func completion(offering flags: [String]) -> CompletionKind {
+        .custom { _, _, prefix in completions(prefix, flags: flags) }
     }
 
     /// `rows` as `--help` lists them: flag, default (in `base`) and meaning.
@@ -112,7 +117,7 @@ struct SettingOptions<Rows: SettingRows>: ParsableArguments {
     @Argument(
         parsing: .allUnrecognized,
         help: ArgumentHelp("The settings listed below, and the inputs.", visibility: .hidden),
-        completion: .custom { _, _, prefix in SettingFlags.completions(prefix, flags: Self.flags) })
+        completion: SettingFlags.completion(offering: Self.flags))
     var given: [String] = []
 
     /// The rows' flags as shell completion offers them (`--faces`, `--no-faces`).
