@@ -228,8 +228,9 @@ for name, r in [("attache serve", a16), ("thumbor, 2 processes, PROGRESSIVE_JPEG
 print()
 # The same for `attache resize`: its two runs bracket the service's two, and their means are set
 # against each other; the first run of each alone (the two adjacent in time) is printed too.
+resize_mean = (resize + resize_after) / 2
 print(f"- attache serve / attache resize (each's two runs averaged: {both['images_per_s']:.2f} / "
-      f"{(resize + resize_after) / 2:.2f} images/s): {both['images_per_s'] / ((resize + resize_after) / 2):.2f}x; "
+      f"{resize_mean:.2f} images/s): {both['images_per_s'] / resize_mean:.2f}x; "
       f"the first runs alone {a16['images_per_s'] / resize:.2f}x")
 print(f"- attache serve / thumbor (the service's two runs averaged: {both['images_per_s']:.2f} images/s, p99 "
       f"{ms(both['p99_s'])} ms): {both['images_per_s'] / tp['images_per_s']:.2f}x (PROGRESSIVE_JPEG = True), "

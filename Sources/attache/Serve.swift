@@ -42,8 +42,7 @@ struct Serve: AsyncParsableCommand {
     /// against ``ServerSettings/all``: the table is the one place a setting is declared.
     @Argument(
         parsing: .allUnrecognized, help: ArgumentHelp("The settings below, as flags.", visibility: .hidden),
-        completion: .list(
-            ServerSettings.all.flatMap { $0.boolean ? ["--\($0.flag)", "--no-\($0.flag)"] : ["--\($0.flag)"] }))
+        completion: .list(ServerSettings.all.flatMap { SettingFlags.words(flag: $0.flag, boolean: $0.boolean) }))
     var settings: [String] = []
 
     /// The settings as `--help` lists them: flag, variable, default and meaning, from the table.

@@ -89,6 +89,12 @@ enum SettingFlags {
         }
     }
 
+    /// The words a setting's flag is written as: `--faces` and, for a switch, `--no-faces` (as
+    /// ``parse(_:lookup:)`` reads them).
+    static func words(flag: String, boolean: Bool) -> [String] {
+        boolean ? ["--\(flag)", "--no-\(flag)"] : ["--\(flag)"]
+    }
+
     /// Shell completion that asks `attache` at Tab: ``completions(_:flags:)`` of `flags`.
     static func completion(offering flags: [String]) -> CompletionKind {
         .custom { _, _, prefix in completions(prefix, flags: flags) }
@@ -122,7 +128,7 @@ struct SettingOptions<Rows: SettingRows>: ParsableArguments {
 
     /// The rows' flags as shell completion offers them (`--faces`, `--no-faces`).
     static var flags: [String] {
-        rows.flatMap { $0.boolean ? ["--\($0.flag)", "--no-\($0.flag)"] : ["--\($0.flag)"] }
+        rows.flatMap { SettingFlags.words(flag: $0.flag, boolean: $0.boolean) }
     }
 
     static var rows: [PipelineSetting] {

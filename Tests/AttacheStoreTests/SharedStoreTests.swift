@@ -230,7 +230,7 @@ struct SharedStoreTests {
         // of the suite runs beside it: on a machine kept busy that once took longer than the
         // product's 10 s bound (libpq's "timeout expired"). What is tested is what a kill leaves
         // behind, so the writers' connections may take a minute.
-        let arguments = ["--store", fresh.postgres + "?connect_timeout=60", "--blobs", fresh.blobs]
+        let arguments = fresh.arguments(connectTimeout: 60)
         for _ in 0..<20 {
             reported += try killStormWriter(
                 ["--count", "100000", "--max-size", "1048576"] + arguments, environment: fresh.childEnvironment,

@@ -55,7 +55,13 @@ public enum SharedServers {
         }
 
         /// `--store … --blobs …` for a child `attache`.
-        public var arguments: [String] { ["--store", postgres, "--blobs", blobs] }
+        public var arguments: [String] { arguments() }
+
+        /// The same, its PostgreSQL connections allowed `connectTimeout` seconds (libpq's
+        /// `connect_timeout`) when given.
+        public func arguments(connectTimeout: Int? = nil) -> [String] {
+            ["--store", postgres + (connectTimeout.map { "?connect_timeout=\($0)" } ?? ""), "--blobs", blobs]
+        }
 
         /// The environment for a child `attache`.
         public var childEnvironment: [String: String] { SharedServers.childEnvironment(keyRingKey: keyRingKey) }
