@@ -27,4 +27,15 @@ set -a
 . "$servers/env"
 set +a
 
-swift test --skip-build --disable-xctest "$@"
+# The run's issues again at its end, where a log cut to its last lines still shows them (an
+# issue's first detail line starts with ↳, the further ones with two spaces).
+log=$(mktemp /tmp/attache-tests.XXXXXX)
+status=0
+swift test --skip-build --disable-xctest "$@" 2>&1 | tee "$log" || status=$?
+if [ "$status" -ne 0 ]; then
+    echo "attache: the issues the run recorded:" >&2
+    awk '/recorded an issue/ { keep = 1; n = 0 } !/recorded an issue/ && !/^[[:space:]]*↳/ && !/^  / { keep = 0 }
+        keep && n < 40 { print; n++ }' "$log" | tail -n 200 >&2
+fi
+rm -f "$log"
+exit "$status"

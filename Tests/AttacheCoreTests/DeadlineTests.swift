@@ -54,8 +54,7 @@ import Testing
     func networkPipelineAndDeadlineSuitesRunAlone() throws {
         for suites in Self.groups {
             let (status, output) = try runTestsInChild(filter: suites, variable: "ATTACHE_ISOLATED_CHILD")
-            let failures = output.split(separator: "\n").filter { $0.contains("recorded an issue") }
-            #expect(status == 0, "\(failures.prefix(20).joined(separator: "\n"))\n\(output.suffix(1500))")
+            #expect(status == 0, "\(suites): \(childIssues(output))\n\(output.suffix(1500))")
             for suite in suites.map({ $0.split(separator: ".").last! })
             where SharedServers.available || !suite.hasPrefix("Shared") {
                 #expect(output.contains("Suite \(suite) passed"), "\(suite): \(output.suffix(1500))")

@@ -20,6 +20,23 @@ public func runTestsInChild(filter: [String], variable: String, wrapper: [String
     return (result.status, result.text)
 }
 
+/// The issues a child test run recorded, each with the detail lines printed under it (the first
+/// starts with `↳`, the further ones with two spaces): what its parent's failure says, so that a
+/// log shows why and not only that the child failed.
+public func childIssues(_ output: String, limit: Int = 120) -> String {
+    var kept: [Substring] = []
+    var inIssue = false
+    for line in output.split(separator: "\n", omittingEmptySubsequences: false) {
+        if line.contains("recorded an issue") {
+            inIssue = true
+        } else if !line.trimmingCharacters(in: .whitespaces).hasPrefix("↳") && !line.hasPrefix("  ") {
+            inIssue = false
+        }
+        if inIssue { kept.append(line) }
+    }
+    return kept.prefix(limit).joined(separator: "\n")
+}
+
 /// The `attache` executable built beside the test bundle.
 public func attacheExecutable() throws -> String {
     var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
