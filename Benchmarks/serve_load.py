@@ -3,9 +3,9 @@
 connection, send requests one after another until N are done; prints one JSON line with
 images/s, latency percentiles and status counts (and the latency of 503 answers apart).
 
-The clients are coroutines on one asyncio loop, so an answer is read as soon as it arrives: with
-a thread per client, an answer waited for the interpreter lock while the other threads ran, and
-that wait (5 ms and more with 64 threads) was counted as the server's.
+The clients are coroutines on one asyncio loop (uvloop's where installed), so an answer is read
+as soon as it arrives: with a thread per client, an answer waited for the interpreter lock while
+the other threads ran, and that wait (5 ms and more with 64 threads) was counted as the server's.
 
   serve_load.py attache URL KEY MEDIA_BASE FILES_LIST --clients 16 --requests 96
   serve_load.py thumbor URL,URL,... - MEDIA_BASE FILES_LIST --clients 16 --requests 96
@@ -137,6 +137,17 @@ async def run_clients(args, files, targets, results):
     return started
 
 
+def run_loop(main):
+    """uvloop (libuv) where installed: it reads and sends an answer in about half the time of
+    asyncio's own loop, and with 64 clients in a closed loop that turn is part of every time
+    measured (the same 64 clients against nginx answering 503: p99 3.7-4.1 against 5.4-7.7 ms)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main)
+    return uvloop.run(main)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("kind", choices=["attache", "thumbor"])
@@ -154,7 +165,7 @@ def main():
     files = [line.strip() for line in open(args.files) if line.strip()]
     targets = [urllib.parse.urlsplit(t) for t in args.targets.split(",")]
     results = []  # (status, seconds, attached)
-    started = asyncio.run(run_clients(args, files, targets, results))
+    started = run_loop(run_clients(args, files, targets, results))
     wall = time.perf_counter() - started
 
     good = [s for status, s, ok in results if ok]

@@ -2,6 +2,10 @@ internal import CAttacheFetch
 import Foundation
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One libcurl transfer, owned by Swift; freed when the last reference goes.
 final class TransferHandle: @unchecked Sendable {
     let pointer: OpaquePointer
@@ -29,12 +33,21 @@ final class FetchLoop: @unchecked Sendable {
     private let multi: OpaquePointer
     private let queue = Mutex<[Submission]>([])
     private let stopping = Atomic<Bool>(false)
+    /// The loop thread's Linux thread id, 0 until it runs.
+    let threadID = Atomic<Int32>(0)
 
-    /// Starts the loop thread.
-    init(maxHostConnections: Int, maxTotalConnections: Int) {
+    /// Starts the loop thread at Linux nice value `nice` (0: as the thread that made it).
+    init(maxHostConnections: Int, maxTotalConnections: Int, nice: Int32 = 0) {
         multi = att_multi_new(Int32(maxHostConnections), Int32(maxTotalConnections))!
         // The thread holds the loop until `stop()`; then it finishes what is in flight and exits.
-        let thread = Thread { [self] in run() }
+        let thread = Thread { [self] in
+            #if os(Linux)
+            // Per thread on Linux (`who` 0 is the calling thread); a refusal leaves it.
+            if nice > 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice) }
+            threadID.store(att_thread_id(), ordering: .releasing)
+            #endif
+            run()
+        }
         thread.name = "attache-fetch"
         thread.start()
     }

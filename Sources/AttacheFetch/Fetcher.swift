@@ -28,10 +28,21 @@ public final class Fetcher: Sendable {
     /// - Parameters:
     ///   - maxHostConnections: connections open to one host at a time (more transfers queue).
     ///   - maxTotalConnections: connections open at a time in all.
-    public init(policy: FetchPolicy = FetchPolicy(), maxHostConnections: Int = 64, maxTotalConnections: Int = 256) {
+    ///   - threadNice: the loop thread's Linux nice value (0 to 19; 0: as the caller's). A
+    ///     service runs it below request handling, as it runs its decodes: reading many bodies
+    ///     at once then never delays an answer the event loop owes (a refusal, a health check).
+    public init(
+        policy: FetchPolicy = FetchPolicy(), maxHostConnections: Int = 64, maxTotalConnections: Int = 256,
+        threadNice: Int32 = 0
+    ) {
         self.policy = policy
-        loop = FetchLoop(maxHostConnections: maxHostConnections, maxTotalConnections: maxTotalConnections)
+        loop = FetchLoop(
+            maxHostConnections: maxHostConnections, maxTotalConnections: maxTotalConnections,
+            nice: min(19, max(0, threadNice)))
     }
+
+    /// The event-loop thread's Linux thread id (0 until it has started).
+    var loopThreadID: Int32 { loop.threadID.load(ordering: .acquiring) }
 
     deinit { loop.stop() }
 

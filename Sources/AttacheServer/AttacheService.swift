@@ -38,7 +38,10 @@ public struct AttacheService: Sendable {
         self.configuration = configuration
         self.store = try AttachmentStore.open(configuration.store)
         self.pipelines = PipelineSlot(
-            Pipeline(configuration: configuration.pipeline, fetcher: Fetcher(policy: configuration.fetch), store: store)
+            Pipeline(
+                configuration: configuration.pipeline,
+                fetcher: Fetcher(policy: configuration.fetch, threadNice: configuration.workerNice),
+                store: store)
         )
         let metrics = self.metrics
         self.admission = Admission(slots: configuration.maxConcurrent, queue: configuration.maxQueued)

@@ -43,6 +43,19 @@ func fetchFailure(
         #expect(media.contentType == "image/jpeg" && media.remoteAddress == "127.0.0.1")
     }
 
+    @Test func loopThreadRunsAtTheNiceValueAskedFor() async throws {
+        // 19, the lowest priority, needs no privilege whatever this process runs at.
+        let lowered = Fetcher(policy: loopbackPolicy(), threadNice: 19)
+        let plain = Fetcher(policy: loopbackPolicy())
+        for fetcher in [lowered, plain] {
+            let media = try await fetcher.fetch(server.url("/image.jpg"))
+            #expect(Array(media.bytes.buffer) == sampleJPEG)
+        }
+        #expect(try threadNice(lowered.loopThreadID) == 19)
+        // Without one, the thread keeps the nice value of the thread that made it.
+        #expect(try threadNice(plain.loopThreadID) == getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0))
+    }
+
     @Test func requestCarriesNoAcceptEncodingAndAFixedUserAgent() async throws {
         let seen = Mutex<[String: String]>([:])
         server.route("/headers") { request, c in
@@ -400,4 +413,15 @@ func fetchFailure(
         #expect(grownMemory < 96 << 20, "resident memory grew by \(grownMemory >> 20) MB over 10,000 transfers")
         #expect(server.count("/small.jpg") == 11_000)
     }
+}
+
+/// The nice value of thread `id` of this process, from its `/proc` stat line (the 19th field;
+/// the name in parentheses before it may hold spaces).
+func threadNice(_ id: Int32) throws -> Int32 {
+    let stat = try String(contentsOfFile: "/proc/self/task/\(id)/stat", encoding: .utf8)
+    guard id > 0, let close = stat.lastIndex(of: ")") else { throw POSIXError(.ESRCH) }
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    // After the name: state (3), ppid (4), ... priority (18), nice (19).
+    guard fields.count > 16, let nice = Int32(fields[16]) else { throw POSIXError(.EINVAL) }
+    return nice
 }
