@@ -101,7 +101,7 @@ public enum ServerSettings {
                 "gracePeriod", "Time in-flight requests get after SIGTERM/SIGINT.",
                 .duration(\.gracePeriod, .zero...(.seconds(3600)))),
             .init(
-                "workerNice", "Nice value of the decoding threads (0-19), below request handling.",
+                "workerNice", "Nice value of the decoding and fetching threads (0-19), below request handling.",
                 .integer(\.workerNice, 0...19)),
             .init(
                 "gcInterval", "Store garbage collection interval (0: never).",
