@@ -1,4 +1,5 @@
 internal import CAttacheFetch
+internal import CAttacheShim
 import Foundation
 import Synchronization
 
@@ -41,6 +42,7 @@ final class FetchLoop: @unchecked Sendable {
         multi = att_multi_new(Int32(maxHostConnections), Int32(maxTotalConnections))!
         // The thread holds the loop until `stop()`; then it finishes what is in flight and exits.
         let thread = Thread { [self] in
+            att_thread_name("attache-fetch")
             #if os(Linux)
             // Per thread on Linux (`who` 0 is the calling thread); a refusal leaves it.
             if nice > 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice) }
@@ -48,7 +50,6 @@ final class FetchLoop: @unchecked Sendable {
             #endif
             run()
         }
-        thread.name = "attache-fetch"
         thread.start()
     }
 

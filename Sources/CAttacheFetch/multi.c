@@ -3,8 +3,6 @@
 #include "transfer.h"
 
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 struct att_multi {
     CURLM *handle;
@@ -60,7 +58,5 @@ att_transfer *att_multi_next_done(att_multi *m, int32_t *curl_code) {
 }
 
 void att_multi_wakeup(att_multi *m) { curl_multi_wakeup(m->handle); }
-
-int32_t att_thread_id(void) { return (int32_t)syscall(SYS_gettid); }
 
 const char *att_curl_version(void) { return curl_version(); }

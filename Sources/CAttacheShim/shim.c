@@ -1,9 +1,15 @@
-// The error record and the deadline cells every shim shares (attache_shim.h).
+// The error record and the deadline cells every shim shares (attache_shim.h), and the calling
+// thread's name and id.
+#define _GNU_SOURCE
 #include "attache_shim.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 void att_set_error(att_error *error, int32_t status, const char *format, ...) {
     if (error == NULL) return;
@@ -29,3 +35,12 @@ int att_deadline_passed(const uint64_t *cell) {
     uint64_t deadline = __atomic_load_n(cell, __ATOMIC_RELAXED);
     return deadline != 0 && att_monotonic_ns() > deadline;
 }
+
+void att_thread_name(const char *name) {
+    char cut[16];
+    strncpy(cut, name, sizeof cut - 1);
+    cut[sizeof cut - 1] = 0;
+    pthread_setname_np(pthread_self(), cut);
+}
+
+int32_t att_thread_id(void) { return (int32_t)syscall(SYS_gettid); }

@@ -43,7 +43,7 @@ func fetchFailure(
         #expect(media.contentType == "image/jpeg" && media.remoteAddress == "127.0.0.1")
     }
 
-    @Test func loopThreadRunsAtTheNiceValueAskedFor() async throws {
+    @Test func loopThreadIsNamedAndRunsAtTheNiceValueAskedFor() async throws {
         // 19, the lowest priority, needs no privilege whatever this process runs at.
         let lowered = Fetcher(policy: loopbackPolicy(), threadNice: 19)
         let plain = Fetcher(policy: loopbackPolicy())
@@ -52,6 +52,9 @@ func fetchFailure(
             #expect(Array(media.bytes.buffer) == sampleJPEG)
         }
         #expect(try threadNice(lowered.loopThreadID) == 19)
+        // The name the kernel shows (`top -H`, /proc), not only Foundation's.
+        let comm = try String(contentsOfFile: "/proc/self/task/\(lowered.loopThreadID)/comm", encoding: .utf8)
+        #expect(comm == "attache-fetch\n")
         // Without one, the thread keeps the nice value of the thread that made it.
         #expect(try threadNice(plain.loopThreadID) == getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0))
     }

@@ -1,5 +1,6 @@
 public import AttacheBase
 public import AttacheMedia
+internal import CAttacheShim
 import Dispatch
 import Foundation
 import Synchronization
@@ -138,7 +139,7 @@ enum OffPool {
         init(workers: Int, name: String) {
             for index in 0..<workers {
                 let thread = Thread { [self] in
-                    Thread.current.name = "\(name)-\(index)"
+                    att_thread_name("\(name)-\(index)")
                     while true {
                         available.wait()
                         guard let job = state.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { continue }

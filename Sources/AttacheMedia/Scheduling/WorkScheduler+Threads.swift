@@ -1,3 +1,4 @@
+internal import CAttacheShim
 import Dispatch
 import Foundation
 import Synchronization
@@ -33,6 +34,7 @@ extension WorkScheduler {
 
         init(name: String, pool: ThreadPool) {
             let thread = Thread { [self] in
+                att_thread_name(name)
                 var applied: Int32 = 0
                 while true {
                     ready.wait()
@@ -50,7 +52,6 @@ extension WorkScheduler {
                     pool.park(self)
                 }
             }
-            thread.name = name
             thread.stackSize = 8 << 20
             thread.start()
         }

@@ -217,9 +217,6 @@ att_transfer *att_multi_next_done(att_multi *multi, int32_t *curl_code);
 /// Interrupts att_multi_run from another thread.
 void att_multi_wakeup(att_multi *multi);
 
-/// The calling thread's Linux thread id (what /proc/self/task/ names it by).
-int32_t att_thread_id(void);
-
 // MARK: - URLs
 
 typedef struct {

@@ -38,6 +38,15 @@ void att_set_error(att_error *error, int32_t status, const char *format, ...) __
 
 /// CLOCK_MONOTONIC in nanoseconds.
 uint64_t att_monotonic_ns(void);
+
+/// Names the calling thread as the kernel shows it (`top -H`, /proc/PID/task/TID/comm), cut to
+/// the kernel's 15 bytes. Foundation's `Thread.name` does not always get there on Linux: set
+/// before `start()` it is never applied, and from inside the new thread only once `start()` has
+/// returned in the thread that made it.
+void att_thread_name(const char *name);
+
+/// The calling thread's Linux thread id (what /proc/self/task/ names it by).
+int32_t att_thread_id(void);
 /// A deadline cell: CLOCK_MONOTONIC nanoseconds, 0 for none, written by Swift while C polls it.
 uint64_t att_deadline_load(const uint64_t *cell);
 void att_deadline_store(uint64_t *cell, uint64_t value);
