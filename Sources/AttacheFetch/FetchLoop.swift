@@ -3,10 +3,6 @@ internal import CAttacheShim
 import Foundation
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// One libcurl transfer, owned by Swift; freed when the last reference goes.
 final class TransferHandle: @unchecked Sendable {
     let pointer: OpaquePointer
@@ -43,11 +39,8 @@ final class FetchLoop: @unchecked Sendable {
         // The thread holds the loop until `stop()`; then it finishes what is in flight and exits.
         let thread = Thread { [self] in
             att_thread_name("attache-fetch")
-            #if os(Linux)
-            // Per thread on Linux (`who` 0 is the calling thread); a refusal leaves it.
-            if nice > 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice) }
+            if nice > 0 { att_thread_nice(nice) }
             threadID.store(att_thread_id(), ordering: .releasing)
-            #endif
             run()
         }
         thread.start()

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,3 +45,5 @@ void att_thread_name(const char *name) {
 }
 
 int32_t att_thread_id(void) { return (int32_t)syscall(SYS_gettid); }
+
+void att_thread_nice(int32_t nice) { (void)setpriority(PRIO_PROCESS, 0, nice); }

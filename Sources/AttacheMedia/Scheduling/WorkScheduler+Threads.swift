@@ -3,10 +3,6 @@ import Dispatch
 import Foundation
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 extension WorkScheduler {
     /// Threads kept for the jobs: one per started job, kept idle when its job is done.
     final class ThreadPool: Sendable {
@@ -41,11 +37,7 @@ extension WorkScheduler {
                     guard let (body, nice) = job.withLock({ s in s.body.map { ($0, s.nice) } }) else { continue }
                     job.withLock { $0.body = nil }
                     if nice != applied {
-                        #if os(Linux)
-                        // On Linux the nice value is per thread, and `who` 0 is the calling
-                        // thread. Lowering it again needs privilege; a refusal leaves it.
-                        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice)
-                        #endif
+                        att_thread_nice(nice)
                         applied = nice
                     }
                     body()
