@@ -1,5 +1,5 @@
 // The error record and the deadline cells every shim shares (attache_shim.h), and the calling
-// thread's name and id.
+// thread's name, id and nice value.
 #define _GNU_SOURCE
 #include "attache_shim.h"
 
