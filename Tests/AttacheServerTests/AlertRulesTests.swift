@@ -60,17 +60,9 @@ import Testing
                 static_configs: [{targets: ['\(target)']}]
             """
         try Data(config.utf8).write(to: URL(fileURLWithPath: directory.path + "/prometheus.yml"))
-        let port = Int.random(in: 31_000..<39_000)
-        let server = try ChildProcess(
-            Self.prometheus,
-            [
-                "--config.file=\(directory.path)/prometheus.yml", "--storage.tsdb.path=\(directory.path)/data",
-                "--web.listen-address=127.0.0.1:\(port)",
-            ], outputs: .discarded)
+        let (server, api) = try await Self.startPrometheus(
+            config: directory.path + "/prometheus.yml", data: directory.path + "/data")
         defer { server.send(SIGTERM) }
-        let api = "http://127.0.0.1:\(port)"
-        #expect(
-            await eventually { (try? await curl("GET", api + "/-/ready"))?.status == 200 }, "Prometheus did not start")
 
         func firing() async throws -> [[String: Any]] {
             let answer = try await curl("GET", api + "/api/v1/alerts")
@@ -78,7 +70,9 @@ import Testing
             return alerts.filter { $0["state"] as? String == "firing" }
         }
         // Healthy traffic, scraped: the target is up and nothing fires.
-        let scraped = await eventually {
+        // The ceilings below are for a service or Prometheus that hangs; on a busy machine the
+        // events they wait for (a scrape each second, a rule evaluated each second) come later.
+        let scraped = await eventually(limit: .seconds(300)) {
             _ = try await curl(
                 "POST", service.base + "/v1/notifications", headers: ServiceTests.auth,
                 body: payload(image: media.url("/photo.jpg")))
@@ -97,7 +91,7 @@ import Testing
         let others = healthy.compactMap { ($0["labels"] as? [String: String])?["alertname"] }
         if !others.isEmpty { print("alerts: other rules firing during the healthy traffic: \(others)") }
         // The media host answers 404 from now on: the alert fires for that code.
-        let fired = await eventually(limit: .seconds(120)) {
+        let fired = await eventually(limit: .seconds(300)) {
             _ = try await curl(
                 "POST", service.base + "/v1/notifications", headers: ServiceTests.auth,
                 body: payload(image: media.url("/gone.jpg")))
@@ -107,5 +101,34 @@ import Testing
         }
         let last = try await firing()
         #expect(fired, "AttacheAttachmentErrors never fired: \(last)")
+    }
+
+    /// Starts Prometheus on a free-looking port below the kernel's ephemeral range and waits
+    /// for it to say it is ready, or to end (the port was taken: another is tried). It cannot
+    /// listen on port 0 and say which it took. No fixed time is waited: a busy machine only
+    /// makes the wait longer, and a child that ended is seen at once.
+    static func startPrometheus(config: String, data: String) async throws -> (ChildProcess, String) {
+        var output = ""
+        for attempt in 0..<10 {
+            let port = Int.random(in: 20_000..<32_000)
+            let server = try ChildProcess(
+                prometheus,
+                [
+                    "--config.file=\(config)", "--storage.tsdb.path=\(data)-\(attempt)",
+                    "--web.listen-address=127.0.0.1:\(port)",
+                ], outputs: .merged)
+            let api = "http://127.0.0.1:\(port)"
+            // Ready, or gone; the ceiling is for a child that hangs, not for a slow start.
+            let end = ContinuousClock.now + .seconds(600)
+            while server.isRunning && ContinuousClock.now < end {
+                if (try? await curl("GET", api + "/-/ready"))?.status == 200 { return (server, api) }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            output = String(decoding: server.outputSoFar.suffix(2_000), as: UTF8.self)
+            server.send(SIGKILL)
+            _ = await server.ended()
+        }
+        Issue.record("Prometheus did not start: \(output)")
+        throw CancellationError()
     }
 }
