@@ -9,12 +9,9 @@
 //     scale weigh nothing in a picture of six scales), and terms below 0.01 are dropped;
 //   - the Gaussian (sigma 1.5) is an 11-tap separable filter, zero-padded at the top and bottom
 //     and mirrored at the sides, as the public Python implementation does;
-//   - each scale runs in bands of rows (the two largest pool every other band);
-//   - the reference's part of every band (its XYB rows and their blurred mean and mean square)
-//     is made once, when it is prepared, and kept: a candidate's score converts and blurs only
-//     its own rows and the product of the two. Memory is that part (about 12 bytes a pixel of
-//     the picture at 1024 px, the largest scales being sampled), a few rows per plane and the
-//     candidate's smaller scales in linear RGB, not a dozen whole planes.
+//   - each scale runs in bands of rows, so memory is a few rows of the picture per plane plus
+//     the smaller scales' linear RGB (a third of a picture's floats per image), not a dozen
+//     whole planes.
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -187,13 +184,6 @@ struct att_quality_ref {
     float *zeros;
     float *vertical[QUANTITIES];
     float *blurred[QUANTITIES];
-    // The reference's part of every pooled band, made once: per scale and needed channel, its
-    // XYB rows (each band's with the blur's margins, band after band) and its blurred mean and
-    // mean square at the band's rows. A candidate's score computes only its own rows and the
-    // product's blur.
-    float *own_xyb[SCALES][3];
-    float *own_mean[SCALES][3];
-    float *own_square[SCALES][3];
 };
 
 static float srgb_linear[256];
@@ -389,44 +379,6 @@ vertical_row(const float *const a[TAPS], const float *const b[TAPS], const float
     }
 }
 
-// The vertical pass at one row for the candidate's quantities (its mean and mean square, and
-// the mean product), the reference's own being kept from ``vertical_row``: the same sums, in the
-// same order, as there.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
-vertical_candidate(const float *const a[TAPS], const float *const b[TAPS], const float kernel[TAPS], int width,
-                   float *out[QUANTITIES]) {
-    typedef float lanes __attribute__((ext_vector_type(8)));
-    float *mb = out[Q_B], *mbb = out[Q_BB], *mab = out[Q_AB];
-    int x = 0;
-    for (; x + 8 <= width; x += 8) {
-        lanes sb = 0, sbb = 0, sab = 0;
-        for (int k = 0; k < TAPS; k++) {
-            lanes va, vb;
-            memcpy(&va, a[k] + x, sizeof va);
-            memcpy(&vb, b[k] + x, sizeof vb);
-            lanes wa = kernel[k] * va, wb = kernel[k] * vb;
-            sb += wb;
-            sbb += wb * vb;
-            sab += wa * vb;
-        }
-        memcpy(mb + x, &sb, sizeof sb);
-        memcpy(mbb + x, &sbb, sizeof sbb);
-        memcpy(mab + x, &sab, sizeof sab);
-    }
-    for (; x < width; x++) {
-        float sb = 0, sbb = 0, sab = 0;
-        for (int k = 0; k < TAPS; k++) {
-            float va = a[k][x], vb = b[k][x], wa = kernel[k] * va, wb = kernel[k] * vb;
-            sb += wb;
-            sbb += wb * vb;
-            sab += wa * vb;
-        }
-        mb[x] = sb;
-        mbb[x] = sbb;
-        mab[x] = sab;
-    }
-}
-
 // One band's rows of the pooled sums: ssim, artifact and detail lost, 1- and 4-norm.
 __attribute__((target_clones("arch=x86-64-v3", "default"))) static void
 pool_row(const float *restrict blurred[QUANTITIES], const float *restrict a, const float *restrict b, int width,
@@ -486,9 +438,6 @@ void att_quality_free(att_quality_ref *ref) {
         for (int c = 0; c < 3; c++) {
             free(ref->reference[s].linear[c]);
             free(ref->candidate[s][c]);
-            free(ref->own_xyb[s][c]);
-            free(ref->own_mean[s][c]);
-            free(ref->own_square[s][c]);
         }
     }
     for (int i = 0; i < 2; i++)
@@ -516,74 +465,6 @@ static void scales_of(att_quality_ref *ref, const uint8_t *pixels, size_t stride
         out[s] = (source){NULL, 0, channels, 0, 0, 0, {planes[s][0], planes[s][1], planes[s][2]}};
         halve(&out[s - 1], ref->sizes[s - 1][0], ref->sizes[s - 1][1], out[s].linear, ref->rows_linear[0]);
     }
-}
-
-// The pooled bands of a scale of `h` rows start every `band_step` rows: the two largest scales
-// are sampled, every other band (what a band's pooled sums say of the picture differs little
-// from its neighbour's; measured in docs/quality.md).
-static int band_step(int s, int h) { return s <= 1 && h >= 4 * BAND ? 2 * BAND : BAND; }
-
-// The band from row `y0`: its rows end at `y1`, and it reads rows `r0` to `r1` (the blur's margins).
-static void band_rows(int y0, int h, int *y1, int *r0, int *r1) {
-    *y1 = y0 + BAND < h ? y0 + BAND : h;
-    *r0 = y0 - RADIUS > 0 ? y0 - RADIUS : 0;
-    *r1 = *y1 + RADIUS < h ? *y1 + RADIUS : h;
-}
-
-// The reference's part of scale `s` (`image`): its XYB rows of every band and their blurred mean
-// and mean square, with the same passes a candidate's score takes. 0 when out of memory.
-static int prepare_own(att_quality_ref *ref, int s, const source *image) {
-    int w = ref->sizes[s][0], h = ref->sizes[s][1];
-    int want[3];
-    for (int c = 0; c < 3; c++) want[c] = needed(ref->scales, c, s);
-    size_t rows = 0, pooled = 0;
-    for (int y0 = 0; y0 < h; y0 += band_step(s, h)) {
-        int y1, r0, r1;
-        band_rows(y0, h, &y1, &r0, &r1);
-        rows += (size_t)(r1 - r0) * w;
-        pooled += (size_t)(y1 - y0) * w;
-    }
-    for (int c = 0; c < 3; c++) {
-        if (!want[c]) continue;
-        ref->own_xyb[s][c] = floats(rows);
-        ref->own_mean[s][c] = floats(pooled);
-        ref->own_square[s][c] = floats(pooled);
-        if (!ref->own_xyb[s][c] || !ref->own_mean[s][c] || !ref->own_square[s][c]) return 0;
-    }
-    size_t at_xyb = 0, at_pool = 0;
-    for (int y0 = 0; y0 < h; y0 += band_step(s, h)) {
-        int y1, r0, r1;
-        band_rows(y0, h, &y1, &r0, &r1);
-        for (int r = r0; r < r1; r++) {
-            size_t at = at_xyb + (size_t)(r - r0) * w;
-            const float *linear[3];
-            linear_row(image, r, w, ref->rows_linear[0], linear);
-            // A channel not needed here goes to scratch (the conversion may write it).
-            float *xyb[3];
-            for (int c = 0; c < 3; c++) xyb[c] = want[c] ? ref->own_xyb[s][c] + at : ref->xyb[c][0];
-            to_xyb(linear, xyb, w, want);
-        }
-        for (int c = 0; c < 3; c++) {
-            if (!want[c]) continue;
-            const float *own = ref->own_xyb[s][c] + at_xyb;
-            for (int y = y0; y < y1; y++) {
-                const float *ta[TAPS];
-                for (int k = -RADIUS; k <= RADIUS; k++) {
-                    int from = y + k;
-                    ta[k + RADIUS] = from >= 0 && from < h ? own + (size_t)(from - r0) * w : ref->zeros;
-                }
-                float *vertical[QUANTITIES];
-                for (int q = 0; q < QUANTITIES; q++) vertical[q] = ref->vertical[q] + RADIUS;
-                vertical_row(ta, ta, ref->kernel, w, vertical);
-                size_t row = at_pool + (size_t)(y - y0) * w;
-                blur_row(vertical[Q_A], ref->own_mean[s][c] + row, w, ref->kernel);
-                blur_row(vertical[Q_AA], ref->own_square[s][c] + row, w, ref->kernel);
-            }
-        }
-        at_xyb += (size_t)(r1 - r0) * w;
-        at_pool += (size_t)(y1 - y0) * w;
-    }
-    return 1;
 }
 
 att_quality_ref *att_quality_prepare(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
@@ -637,21 +518,13 @@ att_quality_ref *att_quality_prepare(const uint8_t *pixels, uint32_t width, uint
             if (!ref->reference[s + 1].linear[c] || !ref->candidate[s + 1][c]) goto no_memory;
         }
     }
-    // The reference's planes from scale 2, made once from its pixels, and from them (and its
-    // pixels, for the two largest scales) its part of every band; the planes are not needed after.
+    // The reference's planes from scale 2, made once from its pixels.
+    ref->reference[0].channels = channels;
     source levels[SCALES];
     float *planes[SCALES][3] = {{NULL}};
     for (int s = 2; s < ref->levels; s++)
         for (int c = 0; c < 3; c++) planes[s][c] = ref->reference[s].linear[c];
     scales_of(ref, pixels, stride, channels, levels, planes);
-    for (int s = 0; s < ref->levels; s++)
-        if (!prepare_own(ref, s, &levels[s])) goto no_memory;
-    for (int s = 0; s < SCALES; s++) {
-        for (int c = 0; c < 3; c++) {
-            free(ref->reference[s].linear[c]);
-            ref->reference[s].linear[c] = NULL;
-        }
-    }
     return ref;
 no_memory:
     att_quality_free(ref);
@@ -659,55 +532,50 @@ no_memory:
     return NULL;
 }
 
-// One scale of the candidate against the reference's kept part, in bands: the weighted sum of
-// its pooled terms.
-static double score_scale(att_quality_ref *ref, int s, const source *b) {
+// One scale of both images, in bands: the weighted sum of its pooled terms.
+static double score_scale(att_quality_ref *ref, int s, const source *a, const source *b) {
     int w = ref->sizes[s][0], h = ref->sizes[s][1];
     int want[3];
     for (int c = 0; c < 3; c++) want[c] = needed(ref->scales, c, s);
     double sum[3][3] = {{0}}, sum4[3][3] = {{0}};
     double counted = 0;
-    size_t at_xyb = 0, at_pool = 0;
-    for (int y0 = 0; y0 < h; y0 += band_step(s, h)) {
-        int y1, r0, r1;
-        band_rows(y0, h, &y1, &r0, &r1);
+    // The two largest scales are sampled: every other band of rows (what a band's pooled sums
+    // say of the picture differs little from its neighbour's; measured in docs/quality.md).
+    int step = s <= 1 && h >= 4 * BAND ? 2 * BAND : BAND;
+    for (int y0 = 0; y0 < h; y0 += step) {
+        int y1 = y0 + BAND < h ? y0 + BAND : h;
         counted += (double)(y1 - y0) * w;
-        // The candidate's XYB rows.
+        int r0 = y0 - RADIUS > 0 ? y0 - RADIUS : 0, r1 = y1 + RADIUS < h ? y1 + RADIUS : h;
+        // XYB rows of both images (the reference's Y at scale 0 is made already).
         for (int r = r0; r < r1; r++) {
             size_t at = (size_t)(r - r0) * w;
-            const float *linear[3];
-            linear_row(b, r, w, ref->rows_linear[1], linear);
-            float *xyb[3] = {ref->xyb[0][1] + at, ref->xyb[1][1] + at, ref->xyb[2][1] + at};
-            to_xyb(linear, xyb, w, want);
+            for (int i = 0; i < 2; i++) {
+                const source *image = i == 0 ? a : b;
+                const float *linear[3];
+                linear_row(image, r, w, ref->rows_linear[i], linear);
+                float *xyb[3] = {ref->xyb[0][i] + at, ref->xyb[1][i] + at, ref->xyb[2][i] + at};
+                to_xyb(linear, xyb, w, want);
+            }
         }
         for (int c = 0; c < 3; c++) {
             if (!want[c]) continue;
-            const float *own = ref->own_xyb[s][c] + at_xyb;
             for (int y = y0; y < y1; y++) {
                 // Vertical pass (rows past the ends are zero), then horizontal, per quantity.
                 const float *ta[TAPS], *tb[TAPS];
                 for (int k = -RADIUS; k <= RADIUS; k++) {
                     int from = y + k;
                     int inside = from >= 0 && from < h;
-                    ta[k + RADIUS] = inside ? own + (size_t)(from - r0) * w : ref->zeros;
+                    ta[k + RADIUS] = inside ? ref->xyb[c][0] + (size_t)(from - r0) * w : ref->zeros;
                     tb[k + RADIUS] = inside ? ref->xyb[c][1] + (size_t)(from - r0) * w : ref->zeros;
                 }
                 float *vertical[QUANTITIES];
                 for (int q = 0; q < QUANTITIES; q++) vertical[q] = ref->vertical[q] + RADIUS;
-                vertical_candidate(ta, tb, ref->kernel, w, vertical);
-                blur_row(vertical[Q_B], ref->blurred[Q_B], w, ref->kernel);
-                blur_row(vertical[Q_BB], ref->blurred[Q_BB], w, ref->kernel);
-                blur_row(vertical[Q_AB], ref->blurred[Q_AB], w, ref->kernel);
-                size_t row = at_pool + (size_t)(y - y0) * w;
-                const float *blurred[QUANTITIES] = {ref->own_mean[s][c] + row, ref->blurred[Q_B],
-                                                    ref->own_square[s][c] + row, ref->blurred[Q_BB],
-                                                    ref->blurred[Q_AB]};
+                vertical_row(ta, tb, ref->kernel, w, vertical);
+                for (int q = 0; q < QUANTITIES; q++) blur_row(vertical[q], ref->blurred[q], w, ref->kernel);
                 size_t at = (size_t)(y - r0) * w;
-                pool_row(blurred, own + at, ref->xyb[c][1] + at, w, sum[c], sum4[c]);
+                pool_row((const float **)ref->blurred, ref->xyb[c][0] + at, ref->xyb[c][1] + at, w, sum[c], sum4[c]);
             }
         }
-        at_xyb += (size_t)(r1 - r0) * w;
-        at_pool += (size_t)(y1 - y0) * w;
     }
     double total = 0, n = counted;
     for (int c = 0; c < 3; c++) {
@@ -721,16 +589,21 @@ static double score_scale(att_quality_ref *ref, int s, const source *b) {
     return total;
 }
 
-int32_t att_quality_score(att_quality_ref *ref, const uint8_t *pixels, size_t stride, int32_t channels, double *score,
-                          att_error *error) {
+int32_t att_quality_score(att_quality_ref *ref, const uint8_t *reference, size_t reference_stride,
+                          const uint8_t *pixels, size_t stride, int32_t channels, double *score, att_error *error) {
     if (channels < 1 || channels > 4 || channels == 2) {
         att_set_error(error, ATT_ERR_INTERNAL, "a picture of %d channels has no score", channels);
         return ATT_ERR_INTERNAL;
     }
-    source mine[SCALES];
+    source mine[SCALES], theirs[SCALES];
     scales_of(ref, pixels, stride, channels, mine, ref->candidate);
+    // The reference's scales 0 and 1 from its pixels, its smaller ones from its planes.
+    for (int s = 0; s < SCALES; s++) theirs[s] = ref->reference[s];
+    const int own = ref->reference[0].channels;
+    theirs[0] = (source){reference, reference_stride, own, 0, 0, 0, {NULL, NULL, NULL}};
+    theirs[1] = (source){reference, reference_stride, own, 1, ref->width, ref->height, {NULL, NULL, NULL}};
     double total = 0;
-    for (int s = 0; s < ref->levels; s++) total += score_scale(ref, s, &mine[s]);
+    for (int s = 0; s < ref->levels; s++) total += score_scale(ref, s, &theirs[s], &mine[s]);
     double v = total * 0.9562382616834844;
     v = 2.326765642916932 * v - 0.020884521182843837 * v * v + 6.248496625763138e-05 * v * v * v;
     *score = v > 0 ? 100.0 - 10.0 * pow(v, 0.6276336467831387) : 100.0;

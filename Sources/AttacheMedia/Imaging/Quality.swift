@@ -229,8 +229,12 @@ enum QualitySearch {
                 }
             }
             guard status == 0 else { throw AttacheError(shim: error, format: format.rawValue) }
-            let scored = scratch.withUnsafeBufferPointer { p in
-                att_quality_score(reference, p.baseAddress, stride, Int32(channels), &score, &error)
+            let scored = image.pixels.withUnsafeBufferPointer { own in
+                scratch.withUnsafeBufferPointer { p in
+                    att_quality_score(
+                        reference, own.baseAddress, image.width * image.channels, p.baseAddress, stride,
+                        Int32(channels), &score, &error)
+                }
             }
             guard scored == 0 else { throw AttacheError(shim: error, format: "score") }
             return score - QualitySearch.calibration

@@ -96,7 +96,7 @@ extension ImageProcessor {
             .still(
                 decodeCost: type(of: decoder).decodeCost, source: source, decoded: decoder.rowWidth * decoder.rowCount,
                 output: target.width * target.height, rowBytes: decoder.rowWidth * decoder.channels, buffers: buffers,
-                stream: decoder.streamCost, scored: spec.quality.target != nil)
+                stream: decoder.streamCost)
         }
         try decoder.deadline.expect(estimate())
         let reserve = try decoder.prepare(target: target, spec: spec)

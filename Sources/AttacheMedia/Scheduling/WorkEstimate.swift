@@ -64,20 +64,16 @@ extension WorkEstimate {
 
     /// A still of `source` pixels decoded at `decoded` pixels (after shrink-on-load) and written
     /// at `output` pixels; `buffers` are the whole-image buffers the decoder holds, `stream` the
-    /// nanoseconds its compressed bytes cost whatever the scale (``StillDecoder/streamCost``);
-    /// `scored` when a quality search will score its encodes.
+    /// nanoseconds its compressed bytes cost whatever the scale (``StillDecoder/streamCost``).
     static func still(
-        decodeCost: Double, source: Int, decoded: Int, output: Int, rowBytes: Int, buffers: Int, stream: Double,
-        scored: Bool = false
+        decodeCost: Double, source: Int, decoded: Int, output: Int, rowBytes: Int, buffers: Int, stream: Double
     ) -> WorkEstimate {
         let nanoseconds =
             stream + Double(decoded) * decodeCost * max(0.25, Double(decoded) / Double(max(1, source)))
             + Double(source - decoded) * decodeCost * 0.2 + Double(decoded) * PerPixel.shrink
             + Double(output) * (PerPixel.lanczos + PerPixel.encode)
-        // Output (RGBA, float accumulators for the resampler's rows), its encoding, the rows;
-        // a search's score holds about 18 bytes an output pixel (the reference's part of every
-        // band, kept for each candidate, and a candidate read back).
-        let memory = output * 4 * 3 + (scored ? output * 18 : 0) + rowBytes * 64 + buffers + (2 << 20)
+        // Output (RGBA, float accumulators for the resampler's rows), its encoding, the rows.
+        let memory = output * 4 * 3 + rowBytes * 64 + buffers + (2 << 20)
         return WorkEstimate(seconds: nanoseconds / 1e9, memory: memory)
     }
 }

@@ -406,14 +406,14 @@ uint8_t *att_icc_rgb_profile(const double xy[8], int32_t transfer, double gamma,
 /// A reference picture's planes for SSIMULACRA2 scores of candidate encodes of it.
 typedef struct att_quality_ref att_quality_ref;
 /// Prepares `pixels` (1 gray, 3 RGB or 4 RGBA channels, at least 8 × 8) as the reference: its
-/// part of every scale's pooled bands (its XYB rows and their blurred mean and mean square), made
-/// once for every candidate. The pixels are not kept.
+/// smaller scales, made once. The pixels are not kept: each score is handed them again.
 att_quality_ref *att_quality_prepare(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
                                      int32_t channels, att_error *error);
 /// The SSIMULACRA2 score (100 identical, 90 visually lossless, 70 high, 50 medium) of `pixels`
-/// (the reference's size, `channels` 1, 3 or 4) against the reference.
-int32_t att_quality_score(att_quality_ref *ref, const uint8_t *pixels, size_t stride, int32_t channels, double *score,
-                          att_error *error);
+/// (the reference's size, `channels` 1, 3 or 4) against `reference` (the pixels it was prepared
+/// from).
+int32_t att_quality_score(att_quality_ref *ref, const uint8_t *reference, size_t reference_stride,
+                          const uint8_t *pixels, size_t stride, int32_t channels, double *score, att_error *error);
 void att_quality_free(att_quality_ref *ref);
 
 // MARK: - Resampling loops (resample.c)
