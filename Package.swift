@@ -249,7 +249,7 @@ let package = Package(
             name: "AttacheServer",
             dependencies: [
                 "AttacheBase", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared",
-                "AttacheSeal",
+                "AttacheSeal", "CAttacheShim",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

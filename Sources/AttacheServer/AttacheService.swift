@@ -8,6 +8,7 @@ import Foundation
 public import Hummingbird
 public import Logging
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import Synchronization
 import Tracing
@@ -159,9 +160,20 @@ public struct AttacheService: Sendable {
     }
 
     /// Runs until SIGTERM or SIGINT: then stops accepting, lets in-flight requests finish for
-    /// up to the grace period, and returns. The pipeline's workers run at `workerNice`.
+    /// up to the grace period, and returns. The pipeline's workers run at `workerNice`, the event
+    /// loops at `eventLoopNice`.
     public func run(logger: Logger, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         PipelineWorkers.niceness = configuration.workerNice
+        if configuration.eventLoopNice != 0 {
+            let nice = configuration.eventLoopNice
+            let refused = await EventLoopPriority.apply(nice, to: MultiThreadedEventLoopGroup.singleton)
+                .filter { $0.error != 0 }
+            if let first = refused.first {
+                logger.warning(
+                    "the event loops stay at nice 0: \(String(cString: strerror(first.error))); nice \(nice) needs CAP_SYS_NICE or a nice limit (systemd LimitNICE=\(nice))"
+                )
+            }
+        }
         PipelineWorkers.useMemory(configuration.maxDecodeMemory)
         // Two heaps, buffers of 2 MiB and up (fetched bodies, decoded rows) mapped apart: the
         // peak follows the decodes admitted (docs/benchmarks.md: 223-256 MB through the 16- and

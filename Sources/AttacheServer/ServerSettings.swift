@@ -104,6 +104,10 @@ public enum ServerSettings {
                 "workerNice", "Nice value of the decoding and fetching threads (0-19), below request handling.",
                 .integer(\.workerNice, 0...19)),
             .init(
+                "eventLoopNice",
+                "Nice value of the event loop threads (-20-0), above request work; below 0 needs CAP_SYS_NICE or LimitNICE.",
+                .integer(\.eventLoopNice, -20...0)),
+            .init(
                 "gcInterval", "Store garbage collection interval (0: never).",
                 .duration(\.collectionInterval, .zero...(.seconds(86_400 * 7)))),
         ]

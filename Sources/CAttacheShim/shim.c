@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "attache_shim.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,4 +47,4 @@ void att_thread_name(const char *name) {
 
 int32_t att_thread_id(void) { return (int32_t)syscall(SYS_gettid); }
 
-void att_thread_nice(int32_t nice) { (void)setpriority(PRIO_PROCESS, 0, nice); }
+int32_t att_thread_nice(int32_t nice) { return setpriority(PRIO_PROCESS, 0, nice) == 0 ? 0 : errno; }

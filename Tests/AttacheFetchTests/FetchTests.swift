@@ -417,14 +417,3 @@ func fetchFailure(
         #expect(server.count("/small.jpg") == 11_000)
     }
 }
-
-/// The nice value of thread `id` of this process, from its `/proc` stat line (the 19th field;
-/// the name in parentheses before it may hold spaces).
-func threadNice(_ id: Int32) throws -> Int32 {
-    let stat = try String(contentsOfFile: "/proc/self/task/\(id)/stat", encoding: .utf8)
-    guard id > 0, let close = stat.lastIndex(of: ")") else { throw POSIXError(.ESRCH) }
-    let fields = stat[stat.index(after: close)...].split(separator: " ")
-    // After the name: state (3), ppid (4), ... priority (18), nice (19).
-    guard fields.count > 16, let nice = Int32(fields[16]) else { throw POSIXError(.EINVAL) }
-    return nice
-}

@@ -48,9 +48,10 @@ void att_thread_name(const char *name);
 /// The calling thread's Linux thread id (what /proc/self/task/ names it by).
 int32_t att_thread_id(void);
 
-/// Sets the calling thread's own nice value (per thread on Linux). Lowering it again needs
-/// privilege; a refusal leaves it as it was.
-void att_thread_nice(int32_t nice);
+/// Sets the calling thread's own nice value (per thread on Linux): 0, or the error number of a
+/// refusal, which leaves it as it was (a value below the thread's needs CAP_SYS_NICE or a
+/// nice limit, RLIMIT_NICE, that allows it).
+int32_t att_thread_nice(int32_t nice);
 
 /// A deadline cell: CLOCK_MONOTONIC nanoseconds, 0 for none, written by Swift while C polls it.
 uint64_t att_deadline_load(const uint64_t *cell);
