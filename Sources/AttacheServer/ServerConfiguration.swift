@@ -60,7 +60,7 @@ public struct ServerConfiguration: Sendable {
     /// payload handlers and the catalog, so a 503, a health check or a download is answered as
     /// soon as it arrives. Below 0 needs CAP_SYS_NICE or a nice limit (systemd `LimitNICE=`);
     /// without either the loops stay at 0 and the service says so once.
-    public var eventLoopNice: Int32 = -10
+    public var eventLoopNice: Int32 = -5
     /// How often store garbage collection runs (0: never).
     public var collectionInterval: Duration = .seconds(300)
     /// How long a shared cache (an edge, a CDN) may keep a download: `s-maxage`, never past
