@@ -166,11 +166,10 @@ public struct AttacheService: Sendable {
         PipelineWorkers.niceness = configuration.workerNice
         if configuration.eventLoopNice != 0 {
             let nice = configuration.eventLoopNice
-            let refused = await EventLoopPriority.apply(nice, to: MultiThreadedEventLoopGroup.singleton)
-                .filter { $0.error != 0 }
-            if let first = refused.first {
+            let outcomes = await EventLoopPriority.apply(nice, to: MultiThreadedEventLoopGroup.singleton)
+            if let refused = outcomes.first(where: { $0.error != 0 }) {
                 logger.warning(
-                    "the event loops stay at nice 0: \(String(cString: strerror(first.error))); nice \(nice) needs CAP_SYS_NICE or a nice limit (systemd LimitNICE=\(nice))"
+                    "the event loops stay at nice 0: \(String(cString: strerror(refused.error))); nice \(nice) needs CAP_SYS_NICE or a nice limit (systemd LimitNICE=\(nice))"
                 )
             }
         }

@@ -40,7 +40,7 @@ struct EventLoopPriorityTests {
             "POST", base + "/v1/notifications", headers: ServiceTests.auth,
             body: payload(image: media.url("/photo.jpg")))
         #expect(answer.status == 200)
-        let threads = try Self.threads(of: serve.process.processIdentifier)
+        let threads = try threadStats(of: serve.process.processIdentifier)
         let loops = threads.filter { $0.name.hasPrefix("NIO-SGLTN-") }
         #expect(!loops.isEmpty && loops.allSatisfy { $0.nice == -7 }, "\(threads)")
         let workers = threads.filter { $0.name.hasPrefix("attache-work") || $0.name == "attache-fetch" }
@@ -50,17 +50,5 @@ struct EventLoopPriorityTests {
         let rest = threads.filter { !$0.name.hasPrefix("NIO-SGLTN-") && !workers.map(\.name).contains($0.name) }
         #expect(rest.contains { $0.name == "attache" && $0.nice == 0 }, "\(threads)")
         #expect(!rest.contains { $0.nice == -7 }, "\(threads)")
-    }
-
-    /// Each thread of process `pid`: its name and nice value, from `/proc`.
-    static func threads(of pid: Int32) throws -> [(name: String, nice: Int32)] {
-        try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").compactMap { tid in
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/stat", encoding: .utf8),
-                let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
-            else { return nil }
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 16, let nice = Int32(fields[16]) else { return nil }
-            return (String(stat[stat.index(after: open)..<close]), nice)
-        }
     }
 }

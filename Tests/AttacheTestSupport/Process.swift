@@ -25,13 +25,25 @@ public func threadCPUTime() -> Duration {
     return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
 }
 
-/// The nice value of thread `id` of this process, from its `/proc` stat line (the 19th field;
-/// the name in parentheses before it may hold spaces).
-public func threadNice(_ id: Int32) throws -> Int32 {
-    let stat = try String(contentsOfFile: "/proc/self/task/\(id)/stat", encoding: .utf8)
-    guard id > 0, let close = stat.lastIndex(of: ")") else { throw POSIXError(.ESRCH) }
+/// The name and nice value of thread `id` of process `pid` (this one unless said), from its
+/// `/proc` stat line (the 19th field; the name in parentheses before it may hold spaces).
+public func threadStat(_ id: Int32, of pid: String = "self") throws -> (name: String, nice: Int32) {
+    let stat = try String(contentsOfFile: "/proc/\(pid)/task/\(id)/stat", encoding: .utf8)
+    guard id > 0, let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")") else {
+        throw POSIXError(.ESRCH)
+    }
     let fields = stat[stat.index(after: close)...].split(separator: " ")
     // After the name: state (3), ppid (4), ... priority (18), nice (19).
     guard fields.count > 16, let nice = Int32(fields[16]) else { throw POSIXError(.EINVAL) }
-    return nice
+    return (String(stat[stat.index(after: open)..<close]), nice)
+}
+
+/// The nice value of thread `id` of this process.
+public func threadNice(_ id: Int32) throws -> Int32 { try threadStat(id).nice }
+
+/// Every thread of process `pid` that is still there: its name and nice value.
+public func threadStats(of pid: Int32) throws -> [(name: String, nice: Int32)] {
+    try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").compactMap { tid in
+        try? threadStat(Int32(tid) ?? 0, of: String(pid))
+    }
 }
