@@ -28,6 +28,8 @@ public struct AttacheService: Sendable {
     let admission: Admission
     /// Payloads from their heads to their answers; beyond slots and queue, 503 on the event loop.
     let gate: LoadShedding.Gate
+    /// The connections open, against ``ConnectionLimits/maxConnections``.
+    let connections: ConnectionCount
     /// Renders the metrics registry as Prometheus text; nil answers `/metrics` with 404.
     let metricsText: (@Sendable () -> String)?
 
@@ -48,6 +50,8 @@ public struct AttacheService: Sendable {
         self.admission = Admission(slots: configuration.maxConcurrent, queue: configuration.maxQueued)
         self.gate = LoadShedding.Gate(
             limit: admission.slots + admission.queue, retryAfterSeconds: configuration.retryAfterSeconds)
+        self.connections = ConnectionCount(
+            limit: configuration.connections.connectionLimit(maxConcurrent: configuration.maxConcurrent))
         self.metricsText = metricsText
         if let stats = try? store.stats() { metrics.store(objects: stats.objects, bytes: stats.bytes) }
         metrics.quotas(objects: configuration.store.maxObjects, bytes: configuration.store.maxBytes)
@@ -129,12 +133,15 @@ public struct AttacheService: Sendable {
             store: store, metrics: metrics, edgeMaxAge: configuration.edgeMaxAge.components.seconds)
         let attachmentsPath = configuration.attachmentsPath
         let metrics = self.metrics
+        let (limits, connections) = (configuration.connections, self.connections)
         return Application(
             router: router(),
             server: .http1(
                 configuration: .init(
                     additionalChannelHandlers: [
                         RequestFraming.Installer(
+                            ConnectionClock(
+                                limits: limits, connections: connections, metrics: metrics, logger: logger),
                             RequestFraming(metrics: metrics, logger: logger),
                             DownloadFastPath(
                                 route: downloads, attachmentsPath: attachmentsPath, metrics: metrics, logger: logger,

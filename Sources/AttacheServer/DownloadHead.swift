@@ -16,7 +16,8 @@ package enum DownloadHead {
     /// Reads one request head from `bytes`: a plain download `GET` only when every part of it is
     /// written the one plain way (request line `GET <prefix><path> HTTP/1.1`, the target of
     /// visible ASCII without `%`, header lines `name: value` with token names and values of
-    /// visible ASCII, space and tab, CRLF line ends) and it names nothing that asks for more
+    /// visible ASCII, space and tab, CRLF line ends, one `Host` that RequestFraming accepts) and
+    /// it names nothing that asks for more
     /// than the whole object (no body, `Connection` other than `keep-alive`, `Range`,
     /// conditions, `Expect`, `Upgrade`).
     package static func parse(_ bytes: UnsafeRawBufferPointer, prefix: [UInt8]) -> Parsed {
@@ -59,6 +60,7 @@ package enum DownloadHead {
         position += version.count
         // Header lines, up to the empty line.
         var fields = 0
+        var hosts = 0
         while position < end - 2 {
             fields += 1
             guard fields <= 100 else { return .other }
@@ -78,8 +80,14 @@ package enum DownloadHead {
             position += 2
             if refused(name) { return .other }
             if equal(name, "connection"), !equal(trimmed(value), "keep-alive") { return .other }
+            if equal(name, "host") {
+                hosts += 1
+                // RequestFraming's rule, so that this path and the decoder's never differ.
+                guard FramingRules.isHost(trimmed(value)) else { return .other }
+            }
         }
-        guard position == end - 2 else { return .other }
+        // Exactly one Host; anything else is the decoder's, and RequestFraming refuses it.
+        guard position == end - 2, hosts == 1 else { return .other }
         let path = String(
             decoding: UnsafeRawBufferPointer(rebasing: bytes[(targetStart + prefix.count)..<targetEnd]), as: UTF8.self)
         return .get(path: Substring(path), length: end)

@@ -171,7 +171,7 @@ struct NotificationRoute: Sendable {
     /// `attache-focus`.
     private func requestedFocus(_ terms: QueryTerms) throws -> FocalPoint? {
         guard let value = terms.value("focus") else { return nil }
-        let parts = value.split(separator: ",").compactMap { Double(String($0)) }
+        let parts = value.split(separator: ",", omittingEmptySubsequences: false).compactMap { DecimalText.number($0) }
         guard parts.count == 2, let point = FocalPoint(x: parts[0], y: parts[1]) else {
             throw Problem(.badRequest, .invalidRequest, "focus must be x,y with both from 0 to 1")
         }

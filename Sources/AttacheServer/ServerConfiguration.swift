@@ -48,6 +48,8 @@ public struct ServerConfiguration: Sendable {
     public var maxDecodeMemory = PipelineWorkers.defaultMemory
     /// Payloads waiting for a slot (default: 4 × cores); beyond them, 503 at once.
     public var maxQueued = 4 * max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    /// How long a connection may take over each part of its life, and how many may be open.
+    public var connections = ConnectionLimits()
     /// The `Retry-After` a 503 carries, in seconds.
     public var retryAfterSeconds = 1
     /// Time given to in-flight requests after SIGTERM or SIGINT before the process exits.

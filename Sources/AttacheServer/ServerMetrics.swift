@@ -21,6 +21,12 @@ final class ServerMetrics: Sendable {
 
     private let requests = Mutex<[RequestKey: (count: Counter, time: Timer)]>([:])
     private let servedBytes = Counter(label: "attache_bytes_total", dimensions: [("direction", "served")])
+    private let connectionsOpen = Gauge(label: "attache_connections_open")
+    private let connectionsRefused = Counter(label: "attache_connections_refused_total")
+    private let connectionTimeouts = Dictionary(
+        uniqueKeysWithValues: ["head", "body", "idle", "send"].map {
+            ($0, Counter(label: "attache_connection_timeouts_total", dimensions: [("timeout", $0)]))
+        })
 
     /// Requests answered, by route and status.
     func request(route: String, method: String, status: Int, seconds: Double) {
@@ -142,6 +148,21 @@ final class ServerMetrics: Sendable {
     /// A download's body stopped because the store could not be read past its first bytes.
     func downloadCut() {
         Counter(label: "attache_downloads_cut_total").increment()
+    }
+
+    /// Connections open now.
+    func connections(open: Int) {
+        connectionsOpen.record(open)
+    }
+
+    /// A connection closed as it was accepted: the open connections' limit was reached.
+    func connectionRefused() {
+        connectionsRefused.increment()
+    }
+
+    /// A connection closed by one of its timeouts (`head`, `body`, `idle`, `send`).
+    func connectionTimedOut(_ phase: String) {
+        connectionTimeouts[phase, default: connectionTimeouts["idle"]!].increment()
     }
 
     func overloaded() {

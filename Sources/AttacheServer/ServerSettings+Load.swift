@@ -47,7 +47,7 @@ final class SettingsReading {
 
     func integer<T: FixedWidthInteger>(_ key: String, _ range: ClosedRange<T>, _ fallback: T) -> T {
         guard let value = text(key) else { return fallback }
-        guard let number = T(value.trimmingCharacters(in: .whitespaces)), range.contains(number) else {
+        guard let number = DecimalText.integer(value, as: T.self), range.contains(number) else {
             problem(key, "'\(value)' is not a whole number from \(range.lowerBound) to \(range.upperBound)")
             return fallback
         }
@@ -197,7 +197,7 @@ final class SettingsReading {
                 "'\(sampler)' is not one of " + ServerSettings.TraceSettings.samplers.sorted().joined(separator: ", "))
         }
         if let ratio = text("otelSamplerArg") {
-            if let value = Double(ratio), (0...1).contains(value) {
+            if let value = DecimalText.number(ratio), (0...1).contains(value) {
                 traces.samplerRatio = value
             } else {
                 problem("otelSamplerArg", "'\(ratio)' is not a ratio from 0 to 1")

@@ -98,6 +98,24 @@ public enum ServerSettings {
                 default: "\(PipelineWorkers.defaultMemory) (96 MiB × the cores, at most a quarter of the memory)"),
             .init("retryAfter", "Retry-After of a 503 (seconds).", .integer(\.retryAfterSeconds, 1...3600)),
             .init(
+                "headTimeout",
+                "Time a request head may take from its first byte (a new connection's start) to its last.",
+                .duration(\.connections.headTimeout, .seconds(1)...(.seconds(3600)))),
+            .init(
+                "bodyTimeout", "Time between two reads of a request body.",
+                .duration(\.connections.bodyTimeout, .seconds(1)...(.seconds(3600)))),
+            .init(
+                "idleTimeout", "Time a kept-alive connection may wait for its next request.",
+                .duration(\.connections.idleTimeout, .seconds(1)...(.seconds(3600)))),
+            .init(
+                "sendTimeout", "Time an answer may go without the client reading any of it.",
+                .duration(\.connections.sendTimeout, .seconds(1)...(.seconds(3600)))),
+            .init(
+                "maxConnections",
+                "Connections open at once; the newest beyond is closed as it is accepted (0: from the descriptor limit).",
+                .integer(\.connections.maxConnections, 0...10_000_000),
+                default: "0 ((descriptor limit − 64 − 4 × max-concurrent) / 2)"),
+            .init(
                 "gracePeriod", "Time in-flight requests get after SIGTERM/SIGINT.",
                 .duration(\.gracePeriod, .zero...(.seconds(3600)))),
             .init(

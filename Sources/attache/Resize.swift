@@ -98,7 +98,7 @@ struct Resize: ParsableCommand {
 
     func focalPoint() throws -> FocalPoint? {
         guard let focus else { return nil }
-        let parts = focus.split(separator: ",").compactMap { Double($0) }
+        let parts = focus.split(separator: ",", omittingEmptySubsequences: false).compactMap { DecimalText.number($0) }
         guard parts.count == 2, let point = FocalPoint(x: parts[0], y: parts[1]) else {
             throw ValidationError("--focus '\(focus)' is not x,y with both from 0 to 1")
         }

@@ -79,6 +79,9 @@ struct Serve: AsyncParsableCommand {
             FileHandle.standardError.write(Data("attache serve: traces cannot be set up: \(error)\n".utf8))
             throw ExitCode(2)
         }
+        // The clients' connections are counted against this limit, less a reserve
+        // (ConnectionLimits); the soft limit of 1,024 is for programs that use select().
+        ConnectionLimits.raiseDescriptorLimit()
         let service: AttacheService
         do {
             service = try AttacheService(configuration: loaded.configuration) { registry.emitToString() }
@@ -105,6 +108,11 @@ struct Serve: AsyncParsableCommand {
         let flags = try Self.flags(settings)
         let environment = ProcessInfo.processInfo.environment
         let file = config ?? environment["ATTACHE_CONFIG"]
+        // A misspelt or repeated key is refused, not ignored or taken last.
+        if let file, case let problems = ServerSettings.fileProblems(file), !problems.isEmpty {
+            for problem in problems { FileHandle.standardError.write(Data("attache serve: \(problem)\n".utf8)) }
+            throw ExitCode(2)
+        }
         let reader: ConfigReader
         do {
             reader = try await ServerSettings.reader(flags: flags, environment: environment, file: file)

@@ -38,7 +38,7 @@ import Testing
         (.maxInputBytes, "max_input_bytes"), (.maxJSONDepth, "max_json_depth"),
         (.maxPayloadBytes, "max_payload_bytes"), (.maxSources, "max_sources"),
         (.maxPayloadFetchBytes, "max_payload_fetch_bytes"), (.maxPayloadStoreBytes, "max_payload_store_bytes"),
-        (.maxRequestBytes, "max_request_bytes"), (.maxQueued, "max_queued"),
+        (.maxRequestBytes, "max_request_bytes"), (.maxQueued, "max_queued"), (.maxConnections, "max_connections"),
     ]
 
     @Test func everyCodeKeepsItsString() {

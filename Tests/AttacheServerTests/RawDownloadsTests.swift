@@ -56,6 +56,12 @@ import Testing
             plain + "NoColon\r\n\r\n",
             plain + String(repeating: "X-Many: 1\r\n", count: 101) + "\r\n",
             plain + "X-Long: " + String(repeating: "a", count: DownloadHead.maxHead) + "\r\n\r\n",
+            // The framing rules' Host: exactly one, a host and port.
+            plain + "Host: edge\r\n\r\n",
+            "GET \(Self.target) HTTP/1.1\r\nHost:\r\n\r\n",
+            "GET \(Self.target) HTTP/1.1\r\nHost: \r\n\r\n",
+            "GET \(Self.target) HTTP/1.1\r\nHost: a b/c\r\n\r\n",
+            "GET \(Self.target) HTTP/1.1\r\nUser-Agent: x\r\n\r\n",
         ]
         for head in others {
             #expect(Self.parse(head) == .other, "\(head.debugDescription)")
@@ -203,5 +209,37 @@ import Testing
         }
         #expect(mixed.map(\.status) == [200, 403, 200, 200, 200], "\(mixed.map(\.headers))")
         #expect(mixed[4].body == whole.body)
+    }
+
+    @Test("a download's head is held to the framing rules of every other path: Host once, a host, not empty")
+    func downloadHeadsWithBadHostsAreRefused() async throws {
+        let media = try ServiceTests.mediaServer()
+        let service = try await ServiceTests.start()
+        defer { Task { await service.stop() } }
+        let (_, url) = try await ServiceTests.mutate(service, media: media)
+        let path = String(url.dropFirst("http://attache.test".count))
+        let port = service.port
+        let good = try await onOwnThread {
+            try Self.exchange(port: port, "GET \(path) HTTP/1.1\r\nHost: a\r\n\r\n", answers: 1)
+        }
+        #expect(good.map(\.status) == [200])
+        let heads = [
+            "GET \(path) HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+            "GET \(path) HTTP/1.1\r\nHost:\r\n\r\n",
+            "GET \(path) HTTP/1.1\r\nHost: a b/c\r\n\r\n",
+            "GET \(path) HTTP/1.1\r\nUser-Agent: x\r\n\r\n",
+        ]
+        for head in heads {
+            // The same head as GET, as HEAD and with a Range: one answer, 400, whichever path reads it.
+            for variant in [
+                head, head.replacingOccurrences(of: "GET ", with: "HEAD "),
+                head.replacingOccurrences(of: "\r\n\r\n", with: "\r\nRange: bytes=0-1\r\n\r\n"),
+            ] {
+                let answer = try await rawExchange(port: port, Array(variant.utf8))
+                #expect(
+                    FramingTests.status(answer) == 400,
+                    "\(variant.debugDescription): \(FramingTests.statusLine(answer))")
+            }
+        }
     }
 }

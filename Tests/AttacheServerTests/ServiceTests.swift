@@ -544,6 +544,14 @@ import Testing
         #expect(badHeader.status == 400 && code(badHeader) == "invalid_request")
         let badEnvelope = try await curl("POST", post + "?envelope=maybe", headers: Self.auth, body: body)
         #expect(badEnvelope.status == 400 && code(badEnvelope) == "invalid_request")
+        // One decimal grammar for every number a request carries.
+        for term in [
+            "quality_target=0x50", "quality_target=8e1", "quality_target=%2B80", "quality_target=%2075",
+            "quality_target=80%00", "android_aspect=0x1p1", "focus=0x0.8,0.5", "focus=0.5,5e-1", "quality=%2B80",
+        ] {
+            let loose = try await curl("POST", post + "?" + term, headers: Self.auth, body: body)
+            #expect(loose.status == 400 && code(loose) == "invalid_request", "\(term): \(loose.status)")
+        }
         let nowhere = try await curl("GET", service.base + "/nowhere")
         #expect(nowhere.status == 404 && code(nowhere) == "not_found")
         #expect(nowhere.headers["content-type"] == "application/problem+json")

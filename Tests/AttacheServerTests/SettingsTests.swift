@@ -35,6 +35,36 @@ import Testing
         }
     }
 
+    @Test("a settings file's misspelt and repeated keys are refused, the nearest key named; a good file passes")
+    func settingsFileKeysAreChecked() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path + "/settings.json"
+        let base = [
+            "serve", "--check-config", "--store", directory.path + "/store", "--allow-anonymous", "--config", file,
+        ]
+        try Data(#"{"maxQueud": 3, "max_queued": 4, "MaxQueued": 5, "bogusKey": 1}"#.utf8).write(
+            to: URL(fileURLWithPath: file))
+        let misspelt = try await Self.run(base)
+        #expect(misspelt.status == 2, "\(misspelt.output)")
+        for key in ["maxQueud", "max_queued", "MaxQueued"] {
+            #expect(
+                misspelt.output.contains(#""\#(key)" is not a setting; did you mean "maxQueued"?"#),
+                "\(misspelt.output)")
+        }
+        #expect(misspelt.output.contains(#""bogusKey" is not a setting"#), "\(misspelt.output)")
+        #expect(!misspelt.output.contains("the settings are valid"))
+        try Data(#"{"maxQueued": 3, "maxQueued": 30}"#.utf8).write(to: URL(fileURLWithPath: file))
+        let repeated = try await Self.run(base)
+        #expect(repeated.status == 2 && repeated.output.contains("duplicate key \"maxQueued\""), "\(repeated.output)")
+        try Data(#"[1]"#.utf8).write(to: URL(fileURLWithPath: file))
+        #expect(try await Self.run(base).status == 2)
+        try Data(#"{"maxQueued": 30, "port": 0}"#.utf8).write(to: URL(fileURLWithPath: file))
+        let good = try await Self.run(base)
+        #expect(good.status == 0 && good.output.contains("the settings are valid"), "\(good.output)")
+        #expect(ServerSettings.nearestKey("idletimeout") == "idleTimeout")
+        #expect(ServerSettings.nearestKey("zzzzzzzz") == nil)
+    }
+
     @Test("the settings table is the one declaration: every key read is in it, every row in the docs")
     func theSettingsTableIsComplete() throws {
         let keys = Set(ServerSettings.all.map(\.key))

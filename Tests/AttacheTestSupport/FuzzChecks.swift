@@ -168,6 +168,10 @@ public enum FuzzChecks {
         guard request.method == .GET, request.version == .http1_1, uri == target, request.isKeepAlive,
             !request.headers.contains(name: "content-length"), !request.headers.contains(name: "transfer-encoding")
         else { throw FuzzFinding("the decoder read \(request), not a plain GET of \(target)") }
+        // One set of framing rules: what is taken as a download is what the decoder's path takes.
+        if let (status, detail) = FramingRules.check(request) {
+            throw FuzzFinding("taken as a download, refused by the framing rules (\(status.code): \(detail))")
+        }
     }
 
     static let fetcher = Fetcher()

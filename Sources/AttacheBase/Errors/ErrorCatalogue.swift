@@ -201,6 +201,8 @@ extension AttacheError.Limit {
     public static let maxRequestBytes = Self(rawValue: "max_request_bytes")
     /// Payloads in the pipeline at once plus those waiting (`--max-concurrent`, `--max-queued`).
     public static let maxQueued = Self(rawValue: "max_queued")
+    /// Connections open at once (`--max-connections`, from the descriptor limit).
+    public static let maxConnections = Self(rawValue: "max_connections")
 
     /// Every limit name, in catalogue order.
     public static let all: [Self] = [
@@ -208,7 +210,7 @@ extension AttacheError.Limit {
         .maxMediaSeconds, .maxVideoPixels, .maxStreams, .maxItems, .maxImageBytes,
         .maxAudioBytes, .maxVideoBytes, .maxFetchBytes, .gifMaxBytes, .maxRedirects, .lowSpeed, .maxStoreBytes,
         .maxStoreObjects, .maxInputBytes, .maxJSONDepth, .maxPayloadBytes, .maxSources, .maxPayloadFetchBytes,
-        .maxPayloadStoreBytes, .maxRequestBytes, .maxQueued,
+        .maxPayloadStoreBytes, .maxRequestBytes, .maxQueued, .maxConnections,
     ]
 
     /// The byte cap of a media category.

@@ -174,7 +174,7 @@ public enum PipelineSettings {
         Reader(
             read: { text, configuration, given in
                 var target = configuration.rendition.quality.target ?? Quality.defaultTarget
-                if let asked = given("qualityTarget").flatMap(Double.init), Quality.targetRange.contains(asked) {
+                if let asked = given("qualityTarget").flatMap(DecimalText.number), Quality.targetRange.contains(asked) {
                     target = asked
                 }
                 guard let quality = Quality(text.lowercased(), target: target) else {
@@ -190,7 +190,7 @@ public enum PipelineSettings {
             + "lossless, 70 high).",
         Reader(
             read: { text, configuration, given in
-                guard let target = Double(text.trimmingCharacters(in: .whitespaces)),
+                guard let target = DecimalText.number(text),
                     Quality.targetRange.contains(target)
                 else { throw SettingRefusal(accepted: "a score from \(Quality.trimmedRange)") }
                 // With a quality beside it, the quality's row reads both.
@@ -207,7 +207,7 @@ public enum PipelineSettings {
         Reader(
             read: { text, configuration, _ in
                 let range = TargetSpec.aspectRange
-                guard let aspect = Double(text.trimmingCharacters(in: .whitespaces)), range.contains(aspect) else {
+                guard let aspect = DecimalText.number(text), range.contains(aspect) else {
                     throw SettingRefusal(accepted: "a number from \(range.lowerBound) to \(range.upperBound)")
                 }
                 for target in [TargetSpec.Target.android, .web] { configuration.targets[target]?.aspect = aspect }
@@ -220,7 +220,7 @@ public enum PipelineSettings {
         Reader(
             read: { text, configuration, _ in
                 let range = 64...8192
-                guard let width = Int(text.trimmingCharacters(in: .whitespaces)), range.contains(width) else {
+                guard let width = DecimalText.integer(text, as: Int.self), range.contains(width) else {
                     throw SettingRefusal(accepted: "a whole number from \(range.lowerBound) to \(range.upperBound)")
                 }
                 for target in [TargetSpec.Target.android, .web] {
@@ -350,7 +350,7 @@ public enum PipelineSettings {
     }
 
     static func wholeNumber<T: FixedWidthInteger>(_ text: String, _ range: ClosedRange<T>) throws(SettingRefusal) -> T {
-        guard let number = T(text.trimmingCharacters(in: .whitespaces)), range.contains(number) else {
+        guard let number = DecimalText.integer(text, as: T.self), range.contains(number) else {
             throw SettingRefusal(accepted: "a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return number

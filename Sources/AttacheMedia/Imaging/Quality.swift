@@ -39,7 +39,7 @@ public enum Quality: Hashable, Sendable, CustomStringConvertible {
             let target = target ?? Self.defaultTarget
             guard Self.targetRange.contains(target) else { return nil }
             self = .auto(target: target)
-        } else if let number = Int(text), Self.fixedRange.contains(number) {
+        } else if let number = DecimalText.integer(text, as: Int.self), Self.fixedRange.contains(number) {
             self = .fixed(number)
         } else {
             return nil
