@@ -141,29 +141,61 @@ public struct EdgeWarmup: Sendable {
         return edge + path
     }
 
-    /// Requests every URL once through every edge, `concurrency` at a time per edge;
-    /// `progress` hears the running outcome after each request.
+    /// An edge whose last this many requests all failed is given up on: what is left for it is
+    /// reported failed, not waited for one request at a time.
+    public var givenUpAfter: Int { 2 * concurrency }
+
+    /// Requests every URL once through every edge, `concurrency` at a time per edge, within
+    /// `limit` in all; `progress` hears the running outcome after each request. What is not
+    /// done when the limit passes, or is left for an edge given up on (``givenUpAfter`` failures
+    /// in a row: a hung or unreachable edge), is reported failed with its reason.
     public func run(
-        _ urls: [String], fetcher: Fetcher, progress: @Sendable (Outcome) -> Void = { _ in }
+        _ urls: [String], fetcher: Fetcher, limit: Duration = .seconds(600),
+        progress: @Sendable (Outcome) -> Void = { _ in }
     ) async -> Outcome {
         let start = ContinuousClock.now
+        let deadline = start + limit
         var outcome = Outcome()
         outcome.urls = urls.count
         outcome.edges = edges.count
         let work = edges.flatMap { edge in urls.map { (edge, $0) } }
+        var failedInARow: [String: Int] = [:]
+        func failed(_ edge: String, _ url: String, _ error: AttacheError) {
+            outcome.failed += 1
+            if outcome.failures.count < Self.keptFailures {
+                outcome.failures.append(
+                    Failure(edge: edge, url: url, code: error.code.rawValue, message: error.message))
+            }
+        }
         await withTaskGroup(of: (String, String, Result<Int64, AttacheError>).self) { group in
             var next = 0
             func add() {
-                guard next < work.count else { return }
-                let (edge, url) = work[next]
-                next += 1
-                group.addTask {
-                    do throws(AttacheError) {
-                        let media = try await fetcher.fetch(Self.through(edge, url), limits: nil)
-                        return (edge, url, .success(Int64(media.bytes.count)))
-                    } catch {
-                        return (edge, url, .failure(error))
+                while next < work.count {
+                    let (edge, url) = work[next]
+                    next += 1
+                    // Past the limit, or an edge given up on: reported, not requested.
+                    if ContinuousClock.now >= deadline {
+                        failed(edge, url, AttacheError(.timedOut, "the warm-up's time (\(limit)) ran out first"))
+                        continue
                     }
+                    if failedInARow[edge, default: 0] >= givenUpAfter {
+                        failed(
+                            edge, url,
+                            AttacheError(
+                                .fetchFailed, "not requested: the edge failed \(givenUpAfter) requests in a row"))
+                        continue
+                    }
+                    group.addTask {
+                        do throws(AttacheError) {
+                            let media = try await fetcher.fetch(
+                                Self.through(edge, url), deadline: min(deadline, .now + fetcher.policy.totalTimeout),
+                                limits: nil)
+                            return (edge, url, .success(Int64(media.bytes.count)))
+                        } catch {
+                            return (edge, url, .failure(error))
+                        }
+                    }
+                    return
                 }
             }
             for _ in 0..<(concurrency * max(1, edges.count)) { add() }
@@ -173,12 +205,10 @@ public struct EdgeWarmup: Sendable {
                 case .success(let bytes):
                     outcome.ok += 1
                     outcome.bytes += bytes
+                    failedInARow[edge] = 0
                 case .failure(let error):
-                    outcome.failed += 1
-                    if outcome.failures.count < Self.keptFailures {
-                        outcome.failures.append(
-                            Failure(edge: edge, url: url, code: error.code.rawValue, message: error.message))
-                    }
+                    failed(edge, url, error)
+                    failedInARow[edge, default: 0] += 1
                 }
                 outcome.seconds = (ContinuousClock.now - start).milliseconds / 1000
                 progress(outcome)

@@ -73,7 +73,7 @@ public struct AttacheService: Sendable {
         router.post("/v1/notifications", use: notifications.handle)
 
         let attachments = AttachmentRoute(
-            store: store, metrics: metrics, edgeMaxAge: configuration.edgeMaxAge.components.seconds)
+            store: store, metrics: metrics, edge: EdgeCaching(configuration))
         let base = configuration.attachmentsPath
         // One catch-all route: `<token>/<id>.<ext>`, and a URL missing its token is a 401.
         router.get("\(base)/**", use: attachments.handle)
@@ -130,7 +130,7 @@ public struct AttacheService: Sendable {
         let collection = CollectionService(
             store: store, interval: configuration.collectionInterval, metrics: metrics, logger: logger)
         let downloads = AttachmentRoute(
-            store: store, metrics: metrics, edgeMaxAge: configuration.edgeMaxAge.components.seconds)
+            store: store, metrics: metrics, edge: EdgeCaching(configuration))
         let attachmentsPath = configuration.attachmentsPath
         let metrics = self.metrics
         let (limits, connections) = (configuration.connections, self.connections)

@@ -16,18 +16,8 @@ import NIOPosix
 struct AttachmentRoute: Sendable {
     let store: AttachmentStore
     let metrics: ServerMetrics
-    /// Seconds a shared cache may keep a download (0: none may).
-    let edgeMaxAge: Int64
-
-    /// A download's `Cache-Control` when its access ends at `ends` (the token's or the object's
-    /// end, the sooner): the device may keep it until then; a shared cache for `edgeMaxAge`
-    /// within that (`s-maxage`), the bytes under one content hash never changing
-    /// (`immutable`). With no edge age, `private`: no shared cache may keep it.
-    static func cacheControl(ends: Int64, now: Int64, edgeMaxAge: Int64) -> String {
-        let left = max(0, ends - now)
-        guard edgeMaxAge > 0 else { return "private, max-age=\(left)" }
-        return "public, max-age=\(left), s-maxage=\(min(left, edgeMaxAge)), immutable"
-    }
+    /// How long a shared cache may keep a download, and serve it past that.
+    let edge: EdgeCaching
     /// Bytes read from the object per write (a local file).
     static let chunk = 64 << 10
     /// Bytes per ranged GET when the object is in a shared store's bucket.
@@ -109,8 +99,7 @@ struct AttachmentRoute: Sendable {
         var headers: HTTPFields = [:]
         let etag = "\"\(stored.id.hex)\""
         headers[.eTag] = etag
-        headers[.cacheControl] = Self.cacheControl(
-            ends: min(lease.access.expires, stored.expires), now: now, edgeMaxAge: edgeMaxAge)
+        headers[.cacheControl] = edge.cacheControl(ends: min(lease.access.expires, stored.expires), now: now)
         headers[.acceptRanges] = "bytes"
         headers[.xContentTypeOptions] = "nosniff"
         headers[.contentSecurityPolicy] = "sandbox"
@@ -189,6 +178,13 @@ struct AttachmentRoute: Sendable {
 
     func handle(_ request: Request, context: AttacheRequestContext) async throws -> Response {
         context.notes.route = "attachment"
+        // `<token>/<id>.<ext>` exactly: an empty segment (a trailing or doubled `/`) is no URL
+        // the pipeline wrote, and is refused as the download path beneath the codec refuses it
+        // (an edge must never keep a second copy under another spelling).
+        let path = request.uri.path
+        guard !path.hasSuffix("/"), !path.contains("//") else {
+            throw Problem(.notFound, .notFound, "no such attachment")
+        }
         let segments = context.parameters.getCatchAll()
         let (requestHeaders, logger) = (request.headers, context.logger)
         let prepared = try await blocking { try prepare(segments: segments, headers: requestHeaders, logger: logger) }

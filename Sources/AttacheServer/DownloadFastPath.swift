@@ -300,8 +300,8 @@ final class CheckedDownload {
     /// access until this Unix second.
     let checkedUntil: ContinuousClock.Instant
     let accessEnds: Int64
-    /// Seconds a shared cache may keep it (``AttachmentRoute/edgeMaxAge``).
-    let edgeMaxAge: Int64
+    /// How long a shared cache may keep it (``AttachmentRoute/edge``).
+    let edge: EdgeCaching
     /// The store's change count when it was made (a change in this process ends it at once).
     let changes: Int
     var users = 0
@@ -310,10 +310,10 @@ final class CheckedDownload {
 
     init(
         lease: AttachmentLease, status: HTTPResponse.Status, fields: HTTPFields, start: Int64, length: Int64,
-        changes: Int, checked: ContinuousClock.Instant, edgeMaxAge: Int64
+        changes: Int, checked: ContinuousClock.Instant, edge: EdgeCaching
     ) {
         self.changes = changes
-        self.edgeMaxAge = edgeMaxAge
+        self.edge = edge
         checkedUntil = checked + .seconds(1)
         self.lease = lease
         self.status = status
@@ -332,7 +332,7 @@ final class CheckedDownload {
         for field in fields {
             let value =
                 field.name == .cacheControl
-                ? AttachmentRoute.cacheControl(ends: accessEnds, now: now, edgeMaxAge: edgeMaxAge) : field.value
+                ? edge.cacheControl(ends: accessEnds, now: now) : field.value
             headers.add(name: field.name.rawName, value: value)
         }
         let head = HTTPResponseHead(
@@ -478,6 +478,6 @@ extension AttachmentRoute {
         }
         return CheckedDownload(
             lease: lease, status: status, fields: fields, start: start, length: length, changes: store.changes,
-            checked: min(since ?? started, started), edgeMaxAge: edgeMaxAge)
+            checked: min(since ?? started, started), edge: edge)
     }
 }

@@ -69,6 +69,10 @@ public struct ServerConfiguration: Sendable {
     /// the token's or the object's end (0: `private`, kept by the device alone). A revocation
     /// is honoured at an edge within this time.
     public var edgeMaxAge: Duration = .seconds(60)
+    /// How long past its edge time a shared cache may still serve a download while the origin
+    /// cannot answer (`stale-if-error`) or while it asks the origin again
+    /// (`stale-while-revalidate`), never past the token's or the object's end (0: never).
+    public var edgeStale: Duration = .seconds(3600)
 
     /// A configuration with the store at `storeRoot` and every other setting at its default.
     public init(store: StoreConfiguration) {

@@ -65,8 +65,14 @@ final class SettingsReading {
         }
     }
 
-    func duration(_ key: String, _ range: ClosedRange<Duration>, _ fallback: Duration) -> Duration {
+    func duration(
+        _ key: String, _ range: ClosedRange<Duration>, _ fallback: Duration, wholeSeconds: Bool = false
+    ) -> Duration {
         guard let value = text(key) else { return fallback }
+        if wholeSeconds, let parsed = DurationText.parse(value), parsed.components.attoseconds != 0 {
+            problem(key, "'\(value)' is not a whole number of seconds (0s, 30s, 5m, 1h)")
+            return fallback
+        }
         guard let parsed = DurationText.parse(value), range.contains(parsed) else {
             problem(
                 key,

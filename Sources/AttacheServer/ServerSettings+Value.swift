@@ -35,15 +35,16 @@ extension ServerSettings {
                 }, shown: { DurationText.format($0[keyPath: path]) }, boolean: false)
         }
 
-        /// A duration within `range`, kept as whole seconds.
-        static func seconds(
-            _ path: any WritableKeyPath<ServerConfiguration, Int64> & Sendable, _ range: ClosedRange<Duration>
+        /// A duration of whole seconds within `range`: a part of a second is refused, not
+        /// rounded (a header that counts in seconds cannot say it).
+        static func wholeSeconds(
+            _ path: any WritableKeyPath<ServerConfiguration, Duration> & Sendable, _ range: ClosedRange<Duration>
         ) -> Self {
             Self(
                 read: { reading, key, configuration in
-                    let read = reading.duration(key, range, .seconds(configuration[keyPath: path]))
-                    configuration[keyPath: path] = read.components.seconds
-                }, shown: { DurationText.format(.seconds($0[keyPath: path])) }, boolean: false)
+                    configuration[keyPath: path] = reading.duration(
+                        key, range, configuration[keyPath: path], wholeSeconds: true)
+                }, shown: { DurationText.format($0[keyPath: path]) }, boolean: false)
         }
 
         /// A setting of how payloads are treated, read by its row in ``PipelineSettings/all``

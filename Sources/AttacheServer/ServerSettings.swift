@@ -138,7 +138,12 @@ public enum ServerSettings {
             .init(
                 "edgeMaxAge",
                 "How long a shared cache (an edge, a CDN) may keep a download, within its token's life (0s: private).",
-                .duration(\.edgeMaxAge, .zero...(.seconds(86_400)))),
+                .wholeSeconds(\.edgeMaxAge, .zero...(.seconds(86_400)))),
+            .init(
+                "edgeStale",
+                "How long past that a shared cache may serve a download while the origin cannot answer or is asked "
+                    + "again, within its token's life (0s: never).",
+                .wholeSeconds(\.edgeStale, .zero...(.seconds(7 * 86_400)))),
             .init(
                 "receipts", "Take delivery receipts: POST to an attachment's own URL (the device kit's report).",
                 .flag(\.receipts)),

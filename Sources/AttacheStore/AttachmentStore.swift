@@ -15,6 +15,10 @@ public final class AttachmentStore: Sendable {
     public let configuration: StoreConfiguration
     package let backend: any StoreBackend
     private let changeCount = Atomic<Int>(0)
+    /// The refusal of the last write that found the store full, and when (the store's clock):
+    /// ``checkRoom()`` repeats it for a second instead of letting each payload fetch and
+    /// transform first.
+    private let lastFull = Mutex<(error: AttacheError, at: Int64)?>(nil)
 
     /// Opens (creating when missing) the directory store `configuration` describes. A shared
     /// store's configuration is refused here: this library does not link its backend
@@ -90,7 +94,33 @@ public final class AttachmentStore: Sendable {
                 url: $0.url, spec: $0.spec, objectID: id.hex, etag: $0.etag,
                 lastModified: $0.lastModified, fetched: now, note: $0.note)
         }
-        return try StoredAttachment(row: try backend.publish(bytes, row: row, source: sourceRow))
+        do throws(AttacheError) {
+            let published = try backend.publish(bytes, row: row, source: sourceRow)
+            lastFull.withLock { $0 = nil }
+            return try StoredAttachment(row: published)
+        } catch {
+            // A quota reached (a disk that is full says so anew on each write: space may come
+            // back at any moment).
+            if error.code == .storeFull, error.limit != nil { lastFull.withLock { $0 = (error, now) } }
+            throw error
+        }
+    }
+
+    /// Fails with the last `store_full` while the store was found at its quota within the last second
+    /// (a write that found room, or a second passing, ends it): checked before a payload's
+    /// fetch and transform, which would otherwise be spent on a write that cannot land. One
+    /// payload a second still tries, and finds whether collection or a deletion made room.
+    public func checkRoom() throws(AttacheError) {
+        let now = self.now
+        let full: AttacheError? = lastFull.withLock { last in
+            guard let seen = last else { return nil }
+            guard now - seen.at < 1 else {
+                last = nil
+                return nil
+            }
+            return seen.error
+        }
+        if let full { throw full }
     }
 
     /// ``put(_:metadata:source:ttl:)`` for an array.

@@ -93,6 +93,28 @@ static void set_error(att_error *error, int32_t status, const char *message) {
 // Decoders opened and not yet closed (a refusal must close its decoder too).
 static atomic_long open_decoders;
 
+// The standard luminance table (ITU-T T.81 Annex K), in natural order as libjpeg keeps it.
+static const unsigned att_std_luminance[DCTSIZE2] = {
+    16, 11,  10,  16, 24, 40, 51, 61, 12,  12,  14,  19,  26, 58, 60, 55,  14,  13,  16,  24, 40, 57,
+    69, 56,  14,  17, 22, 29, 51, 87, 80,  62,  18,  22,  37, 56, 68, 109, 103, 77,  24,  35, 55, 64,
+    81, 104, 113, 92, 49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98,  112, 100, 103, 99};
+
+// The quality libjpeg's jpeg_set_quality would have been given for a file's first table: its
+// scale of the standard table (the ratio of the sums), through jpeg_quality_scaling's inverse.
+static int32_t estimate_quality(const j_decompress_ptr cinfo) {
+    const JQUANT_TBL *table = cinfo->quant_tbl_ptrs[0];
+    if (!table) return 0;
+    double own = 0, standard = 0;
+    for (int i = 0; i < DCTSIZE2; i++) {
+        own += table->quantval[i];
+        standard += att_std_luminance[i];
+    }
+    double scale = 100.0 * own / standard;
+    double quality = scale <= 100.0 ? (200.0 - scale) / 2.0 : 5000.0 / scale;
+    int32_t rounded = (int32_t)(quality + 0.5);
+    return rounded < 1 ? 1 : (rounded > 100 ? 100 : rounded);
+}
+
 long att_jpeg_open_decoders(void) { return atomic_load(&open_decoders); }
 
 typedef struct {
@@ -243,6 +265,7 @@ att_jpeg_decoder *att_jpeg_open(const uint8_t *data, size_t length, att_jpeg_lim
     header->multi_scan = jpeg_has_multiple_scans(&d->cinfo) ? 1 : 0;
     header->data_precision = d->cinfo.data_precision;
     header->saw_adobe_marker = d->cinfo.saw_Adobe_marker ? 1 : 0;
+    header->quality = estimate_quality(&d->cinfo);
     if (header->multi_scan) {
         uint64_t dense = att_coef_dense_bytes(&d->cinfo);
         uint64_t bound = att_coef_compact_bound(&d->cinfo, length);

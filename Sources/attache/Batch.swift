@@ -83,6 +83,9 @@ struct BatchCommand: AsyncParsableCommand {
     @Option(help: "Warm-up requests in flight at once per edge.")
     var warmConcurrency: Int = 16
 
+    @Option(help: "Time the whole warm-up may take (what is not done by then is reported failed).")
+    var warmTimeout: String = "10m"
+
     @Option(help: "Share the batch with other workers under this campaign name (needs a shared store).")
     var campaign: String?
 
@@ -105,6 +108,10 @@ struct BatchCommand: AsyncParsableCommand {
         if let workMemory { try Ranges.check(workMemory, 16...1_048_576, "--work-memory") }
         try Ranges.check(lease, 1...86_400, "--lease")
         try Ranges.check(warmConcurrency, 1...1_024, "--warm-concurrency")
+        guard let limit = DurationText.parse(warmTimeout), limit >= .seconds(1), limit <= .seconds(86_400) else {
+            throw ValidationError("--warm-timeout '\(warmTimeout)' is not a duration from 1s to 1d")
+        }
+        _ = limit
         if !warm.isEmpty {
             guard out != nil else { throw ValidationError("--warm reads the URLs from the payloads: it needs --out") }
             do { _ = try EdgeWarmup(edges: warm) } catch { throw ValidationError(error.message) }
@@ -219,7 +226,8 @@ struct BatchCommand: AsyncParsableCommand {
         policy.allowPrivate = true
         policy.maxBytes = 64 << 20
         policy.totalTimeout = .seconds(60)
-        let outcome = await warmup.run(urls, fetcher: Fetcher(policy: policy)) {
+        let limit = DurationText.parse(warmTimeout) ?? .seconds(600)
+        let outcome = await warmup.run(urls, fetcher: Fetcher(policy: policy), limit: limit) {
             metrics?.update(warm: $0, finished: false)
         }
         metrics?.update(warm: outcome, finished: true)

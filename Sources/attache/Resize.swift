@@ -202,6 +202,7 @@ struct Resize: ParsableCommand {
                     line.add("quality", choice.quality)
                     if let score = choice.score { line.add("score", (score * 100).rounded() / 100) }
                     line.add("encodes", choice.encodes)
+                    if let missed = choice.missed { line.add("target_missed", missed) }
                 }
                 if r.source.kind == .gif {
                     line.add("frames", r.frames)
@@ -254,6 +255,7 @@ struct Resize: ParsableCommand {
             line.add("encodes", picture.encodes)
             line.add("quality", picture.quality)
             if let score = picture.score { line.add("score", (score * 100).rounded() / 100) }
+            if let missed = picture.missed { line.add("target_missed", missed) }
             line.add("placement", picture.placement)
             let crop = picture.crop
             line.addRaw("crop", "[\(crop.x),\(crop.y),\(crop.width),\(crop.height)]")

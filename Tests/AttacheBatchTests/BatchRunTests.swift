@@ -544,6 +544,33 @@ final class Gate: @unchecked Sendable {
         #expect(metrics.contains(#"state="ok"} \#(paths.count)"#) && metrics.contains("attache_batch_warm_finished{"))
     }
 
+    @Test("a hung edge is given up on after its requests in flight fail in a row; the warm-up has a limit")
+    func aHungEdgeDoesNotHoldTheWarmUp() async throws {
+        let hung = try TestHTTPServer()
+        hung.fallback { _, c in
+            _ = c.timeUntilClientCloses(limit: .seconds(30))
+            c.close()
+        }
+        let good = try TestHTTPServer()
+        good.fallback { _, c in c.respond(headers: ["Content-Type": "image/jpeg"], body: [0xFF, 0xD8, 0xFF]) }
+        let urls = (0..<200).map { "https://cdn.example.com/attachments/t/\($0).jpg" }
+        var policy = FetchPolicy()
+        policy.allowLoopback = true
+        policy.totalTimeout = .seconds(1)
+        policy.maxRetries = 0
+        let warmup = try EdgeWarmup(edges: [hung.base, good.base], concurrency: 2)
+        let outcome = await warmup.run(urls, fetcher: Fetcher(policy: policy), limit: .seconds(120))
+        // The hung edge: a few requests, not 200 of a second each; the good one: every URL.
+        #expect(outcome.ok == 200 && outcome.failed == 200, "\(outcome.summary)")
+        #expect(outcome.requests < 200 + 2 * warmup.givenUpAfter, "\(outcome.summary)")
+        #expect(outcome.seconds < 60, "\(outcome.summary)")
+        #expect(outcome.failures.contains { $0.message.contains("failed 4 requests in a row") })
+        // The whole warm-up's limit: what is left when it passes is reported, not requested.
+        let limited = await (try EdgeWarmup(edges: [hung.base], concurrency: 1)).run(
+            Array(urls.prefix(50)), fetcher: Fetcher(policy: policy), limit: .seconds(1))
+        #expect(limited.failed == 50 && limited.requests <= 3, "\(limited.summary)")
+    }
+
     @Test func aWarmUpNeedsTheOutputAndAnEdgeIsOnlyAnAddress() async throws {
         let directory = try TemporaryDirectory()
         let urls = directory.path + "/urls.txt"

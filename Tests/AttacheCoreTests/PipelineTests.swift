@@ -56,6 +56,39 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
         directory = try TemporaryDirectory()
     }
 
+    @Test("a store found at its quota refuses the next payloads before their fetch and transform")
+    func aFullStoreRefusesBeforeTheWork() async throws {
+        let media = try TestHTTPServer()
+        let photo = Array(FileManager.default.contents(atPath: Paths.samples + "/waterfall-rotated.jpg")!)
+        let fetched = Mutex(0)
+        for name in ["a", "b", "c"] {
+            media.route("/\(name).jpg") { _, c in
+                fetched.withLock { $0 += 1 }
+                c.respond(headers: ["Content-Type": "image/jpeg"], body: photo)
+            }
+        }
+        let clock = TestClock()
+        var configuration = PipelineConfiguration()
+        configuration.baseURL = "https://cdn.test/a/"
+        configuration.deadline = .seconds(300)
+        var store = StoreConfiguration(root: directory.path + "/full", maxBytes: 1000)
+        store.clock = { clock.now }
+        let pipeline = Pipeline(
+            configuration: configuration, fetcher: Fetcher(policy: loopbackPolicy()),
+            store: try AttachmentStore(store))
+        let first = await pipeline.process(payload(["image": JSONValue.quote(media.url("/a.jpg"))]))
+        #expect(first.outcomes.first?.error?.code == .storeFull)
+        // The same second: refused as it comes, nothing fetched.
+        let second = await pipeline.process(payload(["image": JSONValue.quote(media.url("/b.jpg"))]))
+        #expect(second.outcomes.first?.error?.code == .storeFull && second.outcomes.first?.failedStage == "store")
+        #expect(fetched.withLock { $0 } == 1, "a payload was fetched for a store that cannot take it")
+        // A second later one payload tries again (and finds it still full).
+        clock.advance(1)
+        let third = await pipeline.process(payload(["image": JSONValue.quote(media.url("/c.jpg"))]))
+        #expect(third.outcomes.first?.error?.code == .storeFull)
+        #expect(fetched.withLock { $0 } == 2)
+    }
+
     @Test func attachesEveryAcceptedKindFromRealFiles() async throws {
         let pipeline = try makePipeline(directory)
         let kinds: [(String, MediaKind)] = [

@@ -120,6 +120,33 @@ import Testing
         arithmetic[sof + 1] = 0xC9
         #expect(MetadataStripper.strip(MediaBytes(arithmetic), kind: .jpeg) == nil)
     }
+    @Test("a quality-30 JPEG at about its size never comes out larger, at any target and in any picture")
+    func aLowQualitySourceIsNeverMadeLargerAtAnyTarget() throws {
+        let photo = try ImageProcessor.decode(
+            try MediaBytes(contentsOfFile: Paths.samples + "/portrait-progressive.jpg"),
+            spec: RenditionSpec(maxSide: 900)
+        ).image
+        let source = try Encoders.jpeg(photo, quality: 30)
+        #expect(try ImageProcessor.probe(MediaBytes(source)).jpegQuality == 30)
+        for target in [60.0, 75.0, 85.0, 90.0] {
+            var spec = RenditionSpec(maxSide: 1024, quality: .auto(target: target))
+            spec.outputFormat = .jpeg
+            var android = TargetSpec(.android)
+            android.quality = .auto(target: target)
+            let out = try MediaTransform.apply(
+                try MediaValidator.validate(MediaBytes(source)), TransformRequest(spec: spec, targets: [android]))
+            #expect(out.bytes.count <= source.count, "target \(target): \(out.bytes.count) > \(source.count)")
+            let picture = try #require(try out.targets.first?.result.get())
+            // Two thirds of the source's rows, never more bytes than the whole source.
+            #expect(picture.data.count <= source.count, "target \(target): android \(picture.data.count)")
+            #expect(picture.quality <= 30, "target \(target): android at quality \(picture.quality)")
+            // A target the source's own quality does not reach is said so.
+            if let score = picture.score, score < target { #expect(picture.missed == "source_quality") }
+        }
+        // Downscaled by more than half, the source's blocks shrink with it: no ceiling.
+        #expect(QualityHint.ceiling(jpegQuality: 30, width: 400, sourceWidth: 900) == nil)
+        #expect(QualityHint.ceiling(jpegQuality: 30, width: 451, sourceWidth: 900) == 30)
+    }
 }
 
 extension Array where Element == UInt8 {
@@ -129,4 +156,5 @@ extension Array where Element == UInt8 {
             self[$0..<($0 + subsequence.count)].elementsEqual(subsequence)
         }
     }
+
 }

@@ -22,13 +22,17 @@ import Testing
         let directory: TemporaryDirectory
         let process: ChildProcess
 
-        init(origin: Int) async throws {
+        /// `readTimeout`: the file's `proxy_read_timeout` shortened, for a test of an origin
+        /// that never answers.
+        init(origin: Int, readTimeout: Int? = nil) async throws {
             directory = try TemporaryDirectory()
             var text = try String(contentsOfFile: EdgeTests.conf, encoding: .utf8)
-            for (from, to) in [
+            var changes = [
                 ("listen 80;", "listen 127.0.0.1:0;"), ("server 127.0.0.1:8080 ", "server 127.0.0.1:\(origin) "),
                 ("/var/cache/nginx/attache", directory.path + "/cache"),
-            ] {
+            ]
+            if let readTimeout { changes.append(("proxy_read_timeout 10s;", "proxy_read_timeout \(readTimeout)s;")) }
+            for (from, to) in changes {
                 // The file's own words: a change to them must change this test too.
                 #expect(text.contains(from), "the edge file no longer says \(from)")
                 text = text.replacingOccurrences(of: from, with: to)
@@ -215,5 +219,96 @@ import Testing
         let stale = try await curl("GET", kept)
         #expect(stale.status == 200 && stale.body == cached.body, "the origin's absence is seen by a device")
         #expect(stale.headers["x-cache-status"] == "STALE")
+    }
+
+    /// A listener on `port` that takes connections and never answers: an origin that hangs.
+    final class HangingOrigin: @unchecked Sendable {
+        let fd: Int32
+        private var accepted: [Int32] = []
+
+        init(port: Int) throws {
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var one: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            // The stopped service's socket may take a moment to let the port go.
+            for _ in 0..<100 where bound != 0 {
+                usleep(50_000)
+                bound = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
+                }
+            }
+            guard bound == 0, listen(fd, 64) == 0 else {
+                throw EdgeFailed(message: "cannot listen on \(port): \(String(cString: strerror(errno)))")
+            }
+            Thread.detachNewThread { [self] in
+                while true {
+                    let client = accept(fd, nil, nil)
+                    if client < 0 { return }
+                    accepted.append(client)
+                }
+            }
+        }
+
+        deinit {
+            shutdown(fd, Int32(SHUT_RDWR))
+            close(fd)
+        }
+    }
+
+    /// A download cached at the edge, then its origin gone (stopped, or hanging): the edge
+    /// serves its copy past the edge time while the token lasts, and never after the token's
+    /// end, whatever the origin does.
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: nginx), "needs nginx (scripts/test.sh installs it)"),
+        arguments: ["stopped", "hanging"])
+    func noCopyIsServedPastItsTokensEnd(origin gone: String) async throws {
+        let media = try TestHTTPServer()
+        let gray = Array(try #require(FileManager.default.contents(atPath: Paths.samples + "/gray.jpg")))
+        media.route("/gray.jpg") { _, c in c.respond(headers: ["Content-Type": "image/jpeg"], body: gray) }
+        let service = try await ServiceTests.start { configuration in
+            configuration.edgeMaxAge = .seconds(2)
+            configuration.pipeline.tokenTTL = 8
+        }
+        let edge = try await Edge(origin: service.port, readTimeout: gone == "hanging" ? 1 : nil)
+        let url = edge.url(try await Self.urls(service, media, "/gray.jpg")[0])
+        let cachedAt = ContinuousClock.now
+        let first = try await curl("GET", url)
+        #expect(first.status == 200 && first.headers["x-cache-status"] == "MISS")
+        let control = try #require(first.headers["cache-control"])
+        let parts = control.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let left = try #require(parts.first { $0.hasPrefix("max-age=") }.flatMap { Int($0.dropFirst(8)) })
+        #expect(parts.contains("s-maxage=2"), "\(control)")
+        // Stale for what is left of the token after the edge time, and no longer.
+        #expect(parts.contains("stale-if-error=\(left - 2)") && parts.contains("stale-while-revalidate=\(left - 2)"))
+        let tokenEnds = cachedAt + .seconds(left)
+        let port = service.port
+        await service.stop()
+        let hanging = gone == "hanging" ? try HangingOrigin(port: port) : nil
+        // Past the edge time (nginx counts it in whole seconds), within the token's life: the
+        // copy, stale.
+        try await Task.sleep(until: cachedAt + .milliseconds(3500))
+        let stale = try await curl("GET", url)
+        let status = "\(gone): \(stale.status) \(stale.headers["x-cache-status"] ?? "")"
+        #expect(ContinuousClock.now >= tokenEnds || stale.status == 200, "\(status)")
+        #expect(ContinuousClock.now >= tokenEnds || stale.headers["x-cache-status"] == "STALE", "\(status)")
+        // Past the token's end: never the copy.
+        try await Task.sleep(until: tokenEnds + .milliseconds(1500))
+        for _ in 0..<3 {
+            let late = try await curl("GET", url)
+            #expect(late.status != 200, "\(gone): served \(late.headers["x-cache-status"] ?? "") past the token's end")
+            #expect(late.status == 502 || late.status == 504, "\(late.status)")
+        }
+        withExtendedLifetime(hanging) {}
     }
 }

@@ -219,6 +219,16 @@ import Testing
         let (_, url) = try await ServiceTests.mutate(service, media: media)
         let path = String(url.dropFirst("http://attache.test".count))
         let port = service.port
+        // One spelling of a URL: a trailing or doubled `/` is no URL the pipeline wrote, on either path.
+        for variant in [path + "/", path.replacingOccurrences(of: "/attachments/", with: "/attachments//")] {
+            for method in ["GET", "HEAD"] {
+                let answer = try await curl(method, "http://127.0.0.1:\(service.port)" + variant)
+                #expect(answer.status == 404, "\(method) \(variant): \(answer.status)")
+            }
+            let ranged = try await curl(
+                "GET", "http://127.0.0.1:\(service.port)" + variant, headers: ["Range": "bytes=0-1"])
+            #expect(ranged.status == 404, "ranged \(variant): \(ranged.status)")
+        }
         let good = try await onOwnThread {
             try Self.exchange(port: port, "GET \(path) HTTP/1.1\r\nHost: a\r\n\r\n", answers: 1)
         }

@@ -65,6 +65,23 @@ import Testing
         #expect(ServerSettings.nearestKey("zzzzzzzz") == nil)
     }
 
+    @Test("the edge times are whole seconds: 1-999 ms is refused, not taken as 0s")
+    func edgeTimesAreWholeSeconds() async throws {
+        for key in ["edgeMaxAge", "edgeStale"] {
+            func problems(_ text: String) async throws -> [String] {
+                ServerSettings.load(
+                    try await ServerSettings.reader(
+                        flags: [key: text, "allowAnonymous": "true"], environment: [:], file: nil),
+                    environment: ["HOME": "/nonexistent"]
+                ).problems
+            }
+            #expect(try await problems("500ms").contains { $0.contains("not a whole number of seconds") }, "\(key)")
+            #expect(try await problems("1500ms").contains { $0.contains("not a whole number of seconds") }, "\(key)")
+            #expect(try await problems("2000ms").isEmpty, "\(key)")
+            #expect(try await problems("0s").isEmpty, "\(key)")
+        }
+    }
+
     @Test("the settings table is the one declaration: every key read is in it, every row in the docs")
     func theSettingsTableIsComplete() throws {
         let keys = Set(ServerSettings.all.map(\.key))
@@ -168,7 +185,7 @@ import Testing
             refused.status == 64 && refused.output.contains("--android-aspect: '9' is not a number from 0.25 to 8.0"),
             "\(refused.output)")
         let resize = try await Self.run(["resize", "--out", "/nonexistent/out", "--quality-target", "99", "x.jpg"])
-        #expect(resize.status == 64 && resize.output.contains("--quality-target: '99' is not a score from 30 to 95"))
+        #expect(resize.status == 64 && resize.output.contains("--quality-target: '99' is not a score from 60 to 90"))
         let notResize = try await Self.run(["resize", "--out", "/nonexistent/out", "--max-payload-bytes", "9", "x.jpg"])
         #expect(notResize.status == 64 && notResize.output.contains("unknown option '--max-payload-bytes'"))
     }

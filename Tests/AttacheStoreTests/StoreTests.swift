@@ -217,6 +217,11 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path + "/store/tmp").isEmpty)
         #expect(try store.stats().bytes == 8_000)
 
+        // Found at its quota: the next second's payloads are refused before any work.
+        #expect(failure { try store.checkRoom() }?.limit?.rawValue == "max_store_bytes")
+        clock.advance(1)
+        #expect(failure { try store.checkRoom() } == nil, "one payload a second tries again")
+
         clock.advance(10)
         let stored = try store.put(randomBytes(4_000, seed: 16), metadata: ObjectMetadata(kind: .jpeg))
         #expect(try store.attachment(stored.id) != nil, "the expired object was collected to make room")

@@ -92,6 +92,8 @@ public struct TargetEntry: Sendable {
     public var encodes: Int?
     public var quality: Int?
     public var score: Double?
+    /// Why `auto` did not reach its target (``QualityChoice/missed``).
+    public var missed: String?
     public var error: AttacheError?
     /// Reused from the store (made for this URL and spec before).
     public var cached = false
@@ -105,6 +107,7 @@ public struct TargetEntry: Sendable {
         if let encodes { parts.append("encodes=\(encodes)") }
         if let quality { parts.append("quality=\(quality)") }
         if let score { parts.append("score=\((score * 100).rounded() / 100)") }
+        if let missed { parts.append("missed=" + missed) }
         return parts.joined(separator: ";")
     }
 
@@ -121,6 +124,7 @@ public struct TargetEntry: Sendable {
             case "encodes": encodes = Int(pair[1])
             case "quality": quality = Int(pair[1])
             case "score": score = Double(pair[1])
+            case "missed": missed = pair[1]
             default: continue
             }
         }

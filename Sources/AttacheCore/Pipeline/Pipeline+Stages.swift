@@ -142,6 +142,14 @@ extension Pipeline {
                 (outcome.attachment, outcome.targets) = entry
                 return outcome
             }
+            // A store found full a moment ago refuses before the fetch and the transform (the
+            // store stage's refusal, with no time spent in the others).
+            do throws(AttacheError) {
+                try store.checkRoom()
+            } catch {
+                stage = \.store
+                throw error
+            }
             trace.enter("fetch")
             // Video, audio and GIFs may be read past their attachment caps when they can be
             // re-encoded under them.
@@ -364,8 +372,8 @@ extension Pipeline {
                     kind: picture.kind, width: picture.width, height: picture.height, frames: 1)
                 var made = TargetEntry(target: outcome.spec.target)
                 made.crop = [picture.crop.x, picture.crop.y, picture.crop.width, picture.crop.height]
-                (made.placement, made.encodes, made.quality, made.score) =
-                    (picture.placement, picture.encodes, picture.quality, picture.score)
+                (made.placement, made.encodes, made.quality, made.score, made.missed) =
+                    (picture.placement, picture.encodes, picture.quality, picture.score, picture.missed)
                 // What the making said is kept beside the picture, so that a reuse reports it too.
                 let reference = SourceReference(
                     url: source.url, spec: key, etag: media.etag, lastModified: media.lastModified, note: made.note)
@@ -374,8 +382,8 @@ extension Pipeline {
                     UnsafeRawBufferPointer(bytes.buffer), metadata: metadata, source: reference,
                     ttl: configuration.storeTTL)
                 var entry = try describeTarget(stored, target: outcome.spec.target)
-                (entry.crop, entry.placement, entry.encodes, entry.quality, entry.score) =
-                    (made.crop, made.placement, made.encodes, made.quality, made.score)
+                (entry.crop, entry.placement, entry.encodes, entry.quality, entry.score, entry.missed) =
+                    (made.crop, made.placement, made.encodes, made.quality, made.score, made.missed)
                 entries.append(entry)
             case .failure(let error):
                 entries.append(TargetEntry(target: outcome.spec.target, error: error))

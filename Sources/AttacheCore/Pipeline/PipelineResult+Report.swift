@@ -58,6 +58,7 @@ extension AttachmentOutcome {
             item.add("quality", quality.quality)
             if let score = quality.score { item.add("score", (score * 100).rounded() / 100) }
             item.add("encodes", quality.encodes)
+            if let missed = quality.missed { item.add("target_missed", missed) }
         }
         if let error { item.add("error", object: JSONLine.error(error)) }
         if let failedStage { item.add("failed_stage", failedStage) }
@@ -89,6 +90,7 @@ extension TargetEntry {
         item.add("encodes", encodes)
         item.add("quality", quality)
         if let score { item.add("score", (score * 100).rounded() / 100) }
+        if let missed { item.add("target_missed", missed) }
         if let error { item.add("error", object: JSONLine.error(error)) }
         return item
     }

@@ -22,6 +22,9 @@ public struct ImageInfo: Hashable, Sendable {
     public var colourConverted = false
     /// Why an embedded ICC profile was not used (the pixels were taken as sRGB), if one was not.
     public var colourWarning: String? = nil
+    /// A JPEG: the IJG quality its quantisation tables are nearest (the ceiling of a re-encode
+    /// at about its size: more would spend bytes on its own artefacts).
+    public var jpegQuality: Int? = nil
 
     /// Width as displayed, after orientation.
     public var displayWidth: Int { orientation.swapsDimensions ? height : width }
@@ -79,6 +82,9 @@ public struct Rendition: Sendable {
     /// The pixels the rendition was encoded from (an animation's: its poster frame), upright,
     /// for the renditions other receivers get (``TargetRendition``).
     var pixels: PixelImage? = nil
+    /// The source JPEG's quality, when ``pixels`` are at about its size: how high the other
+    /// receivers' pictures may go (``QualityHint``).
+    var pixelsCeiling: Int? = nil
 }
 
 extension Rendition {

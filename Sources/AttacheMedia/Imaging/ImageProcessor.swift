@@ -108,12 +108,16 @@ public enum ImageProcessor {
         let size = spec.outputSize(width: decoded.width, height: decoded.height)
         let image = size == (decoded.width, decoded.height) ? decoded : try resample(decoded, target: size)
         let output = outputKind(source: info.kind, image: image, format: spec.outputFormat)
+        // Never larger than it came: at about the source's size, `auto` goes no higher than the
+        // source JPEG's own quality, whatever the target.
+        let width = info.displayWidth
         func encode(_ image: PixelImage) throws(AttacheError) -> (data: [UInt8], choice: QualityChoice?) {
             switch output {
             case .jpeg, .webp:
+                let ceiling = QualityHint.ceiling(jpegQuality: info.jpegQuality, width: image.width, sourceWidth: width)
                 let (data, choice) = try QualitySearch.encode(
                     image.droppingOpaqueAlpha(), as: output, quality: spec.quality, score: request.measuresScore,
-                    deadline: deadline)
+                    deadline: deadline, hint: QualityHint(ceiling: ceiling))
                 return (data, choice)
             case .png: return (try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel), nil)
             // ``outputKind(source:image:format:)`` answers JPEG, WebP or PNG only.
@@ -126,6 +130,8 @@ public enum ImageProcessor {
         var rendition = Rendition(kind: output, width: image.width, height: image.height, data: data, source: info)
         rendition.quality = choice
         rendition.pixels = decoded
+        rendition.pixelsCeiling = QualityHint.ceiling(
+            jpegQuality: info.jpegQuality, width: decoded.width, sourceWidth: info.displayWidth)
         // Never larger than it came: a source already within every limit (not downscaled,
         // upright as stored) whose rendition is not smaller is stored as it was, its metadata
         // removed without re-encoding.

@@ -17,6 +17,8 @@ final class JPEGDecoder: StillDecoder {
     let isProgressive: Bool
     /// The EXIF orientation, `.up` when absent or unreadable.
     let orientation: Orientation
+    /// The IJG quality its tables are nearest (0 when it has none).
+    let quality: Int
     private(set) var outputWidth = 0
     private(set) var outputHeight = 0
     /// The conversion from the embedded ICC profile to sRGB, if the file has a usable one.
@@ -68,6 +70,7 @@ final class JPEGDecoder: StillDecoder {
         height = Int(header.height)
         isGray = header.color_family == 1
         isProgressive = header.progressive != 0
+        quality = Int(header.quality)
         if let exif = header.exif, header.exif_length > 0 {
             orientation = Orientation.fromExif(UnsafeBufferPointer(start: exif, count: header.exif_length))
         } else {
@@ -180,6 +183,7 @@ extension JPEGDecoder {
         var info = ImageInfo(
             kind: .jpeg, width: width, height: height, frames: 1, orientation: orientation,
             isProgressive: isProgressive)
+        info.jpegQuality = quality > 0 ? quality : nil
         (info.colourConverted, info.colourWarning) = (colour?.converts ?? false, colour?.ignored)
         if colour == nil { (info.colourConverted, info.colourWarning) = cmykColour }
         return info

@@ -19,8 +19,10 @@ public enum Quality: Hashable, Sendable, CustomStringConvertible {
     public static let defaultTarget = 75.0
     /// The fixed qualities a sender may ask for.
     public static let fixedRange = 1...100
-    /// The targets a sender may ask for.
-    public static let targetRange = 30.0...95.0
+    /// The targets a sender may ask for: what the search can reach on photos. Below, its
+    /// floor (quality 30, where a photo at 1024 px scores 55–65) would give every target the same
+    /// file; above, its top (quality 97, where one scores 90–93) would miss them all.
+    public static let targetRange = 60.0...90.0
 
     /// What a quality may be, as text (`auto or a whole number from 1 to 100`): every surface
     /// that reads one says it alike.
@@ -78,6 +80,37 @@ public struct QualityChoice: Sendable, Hashable {
     public var quality: Int
     public var score: Double?
     public var encodes: Int
+    /// Why `auto` did not reach its target, or wrote no score: ``QualitySearch/Missed``.
+    public var missed: String? = nil
+
+    public init(quality: Int, score: Double?, encodes: Int, missed: String? = nil) {
+        self.quality = quality
+        self.score = score
+        self.encodes = encodes
+        self.missed = missed
+    }
+}
+
+/// Where `auto`'s search starts and how high it may go: the quality another picture of the same
+/// pixels chose (a receiver's picture starts where the rendition ended), and the source JPEG's
+/// own quality when the picture is at about the source's size (a re-encode above it only spends
+/// bytes on the source's artefacts, and would be larger than the source).
+public struct QualityHint: Sendable, Hashable {
+    public var guess: Int?
+    public var ceiling: Int?
+
+    public init(guess: Int? = nil, ceiling: Int? = nil) {
+        self.guess = guess
+        self.ceiling = ceiling
+    }
+
+    /// The ceiling for a picture `width` px wide made from a source `sourceWidth` px wide whose
+    /// JPEG quality is `quality`: that quality while the picture is more than half the source's
+    /// width (its blocks are still seen at about their size), none below.
+    public static func ceiling(jpegQuality quality: Int?, width: Int, sourceWidth: Int) -> Int? {
+        guard let quality, width * 2 > sourceWidth else { return nil }
+        return quality
+    }
 }
 
 /// The search behind ``Quality/auto(target:)``: encode, read back, score against the pixels,
@@ -95,11 +128,23 @@ enum QualitySearch {
     static let lowest = 30
     static let highest = 97
 
+    /// Why a search did not reach its target (``QualityChoice/missed``).
+    enum Missed: String {
+        /// The source JPEG's own quality (``QualityHint/ceiling``) did not reach it.
+        case sourceQuality = "source_quality"
+        /// The highest quality tried (``highest``) did not.
+        case highestQuality = "highest_quality"
+        /// ``maxEncodes`` encodes did not find a quality that does.
+        case encodes
+        /// Under 8 × 8 pixels: too small to score, written at a fixed 85.
+        case tooSmall = "too_small"
+    }
+
     /// `image` (1 or 3 channels, or 4 for WebP) encoded as `format` at `quality`; the score is
     /// measured for `auto`, or for a fixed quality when `score` is set.
     static func encode(
         _ image: PixelImage, as format: MediaKind, quality: Quality, score measure: Bool = false,
-        deadline: WorkDeadline = .none, guess: Int? = nil
+        deadline: WorkDeadline = .none, hint: QualityHint = .init()
     ) throws(AttacheError) -> (data: [UInt8], choice: QualityChoice) {
         switch quality {
         case .fixed(let number):
@@ -111,9 +156,12 @@ enum QualitySearch {
         case .auto(let target):
             guard let judge = try Judge(image) else {
                 // Too small to score (under 8 × 8): what a fixed 85 gives.
-                return (try encode(image, format, 85), QualityChoice(quality: 85, score: nil, encodes: 1))
+                return (
+                    try encode(image, format, 85),
+                    QualityChoice(quality: 85, score: nil, encodes: 1, missed: Missed.tooSmall.rawValue)
+                )
             }
-            return try search(image, format, target: target, judge: judge, deadline: deadline, guess: guess)
+            return try search(image, format, target: target, judge: judge, deadline: deadline, hint: hint)
         }
     }
 
@@ -122,10 +170,11 @@ enum QualitySearch {
     /// the smallest encode that reached the target wins, else the best scored.
     private static func search(
         _ image: PixelImage, _ format: MediaKind, target: Double, judge: Judge, deadline: WorkDeadline,
-        guess first: Int?
+        hint: QualityHint
     ) throws(AttacheError) -> (data: [UInt8], choice: QualityChoice) {
         var tries: [(quality: Int, score: Double, data: [UInt8])] = []
-        var quality: Int = first.map { min(highest, max(lowest, $0)) } ?? guess(target: target)
+        let top = max(lowest, min(highest, hint.ceiling ?? highest))
+        var quality: Int = min(top, hint.guess.map { min(highest, max(lowest, $0)) } ?? guess(target: target))
         let aim = target + 0.8
         while true {
             try deadline.check()
@@ -147,13 +196,21 @@ enum QualitySearch {
             if let highestMissed = tries.filter({ $0.score < target }).map(\.quality).max() {
                 next = max(next, highestMissed + 1)
             }
-            next = min(highest, max(lowest, next))
+            next = min(top, max(lowest, next))
             guard !tries.contains(where: { $0.quality == next }) else { break }
             quality = next
         }
         let met = tries.filter { $0.score >= target }
         let chosen = met.min { $0.data.count < $1.data.count } ?? tries.max { $0.score < $1.score }!
-        return (chosen.data, QualityChoice(quality: chosen.quality, score: chosen.score, encodes: tries.count))
+        var missed: Missed? = nil
+        if met.isEmpty {
+            let atTop = tries.contains { $0.quality == top }
+            missed = !atTop ? .encodes : (top < highest ? .sourceQuality : .highestQuality)
+        }
+        return (
+            chosen.data,
+            QualityChoice(quality: chosen.quality, score: chosen.score, encodes: tries.count, missed: missed?.rawValue)
+        )
     }
 
     /// Where scores move about evenly with quality: the square root of libjpeg's scale of its

@@ -24,11 +24,13 @@ enum CapSearch {
 
     /// `picture` (resampled from `cut`) encoded under `spec`'s cap.
     static func fit(
-        _ picture: PixelImage, from cut: PixelImage, spec: TargetSpec, deadline: WorkDeadline, guess: Int? = nil
+        _ picture: PixelImage, from cut: PixelImage, spec: TargetSpec, deadline: WorkDeadline,
+        hint: QualityHint = .init()
     ) throws(AttacheError) -> Fitted {
+        var hint = hint
+        if spec.format != .jpeg { hint.guess = nil }
         let first = try QualitySearch.encode(
-            picture, as: spec.format, quality: spec.quality, deadline: deadline,
-            guess: spec.format == .jpeg ? guess : nil)
+            picture, as: spec.format, quality: spec.quality, deadline: deadline, hint: hint)
         if first.data.count <= spec.maxBytes {
             return Fitted(data: first.data, width: picture.width, height: picture.height, choice: first.choice)
         }
@@ -114,6 +116,8 @@ enum CapSearch {
         let score = try QualitySearch.Judge(best.image)?.score(best.data, spec.format)
         return Fitted(
             data: best.data, width: best.image.width, height: best.image.height,
-            choice: QualityChoice(quality: best.quality, score: score, encodes: first.choice.encodes + added))
+            choice: QualityChoice(
+                quality: best.quality, score: score, encodes: first.choice.encodes + added, missed: first.choice.missed)
+        )
     }
 }

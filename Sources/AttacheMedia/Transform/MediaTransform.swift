@@ -28,6 +28,8 @@ public struct TransformedMedia: Sendable {
     public var small: (bytes: MediaBytes, width: Int, height: Int, kind: MediaKind)? = nil
     /// A JPEG or WebP re-encode: the quality written, the score reached, the encodes spent.
     public var quality: QualityChoice? = nil
+    /// The source JPEG's quality, when ``pixels`` are at about its size (``QualityHint``).
+    var pixelsCeiling: Int? = nil
     /// What the transform noticed and worked around (an embedded ICC profile it could not use).
     public var warnings: [String] = []
     /// Video and audio: what the container holds (codecs, size, duration).
@@ -65,7 +67,7 @@ public enum MediaTransform {
         }
         transformed.targets = try TargetRendition.all(
             request.targets, from: pixels, focus: request.focus, deadline: request.deadline,
-            guess: transformed.quality?.quality)
+            hint: QualityHint(guess: transformed.quality?.quality, ceiling: transformed.pixelsCeiling))
         return transformed
     }
 
@@ -107,6 +109,7 @@ public enum MediaTransform {
         transformed.keptSource = rendition.keptSource
         transformed.quality = rendition.keptSource ? nil : rendition.quality
         transformed.pixels = rendition.pixels
+        transformed.pixelsCeiling = rendition.pixelsCeiling
         if let warning = rendition.source.colourWarning { transformed.warnings.append(warning) }
         if let small = rendition.small {
             transformed.small = (MediaBytes(small.data), small.width, small.height, rendition.kind)

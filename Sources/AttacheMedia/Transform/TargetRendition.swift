@@ -1,4 +1,5 @@
 public import AttacheBase
+internal import Foundation
 internal import Glibc
 
 /// A picture for a receiver that downloads its image as it is — an Android notification's big
@@ -111,6 +112,8 @@ public struct TargetRendition: Sendable {
     /// The SSIMULACRA2 score it reached against the crop it was encoded from (scaled to the
     /// picture's size), when the quality was `auto` or the cap made it lower.
     public var score: Double? = nil
+    /// Why `auto` did not reach its target (``QualityChoice/missed``).
+    public var missed: String? = nil
 }
 
 extension TargetRendition {
@@ -119,7 +122,7 @@ extension TargetRendition {
     /// made here when not given) says the subject is.
     static func make(
         from image: PixelImage, spec: TargetSpec, focus: FocalPoint?, deadline: WorkDeadline,
-        map: Saliency.Map? = nil, face: Faces.Box? = nil, guess: Int? = nil
+        map: Saliency.Map? = nil, face: Faces.Box? = nil, hint: QualityHint = .init()
     ) throws(AttacheError) -> TargetRendition {
         // The largest window of the spec's shape that fits.
         let imageAspect = Double(image.width) / Double(image.height)
@@ -149,11 +152,11 @@ extension TargetRendition {
         let size = spec.outputSize(cropWidth: cropWidth)
         let picture =
             size == (cut.width, cut.height) ? cut : try ImageProcessor.resampleImage(cut, target: size)
-        let fitted = try CapSearch.fit(picture, from: cut, spec: spec, deadline: deadline, guess: guess)
+        let fitted = try CapSearch.fit(picture, from: cut, spec: spec, deadline: deadline, hint: hint)
         return TargetRendition(
             spec: spec, data: fitted.data, kind: spec.format, width: fitted.width, height: fitted.height,
             crop: (origin.x, origin.y, cropWidth, cropHeight), placement: placement, encodes: fitted.choice.encodes,
-            quality: fitted.choice.quality, score: fitted.choice.score)
+            quality: fitted.choice.quality, score: fitted.choice.score, missed: fitted.choice.missed)
     }
 }
 
@@ -215,7 +218,9 @@ extension Rendition {
             }
             image = pixels
         }
-        return try TargetRendition.all(specs, from: image, focus: focus, deadline: deadline, guess: quality?.quality)
+        return try TargetRendition.all(
+            specs, from: image, focus: focus, deadline: deadline,
+            hint: QualityHint(guess: quality?.quality, ceiling: pixelsCeiling))
     }
 }
 
@@ -224,7 +229,8 @@ extension TargetRendition {
     /// `guess`: the quality `auto` chose for the rendition from the same pixels, where its
     /// search starts.
     static func all(
-        _ specs: [TargetSpec], from image: PixelImage, focus: FocalPoint?, deadline: WorkDeadline, guess: Int? = nil
+        _ specs: [TargetSpec], from image: PixelImage, focus: FocalPoint?, deadline: WorkDeadline,
+        hint: QualityHint = .init()
     ) throws(AttacheError) -> [TargetOutcome] {
         // The face, else the attention map, once for all of them, and one picture for specs
         // alike but for their receiver (Android's and the web's, by default).
@@ -238,12 +244,17 @@ extension TargetRendition {
                     var copy = picture
                     copy.spec = spec
                     return copy
+                }.mapError { error in
+                    // The same picture's refusal, told of this receiver's picture.
+                    let own = error.message.replacingOccurrences(
+                        of: "the \(same.spec.target.rawValue) picture", with: "the \(spec.target.rawValue) picture")
+                    return AttacheError(error.code, own, limit: error.limit, detail: error.detail)
                 }
             } else {
                 made = Result { () throws(AttacheError) in
                     try make(
                         from: image, spec: spec, focus: focus, deadline: deadline, map: map,
-                        face: spec.faces ? face : nil, guess: guess)
+                        face: spec.faces ? face : nil, hint: hint)
                 }
             }
             if case .failure(let error) = made, error.code == .timedOut { throw error }

@@ -87,6 +87,9 @@ typedef struct {
     /// decoder), or NULL when there is none or its chunks are incomplete, repeated or too big.
     const uint8_t *icc;
     size_t icc_length;
+    /// The IJG quality (1-100) whose scaling of the standard luminance table its own first table
+    /// is nearest on average; 0 when the file has none.
+    int32_t quality;
 } att_jpeg_header;
 
 /// Reads the header of an in-memory JPEG. `data` must stay valid until the decoder is
