@@ -12,6 +12,15 @@ struct APIKeys: Sendable {
 
     var isEmpty: Bool { digests.isEmpty }
 
+    /// How many keys there are.
+    var count: Int { digests.count }
+
+    /// The tenant a request's `Authorization` value is counted for: its key's place, or
+    /// ``count`` (no key, or one that is not accepted).
+    func tenant(authorization: String?) -> Int {
+        Self.bearer(authorization).flatMap { index(of: $0) } ?? count
+    }
+
     /// Whether `presented` is one of the keys.
     func accepts(_ presented: Substring) -> Bool { index(of: presented) != nil }
 

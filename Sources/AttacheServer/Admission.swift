@@ -3,40 +3,53 @@ import Synchronization
 /// At most `slots` payloads in the pipeline at once and at most `queue` waiting for a slot;
 /// anyone beyond is turned away at once (the service answers 503 with `Retry-After`). A
 /// waiter whose request is cancelled (the client went away) leaves the queue.
+///
+/// The slots are shared by tenant (``TenantShares``): each API key's first few slots are kept
+/// for it, so a key that fills the pipeline never leaves another waiting for one; a slot given
+/// back goes to the first waiter whose tenant may take it.
 final class Admission: Sendable {
+    private struct Waiter {
+        var id: UInt64
+        var tenant: Int
+        var continuation: CheckedContinuation<Bool, Never>
+    }
+
     private struct State {
-        var running = 0
-        var waiting: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
+        var shares: TenantShares
+        var waiting: [Waiter] = []
         var nextID: UInt64 = 0
     }
 
     let slots: Int
     let queue: Int
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     /// Called with (running, waiting) after every change, for gauges.
     private let observe: @Sendable (Int, Int) -> Void
 
-    init(slots: Int, queue: Int, observe: @escaping @Sendable (Int, Int) -> Void = { _, _ in }) {
+    /// `tenants` tenants share the slots, the first `reserved` with a reserve (``TenantShares``).
+    init(
+        slots: Int, queue: Int, tenants: Int = 1, reserved: Int? = nil,
+        observe: @escaping @Sendable (Int, Int) -> Void = { _, _ in }
+    ) {
         self.slots = max(1, slots)
         self.queue = max(0, queue)
+        self.state = Mutex(
+            State(shares: TenantShares(total: max(1, slots), tenants: tenants, reserved: reserved)))
         self.observe = observe
     }
 
     /// Payloads in the pipeline and payloads waiting.
-    var counts: (running: Int, waiting: Int) { state.withLock { ($0.running, $0.waiting.count) } }
+    var counts: (running: Int, waiting: Int) { state.withLock { ($0.shares.sum, $0.waiting.count) } }
 
-    /// Takes a slot, waiting in the queue if there is room there. False: turned away (queue
-    /// full) or cancelled while waiting; no slot is held then.
-    func enter() async -> Bool {
+    /// Takes a slot for `tenant`, waiting in the queue if there is room there. False: turned
+    /// away (queue full) or cancelled while waiting; no slot is held then.
+    func enter(tenant: Int = 0) async -> Bool {
         enum Decision {
             case admitted, refused
             case wait(UInt64)
         }
         let decision: Decision = state.withLock {
-            if $0.running < slots {
-                $0.running += 1
-                return .admitted
-            }
+            if $0.shares.take(tenant) { return .admitted }
             guard $0.waiting.count < queue else { return .refused }
             $0.nextID += 1
             return .wait($0.nextID)
@@ -52,7 +65,7 @@ final class Admission: Sendable {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                     let cancelledAlready: Bool = state.withLock {
                         if Task.isCancelled { return true }
-                        $0.waiting.append((id, continuation))
+                        $0.waiting.append(Waiter(id: id, tenant: tenant, continuation: continuation))
                         return false
                     }
                     if cancelledAlready { continuation.resume(returning: false) }
@@ -70,17 +83,19 @@ final class Admission: Sendable {
         }
     }
 
-    /// Gives a slot back: to the first waiter, or to the pool.
-    func leave() {
-        let next: CheckedContinuation<Bool, Never>? = state.withLock {
-            if !$0.waiting.isEmpty {
-                // The slot passes straight to the waiter: `running` stays.
-                return $0.waiting.removeFirst().continuation
+    /// Gives `tenant`'s slot back: to the first waiter whose tenant may take it, or to the pool.
+    func leave(tenant: Int = 0) {
+        let next: [CheckedContinuation<Bool, Never>] = state.withLock { s in
+            s.shares.give(tenant)
+            var admitted: [CheckedContinuation<Bool, Never>] = []
+            while let index = s.waiting.firstIndex(where: { s.shares.canTake($0.tenant) }) {
+                let waiter = s.waiting.remove(at: index)
+                _ = s.shares.take(waiter.tenant)
+                admitted.append(waiter.continuation)
             }
-            $0.running -= 1
-            return nil
+            return admitted
         }
-        next?.resume(returning: true)
+        for continuation in next { continuation.resume(returning: true) }
         report()
     }
 

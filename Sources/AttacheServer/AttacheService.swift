@@ -26,6 +26,8 @@ public struct AttacheService: Sendable {
     let metrics = ServerMetrics()
     let hangUps = HangUps()
     let admission: Admission
+    /// The API keys; each is a tenant of the admission places, and callers without one another.
+    let keys: APIKeys
     /// Payloads from their heads to their answers; beyond slots and queue, 503 on the event loop.
     let gate: LoadShedding.Gate
     /// The connections open, against ``ConnectionLimits/maxConnections``.
@@ -47,9 +49,15 @@ public struct AttacheService: Sendable {
                 store: store)
         )
         let metrics = self.metrics
-        self.admission = Admission(slots: configuration.maxConcurrent, queue: configuration.maxQueued)
+        let keys = APIKeys(configuration.apiKeys)
+        self.keys = keys
+        // A tenant per key, and one for callers without one: kept places only when they are let in.
+        let (tenants, reserved) = (keys.count + 1, keys.count + (configuration.allowAnonymous ? 1 : 0))
+        self.admission = Admission(
+            slots: configuration.maxConcurrent, queue: configuration.maxQueued, tenants: tenants, reserved: reserved)
         self.gate = LoadShedding.Gate(
-            limit: admission.slots + admission.queue, retryAfterSeconds: configuration.retryAfterSeconds)
+            limit: admission.slots + admission.queue, retryAfterSeconds: configuration.retryAfterSeconds,
+            tenants: tenants, reserved: reserved, tenant: { keys.tenant(authorization: $0) })
         self.connections = ConnectionCount(
             limit: configuration.connections.connectionLimit(maxConcurrent: configuration.maxConcurrent))
         self.metricsText = metricsText
@@ -68,7 +76,7 @@ public struct AttacheService: Sendable {
                 metrics: metrics, attachmentsPath: configuration.attachmentsPath, receipts: configuration.receipts,
                 tracing: Self.tracing))
         let notifications = NotificationRoute(
-            pipelines: pipelines, configuration: configuration, keys: APIKeys(configuration.apiKeys),
+            pipelines: pipelines, configuration: configuration, keys: keys,
             admission: admission, metrics: metrics, hangUps: hangUps)
         router.post("/v1/notifications", use: notifications.handle)
 

@@ -26,39 +26,44 @@ final class LoadShedding: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
-    /// The payloads in the service, shared by every connection.
+    /// The payloads in the service, shared by every connection, by tenant (``TenantShares``:
+    /// each API key's first few places are its own, so one key sending as fast as it can never
+    /// leaves another's payloads refused).
     final class Gate: Sendable {
         /// Payloads at once, from their heads to the end of their answers.
         let limit: Int
         let retryAfterSeconds: Int
-        private let inService = Atomic<Int>(0)
+        /// The tenant of a request's `Authorization` (its key's place; the last for no key).
+        let tenant: @Sendable (String?) -> Int
+        private let shares: Mutex<TenantShares>
 
-        init(limit: Int, retryAfterSeconds: Int) {
+        init(
+            limit: Int, retryAfterSeconds: Int, tenants: Int = 1, reserved: Int? = nil,
+            tenant: @escaping @Sendable (String?) -> Int = { _ in 0 }
+        ) {
             self.limit = max(1, limit)
             self.retryAfterSeconds = retryAfterSeconds
+            self.tenant = tenant
+            shares = Mutex(TenantShares(total: max(1, limit), tenants: tenants, reserved: reserved))
         }
 
         /// Payloads counted now.
-        var count: Int { inService.load(ordering: .relaxed) }
+        var count: Int { shares.withLock { $0.sum } }
 
-        /// Counts one more payload; false (and nothing counted) when the service is full.
-        func enter() -> Bool {
-            let now = inService.add(1, ordering: .relaxed).newValue
-            if now <= limit { return true }
-            inService.subtract(1, ordering: .relaxed)
-            return false
-        }
+        /// Counts one more payload of `tenant`; false (and nothing counted) when the places it
+        /// may take are taken.
+        func enter(tenant: Int = 0) -> Bool { shares.withLock { $0.take(tenant) } }
 
-        func leave() { inService.subtract(1, ordering: .relaxed) }
+        func leave(tenant: Int = 0) { shares.withLock { $0.give(tenant) } }
     }
 
     private let gate: Gate
     private let path: String
     private let metrics: ServerMetrics
     private let logger: Logger
-    /// The requests handed on and not yet answered on this connection, in order: whether each
-    /// was counted at the gate.
-    private var unanswered: [Bool] = []
+    /// The requests handed on and not yet answered on this connection, in order: the tenant
+    /// each was counted for at the gate, nil when it was not counted.
+    private var unanswered: [Int?] = []
     /// The body of a request refused here is being dropped.
     private var dropping = false
 
@@ -72,18 +77,19 @@ final class LoadShedding: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head) where head.method == .POST && isPayloadPath(head.uri):
-            if gate.enter() {
-                unanswered.append(true)
+            let tenant = gate.tenant(head.headers.first(name: "Authorization"))
+            if gate.enter(tenant: tenant) {
+                unanswered.append(tenant)
                 context.fireChannelRead(data)
             } else if unanswered.isEmpty {
                 dropping = true
                 refuse(context, head: head)
             } else {
-                unanswered.append(false)
+                unanswered.append(nil)
                 context.fireChannelRead(data)
             }
         case .head:
-            unanswered.append(false)
+            unanswered.append(nil)
             context.fireChannelRead(data)
         case .end where dropping:
             dropping = false
@@ -95,8 +101,8 @@ final class LoadShedding: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data), !unanswered.isEmpty, unanswered.removeFirst() {
-            gate.leave()
+        if case .end = unwrapOutboundIn(data), !unanswered.isEmpty, let tenant = unanswered.removeFirst() {
+            gate.leave(tenant: tenant)
         }
         context.write(data, promise: promise)
     }
@@ -110,7 +116,7 @@ final class LoadShedding: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The connection's requests will not be answered: none counts any more.
     private func leaveAll() {
-        for counted in unanswered where counted { gate.leave() }
+        for tenant in unanswered { if let tenant { gate.leave(tenant: tenant) } }
         unanswered.removeAll()
     }
 
@@ -126,7 +132,7 @@ final class LoadShedding: ChannelDuplexHandler, RemovableChannelHandler {
         metrics.overloaded()
         let problem = Problem(
             .serviceUnavailable, .overloaded,
-            "every pipeline slot and queue place (\(gate.limit) payloads) is taken", limit: .maxQueued)
+            "every pipeline slot and queue place this caller may take (of \(gate.limit)) is taken", limit: .maxQueued)
         let body = context.channel.allocator.buffer(string: problem.body)
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/problem+json")

@@ -24,7 +24,7 @@ struct NotificationRoute: Sendable {
     func handle(_ request: Request, context: AttacheRequestContext) async throws -> Response {
         let arrived = ContinuousClock.now
         context.notes.route = "notifications"
-        let tenant = try authenticate(request)
+        let (tenant, place) = try authenticate(request)
         let terms = try QueryTerms(request.uri.queryParameters)
         let deadline = arrived + (try requestedDeadline(request, terms))
         let seal = try requestedSeal(request)
@@ -47,14 +47,14 @@ struct NotificationRoute: Sendable {
             throw Self.tooLarge(cap)
         }
 
-        guard await admission.enter() else {
+        guard await admission.enter(tenant: place) else {
             metrics.overloaded()
             throw Problem(
                 .serviceUnavailable, .overloaded,
                 "every pipeline slot (\(admission.slots)) and queue place (\(admission.queue)) is taken",
                 limit: .maxQueued, headers: [.retryAfter: String(configuration.retryAfterSeconds)])
         }
-        defer { admission.leave() }
+        defer { admission.leave(tenant: place) }
 
         // The work stops when the client hangs up (its connection closes) or the deadline passes.
         let bytes = Array(buffer: body)
@@ -114,17 +114,18 @@ struct NotificationRoute: Sendable {
     /// A request without credentials passes only with `--allow-anonymous`; one that presents
     /// credentials passes only when they are an accepted key, whatever `--allow-anonymous` says
     /// (a wrong key is a client to tell, not one to let through). Returns the tenant the
-    /// payload's work is counted for: `key-N` for the N-th accepted key, `anonymous` without one.
-    private func authenticate(_ request: Request) throws -> String {
+    /// payload's work is counted for — `key-N` for the N-th accepted key, `anonymous` without
+    /// one — and its place among the admission's tenants (N, or the keys' count).
+    private func authenticate(_ request: Request) throws -> (String, Int) {
         guard let header = request.headers[.authorization] else {
-            if configuration.allowAnonymous { return "anonymous" }
+            if configuration.allowAnonymous { return ("anonymous", keys.count) }
             throw Problem.unauthorized("an API key is required: Authorization: Bearer <key>")
         }
         guard let key = APIKeys.bearer(header) else {
             throw Problem.unauthorized("the Authorization header is not Bearer <key>")
         }
         guard let index = keys.index(of: key) else { throw Problem.unauthorized("the API key is not accepted") }
-        return "key-\(index)"
+        return ("key-\(index)", index)
     }
 
     /// `Attache-Deadline` header or `deadline` query (`800ms`, `2s`, or seconds), capped by

@@ -251,12 +251,16 @@ import Testing
         #expect(sha256Hex(download.body) == id, "the object is what its id says")
         #expect(download.headers["etag"] == "\"\(id)\"")
         // A device keeps it for the token's life (7 days and at most an hour's window), a
-        // shared cache for the edge time (60 s).
+        // shared cache for the edge time (60 s), and an hour more while the origin is away.
         let control = try #require(download.headers["cache-control"])
         let directives = control.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         let maxAge = try #require(directives.first { $0.hasPrefix("max-age=") }.flatMap { Int($0.dropFirst(8)) })
         #expect(maxAge > 0 && maxAge <= 7 * 86_400 + 3600)
-        #expect(directives == ["public", "max-age=\(maxAge)", "s-maxage=60", "immutable"], "\(control)")
+        #expect(
+            directives == [
+                "public", "max-age=\(maxAge)", "s-maxage=60", "stale-while-revalidate=3600", "stale-if-error=3600",
+                "immutable",
+            ], "\(control)")
         #expect(download.body.starts(with: [0xFF, 0xD8]))
 
         // The same payload again: the envelope carries the payload, its exact bytes and the report.
