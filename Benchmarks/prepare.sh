@@ -16,7 +16,8 @@ fi
 python3 -c "import PIL, numpy" 2>/dev/null || pip install -q pillow numpy
 
 mkdir -p work/jpeg work/png work/big
-for f in /usr/share/backgrounds/*.jpg; do
+# Only the lomiri packages' photos (other packages, ukui-wallpapers among them, share the folder).
+for f in $(dpkg -L lomiri-wallpapers-16.04 lomiri-wallpapers-20.04 | grep '^/usr/share/backgrounds/.*\.jpg$'); do
     b=$(basename "$f" .jpg)
     cp -n "$f" "work/jpeg/$b.jpg"
     if python3 -c "import sys; from PIL import Image; sys.exit(0 if Image.open('$f').info.get('progressive') else 1)"; then

@@ -427,8 +427,30 @@ void att_jpeg_close(att_jpeg_decoder *d) {
 
 // MARK: - Encoder
 
+// N. Robidoux's table (ImageMagick's; mozjpeg's "ImageMagick" table), natural order. Steps over
+// 255 are clamped by libjpeg for a baseline file.
+static const unsigned att_robidoux[DCTSIZE2] = {
+    16, 16,  16,  18,  25, 37, 56, 85,  16,  17,  20,  27,  34, 40, 53,  75,  16,  20,  24,  31, 43, 62,
+    91, 135, 18,  27,  31, 40, 53, 74,  106, 156, 25,  34,  43, 53, 69,  94,  131, 189, 37,  40, 62, 74,
+    94, 124, 169, 238, 56, 53, 91, 106, 131, 169, 226, 311, 85, 75, 135, 156, 189, 238, 311, 418};
+
+static double table_sum(const unsigned table[DCTSIZE2]) {
+    double sum = 0;
+    for (int i = 0; i < DCTSIZE2; i++) sum += table[i];
+    return sum;
+}
+
+int32_t att_jpeg_equivalent_quality(int32_t ijg_quality, int32_t tables) {
+    if (tables != ATT_JPEG_TABLES_ROBIDOUX) return ijg_quality;
+    int q = ijg_quality < 1 ? 1 : (ijg_quality > 100 ? 100 : ijg_quality);
+    double scale = (q < 50 ? 5000.0 / q : 200.0 - 2.0 * q) * table_sum(att_std_luminance) / table_sum(att_robidoux);
+    double quality = scale <= 100.0 ? (200.0 - scale) / 2.0 : 5000.0 / scale;
+    int32_t rounded = (int32_t)(quality + 0.5);
+    return rounded < 1 ? 1 : (rounded > 100 ? 100 : rounded);
+}
+
 int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
-                        int32_t quality, uint8_t **output, size_t *output_length, att_error *error) {
+                        int32_t quality, int32_t tables, uint8_t **output, size_t *output_length, att_error *error) {
     *output = NULL;
     *output_length = 0;
     if (channels != 1 && channels != 3) {
@@ -455,7 +477,13 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
     cinfo.input_components = channels;
     cinfo.in_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
     jpeg_set_defaults(&cinfo);
-    jpeg_set_quality(&cinfo, quality < 1 ? 1 : (quality > 100 ? 100 : quality), TRUE);
+    int clamped = quality < 1 ? 1 : (quality > 100 ? 100 : quality);
+    jpeg_set_quality(&cinfo, clamped, TRUE);
+    if (tables == ATT_JPEG_TABLES_ROBIDOUX) {
+        int scale = jpeg_quality_scaling(clamped);
+        jpeg_add_quant_table(&cinfo, 0, att_robidoux, scale, TRUE);
+        jpeg_add_quant_table(&cinfo, 1, att_robidoux, scale, TRUE);
+    }
     cinfo.optimize_coding = TRUE;
     cinfo.dct_method = JDCT_ISLOW;
     if (channels == 3) {

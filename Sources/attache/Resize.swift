@@ -118,6 +118,7 @@ struct Resize: ParsableCommand {
         spec.gifMaxBytes = maxBytes
         spec.gifDither = dither
         spec.outputFormat = asked.outputFormat
+        spec.jpegTables = asked.jpegTables
         let limits = self.limits.imageLimits
         let clock = ContinuousClock()
         let targets = try chosenTargets()
@@ -203,6 +204,11 @@ struct Resize: ParsableCommand {
                     if let score = choice.score { line.add("score", (score * 100).rounded() / 100) }
                     line.add("encodes", choice.encodes)
                     if let missed = choice.missed { line.add("target_missed", missed) }
+                    if let blocking = choice.blocking { line.add("blocking", (blocking * 100).rounded() / 100) }
+                    if let features = choice.features {
+                        line.addRaw(
+                            "features", "[" + features.map { String(format: "%.4f", $0) }.joined(separator: ",") + "]")
+                    }
                 }
                 if r.source.kind == .gif {
                     line.add("frames", r.frames)
@@ -270,7 +276,7 @@ struct Resize: ParsableCommand {
 /// and the other receivers' pictures.
 enum ResizeRows: SettingRows {
     static let keys: Set<String>? = [
-        "maxSide", "format", "quality", "qualityTarget", "androidMaxBytes", "webMaxBytes", "webFormat",
+        "maxSide", "format", "quality", "qualityTarget", "jpegTables", "androidMaxBytes", "webMaxBytes", "webFormat",
         "androidAspect", "targetWidth", "faces",
     ]
     static var base: PipelineConfiguration { PipelineConfiguration() }

@@ -16,4 +16,5 @@ public let renditionSpecVariants: [(field: String, change: @Sendable (inout Rend
     ("gifDither", { $0.gifDither = true }),
     ("gifAllowPartial", { $0.gifAllowPartial = true }),
     ("outputFormat", { $0.outputFormat = .webp }),
+    ("jpegTables", { $0.jpegTables = .ijg }),
 ]

@@ -93,6 +93,10 @@ public enum PipelineSettings {
             choice(\.rendition.outputFormat, RenditionSpec.OutputFormat.allCases.map { ($0.rawValue, $0) }),
             term: "format"),
         row(
+            "jpegTables",
+            "JPEG quantisation tables: auto (perceptual with quality auto, the IJG's with a fixed quality), ijg or "
+                + "robidoux.", choice(\.rendition.jpegTables, JPEGTables.allCases.map { ($0.rawValue, $0) })),
+        row(
             "decodedMemoryBudget", "Device budget for a decoded image in bytes (width x height x 4; none: no budget).",
             optionalInteger(\.rendition.decodedMemoryBudget, 4...(1 << 40))),
         row(

@@ -85,6 +85,8 @@ public struct Rendition: Sendable {
     /// The source JPEG's quality, when ``pixels`` are at about its size: how high the other
     /// receivers' pictures may go (``QualityHint``).
     var pixelsCeiling: Int? = nil
+    /// The tables the rendition's quality scaled, for the other receivers' pictures.
+    var pixelsTables: JPEGTables = .automatic
 }
 
 extension Rendition {

@@ -117,7 +117,7 @@ public enum ImageProcessor {
                 let ceiling = QualityHint.ceiling(jpegQuality: info.jpegQuality, width: image.width, sourceWidth: width)
                 let (data, choice) = try QualitySearch.encode(
                     image.droppingOpaqueAlpha(), as: output, quality: spec.quality, score: request.measuresScore,
-                    deadline: deadline, hint: QualityHint(ceiling: ceiling))
+                    deadline: deadline, hint: QualityHint(ceiling: ceiling, tables: spec.jpegTables))
                 return (data, choice)
             case .png: return (try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel), nil)
             // ``outputKind(source:image:format:)`` answers JPEG, WebP or PNG only.
@@ -130,6 +130,7 @@ public enum ImageProcessor {
         var rendition = Rendition(kind: output, width: image.width, height: image.height, data: data, source: info)
         rendition.quality = choice
         rendition.pixels = decoded
+        rendition.pixelsTables = spec.jpegTables
         rendition.pixelsCeiling = QualityHint.ceiling(
             jpegQuality: info.jpegQuality, width: decoded.width, sourceWidth: info.displayWidth)
         // Never larger than it came: a source already within every limit (not downscaled,
@@ -147,10 +148,24 @@ public enum ImageProcessor {
             let target = RenditionSpec.fit(width: image.width, height: image.height, into: smallSide)
             // A thumbnail-sized fallback: box pre-shrink as far as it goes, then one short Lanczos step.
             let small = try resample(image, target: target, lanczosReserve: 1)
-            rendition.small = SmallRendition(width: small.width, height: small.height, data: try encode(small).data)
+            // With `auto`, one encode without a score: the rendition's quality and 8 more (at
+            // 320 px the same quality scores about 8 points lower; docs/quality.md).
+            let data: [UInt8]
+            if case .auto = spec.quality, let chosen = rendition.quality?.quality, output == .jpeg || output == .webp {
+                let tables = spec.jpegTables.resolved(for: spec.quality)
+                data = try QualitySearch.encode(
+                    small.droppingOpaqueAlpha(), output, min(QualitySearch.highest, chosen + smallQualityAbove),
+                    tables: tables)
+            } else {
+                data = try encode(small).data
+            }
+            rendition.small = SmallRendition(width: small.width, height: small.height, data: data)
         }
         return rendition
     }
+
+    /// How much higher than the rendition's own quality `auto` writes its small rendition.
+    static let smallQualityAbove = 8
 
     /// What a still is written as: see ``RenditionSpec/OutputFormat``.
     static func outputKind(source: MediaKind, image: PixelImage, format: RenditionSpec.OutputFormat) -> MediaKind {

@@ -37,7 +37,9 @@ enum MetadataStripper {
         out.reserveCapacity(n)
         var i = 2
         var sawFrame = false
-        while i + 4 <= n {
+        // Down to the last two bytes: a file that ends with its end-of-image marker, as most
+        // do, ends here.
+        while i + 2 <= n {
             guard bytes[i] == 0xFF else { return nil }
             var marker = bytes[i + 1]
             // Fill bytes before a marker.

@@ -94,7 +94,8 @@ enum CapSearch {
             }
             try deadline.check()
             quality = next
-            let data = try QualitySearch.encode(image, spec.format, quality)
+            let data = try QualitySearch.encode(
+                image, spec.format, quality, tables: hint.tables.resolved(for: spec.quality))
             added += 1
             tries.append((quality, image.width, data.count))
             if data.count <= spec.maxBytes,

@@ -67,7 +67,9 @@ public enum MediaTransform {
         }
         transformed.targets = try TargetRendition.all(
             request.targets, from: pixels, focus: request.focus, deadline: request.deadline,
-            hint: QualityHint(guess: transformed.quality?.quality, ceiling: transformed.pixelsCeiling))
+            hint: QualityHint(
+                guess: transformed.quality?.quality, ceiling: transformed.pixelsCeiling,
+                tables: request.spec.jpegTables))
         return transformed
     }
 
@@ -224,7 +226,10 @@ public enum MediaTransform {
                     fitted == (frame.width, frame.height)
                     ? frame : try ImageProcessor.resampleImage(frame, target: fitted)
                 transformed.small = (
-                    MediaBytes(try QualitySearch.encode(small, as: .jpeg, quality: spec.quality).data), small.width,
+                    MediaBytes(
+                        try QualitySearch.encode(
+                            small, as: .jpeg, quality: spec.quality, hint: QualityHint(tables: spec.jpegTables)
+                        ).data), small.width,
                     small.height, .jpeg
                 )
             }

@@ -20,6 +20,9 @@ public struct RenditionSpec: Hashable, Sendable {
     public var jpegShrinkHeadroom: Double
     /// libjpeg's smooth chroma upsampling (true, the default) or its faster merged upsampling.
     public var jpegFancyUpsampling = true
+    /// The quantisation tables a JPEG's quality scales (``JPEGTables``: by default the
+    /// perceptual one with `auto`, the IJG's with a fixed quality).
+    public var jpegTables: JPEGTables = .automatic
     /// The device's budget for a decoded image in bytes (width × height × 4): a rendition that
     /// would pass it is made smaller. nil (the default): no budget beyond ``maxSide``.
     public var decodedMemoryBudget: Int? = nil
@@ -73,6 +76,7 @@ public struct RenditionSpec: Hashable, Sendable {
         key += ",gif-frames=\(gifMaxFrames),gif-bytes=\(gifMaxBytes),gif-dither=\(gifDither ? 1 : 0)"
         // Named only when not the default, so renditions stored before the option stay valid.
         if outputFormat != .auto { key += ",format=\(outputFormat.rawValue)" }
+        if jpegTables != .automatic { key += ",tables=\(jpegTables.rawValue)" }
         key += ",gif-partial=\(gifAllowPartial ? 1 : 0)"
         key += video.cacheKey
         return key

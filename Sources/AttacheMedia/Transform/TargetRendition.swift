@@ -220,7 +220,7 @@ extension Rendition {
         }
         return try TargetRendition.all(
             specs, from: image, focus: focus, deadline: deadline,
-            hint: QualityHint(guess: quality?.quality, ceiling: pixelsCeiling))
+            hint: QualityHint(guess: quality?.quality, ceiling: pixelsCeiling, tables: pixelsTables))
     }
 }
 
