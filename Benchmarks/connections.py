@@ -27,7 +27,7 @@ def start(extra=(), prefix=()):
     log = open(store + "/serve.log", "w+")
     process = subprocess.Popen(
         list(prefix) + [binary, "serve", "--port", "0", "--store", store + "/store", "--api-keys", key,
-                        "--allow-loopback", "--log-level", "warning"] + list(extra),
+                        "--allow-loopback"] + list(extra),
         stderr=log, stdout=subprocess.DEVNULL)
     for _ in range(200):
         log.seek(0)

@@ -65,6 +65,10 @@ public struct ConnectionLimits: Sendable, Equatable {
 final class ConnectionCount: Sendable {
     let limit: Int
     private let open = Atomic<Int>(0)
+    /// Refused connections held a moment after their 503 (so that the client reads it before the
+    /// close), at most ``lingerLimit`` at once: past that, one is closed as soon as it is written.
+    let lingering = Atomic<Int>(0)
+    static let lingerLimit = 32
 
     init(limit: Int) { self.limit = max(1, limit) }
 
@@ -164,8 +168,11 @@ final class ConnectionClock: ChannelDuplexHandler, RemovableChannelHandler {
         arm(context, at: now + tick)
     }
 
-    /// Answers a connection beyond the limit with a 503 and closes it as soon as the answer is
-    /// written: it holds its descriptor no longer than that.
+    /// Answers a connection beyond the limit with a 503 and closes it: its side as soon as the
+    /// answer is written, the whole a quarter of a second later or when the client closes (the
+    /// request it sent meanwhile is read and dropped, so no reset cuts the answer before the
+    /// client reads it) — for at most ``ConnectionCount/lingerLimit`` connections at once; past
+    /// them, the whole at once.
     private func refuse(_ context: ChannelHandlerContext) {
         refused = true
         metrics.connectionRefused()
@@ -178,8 +185,18 @@ final class ConnectionClock: ChannelDuplexHandler, RemovableChannelHandler {
                 + "Content-Length: \(problem.body.utf8.count)\r\nCache-Control: no-store\r\nRetry-After: 1\r\n"
                 + "Connection: close\r\n\r\n" + problem.body)
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        let connections = self.connections
         context.writeAndFlush(wrapOutboundOut(.byteBuffer(answer))).whenComplete { _ in
-            bound.value.close(promise: nil)
+            let context = bound.value
+            guard connections.lingering.add(1, ordering: .relaxed).newValue <= ConnectionCount.lingerLimit else {
+                connections.lingering.subtract(1, ordering: .relaxed)
+                return context.close(promise: nil)
+            }
+            context.close(mode: .output, promise: nil)
+            context.eventLoop.scheduleTask(in: .milliseconds(250)) {
+                connections.lingering.subtract(1, ordering: .relaxed)
+                bound.value.close(promise: nil)
+            }
         }
     }
 

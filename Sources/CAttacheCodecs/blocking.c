@@ -29,7 +29,8 @@ static float *luma_plane(const uint8_t *pixels, uint32_t width, uint32_t height,
     if (!plane) return NULL;
     for (uint32_t y = 0; y < height; y++) {
         const uint8_t *row = pixels + (size_t)y * stride;
-        for (uint32_t x = 0; x < width; x++) plane[(size_t)y * width + x] = luma_at(row + (size_t)x * channels, channels);
+        for (uint32_t x = 0; x < width; x++)
+            plane[(size_t)y * width + x] = luma_at(row + (size_t)x * channels, channels);
     }
     return plane;
 }
