@@ -57,6 +57,24 @@ struct TargetRenditionTests {
         }
     }
 
+    /// Android's and the web's pictures alike but for their receiver share one making; a cap
+    /// neither can pass is refused for each in its own name.
+    @Test func aSharedPicturesRefusalNamesItsReceiver() throws {
+        let validated = try MediaValidator.validate(
+            try MediaBytes(contentsOfFile: Paths.samples + "/waterfall-rotated.jpg"))
+        var android = TargetSpec(.android)
+        android.maxBytes = 2_000
+        var web = TargetSpec(.web)
+        (web.maxBytes, web.format) = (2_000, android.format)
+        let out = try MediaTransform.apply(validated, TransformRequest(targets: [android, web]))
+        let errors = out.targets.map { outcome -> String in
+            if case .failure(let error) = outcome.result { return error.message }
+            return ""
+        }
+        #expect(errors.count == 2 && errors[0].hasPrefix("the android picture"), "\(errors)")
+        #expect(errors.count == 2 && errors[1].hasPrefix("the web picture"), "\(errors)")
+    }
+
     /// A smooth portrait with a textured subject near its top and a skin-toned band along its
     /// bottom: the attention crop keeps the subject (a feature spread across the picture
     /// weighs little), a centre crop would cut it, and the sender's focal point wins over both.

@@ -285,8 +285,8 @@ enum QualitySearch {
             let x = [
                 1, log(features[0] + 0.1), log(features[1] + 0.1), features[2], log(features[3] + 0.1),
             ]
-            let scoreWeights = [82.903, -4.6213, 2.4948, -3.9268, -1.3269]
-            let slopeWeights = [3.3659, -0.41863, 0.96494, 0.61967, -0.23315]
+            let scoreWeights = [82.738, -3.8864, 1.6982, -3.9618, -1.3036]
+            let slopeWeights = [3.4174, -0.66746, 1.237, 0.63992, -0.24387]
             score80 = zip(x, scoreWeights).reduce(0) { $0 + $1.0 * $1.1 }
             slope = max(1.5, min(8, zip(x, slopeWeights).reduce(0) { $0 + $1.0 * $1.1 }))
         }
@@ -335,23 +335,6 @@ enum QualitySearch {
     /// The percentile of the flat segments' block-edge steps that is gated.
     static let blockingPercentile = 95.0
 
-    /// The blocking `candidate` (decoded pixels of an encode of `reference`, same size and
-    /// channels) shows in `reference`'s flat parts, in luma levels (att_blocking).
-    static func blocking(_ reference: PixelImage, _ candidate: [UInt8]) -> Double {
-        var result = 0.0
-        var share = 0.0
-        var error = att_error()
-        let stride = reference.width * reference.channels
-        _ = reference.pixels.withUnsafeBufferPointer { a in
-            candidate.withUnsafeBufferPointer { b in
-                att_blocking(
-                    a.baseAddress, stride, b.baseAddress, stride, UInt32(reference.width), UInt32(reference.height),
-                    Int32(reference.channels), flatStep, blockingPercentile, &result, &share, &error)
-            }
-        }
-        return result
-    }
-
     /// What makes a picture hard to encode (att_picture_features): its mean luma step, its fine
     /// detail, its share of flat blocks, its mean chroma step.
     static func features(_ image: PixelImage) -> [Double] {
@@ -371,7 +354,10 @@ enum QualitySearch {
         let reference: OpaquePointer
         let image: PixelImage
         private var scratch: [UInt8]
-        /// The blocking in the flat parts of the last JPEG scored (``QualitySearch/blocking(_:_:)``).
+        /// The reference's flat segments, found once (nil when it could not be made).
+        private let flat: OpaquePointer?
+        /// The blocking in the flat parts of the last JPEG scored: the ``blockingPercentile``-th
+        /// step across a flat segment of the block grid, less the reference's own (luma levels).
         private(set) var lastBlocking = 0.0
 
         /// nil for a picture too small to score (under 8 × 8).
@@ -387,9 +373,17 @@ enum QualitySearch {
             reference = made
             self.image = image
             scratch = []
+            flat = image.pixels.withUnsafeBufferPointer { p in
+                att_blocking_prepare(
+                    p.baseAddress, image.width * image.channels, UInt32(image.width), UInt32(image.height),
+                    Int32(image.channels), QualitySearch.flatStep)
+            }
         }
 
-        deinit { att_quality_free(reference) }
+        deinit {
+            att_quality_free(reference)
+            att_blocking_free(flat)
+        }
 
         /// The score of `data` (an encode of the reference, as `format`).
         func score(_ data: [UInt8], _ format: MediaKind) throws(AttacheError) -> Double {
@@ -418,7 +412,11 @@ enum QualitySearch {
                 }
             }
             guard scored == 0 else { throw AttacheError(shim: error, format: "score") }
-            lastBlocking = format == .jpeg && channels == image.channels ? QualitySearch.blocking(image, scratch) : 0
+            lastBlocking =
+                format == .jpeg && channels == image.channels
+                ? scratch.withUnsafeBufferPointer {
+                    att_blocking_measure(flat, $0.baseAddress, stride, QualitySearch.blockingPercentile)
+                } : 0
             return score - QualitySearch.calibration
         }
     }

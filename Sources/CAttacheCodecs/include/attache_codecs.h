@@ -429,15 +429,17 @@ int32_t att_quality_score(att_quality_ref *ref, const uint8_t *reference, size_t
                           const uint8_t *pixels, size_t stride, int32_t channels, double *score, att_error *error);
 void att_quality_free(att_quality_ref *ref);
 
-/// Blocking in the flat parts of `candidate` (an encode of `reference`, both `width` x `height`
-/// of `channels` 1, 3 or 4, colour first): over every 8-pixel segment of the 8 x 8 block grid
-/// where the reference's mean step between neighbours is under `flat`, the candidate's step
-/// across the segment (averaged along it) less the reference's, and `*result` its
-/// `percentile`-th percentile (0 when no segment is flat), `*flat_share` the share of segments
-/// that were flat (blocking.c).
-int32_t att_blocking(const uint8_t *reference, size_t reference_stride, const uint8_t *candidate,
-                     size_t candidate_stride, uint32_t width, uint32_t height, int32_t channels, double flat,
-                     double percentile, double *result, double *flat_share, att_error *error);
+/// Blocking in the flat parts of an encode: the reference's flat segments of the 8 x 8 block
+/// grid (where its mean step between neighbours is under `flat` luma levels) are found once;
+/// for each candidate (an encode of the reference, decoded: same size, stride and channels 1, 3
+/// or 4, colour first), the `percentile`-th percentile of its steps across them, averaged along
+/// each, less the reference's own (0 with fewer than 64 flat segments, or a twentieth of them).
+/// blocking.c.
+typedef struct att_blocking_ref att_blocking_ref;
+att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, uint32_t width, uint32_t height,
+                                       int32_t channels, double flat);
+double att_blocking_measure(const att_blocking_ref *ref, const uint8_t *candidate, size_t stride, double percentile);
+void att_blocking_free(att_blocking_ref *ref);
 
 /// Statistics of a picture that say how hard it is to encode, for the quality search's first
 /// guess: the mean luma step between neighbours, the mean fine detail in 8 x 8 blocks (what is
