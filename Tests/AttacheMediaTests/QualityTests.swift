@@ -72,6 +72,21 @@ struct QualityTests {
         #expect(Quality("auto", target: 59) == nil && Quality("auto", target: 91) == nil)
     }
 
+    /// A smooth sky (a gradient with a little grain): at the default target its encode shows no
+    /// blocking in its flat parts above the gate, and coarser it would (the gate binds: what the
+    /// pooled score lets through, the blocking measure does not).
+    @Test func aSmoothGradientGetsNoBlockingAboveTheGate() throws {
+        let sky = Self.picture(width: 1024, height: 683, busy: false)
+        let (_, choice) = try QualitySearch.encode(sky, as: .jpeg, quality: .default)
+        let blocking = try #require(choice.blocking)
+        #expect(blocking <= QualitySearch.maxBlocking, "\(choice)")
+        #expect((choice.score ?? 0) >= Quality.defaultTarget, "\(choice)")
+        let judge = try #require(try QualitySearch.Judge(sky))
+        let coarse = try QualitySearch.encode(sky, .jpeg, 40, tables: .robidoux)
+        _ = try judge.score(coarse, .jpeg)
+        #expect(judge.lastBlocking > QualitySearch.maxBlocking, "quality 40: \(judge.lastBlocking)")
+    }
+
     /// A target missed says why: the highest quality tried did not reach it, or the picture
     /// was too small to score.
     @Test func aMissedTargetSaysWhy() throws {
