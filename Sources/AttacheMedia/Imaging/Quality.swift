@@ -209,8 +209,10 @@ enum QualitySearch {
     ) throws(AttacheError) -> (data: [UInt8], choice: QualityChoice) {
         var tries: [(quality: Int, score: Double, blocking: Double, data: [UInt8])] = []
         let tables = hint.tables.resolved(for: .auto(target: target))
-        // The source's quality (an IJG number) as a number of these tables.
-        let top = max(lowest, min(highest, hint.ceiling.map { tables.equivalent(ijg: $0) } ?? highest))
+        // The source's quality (an IJG number) as a number of these tables; a JPEG's only (a
+        // WebP's numbers are libwebp's own).
+        let ceiling = format == .jpeg ? hint.ceiling.map { tables.equivalent(ijg: $0) } : nil
+        let top = max(lowest, min(highest, ceiling ?? highest))
         let features = features(image)
         let predicted = Prediction(features)
         var quality = min(
