@@ -125,16 +125,18 @@ final class ConnectionClock: ChannelDuplexHandler, RemovableChannelHandler {
     private var readingBody: Bool { heads > ends }
     /// Requests read whole and not yet answered whole.
     private var awaitingAnswers: Int { ends - answers }
-    /// Writes handed to the socket and not yet done.
-    private var pendingWrites = 0
+    /// Bytes handed to the socket in all, and how many of them had left when the timer last
+    /// looked, and when it last saw some leave.
+    private var enqueued = 0
+    private var lastSent = 0
+    private var lastProgress: NIODeadline = .now()
+    /// An answer was written beneath the codec since the timer last looked.
+    private var rawAnswered = false
     /// The first byte of a head not yet whole; nil when none is arriving.
     private var headStarted: NIODeadline?
     private var lastRead: NIODeadline = .now()
     /// The last answer's end, or the connection's start.
     private var lastAnswer: NIODeadline = .now()
-    private var lastWrite: NIODeadline = .now()
-    /// Bytes waiting in the socket's write buffer when the timer last looked.
-    private var lastBuffered = Int.max
     /// An answer was ever written: the idle timeout applies between requests, the head
     /// timeout before the first.
     private var answered = false
@@ -164,7 +166,7 @@ final class ConnectionClock: ChannelDuplexHandler, RemovableChannelHandler {
         counted = true
         metrics.connections(open: connections.count)
         let now = NIODeadline.now()
-        (lastRead, lastAnswer, lastWrite) = (now, now, now)
+        (lastRead, lastAnswer, lastProgress) = (now, now, now)
         arm(context, at: now + tick)
     }
 
@@ -233,21 +235,17 @@ final class ConnectionClock: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        // An answer written while no request is open here was read beneath the codec
-        // (``RawDownloads``): its head was whole.
-        if !readingBody, awaitingAnswers <= 0 { headStarted = nil }
-        pendingWrites += 1
-        let done = promise ?? context.eventLoop.makePromise()
-        done.futureResult.assumeIsolated().whenComplete { _ in
-            self.pendingWrites -= 1
-            let now = NIODeadline.now()
-            self.lastWrite = now
-            if self.pendingWrites == 0, self.awaitingAnswers <= 0, !self.readingBody {
-                self.lastAnswer = now
-                self.answered = true
-            }
+        switch unwrapOutboundIn(data) {
+        case .byteBuffer(let buffer): enqueued &+= buffer.readableBytes
+        case .fileRegion(let region): enqueued &+= region.readableBytes
         }
-        context.write(data, promise: done)
+        // An answer written while no request is open here was read beneath the codec
+        // (``RawDownloads``): its head was whole, and the connection is idle once it is sent.
+        if !readingBody, awaitingAnswers <= 0 {
+            headStarted = nil
+            rawAnswered = true
+        }
+        context.write(data, promise: promise)
     }
 
     // MARK: - Told by ``ConnectionPhases``
@@ -281,13 +279,14 @@ final class ConnectionClock: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// The phase the connection is in and when it times out there; nil when no timeout runs
-    /// (the service is working on a request and nothing waits to be written).
-    private func due(_ channel: any Channel) -> (phase: Phase, at: NIODeadline)? {
+    /// (the service is working on a request and nothing waits to be written). `buffered`: the
+    /// bytes waiting to be written.
+    private func due(buffered: Int) -> (phase: Phase, at: NIODeadline)? {
         if readingBody {
             return (.body, lastRead + TimeAmount(limits.bodyTimeout))
         }
-        if pendingWrites > 0 {
-            return (.send, lastWrite + TimeAmount(limits.sendTimeout))
+        if buffered > 0 {
+            return (.send, lastProgress + TimeAmount(limits.sendTimeout))
         }
         if awaitingAnswers > 0 { return nil }
         if let headStarted { return (.head, headStarted + TimeAmount(limits.headTimeout)) }
@@ -300,7 +299,19 @@ final class ConnectionClock: ChannelDuplexHandler, RemovableChannelHandler {
         guard counted, context.channel.isActive else { return }
         let now = NIODeadline.now()
         let next = now + tick
-        guard let (phase, due) = due(context.channel) else { return arm(context, at: next) }
+        let buffered = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+        // Bytes that left since the last look are progress, whoever is slow.
+        if enqueued &- buffered != lastSent {
+            lastSent = enqueued &- buffered
+            lastProgress = now
+        }
+        if rawAnswered {
+            // Answered beneath the codec within the last look: idle from now (a tick late at most).
+            rawAnswered = false
+            answered = true
+            lastAnswer = now
+        }
+        guard let (phase, due) = due(buffered: buffered) else { return arm(context, at: next) }
         switch phase {
         case .head, .body:
             // Bytes the handlers behind did not ask for are not the client's delay.
@@ -310,12 +321,9 @@ final class ConnectionClock: ChannelDuplexHandler, RemovableChannelHandler {
                 return arm(context, at: next)
             }
         case .send:
-            // A socket with room, or one the client drained since the last look, is progress:
-            // a slow reader of a large file keeps going, one that reads nothing does not.
-            let buffered = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
-            if context.channel.isWritable || buffered < lastBuffered { lastWrite = now }
-            lastBuffered = buffered
-            if lastWrite + TimeAmount(limits.sendTimeout) > now { return arm(context, at: next) }
+            // A slow reader of a large file keeps going (bytes leave between looks); one that
+            // reads nothing does not.
+            if due > now { return arm(context, at: next) }
         case .idle: break
         }
         guard due <= now || phase == .send else { return arm(context, at: min(due, next)) }
