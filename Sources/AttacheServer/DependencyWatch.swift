@@ -15,17 +15,21 @@ import Synchronization
 struct DependencyWatch: Service {
     let store: AttachmentStore
     let logger: Logger
-    /// How often each dependency is checked; a check that has not answered within it counts
-    /// as a failure.
+    /// How often each dependency is checked.
     var interval: Duration = .seconds(1)
+    /// How long a check may go unanswered before the dependency counts as away ("not
+    /// answering"). Longer than ``interval``: one check slowed by a busy machine is not an outage
+    /// (a dependency that answers with an error counts at once).
+    var silentAfter: Duration = .seconds(3)
 
     /// One dependency's state.
     final class Watched: Sendable {
         let name: String
         /// Since when it has been away (nil: it answers).
         let awaySince = Mutex<ContinuousClock.Instant?>(nil)
-        /// Whether a check is still running (a check that hangs is not started again).
-        let checking = Atomic<Bool>(false)
+        /// When the running check started (nil: none runs); a check that hangs is not started
+        /// again.
+        let checking = Mutex<ContinuousClock.Instant?>(nil)
 
         init(name: String) { self.name = name }
     }
@@ -47,18 +51,25 @@ struct DependencyWatch: Service {
         }
     }
 
-    /// Checks `dependency` once, waiting at most ``interval`` for the answer.
+    /// Checks `dependency` once, waiting at most ``interval`` for the answer; a check still
+    /// running from before is waited for instead, and past ``silentAfter`` it is not answering.
     func check(_ dependency: Watched) async {
-        guard !dependency.checking.exchange(true, ordering: .acquiring) else {
-            // The last check has not come back: it is not answering.
-            return changed(dependency, error: AttacheError(.storeUnavailable, "\(dependency.name): not answering"))
+        let now = ContinuousClock.now
+        let running = dependency.checking.withLock { started -> ContinuousClock.Instant? in
+            if let started { return started }
+            started = now
+            return nil
+        }
+        if let running {
+            if running.duration(to: now) >= silentAfter { changed(dependency, error: notAnswering(dependency)) }
+            return
         }
         let store = self.store
         let answer = await withCheckedContinuation { (done: CheckedContinuation<AttacheError??, Never>) in
             let once = Atomic<Bool>(false)
             DispatchQueue.global(qos: .utility).async {
                 let result = Result { () throws(AttacheError) in try store.check(dependency: dependency.name) }
-                dependency.checking.store(false, ordering: .releasing)
+                dependency.checking.withLock { $0 = nil }
                 if !once.exchange(true, ordering: .acquiringAndReleasing) {
                     if case .failure(let error) = result {
                         done.resume(returning: .some(error))
@@ -72,9 +83,15 @@ struct DependencyWatch: Service {
             }
         }
         switch answer {
-        case .none: changed(dependency, error: AttacheError(.storeUnavailable, "\(dependency.name): not answering"))
+        case .none:
+            // Still running after an interval: away only once it has been silent long enough.
+            if now.duration(to: .now) >= silentAfter { changed(dependency, error: notAnswering(dependency)) }
         case .some(let error): changed(dependency, error: error)
         }
+    }
+
+    private func notAnswering(_ dependency: Watched) -> AttacheError {
+        AttacheError(.storeUnavailable, "\(dependency.name): not answering")
     }
 
     /// Records the outcome of a check: tells only a change.
