@@ -450,7 +450,8 @@ int32_t att_jpeg_equivalent_quality(int32_t ijg_quality, int32_t tables) {
 }
 
 int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
-                        int32_t quality, int32_t tables, uint8_t **output, size_t *output_length, att_error *error) {
+                        int32_t quality, int32_t tables, int32_t full_chroma, uint8_t **output, size_t *output_length,
+                        att_error *error) {
     *output = NULL;
     *output_length = 0;
     if (channels != 1 && channels != 3) {
@@ -487,9 +488,9 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
     cinfo.optimize_coding = TRUE;
     cinfo.dct_method = JDCT_ISLOW;
     if (channels == 3) {
-        // 4:2:0: luma 2x2, chroma 1x1.
-        cinfo.comp_info[0].h_samp_factor = 2;
-        cinfo.comp_info[0].v_samp_factor = 2;
+        // 4:2:0: luma 2x2, chroma 1x1 (4:4:4: all 1x1).
+        cinfo.comp_info[0].h_samp_factor = full_chroma ? 1 : 2;
+        cinfo.comp_info[0].v_samp_factor = full_chroma ? 1 : 2;
         cinfo.comp_info[1].h_samp_factor = 1;
         cinfo.comp_info[1].v_samp_factor = 1;
         cinfo.comp_info[2].h_samp_factor = 1;

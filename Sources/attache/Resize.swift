@@ -204,6 +204,7 @@ struct Resize: ParsableCommand {
                     if let score = choice.score { line.add("score", (score * 100).rounded() / 100) }
                     line.add("encodes", choice.encodes)
                     if let missed = choice.missed { line.add("target_missed", missed) }
+                    if choice.fullChroma { line.add("chroma", "4:4:4") }
                     if let blocking = choice.blocking { line.add("blocking", (blocking * 100).rounded() / 100) }
                     if let features = choice.features {
                         line.addRaw(

@@ -59,6 +59,7 @@ extension AttachmentOutcome {
             if let score = quality.score { item.add("score", (score * 100).rounded() / 100) }
             item.add("encodes", quality.encodes)
             if let missed = quality.missed { item.add("target_missed", missed) }
+            if quality.fullChroma { item.add("chroma", "4:4:4") }
         }
         if let error { item.add("error", object: JSONLine.error(error)) }
         if let failedStage { item.add("failed_stage", failedStage) }

@@ -15,9 +15,11 @@ enum Encoders {
         return (.jpeg, try QualitySearch.encode(image, as: .jpeg, quality: spec.quality, hint: hint).data, image)
     }
 
-    /// Baseline JPEG, optimised Huffman tables, 4:2:0 chroma; gray stays one channel. `quality`
-    /// scales `tables` (the IJG's unless told).
-    static func jpeg(_ image: PixelImage, quality: Int, tables: JPEGTables = .ijg) throws(AttacheError) -> [UInt8] {
+    /// Baseline JPEG, optimised Huffman tables, 4:2:0 chroma (4:4:4 with `fullChroma`); gray
+    /// stays one channel. `quality` scales `tables` (the IJG's unless told).
+    static func jpeg(
+        _ image: PixelImage, quality: Int, tables: JPEGTables = .ijg, fullChroma: Bool = false
+    ) throws(AttacheError) -> [UInt8] {
         precondition(image.channels == 1 || image.channels == 3)
         var output: UnsafeMutablePointer<UInt8>?
         var length = 0
@@ -25,7 +27,7 @@ enum Encoders {
         let status = image.pixels.withUnsafeBufferPointer { p in
             att_jpeg_encode(
                 p.baseAddress, UInt32(image.width), UInt32(image.height), image.width * image.channels,
-                Int32(image.channels), Int32(quality), tables.shim, &output, &length, &error)
+                Int32(image.channels), Int32(quality), tables.shim, fullChroma ? 1 : 0, &output, &length, &error)
         }
         return try take(status: status, output: output, length: length, error: error, format: "jpeg")
     }

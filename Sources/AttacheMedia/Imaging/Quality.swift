@@ -89,6 +89,8 @@ public struct QualityChoice: Sendable, Hashable {
     public var blocking: Double? = nil
     /// What the first guess was made from (``QualitySearch/features(_:)``), when it was scored.
     public var features: [Double]? = nil
+    /// The JPEG was written with 4:4:4 chroma (its colour needed it), not 4:2:0.
+    public var fullChroma = false
 
     public init(quality: Int, score: Double?, encodes: Int, missed: String? = nil) {
         self.quality = quality
@@ -147,8 +149,10 @@ public struct QualityHint: Sendable, Hashable {
 /// The search behind ``Quality/auto(target:)``: encode, read back, score against the pixels,
 /// and move the quality number by how far the score is from the target.
 enum QualitySearch {
-    /// Encodes one rendition may take.
+    /// Encodes one rendition's search may take at 4:2:0 chroma.
     static let maxEncodes = 3
+    /// And in all: two more at 4:4:4 for a picture whose colour 4:2:0 cannot carry.
+    static let mostEncodes = maxEncodes + 2
     /// A score this close above the target is good enough (no further encode to save bytes).
     static let closeEnough = 2.0
     /// What the in-process score reads above the public SSIMULACRA2 on average (+0.20 over 76
@@ -208,6 +212,8 @@ enum QualitySearch {
         hint: QualityHint
     ) throws(AttacheError) -> (data: [UInt8], choice: QualityChoice) {
         var tries: [(quality: Int, score: Double, blocking: Double, data: [UInt8])] = []
+        // The tries from this index on are 4:4:4.
+        var fullFrom = Int.max
         let tables = hint.tables.resolved(for: .auto(target: target))
         // The source's quality (an IJG number) as a number of these tables; a JPEG's only (a
         // WebP's numbers are libwebp's own).
@@ -246,8 +252,27 @@ enum QualitySearch {
             guard !tries.contains(where: { $0.quality == next }) else { break }
             quality = next
         }
-        let metting = tries.filter(met)
-        let chosen = metting.min { $0.data.count < $1.data.count } ?? tries.max { $0.score < $1.score }!
+        // Missed at the highest quality it may write: chroma that 4:2:0 cannot carry (a saturated
+        // red, fine coloured text). Then 4:4:4 chroma, at the first guess and, if that misses too,
+        // at the highest quality: at most two encodes more, for these pictures alone. (Not when a
+        // source JPEG's own quality is the top: its coarseness is not in its chroma.)
+        if !tries.contains(where: met), top == highest, tries.contains(where: { $0.quality == top }),
+            format == .jpeg, image.channels == 3
+        {
+            fullFrom = tries.count
+            for attempt in Set([tries[0].quality, top]).sorted() {
+                try deadline.check()
+                let data = try encode(image, format, attempt, tables: tables, fullChroma: true)
+                let score = try judge.score(data, format)
+                tries.append((attempt, score, judge.lastBlocking, data))
+                if met(tries[tries.count - 1]) { break }
+            }
+        }
+        let metting = tries.indices.filter { met(tries[$0]) }
+        let index =
+            metting.min { tries[$0].data.count < tries[$1].data.count }
+            ?? tries.indices.max { tries[$0].score < tries[$1].score }!
+        let chosen = tries[index]
         var missed: Missed? = nil
         if metting.isEmpty {
             let atTop = tries.contains { $0.quality == top }
@@ -256,6 +281,7 @@ enum QualitySearch {
         var choice = QualityChoice(
             quality: chosen.quality, score: chosen.score, encodes: tries.count, missed: missed?.rawValue)
         (choice.blocking, choice.features) = (chosen.blocking, features)
+        choice.fullChroma = index >= fullFrom
         return (chosen.data, choice)
     }
 
@@ -325,11 +351,11 @@ enum QualitySearch {
     }
 
     static func encode(
-        _ image: PixelImage, _ format: MediaKind, _ quality: Int, tables: JPEGTables = .ijg
+        _ image: PixelImage, _ format: MediaKind, _ quality: Int, tables: JPEGTables = .ijg, fullChroma: Bool = false
     ) throws(AttacheError) -> [UInt8] {
         format == .webp
             ? try Encoders.webp(image, quality: quality)
-            : try Encoders.jpeg(image.droppingOpaqueAlpha(), quality: quality, tables: tables)
+            : try Encoders.jpeg(image.droppingOpaqueAlpha(), quality: quality, tables: tables, fullChroma: fullChroma)
     }
 
     /// Where a picture's flat parts are: a mean step between neighbours under this, in luma levels.
