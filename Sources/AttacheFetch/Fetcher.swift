@@ -16,6 +16,7 @@ public final class Fetcher: Sendable {
         let url: String
         let headers: [String]
         let limits: MediaLimits?
+        let sources: SourceRules?
     }
 
     private final class Flight: Sendable {
@@ -64,15 +65,16 @@ public final class Fetcher: Sendable {
     ///     shared with another caller.
     public func fetch(
         _ url: String, deadline: ContinuousClock.Instant? = nil, headers: [String] = [],
-        limits: MediaLimits? = MediaLimits(), budget: ByteBudget? = nil
+        limits: MediaLimits? = MediaLimits(), budget: ByteBudget? = nil, sources: SourceRules? = nil
     ) async throws(AttacheError) -> FetchedMedia {
         let deadline = deadline ?? .now + policy.totalTimeout
+        let sources = sources?.isEmpty == true ? nil : sources
         if let budget {
             return try await fetchWithRetries(
-                url, deadline: deadline, headers: headers, limits: limits, budget: budget
+                url, deadline: deadline, headers: headers, limits: limits, budget: budget, sources: sources
             ).get()
         }
-        let key = FlightKey(url: url, headers: headers, limits: limits)
+        let key = FlightKey(url: url, headers: headers, limits: limits, sources: sources)
         let flight = flights.withLock { flights in
             if let existing = flights[key] {
                 existing.waiters.add(1, ordering: .relaxed)
@@ -81,7 +83,7 @@ public final class Fetcher: Sendable {
             let flight = Flight(
                 task: Task { [self] in
                     let result = await self.fetchWithRetries(
-                        url, deadline: deadline, headers: headers, limits: limits)
+                        url, deadline: deadline, headers: headers, limits: limits, sources: sources)
                     return result
                 })
             flights[key] = flight
@@ -100,12 +102,12 @@ public final class Fetcher: Sendable {
 
     private func fetchWithRetries(
         _ url: String, deadline: ContinuousClock.Instant, headers: [String], limits: MediaLimits?,
-        budget: ByteBudget? = nil
+        budget: ByteBudget? = nil, sources: SourceRules? = nil
     ) async -> Result<
         FetchedMedia, AttacheError
     > {
         let start = ContinuousClock.now
-        if let refusal = refusal(for: url) { return .failure(refusal) }
+        if let refusal = refusal(for: url, sources: sources) { return .failure(refusal) }
         var attempt = 0
         // Body bytes earlier attempts read (a failure reports every byte the fetch read).
         var read: Int64 = 0
@@ -115,7 +117,8 @@ public final class Fetcher: Sendable {
             guard remaining > .milliseconds(1) else {
                 return .failure(AttacheError(.timedOut, "the deadline passed before the fetch could finish"))
             }
-            var result = await once(url, timeout: remaining, headers: headers, limits: limits, budget: budget)
+            var result = await once(
+                url, timeout: remaining, headers: headers, limits: limits, budget: budget, sources: sources)
             if Task.isCancelled { return .failure(AttacheError(.cancelled, "the fetch was cancelled")) }
             switch result {
             case .success(var media):
@@ -139,12 +142,14 @@ public final class Fetcher: Sendable {
     }
 
     private func once(
-        _ url: String, timeout: Duration, headers: [String], limits: MediaLimits?, budget: ByteBudget?
+        _ url: String, timeout: Duration, headers: [String], limits: MediaLimits?, budget: ByteBudget?,
+        sources: SourceRules?
     ) async -> Result<FetchedMedia, AttacheError> {
         let transfer: TransferHandle
         do {
             transfer = try Transfer.make(
-                url: url, policy: policy, limits: limits, budget: budget, timeout: timeout, headers: headers)
+                url: url, policy: policy, limits: limits, budget: budget, timeout: timeout, headers: headers,
+                sources: sources)
         } catch {
             return .failure(error)
         }
@@ -155,7 +160,7 @@ public final class Fetcher: Sendable {
     /// What can be refused before any connection, or nil: an unparseable or overlong URL, NUL,
     /// userinfo, a scheme or host the policy does not allow (libcurl's own URL parser decides
     /// what the URL says).
-    public func refusal(for url: String) -> AttacheError? {
+    public func refusal(for url: String, sources: SourceRules? = nil) -> AttacheError? {
         guard url.utf8.count <= 8192 else { return AttacheError(.invalidURL, "the URL is longer than 8192 bytes") }
         guard !url.utf8.contains(0) else { return AttacheError(.invalidURL, "the URL holds NUL") }
         var parts = att_url_parts()
@@ -173,6 +178,9 @@ public final class Fetcher: Sendable {
         let host = Transfer.text(parts.host).lowercased()
         if let allowed = policy.allowedHosts, !Self.hostMatches(host, allowed) {
             return AttacheError(.hostNotAllowed, "\(host) is not on the host allowlist", detail: host)
+        }
+        if let sources, !sources.permits(host) {
+            return AttacheError(.sourceNotAllowed, "\(host) is not one of this caller's media hosts", detail: host)
         }
         return nil
     }

@@ -45,7 +45,7 @@ enum Transfer {
     /// Creates the transfer; every string is copied by libcurl or the shim.
     static func make(
         url: String, policy: FetchPolicy, limits: MediaLimits?, budget: ByteBudget?, timeout: Duration,
-        headers: [String]
+        headers: [String], sources: SourceRules? = nil
     ) throws(AttacheError)
         -> TransferHandle
     {
@@ -77,14 +77,18 @@ enum Transfer {
         let resolve = strings.list(policy.resolve)
         let extra = strings.list(headers)
         let hosts = policy.allowedHosts.map { strings.list($0) }
+        let rules = sources.flatMap { $0.isEmpty ? nil : strings.list($0.transferRules) }
         var error = att_error()
         let pointer = resolve.withUnsafeBufferPointer { resolve in
             extra.withUnsafeBufferPointer { extra in
                 withOptionalBuffer(hosts) { hosts in
-                    options.resolve = resolve.baseAddress
-                    options.headers = extra.baseAddress
-                    options.allowed_hosts = hosts
-                    return att_transfer_new(&options, &error)
+                    withOptionalBuffer(rules) { rules in
+                        options.resolve = resolve.baseAddress
+                        options.headers = extra.baseAddress
+                        options.allowed_hosts = hosts
+                        options.source_rules = rules
+                        return att_transfer_new(&options, &error)
+                    }
                 }
             }
         }
@@ -157,6 +161,8 @@ enum Transfer {
             return AttacheError(.cancelled, "the fetch was cancelled")
         case ATT_ABORT_HOST_NOT_ALLOWED:
             return AttacheError(.hostNotAllowed, "\(detail) is not on the host allowlist", detail: detail)
+        case ATT_ABORT_SOURCE_NOT_ALLOWED:
+            return AttacheError(.sourceNotAllowed, "\(detail) is not one of this caller's media hosts", detail: detail)
         case ATT_ABORT_USERINFO:
             return AttacheError(.invalidURL, "a redirect carries userinfo", detail: detail)
         case ATT_ABORT_HEADER_TOO_LARGE:

@@ -1,13 +1,21 @@
 import Crypto
 
-/// The API keys a caller may present. Each is kept as its SHA-256; a presented key is hashed
-/// and compared with every one of them in full, so the time taken says nothing about how
-/// much of a key matched or which key did.
+/// The API keys a caller may present, as SHA-256 digests, each with the tenant it is for. A
+/// presented key is hashed and compared with every digest in full, so the time taken says
+/// nothing about how much of a key matched or which key did.
 struct APIKeys: Sendable {
     private let digests: [[UInt8]]
+    private let owners: [Int]
 
+    /// Each digest and the index of its tenant.
+    init(digests: [([UInt8], Int)]) {
+        self.digests = digests.map(\.0)
+        self.owners = digests.map(\.1)
+    }
+
+    /// Plain keys, each its own tenant (its place in the list).
     init(_ keys: [String]) {
-        digests = keys.map { Array(SHA256.hash(data: Array($0.utf8))) }
+        self.init(digests: keys.enumerated().map { (Array(SHA256.hash(data: Array($1.utf8))), $0) })
     }
 
     var isEmpty: Bool { digests.isEmpty }
@@ -15,18 +23,11 @@ struct APIKeys: Sendable {
     /// How many keys there are.
     var count: Int { digests.count }
 
-    /// The tenant a request's `Authorization` value is counted for: its key's place, or
-    /// ``count`` (no key, or one that is not accepted).
-    func tenant(authorization: String?) -> Int {
-        Self.bearer(authorization).flatMap { index(of: $0) } ?? count
-    }
-
     /// Whether `presented` is one of the keys.
-    func accepts(_ presented: Substring) -> Bool { index(of: presented) != nil }
+    func accepts(_ presented: Substring) -> Bool { owner(of: presented) != nil }
 
-    /// Which of the keys `presented` is (its place in the list: the tenant the work is counted
-    /// for, never the key itself); nil when it is none of them.
-    func index(of presented: Substring) -> Int? {
+    /// The tenant `presented` is a key of (never the key itself); nil when it is none of them.
+    func owner(of presented: Substring) -> Int? {
         let digest = Array(SHA256.hash(data: Array(presented.utf8)))
         var matched = 0
         var found = 0
@@ -36,7 +37,7 @@ struct APIKeys: Sendable {
             // All ones when equal, without a branch on secret data.
             let equal = (Int(difference) - 1) >> 8
             matched |= equal & 1
-            found |= equal & index
+            found |= equal & owners[index]
         }
         return matched == 1 ? found : nil
     }

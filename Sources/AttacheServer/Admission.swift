@@ -4,13 +4,13 @@ import Synchronization
 /// anyone beyond is turned away at once (the service answers 503 with `Retry-After`). A
 /// waiter whose request is cancelled (the client went away) leaves the queue.
 ///
-/// The slots are shared by tenant (``TenantShares``): each API key's first few slots are kept
-/// for it, so a key that fills the pipeline never leaves another waiting for one; a slot given
-/// back goes to the first waiter whose tenant may take it.
+/// The slots are shared by tenant (``TenantShares``): each tenant's first few slots are kept
+/// for it, so a tenant that fills the pipeline never leaves another waiting for one; a slot
+/// given back goes to the first waiter whose tenant may take it.
 final class Admission: Sendable {
     private struct Waiter {
         var id: UInt64
-        var tenant: Int
+        var tenant: String
         var continuation: CheckedContinuation<Bool, Never>
     }
 
@@ -26,16 +26,35 @@ final class Admission: Sendable {
     /// Called with (running, waiting) after every change, for gauges.
     private let observe: @Sendable (Int, Int) -> Void
 
-    /// `tenants` tenants share the slots, the first `reserved` with a reserve (``TenantShares``).
+    /// The tenants in `shares` share the slots, each with a reserve by its share (``TenantShares``).
     init(
-        slots: Int, queue: Int, tenants: Int = 1, reserved: Int? = nil,
+        slots: Int, queue: Int, shares: [String: Int] = [:],
         observe: @escaping @Sendable (Int, Int) -> Void = { _, _ in }
     ) {
         self.slots = max(1, slots)
         self.queue = max(0, queue)
-        self.state = Mutex(
-            State(shares: TenantShares(total: max(1, slots), tenants: tenants, reserved: reserved)))
+        self.state = Mutex(State(shares: TenantShares(total: max(1, slots), shares: shares)))
         self.observe = observe
+    }
+
+    /// Takes new shares (the tenants file read again); waiters a new reserve lets in go in.
+    func share(_ shares: [String: Int]) {
+        let next: [CheckedContinuation<Bool, Never>] = state.withLock { s in
+            s.shares.share(shares)
+            return Self.admitWaiters(&s)
+        }
+        for continuation in next { continuation.resume(returning: true) }
+        report()
+    }
+
+    private static func admitWaiters(_ s: inout State) -> [CheckedContinuation<Bool, Never>] {
+        var admitted: [CheckedContinuation<Bool, Never>] = []
+        while let index = s.waiting.firstIndex(where: { s.shares.canTake($0.tenant) }) {
+            let waiter = s.waiting.remove(at: index)
+            _ = s.shares.take(waiter.tenant)
+            admitted.append(waiter.continuation)
+        }
+        return admitted
     }
 
     /// Payloads in the pipeline and payloads waiting.
@@ -43,7 +62,7 @@ final class Admission: Sendable {
 
     /// Takes a slot for `tenant`, waiting in the queue if there is room there. False: turned
     /// away (queue full) or cancelled while waiting; no slot is held then.
-    func enter(tenant: Int = 0) async -> Bool {
+    func enter(tenant: String = "") async -> Bool {
         enum Decision {
             case admitted, refused
             case wait(UInt64)
@@ -84,16 +103,10 @@ final class Admission: Sendable {
     }
 
     /// Gives `tenant`'s slot back: to the first waiter whose tenant may take it, or to the pool.
-    func leave(tenant: Int = 0) {
+    func leave(tenant: String = "") {
         let next: [CheckedContinuation<Bool, Never>] = state.withLock { s in
             s.shares.give(tenant)
-            var admitted: [CheckedContinuation<Bool, Never>] = []
-            while let index = s.waiting.firstIndex(where: { s.shares.canTake($0.tenant) }) {
-                let waiter = s.waiting.remove(at: index)
-                _ = s.shares.take(waiter.tenant)
-                admitted.append(waiter.continuation)
-            }
-            return admitted
+            return Self.admitWaiters(&s)
         }
         for continuation in next { continuation.resume(returning: true) }
         report()

@@ -26,8 +26,8 @@ public struct AttacheService: Sendable {
     let metrics = ServerMetrics()
     let hangUps = HangUps()
     let admission: Admission
-    /// The API keys; each is a tenant of the admission places, and callers without one another.
-    let keys: APIKeys
+    /// The tenants (the tenants file's and one per API key) and whose key a request carries.
+    let tenants: Tenants
     /// Payloads from their heads to their answers; beyond slots and queue, 503 on the event loop.
     let gate: LoadShedding.Gate
     /// The connections open, against ``ConnectionLimits/maxConnections``.
@@ -49,15 +49,22 @@ public struct AttacheService: Sendable {
                 store: store)
         )
         let metrics = self.metrics
-        let keys = APIKeys(configuration.apiKeys)
-        self.keys = keys
-        // A tenant per key, and one for callers without one: kept places only when they are let in.
-        let (tenants, reserved) = (keys.count + 1, keys.count + (configuration.allowAnonymous ? 1 : 0))
-        self.admission = Admission(
-            slots: configuration.maxConcurrent, queue: configuration.maxQueued, tenants: tenants, reserved: reserved)
-        self.gate = LoadShedding.Gate(
+        // The file's tenants and one per plain key; callers without a key have places kept
+        // only when they are let in.
+        let tenants = Tenants(
+            configuration.tenants.adding(.keys(configuration.apiKeys)), allowAnonymous: configuration.allowAnonymous)
+        self.tenants = tenants
+        let admission = Admission(
+            slots: configuration.maxConcurrent, queue: configuration.maxQueued, shares: tenants.shares)
+        self.admission = admission
+        let gate = LoadShedding.Gate(
             limit: admission.slots + admission.queue, retryAfterSeconds: configuration.retryAfterSeconds,
-            tenants: tenants, reserved: reserved, tenant: { keys.tenant(authorization: $0) })
+            shares: tenants.shares, tenant: { tenants.id(authorization: $0) })
+        self.gate = gate
+        tenants.observe { shares in
+            gate.share(shares)
+            admission.share(shares)
+        }
         self.connections = ConnectionCount(
             limit: configuration.connections.connectionLimit(maxConcurrent: configuration.maxConcurrent))
         self.metricsText = metricsText
@@ -76,7 +83,7 @@ public struct AttacheService: Sendable {
                 metrics: metrics, attachmentsPath: configuration.attachmentsPath, receipts: configuration.receipts,
                 tracing: Self.tracing))
         let notifications = NotificationRoute(
-            pipelines: pipelines, configuration: configuration, keys: keys,
+            pipelines: pipelines, configuration: configuration, tenants: tenants,
             admission: admission, metrics: metrics, hangUps: hangUps)
         router.post("/v1/notifications", use: notifications.handle)
 
@@ -165,7 +172,13 @@ public struct AttacheService: Sendable {
                     ])),
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: nil),
-            services: [collection, DependencyWatch(store: store, logger: logger)],
+            services: [collection, DependencyWatch(store: store, logger: logger)]
+                + (configuration.tenantsFile.map {
+                    [
+                        TenantReload(
+                            path: $0, keys: configuration.apiKeys, tenants: tenants, metrics: metrics, logger: logger)
+                    ]
+                } ?? []),
             onServerRunning: { [pipelines] channel in
                 let port = channel.localAddress?.port ?? 0
                 pipelines.bound(port: port)

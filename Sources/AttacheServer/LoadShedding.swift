@@ -27,24 +27,24 @@ final class LoadShedding: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     /// The payloads in the service, shared by every connection, by tenant (``TenantShares``:
-    /// each API key's first few places are its own, so one key sending as fast as it can never
+    /// each tenant's first few places are its own, so one sending as fast as it can never
     /// leaves another's payloads refused).
     final class Gate: Sendable {
         /// Payloads at once, from their heads to the end of their answers.
         let limit: Int
         let retryAfterSeconds: Int
-        /// The tenant of a request's `Authorization` (its key's place; the last for no key).
-        let tenant: @Sendable (String?) -> Int
+        /// The tenant of a request's `Authorization` (``Tenants/anonymous`` for no key).
+        let tenant: @Sendable (String?) -> String
         private let shares: Mutex<TenantShares>
 
         init(
-            limit: Int, retryAfterSeconds: Int, tenants: Int = 1, reserved: Int? = nil,
-            tenant: @escaping @Sendable (String?) -> Int = { _ in 0 }
+            limit: Int, retryAfterSeconds: Int, shares: [String: Int] = [:],
+            tenant: @escaping @Sendable (String?) -> String = { _ in "" }
         ) {
             self.limit = max(1, limit)
             self.retryAfterSeconds = retryAfterSeconds
             self.tenant = tenant
-            shares = Mutex(TenantShares(total: max(1, limit), tenants: tenants, reserved: reserved))
+            self.shares = Mutex(TenantShares(total: max(1, limit), shares: shares))
         }
 
         /// Payloads counted now.
@@ -52,9 +52,12 @@ final class LoadShedding: ChannelDuplexHandler, RemovableChannelHandler {
 
         /// Counts one more payload of `tenant`; false (and nothing counted) when the places it
         /// may take are taken.
-        func enter(tenant: Int = 0) -> Bool { shares.withLock { $0.take(tenant) } }
+        func enter(tenant: String = "") -> Bool { shares.withLock { $0.take(tenant) } }
 
-        func leave(tenant: Int = 0) { shares.withLock { $0.give(tenant) } }
+        func leave(tenant: String = "") { shares.withLock { $0.give(tenant) } }
+
+        /// Takes new shares (the tenants file read again).
+        func share(_ shares: [String: Int]) { self.shares.withLock { $0.share(shares) } }
     }
 
     private let gate: Gate
@@ -63,7 +66,7 @@ final class LoadShedding: ChannelDuplexHandler, RemovableChannelHandler {
     private let logger: Logger
     /// The requests handed on and not yet answered on this connection, in order: the tenant
     /// each was counted for at the gate, nil when it was not counted.
-    private var unanswered: [Int?] = []
+    private var unanswered: [String?] = []
     /// The body of a request refused here is being dropped.
     private var dropping = false
 
@@ -83,7 +86,7 @@ final class LoadShedding: ChannelDuplexHandler, RemovableChannelHandler {
                 context.fireChannelRead(data)
             } else if unanswered.isEmpty {
                 dropping = true
-                refuse(context, head: head)
+                refuse(context, head: head, tenant: tenant)
             } else {
                 unanswered.append(nil)
                 context.fireChannelRead(data)
@@ -127,7 +130,7 @@ final class LoadShedding: ChannelDuplexHandler, RemovableChannelHandler {
         return rest.first == nil || rest.first == UInt8(ascii: "?")
     }
 
-    private func refuse(_ context: ChannelHandlerContext, head request: HTTPRequestHead) {
+    private func refuse(_ context: ChannelHandlerContext, head request: HTTPRequestHead, tenant: String) {
         let started = ContinuousClock.now
         metrics.overloaded()
         let problem = Problem(
@@ -145,6 +148,6 @@ final class LoadShedding: ChannelDuplexHandler, RemovableChannelHandler {
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         RequestLogMiddleware.record(
             route: "notifications", method: "POST", status: 503, since: started,
-            code: AttacheError.Code.overloaded.rawValue, metrics: metrics, logger: logger)
+            code: AttacheError.Code.overloaded.rawValue, tenant: tenant, metrics: metrics, logger: logger)
     }
 }

@@ -16,7 +16,7 @@ import NIOCore
 struct NotificationRoute: Sendable {
     let pipelines: PipelineSlot
     let configuration: ServerConfiguration
-    let keys: APIKeys
+    let tenants: Tenants
     let admission: Admission
     let metrics: ServerMetrics
     let hangUps: HangUps
@@ -24,7 +24,16 @@ struct NotificationRoute: Sendable {
     func handle(_ request: Request, context: AttacheRequestContext) async throws -> Response {
         let arrived = ContinuousClock.now
         context.notes.route = "notifications"
-        let (tenant, place) = try authenticate(request)
+        let tenant = try authenticate(request)
+        let id = tenant?.id ?? Tenants.anonymous
+        context.notes.tenant = id
+        if let tenant, let wait = tenants.admit(tenant) {
+            metrics.rateLimited(tenant: id)
+            throw Problem(
+                .tooManyRequests, .rateLimited,
+                "this tenant's requests a second (\(tenant.rate ?? 0), burst \(tenant.burst)) are spent",
+                limit: .tenantRate, headers: [.retryAfter: String(wait)])
+        }
         let terms = try QueryTerms(request.uri.queryParameters)
         let deadline = arrived + (try requestedDeadline(request, terms))
         let seal = try requestedSeal(request)
@@ -47,21 +56,22 @@ struct NotificationRoute: Sendable {
             throw Self.tooLarge(cap)
         }
 
-        guard await admission.enter(tenant: place) else {
+        context.notes.bytesIn = body.readableBytes
+        guard await admission.enter(tenant: id) else {
             metrics.overloaded()
             throw Problem(
                 .serviceUnavailable, .overloaded,
                 "every pipeline slot (\(admission.slots)) and queue place (\(admission.queue)) is taken",
                 limit: .maxQueued, headers: [.retryAfter: String(configuration.retryAfterSeconds)])
         }
-        defer { admission.leave(tenant: place) }
+        defer { admission.leave(tenant: id) }
 
         // The work stops when the client hangs up (its connection closes) or the deadline passes.
         let bytes = Array(buffer: body)
         let pipeline = pipelines.current.writing(asked.rendition.outputFormat).making(asked.targets)
-            .encoding(asked.rendition.quality)
+            .encoding(asked.rendition.quality).fetching(from: tenant?.sources)
         let work = Task {
-            await pipeline.process(bytes, deadline: deadline, seal: seal, tenant: tenant, focus: focus)
+            await pipeline.process(bytes, deadline: deadline, seal: seal, tenant: id, focus: focus)
         }
         let watch = hangUps.watch(context.channel) { work.cancel() }
         let result = await withTaskCancellationHandler {
@@ -73,6 +83,7 @@ struct NotificationRoute: Sendable {
 
         metrics.pipeline(result)
         context.notes.outcomes = result.outcomes.map(\.reason)
+        context.notes.bytesOut = result.payload.count
         return envelope ? Self.envelope(result) : Self.plain(result)
     }
 
@@ -114,18 +125,20 @@ struct NotificationRoute: Sendable {
     /// A request without credentials passes only with `--allow-anonymous`; one that presents
     /// credentials passes only when they are an accepted key, whatever `--allow-anonymous` says
     /// (a wrong key is a client to tell, not one to let through). Returns the tenant the
-    /// payload's work is counted for — `key-N` for the N-th accepted key, `anonymous` without
-    /// one — and its place among the admission's tenants (N, or the keys' count).
-    private func authenticate(_ request: Request) throws -> (String, Int) {
+    /// payload's work is counted for (the tenants file's, `key-N` for the N-th `--api-keys`
+    /// key), nil for an anonymous caller.
+    private func authenticate(_ request: Request) throws -> Tenant? {
         guard let header = request.headers[.authorization] else {
-            if configuration.allowAnonymous { return ("anonymous", keys.count) }
+            if configuration.allowAnonymous { return nil }
             throw Problem.unauthorized("an API key is required: Authorization: Bearer <key>")
         }
-        guard let key = APIKeys.bearer(header) else {
+        guard APIKeys.bearer(header) != nil else {
             throw Problem.unauthorized("the Authorization header is not Bearer <key>")
         }
-        guard let index = keys.index(of: key) else { throw Problem.unauthorized("the API key is not accepted") }
-        return ("key-\(index)", index)
+        guard let tenant = tenants.tenant(authorization: header) else {
+            throw Problem.unauthorized("the API key is not accepted")
+        }
+        return tenant
     }
 
     /// `Attache-Deadline` header or `deadline` query (`800ms`, `2s`, or seconds), capped by

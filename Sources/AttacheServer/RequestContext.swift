@@ -28,6 +28,9 @@ final class RequestNotes: Sendable {
         var outcomes: [String] = []
         var code: String?
         var hungUp = false
+        var tenant: String?
+        var bytesIn: Int?
+        var bytesOut: Int?
     }
 
     private let fields = Mutex(Fields())
@@ -48,6 +51,23 @@ final class RequestNotes: Sendable {
     var hungUp: Bool {
         get { fields.withLock { $0.hungUp } }
         set { fields.withLock { $0.hungUp = newValue } }
+    }
+
+    /// The tenant a payload was counted for (its audit line and metrics).
+    var tenant: String? {
+        get { fields.withLock { $0.tenant } }
+        set { fields.withLock { $0.tenant = newValue } }
+    }
+
+    /// The payload's bytes in, and the answer's payload bytes out.
+    var bytesIn: Int? {
+        get { fields.withLock { $0.bytesIn } }
+        set { fields.withLock { $0.bytesIn = newValue } }
+    }
+
+    var bytesOut: Int? {
+        get { fields.withLock { $0.bytesOut } }
+        set { fields.withLock { $0.bytesOut = newValue } }
     }
 
     /// The error code of a refused request.

@@ -98,11 +98,15 @@ struct RequestLogMiddleware: RouterMiddleware {
         }
         // A client that hung up mid-request is counted as nginx counts it (499), not as a refusal.
         let hungUp = context.notes.hungUp
+        // A payload's line is its audit line too: the tenant and the bytes in and out.
+        var extra: Logger.Metadata = [:]
+        if let bytes = context.notes.bytesIn { extra["bytes_in"] = "\(bytes)" }
+        if let bytes = context.notes.bytesOut { extra["bytes_out"] = "\(bytes)" }
         Self.record(
             route: context.notes.route ?? routeName(context.endpointPath), method: request.method.rawValue,
             status: hungUp ? Self.clientClosed : response.status.code, since: start,
-            outcomes: context.notes.outcomes, code: hungUp ? "client_gone" : context.notes.code, metrics: metrics,
-            logger: context.logger)
+            outcomes: context.notes.outcomes, code: hungUp ? "client_gone" : context.notes.code,
+            tenant: context.notes.tenant, extra: extra, metrics: metrics, logger: context.logger)
         return response
     }
 
@@ -114,12 +118,15 @@ struct RequestLogMiddleware: RouterMiddleware {
     /// answered in front of it).
     static func record(
         route: String, method: String, status: Int, since start: ContinuousClock.Instant, outcomes: [String] = [],
-        code: String? = nil, extra: Logger.Metadata = [:], metrics: ServerMetrics, logger: Logger
+        code: String? = nil, tenant: String? = nil, extra: Logger.Metadata = [:], metrics: ServerMetrics,
+        logger: Logger
     ) {
         let seconds = (ContinuousClock.now - start).milliseconds / 1000
         metrics.request(route: route, method: method, status: status, seconds: seconds)
+        if let tenant { metrics.tenantRequest(tenant: tenant, status: status) }
         guard logger.logLevel <= .info else { return }
         var metadata = extra
+        if let tenant { metadata["tenant"] = "\(tenant)" }
         metadata["method"] = "\(method)"
         metadata["route"] = "\(route)"
         metadata["status"] = "\(status)"

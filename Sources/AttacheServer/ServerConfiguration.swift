@@ -24,6 +24,12 @@ public struct ServerConfiguration: Sendable {
     /// API keys accepted in `Authorization: Bearer`; several at once for rotation. Empty: no
     /// key is accepted (the service refuses to start that way unless told to run open).
     public var apiKeys: [String] = []
+    /// A tenants file (`--tenants`): named tenants with their key digests, shares, rates and
+    /// media hosts (docs/tenants.md), read again on SIGHUP and when it changes. Each
+    /// ``apiKeys`` key is a tenant of its own beside them (`key-N`).
+    public var tenantsFile: String?
+    /// The tenants the file held when the service was set up.
+    var tenants = TenantTable()
     /// Run `POST /v1/notifications` without caller authentication (tests, demos on loopback).
     public var allowAnonymous = false
     /// Take delivery receipts: `POST <attachment URL>` with `{"result", "code", "ms"}` from the

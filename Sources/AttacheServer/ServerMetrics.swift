@@ -46,6 +46,37 @@ final class ServerMetrics: Sendable {
         instruments.time.recordSeconds(seconds)
     }
 
+    private struct TenantKey: Hashable {
+        var tenant: String
+        var status: Int
+    }
+
+    private let tenantRequests = Mutex<[TenantKey: Counter]>([:])
+
+    /// Payloads answered, by tenant (ids from the tenants file and `key-N`: a bounded set) and
+    /// status.
+    func tenantRequest(tenant: String, status: Int) {
+        let key = TenantKey(tenant: tenant, status: status)
+        let counter = tenantRequests.withLock { known in
+            if let found = known[key] { return found }
+            let made = Counter(
+                label: "attache_tenant_requests_total", dimensions: [("tenant", tenant), ("status", String(status))])
+            known[key] = made
+            return made
+        }
+        counter.increment()
+    }
+
+    /// A payload refused for its tenant's rate.
+    func rateLimited(tenant: String) {
+        Counter(label: "attache_tenant_rate_limited_total", dimensions: [("tenant", tenant)]).increment()
+    }
+
+    /// A tenants file read again: `applied`, or `refused` (the old one kept).
+    func tenantsReload(_ result: String) {
+        Counter(label: "attache_tenants_reloads_total", dimensions: [("result", result)]).increment()
+    }
+
     /// Per attachment of a processed payload: stage times, outcomes, refusals and bytes.
     func pipeline(_ result: PipelineResult) {
         for outcome in result.outcomes {

@@ -164,7 +164,20 @@ final class SettingsReading {
             problem("apiKeys", "every API key must be at least 16 printable ASCII characters")
         }
         configuration.apiKeys = keys
-        if keys.isEmpty && !configuration.allowAnonymous {
+        if let path = text("tenants"), !path.isEmpty {
+            configuration.tenantsFile = path
+            switch TenantTable.load(path) {
+            case .success(let table):
+                configuration.tenants = table
+                let plain = Set(TenantTable.keys(keys).tenants.flatMap(\.keys))
+                if table.tenants.contains(where: { $0.keys.contains(where: plain.contains) }) {
+                    problem("tenants", "a key of the tenants file is given to --api-keys too")
+                }
+            case .failure(let error):
+                for line in error.problems { problem("tenants", line) }
+            }
+        }
+        if keys.isEmpty && configuration.tenants.tenants.isEmpty && !configuration.allowAnonymous {
             problems.append(
                 "no API key: give \(ServerSettings.setting("apiKeys").environment) or \(named("apiKeyFiles")), "
                     + "or allow anonymous callers with --allow-anonymous")

@@ -77,6 +77,11 @@ public enum ServerSettings {
                 key: "apiKeyFiles", help: "Files of API keys, one per line (comma-separated list of files).",
                 defaultText: "none", secret: false),
             .init(
+                key: "tenants",
+                help:
+                    "A tenants file: named tenants with key digests, shares, rates and media hosts (read again on SIGHUP and on change).",
+                defaultText: "none", secret: false),
+            .init(
                 "allowAnonymous", "Accept POST /v1/notifications without an API key (loopback demos).",
                 .flag(\.allowAnonymous)),
             .init(

@@ -185,16 +185,50 @@ static curl_socket_t on_open_socket(void *user, curlsocktype purpose, struct cur
     return socket(address->family, address->socktype, address->protocol);
 }
 
-static int host_allowed(char **allowed, const char *host) {
-    for (; *allowed != NULL; allowed++) {
-        const char *rule = *allowed;
-        if (strcasecmp(rule, host) == 0) return 1;
-        if (rule[0] == '*' && rule[1] == '.') {
-            size_t hl = strlen(host), sl = strlen(rule + 1);
-            if (hl > sl && strcasecmp(host + hl - sl, rule + 1) == 0) return 1;
-        }
+// "example.com" names that host; "*.example.com" any host below it.
+static int host_rule_matches(const char *rule, const char *host) {
+    if (strcasecmp(rule, host) == 0) return 1;
+    if (rule[0] == '*' && rule[1] == '.') {
+        size_t hl = strlen(host), sl = strlen(rule + 1);
+        if (hl > sl && strcasecmp(host + hl - sl, rule + 1) == 0) return 1;
     }
     return 0;
+}
+
+static int host_allowed(char **allowed, const char *host) {
+    for (; *allowed != NULL; allowed++)
+        if (host_rule_matches(*allowed, host)) return 1;
+    return 0;
+}
+
+// A deny rule that matches refuses; with any allow rule, one must match.
+static int source_permitted(char **rules, const char *host) {
+    int allows = 0, allowed = 0;
+    for (; *rules != NULL; rules++) {
+        const char *rule = *rules;
+        int deny = rule[0] == '-';
+        if (rule[0] != '-' && rule[0] != '+') continue;
+        if (!deny) allows = 1;
+        if (host_rule_matches(rule + 1, host)) {
+            if (deny) return 0;
+            allowed = 1;
+        }
+    }
+    return allowed || !allows;
+}
+
+static char **copy_list(const char *const *list) {
+    if (list == NULL) return NULL;
+    size_t n = 0;
+    while (list[n] != NULL) n++;
+    char **copy = calloc(n + 1, sizeof(char *));
+    for (size_t i = 0; copy != NULL && i < n; i++) copy[i] = strdup(list[i]);
+    return copy;
+}
+
+static void free_list(char **list) {
+    for (char **item = list; item != NULL && *item != NULL; item++) free(*item);
+    free(list);
 }
 
 // Called before each request is sent (first hop and every redirect, on a new or reused
@@ -222,6 +256,11 @@ static int on_prereq(void *user, char *conn_primary_ip, char *conn_local_ip, int
     }
     if (t->allowed_hosts != NULL && !host_allowed(t->allowed_hosts, parts.host)) {
         t->abort_reason = ATT_ABORT_HOST_NOT_ALLOWED;
+        set_detail(t, parts.host);
+        return CURL_PREREQFUNC_ABORT;
+    }
+    if (t->source_rules != NULL && !source_permitted(t->source_rules, parts.host)) {
+        t->abort_reason = ATT_ABORT_SOURCE_NOT_ALLOWED;
         set_detail(t, parts.host);
         return CURL_PREREQFUNC_ABORT;
     }
@@ -370,11 +409,14 @@ att_transfer *att_transfer_new(const att_transfer_options *o, att_error *error) 
     t->budget = o->budget;
     t->declared_length = -1;
     atomic_init(&t->cancelled, 0);
-    if (o->allowed_hosts != NULL) {
-        size_t n = 0;
-        while (o->allowed_hosts[n] != NULL) n++;
-        t->allowed_hosts = calloc(n + 1, sizeof(char *));
-        for (size_t i = 0; t->allowed_hosts != NULL && i < n; i++) t->allowed_hosts[i] = strdup(o->allowed_hosts[i]);
+    t->allowed_hosts = copy_list(o->allowed_hosts);
+    t->source_rules = copy_list(o->source_rules);
+    if ((o->allowed_hosts != NULL && t->allowed_hosts == NULL) ||
+        (o->source_rules != NULL && t->source_rules == NULL)) {
+        // A rule list that could not be kept is not taken as none.
+        att_set_error(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
+        att_transfer_free(t);
+        return NULL;
     }
 
     if (set_options(t, o, error) != 0) {
@@ -389,8 +431,8 @@ void att_transfer_free(att_transfer *t) {
     if (t->easy != NULL) curl_easy_cleanup(t->easy);
     curl_slist_free_all(t->resolve);
     curl_slist_free_all(t->headers);
-    for (char **host = t->allowed_hosts; host != NULL && *host != NULL; host++) free(*host);
-    free(t->allowed_hosts);
+    free_list(t->allowed_hosts);
+    free_list(t->source_rules);
     free(t->body);
     free(t);
 }

@@ -36,6 +36,7 @@ struct att_transfer {
     atomic_int cancelled;
     uint64_t tag;
     char **allowed_hosts;
+    char **source_rules;
     char detail[96];
     char error[CURL_ERROR_SIZE];
 };

@@ -14,7 +14,8 @@ import Testing
         (.decoderMemoryExceeded, "decoder_memory_exceeded"), (.tooLarge, "too_large"), (.timedOut, "timed_out"),
         (.encodeFailed, "encode_failed"), (.ioError, "io_error"), (.internalError, "internal_error"),
         (.dnsFailed, "dns_failed"), (.connectFailed, "connect_failed"), (.blockedAddress, "blocked_address"),
-        (.hostNotAllowed, "host_not_allowed"), (.invalidURL, "invalid_url"), (.schemeNotAllowed, "scheme_not_allowed"),
+        (.hostNotAllowed, "host_not_allowed"), (.sourceNotAllowed, "source_not_allowed"),
+        (.invalidURL, "invalid_url"), (.schemeNotAllowed, "scheme_not_allowed"),
         (.tooManyRedirects, "too_many_redirects"), (.tooSlow, "too_slow"), (.httpStatus, "http_status"),
         (.tlsFailed, "tls_failed"), (.badResponse, "bad_response"), (.cancelled, "cancelled"),
         (.fetchFailed, "fetch_failed"), (.storeFull, "store_full"), (.notFound, "not_found"),
@@ -23,7 +24,7 @@ import Testing
         (.invalidPayload, "invalid_payload"), (.payloadTooLarge, "payload_too_large"),
         (.tooManySources, "too_many_sources"), (.budgetExceeded, "budget_exceeded"), (.sealFailed, "seal_failed"),
         (.unauthorized, "unauthorized"), (.requestTooLarge, "request_too_large"),
-        (.invalidRequest, "invalid_request"), (.overloaded, "overloaded"),
+        (.invalidRequest, "invalid_request"), (.overloaded, "overloaded"), (.rateLimited, "rate_limited"),
     ]
 
     static let limits: [(AttacheError.Limit, String)] = [
@@ -39,6 +40,7 @@ import Testing
         (.maxPayloadBytes, "max_payload_bytes"), (.maxSources, "max_sources"),
         (.maxPayloadFetchBytes, "max_payload_fetch_bytes"), (.maxPayloadStoreBytes, "max_payload_store_bytes"),
         (.maxRequestBytes, "max_request_bytes"), (.maxQueued, "max_queued"), (.maxConnections, "max_connections"),
+        (.tenantRate, "tenant_rate"),
     ]
 
     @Test func everyCodeKeepsItsString() {

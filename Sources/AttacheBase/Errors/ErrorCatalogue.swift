@@ -49,6 +49,9 @@ extension AttacheError.Code {
     public static let blockedAddress = Self(rawValue: "blocked_address")
     /// A hop names a host off the configured allowlist.
     public static let hostNotAllowed = Self(rawValue: "host_not_allowed")
+    /// A hop names a host the caller's own media hosts do not include, or deny (a tenant's
+    /// `sources`; the host is the `detail`).
+    public static let sourceNotAllowed = Self(rawValue: "source_not_allowed")
     /// The URL cannot be used: unparseable, userinfo, too long.
     public static let invalidURL = Self(rawValue: "invalid_url")
     /// The URL or a redirect uses a scheme the policy does not allow.
@@ -110,18 +113,21 @@ extension AttacheError.Code {
     public static let invalidRequest = Self(rawValue: "invalid_request")
     /// Every pipeline slot and queue place is taken: try again after `Retry-After` (HTTP 503).
     public static let overloaded = Self(rawValue: "overloaded")
+    /// The caller's tenant is over its request rate: try again after `Retry-After` (HTTP 429).
+    public static let rateLimited = Self(rawValue: "rate_limited")
 
     /// Every code, in catalogue order.
     public static let all: [Self] = [
         .corruptData, .truncated, .emptyInput, .unsupportedType, .unsupportedVariant, .tooManyPixels,
         .dimensionsTooLarge, .tooManyFrames, .tooManyScans, .decoderMemoryExceeded, .tooLarge, .timedOut,
         .encodeFailed, .ioError, .internalError, .dnsFailed, .connectFailed, .blockedAddress, .hostNotAllowed,
-        .invalidURL, .schemeNotAllowed, .tooManyRedirects, .tooSlow, .httpStatus, .tlsFailed, .badResponse,
+        .sourceNotAllowed, .invalidURL, .schemeNotAllowed, .tooManyRedirects, .tooSlow, .httpStatus, .tlsFailed,
+        .badResponse,
         .cancelled, .fetchFailed, .storeFull, .notFound, .accessDenied, .invalidInput, .storeCorrupt,
         .storeUnavailable, .invalidPayload, .payloadTooLarge, .tooManySources, .budgetExceeded, .sealFailed,
         .unauthorized,
         .requestTooLarge,
-        .invalidRequest, .overloaded,
+        .invalidRequest, .overloaded, .rateLimited,
     ]
 }
 
@@ -203,6 +209,8 @@ extension AttacheError.Limit {
     public static let maxQueued = Self(rawValue: "max_queued")
     /// Connections open at once (`--max-connections`, from the descriptor limit).
     public static let maxConnections = Self(rawValue: "max_connections")
+    /// A tenant's requests a second and burst (its `rate` and `burst` in the tenants file).
+    public static let tenantRate = Self(rawValue: "tenant_rate")
 
     /// Every limit name, in catalogue order.
     public static let all: [Self] = [
@@ -210,7 +218,7 @@ extension AttacheError.Limit {
         .maxMediaSeconds, .maxVideoPixels, .maxStreams, .maxItems, .maxImageBytes,
         .maxAudioBytes, .maxVideoBytes, .maxFetchBytes, .gifMaxBytes, .maxRedirects, .lowSpeed, .maxStoreBytes,
         .maxStoreObjects, .maxInputBytes, .maxJSONDepth, .maxPayloadBytes, .maxSources, .maxPayloadFetchBytes,
-        .maxPayloadStoreBytes, .maxRequestBytes, .maxQueued, .maxConnections,
+        .maxPayloadStoreBytes, .maxRequestBytes, .maxQueued, .maxConnections, .tenantRate,
     ]
 
     /// The byte cap of a media category.

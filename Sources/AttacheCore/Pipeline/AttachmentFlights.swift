@@ -21,6 +21,8 @@ final class AttachmentFlights: Sendable {
         var small: String?
         var targets: [String]
         var options: ThumbnailOptions
+        /// The sender's media hosts (a run under other rules is not this one's to join).
+        var mediaHosts: SourceRules?
     }
 
     private final class Flight: Sendable {

@@ -82,11 +82,20 @@ extension Pipeline {
                 source, deadline: deadline, budgets: budgets, sealed: sealed, group: group, targets: targets,
                 focus: focus)
         }
+        // A host the sender may not fetch from is refused before a stored rendition or another
+        // payload's run could answer for it.
+        if let hosts = configuration.mediaHosts, let refusal = fetcher.refusal(for: source.url, sources: hosts),
+            refusal.code == .sourceNotAllowed
+        {
+            var outcome = AttachmentOutcome(url: source.url, convention: source.convention)
+            (outcome.error, outcome.failedStage) = (refusal, "fetch")
+            return outcome
+        }
         guard !sealed else { return await alone() }
         let keys = pieceKeys(source, targets: targets, focus: focus)
         let key = AttachmentFlights.Key(
             url: source.url, rendition: keys.rendition, small: keys.small, targets: keys.targets,
-            options: source.options)
+            options: source.options, mediaHosts: configuration.mediaHosts)
         let (shared, joined) = await flights.run(key, alone)
         guard joined else { return shared }
         // Another payload's run ended for lack of its time, with time left for this one.
@@ -155,7 +164,8 @@ extension Pipeline {
             // re-encoded under them.
             let readLimits = configuration.sourceLimits
             let media = try await fetcher.fetch(
-                source.url, deadline: deadline, limits: readLimits, budget: budgets.fetch)
+                source.url, deadline: deadline, limits: readLimits, budget: budgets.fetch,
+                sources: configuration.mediaHosts)
             outcome.fetchedBytes = Int64(media.bytes.count)
             trace.fetched(media)
             next(\.validate)

@@ -99,6 +99,16 @@ public final class Pipeline: Sendable {
         return with(configuration)
     }
 
+    /// This pipeline fetching only from the hosts `sources` permits (a tenant's media hosts),
+    /// everything else alike.
+    public func fetching(from sources: SourceRules?) -> Pipeline {
+        let sources = sources?.isEmpty == true ? nil : sources
+        guard sources != configuration.mediaHosts else { return self }
+        var configuration = self.configuration
+        configuration.mediaHosts = sources
+        return with(configuration)
+    }
+
     /// Processes one payload before `deadline` (default: now + the configured deadline).
     ///
     /// With `sealTo` (or an `attache-seal` member in the payload naming a key), the payload is

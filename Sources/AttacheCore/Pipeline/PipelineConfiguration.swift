@@ -1,4 +1,5 @@
 public import AttacheBase
+public import AttacheFetch
 public import AttacheMedia
 public import AttacheSeal
 
@@ -9,6 +10,9 @@ public struct PipelineConfiguration: Sendable {
     /// Where stored attachments are served: descriptors get `<baseURL>/<token>/<id>.<ext>`
     /// (the token is URL-safe, and the URL ends in the kind's extension).
     public var baseURL = "http://127.0.0.1:8080/attachments"
+    /// The media hosts this payload's sender may fetch from (a tenant's), on top of the fetch
+    /// policy, on the URL and every hop; nil: whatever the policy allows.
+    public var mediaHosts: SourceRules? = nil
     /// The rendition images get (longest side 1024 by default, GIF budgets, device budget).
     public var rendition = RenditionSpec()
     /// Image decoding limits.

@@ -77,6 +77,10 @@ typedef struct {
     const char *ca_file;
     /// Hosts allowed on every hop ("example.com", "*.example.com"), NULL-terminated; NULL = any.
     const char *const *allowed_hosts;
+    /// A caller's own source rules on top of `allowed_hosts` (a tenant's), checked on every hop:
+    /// "+example.com" or "+*.example.com" allows, "-..." denies; a deny that matches refuses,
+    /// and with any allow rule a host must match one. NULL-terminated; NULL = none.
+    const char *const *source_rules;
     /// Bytes left in a budget shared by several transfers (a payload's); NULL = none. A
     /// declared length is reserved whole before the body is read (and what was not received
     /// is given back when the transfer ends); bytes past it, or without one, are taken as
@@ -109,6 +113,8 @@ typedef enum {
     ATT_ABORT_HEADER_TOO_LARGE = 8,
     /// A response's header is malformed: Content-Length values that disagree or are not numbers.
     ATT_ABORT_BAD_RESPONSE = 9,
+    /// A hop names a host the caller's source rules refuse (`source_rules`).
+    ATT_ABORT_SOURCE_NOT_ALLOWED = 10,
 } att_abort_reason;
 
 /// The most header bytes one response (each redirect's, each 1xx's) may send: 64 KiB.

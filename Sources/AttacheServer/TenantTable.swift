@@ -1,0 +1,235 @@
+import AttacheBase
+import AttacheCore
+import AttacheFetch
+import Crypto
+import Foundation
+
+/// A named caller of the service: its keys (SHA-256 digests, several at once for rotation) and
+/// its own limits and media hosts.
+struct Tenant: Sendable, Hashable {
+    var id: String
+    var keys: [[UInt8]]
+    /// Its weight in the admission places' reserves (``TenantShares``) and in the cores' share.
+    var share = 1
+    /// Requests a second, and how many may come at once above it (nil: no rate limit).
+    var rate: Double? = nil
+    var burst = 1
+    /// Hosts it may fetch from, on top of the fetch policy (nil: the policy's).
+    var sources: SourceRules? = nil
+}
+
+/// The tenants the service knows: from `--tenants FILE` and one per `--api-keys` key (`key-N`).
+struct TenantTable: Sendable, Hashable {
+    var tenants: [Tenant] = []
+
+    /// The tenant of each key, by the key's digest.
+    var byDigest: [([UInt8], Int)] {
+        tenants.enumerated().flatMap { index, tenant in tenant.keys.map { ($0, index) } }
+    }
+
+    /// The tenants of plain keys: `key-0`, `key-1`, … in their order.
+    static func keys(_ keys: [String]) -> TenantTable {
+        TenantTable(
+            tenants: keys.enumerated().map { index, key in
+                Tenant(id: "key-\(index)", keys: [Array(SHA256.hash(data: Array(key.utf8)))])
+            })
+    }
+
+    /// This table and `other`'s tenants after it.
+    func adding(_ other: TenantTable) -> TenantTable { TenantTable(tenants: tenants + other.tenants) }
+
+    /// Reads a tenants file; every problem is one line naming the line and key.
+    static func load(_ path: String) -> Result<TenantTable, TenantFileError> {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return .failure(TenantFileError(problems: ["cannot read \(path)"]))
+        }
+        return parse(Array(data), name: path)
+    }
+
+    /// The keys a tenant row may have.
+    static let rowKeys = ["id", "keys", "share", "rate", "burst", "sources"]
+
+    static func parse(_ bytes: [UInt8], name: String) -> Result<TenantTable, TenantFileError> {
+        var problems: [String] = []
+        func line(_ offset: Int?) -> String {
+            guard let offset else { return name }
+            return "\(name):\(bytes.prefix(offset).reduce(1) { $0 + ($1 == 0x0A ? 1 : 0) })"
+        }
+        let root: JSONValue
+        do throws(AttacheError) {
+            root = try JSONParser.parse(bytes)
+        } catch {
+            return .failure(
+                TenantFileError(problems: [
+                    "\(name): " + error.message.replacingOccurrences(of: "member name", with: "key")
+                ]))
+        }
+        guard case .object(let top) = root else {
+            return .failure(TenantFileError(problems: ["\(name): the file is one JSON object with \"tenants\""]))
+        }
+        for member in top where member.key != "tenants" {
+            problems.append(
+                "\(line(member.sourceRange?.lowerBound)): \"\(member.key)\" is not a key of the file (tenants)")
+        }
+        guard let listMember = top.first(where: { $0.key == "tenants" }), case .array(let rows) = listMember.value
+        else {
+            return .failure(TenantFileError(problems: problems + ["\(name): \"tenants\" is a list of tenants"]))
+        }
+        var table = TenantTable()
+        var seenIDs: Set<String> = []
+        var seenKeys: Set<[UInt8]> = []
+        var index = 0
+        for row in rows {
+            index += 1
+            guard case .object(let members) = row else {
+                problems.append("\(line(listMember.valueStart)): tenant \(index) is not an object")
+                continue
+            }
+            let at = members.first?.sourceRange?.lowerBound ?? listMember.valueStart
+            func problem(_ key: String, _ text: String) {
+                let offset = members.first { $0.key == key }?.sourceRange?.lowerBound ?? at
+                problems.append("\(line(offset)): tenant \(index) \"\(key)\": \(text)")
+            }
+            for member in members where !rowKeys.contains(member.key) {
+                let typed = Array(member.key.lowercased())
+                let nearest = rowKeys.map { ($0, ServerSettings.editDistance(typed, Array($0))) }
+                    .min { $0.1 < $1.1 }.flatMap { $0.1 <= 2 ? $0.0 : nil }
+                problems.append(
+                    "\(line(member.sourceRange?.lowerBound)): tenant \(index): \"\(member.key)\" is not a tenant key"
+                        + (nearest.map { "; did you mean \"\($0)\"?" } ?? ""))
+            }
+            var tenant = Tenant(id: "", keys: [])
+            let row = JSONValue.object(members)
+            if let id = row["id"]?.stringValue, Self.validID(id) {
+                if seenIDs.contains(id) { problem("id", "'\(id)' is another tenant's too") }
+                seenIDs.insert(id)
+                tenant.id = id
+            } else {
+                problem("id", "an id is 1-64 of a-z 0-9 . _ - (starting with a letter or digit)")
+            }
+            if case .array(let keys)? = row["keys"], !keys.isEmpty {
+                for key in keys {
+                    guard let text = key.stringValue, let digest = Self.digest(text) else {
+                        problem("keys", "each key is \"sha256:\" and the 64 hex digits of the key's SHA-256")
+                        continue
+                    }
+                    if seenKeys.contains(digest) { problem("keys", "a key is listed twice") }
+                    seenKeys.insert(digest)
+                    tenant.keys.append(digest)
+                }
+            } else {
+                problem("keys", "a list of one or more key digests (\"sha256:<hex>\")")
+            }
+            if let share = row["share"] {
+                if let value = Self.integer(share), (1...64).contains(value) {
+                    tenant.share = value
+                } else {
+                    problem("share", "a whole number from 1 to 64")
+                }
+            }
+            if let rate = row["rate"] {
+                if case .number(let text) = rate, let value = DecimalText.number(text), value > 0, value <= 1e6 {
+                    tenant.rate = value
+                    tenant.burst = max(1, Int(value.rounded(.up)))
+                } else {
+                    problem("rate", "requests a second, above 0 and at most 1000000")
+                }
+            }
+            if let burst = row["burst"] {
+                if tenant.rate == nil {
+                    problem("burst", "a burst needs a rate")
+                } else if let value = Self.integer(burst), (1...1_000_000).contains(value) {
+                    tenant.burst = value
+                } else {
+                    problem("burst", "a whole number of requests from 1 to 1000000")
+                }
+            }
+            if let sources = row["sources"] {
+                switch Self.sources(sources) {
+                case .success(let rules): tenant.sources = rules
+                case .failure(let why): problem("sources", why.problems.joined(separator: "; "))
+                }
+            }
+            table.tenants.append(tenant)
+        }
+        return problems.isEmpty ? .success(table) : .failure(TenantFileError(problems: problems))
+    }
+
+    /// `{"allow": [...], "deny": [...]}`.
+    static func sources(_ value: JSONValue) -> Result<SourceRules, TenantFileError> {
+        guard case .object(let members) = value else {
+            return .failure(TenantFileError(problems: ["an object with \"allow\" and/or \"deny\" lists of hosts"]))
+        }
+        var problems: [String] = []
+        var lists: [String: [String]] = [:]
+        for member in members {
+            guard ["allow", "deny"].contains(member.key) else {
+                problems.append("\"\(member.key)\" is not allow or deny")
+                continue
+            }
+            guard case .array(let items) = member.value else {
+                problems.append("\(member.key) is a list of hosts")
+                continue
+            }
+            for item in items {
+                guard let host = item.stringValue else {
+                    problems.append("\(member.key) holds a host name as a string")
+                    continue
+                }
+                if let why = SourceRules.problem(host) {
+                    problems.append(why)
+                } else {
+                    lists[member.key, default: []].append(host)
+                }
+            }
+        }
+        guard problems.isEmpty else { return .failure(TenantFileError(problems: problems)) }
+        return .success(SourceRules(allow: lists["allow"] ?? [], deny: lists["deny"] ?? []))
+    }
+
+    static func validID(_ id: String) -> Bool {
+        guard let first = id.utf8.first, id.utf8.count <= 64, !id.hasPrefix("key-"), id != "anonymous" else {
+            return false
+        }
+        func allowed(_ byte: UInt8) -> Bool {
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+        }
+        return allowed(first)
+            && id.utf8.allSatisfy {
+                allowed($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
+            }
+    }
+
+    /// `sha256:<64 hex>` as its 32 bytes.
+    static func digest(_ text: String) -> [UInt8]? {
+        guard text.hasPrefix("sha256:") else { return nil }
+        let hex = Array(text.utf8.dropFirst(7))
+        guard hex.count == 64 else { return nil }
+        var bytes: [UInt8] = []
+        for i in stride(from: 0, to: 64, by: 2) {
+            guard let high = Self.nibble(hex[i]), let low = Self.nibble(hex[i + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
+    }
+
+    private static func nibble(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    private static func integer(_ value: JSONValue) -> Int? {
+        guard case .number(let text) = value, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return Int(text)
+    }
+}
+
+/// What is wrong with a tenants file, a line each.
+struct TenantFileError: Error, Sendable {
+    var problems: [String]
+}

@@ -1,0 +1,184 @@
+import AttacheBase
+import AttacheFetch
+import AttacheTestSupport
+import Crypto
+import Foundation
+import Testing
+
+@testable import AttacheServer
+
+/// Named tenants from a tenants file: their keys (digests), rates and media hosts, and the file
+/// read again while the service runs.
+@Suite struct TenantsTests {
+    static func digest(_ key: String) -> String {
+        "sha256:" + SHA256.hash(data: Array(key.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    static let acmeKey = "acme-key-0123456789abcdef"
+    static let mediaKey = "media-key-0123456789abcdef"
+    static let lateKey = "late-key-0123456789abcdef"
+
+    static func write(_ text: String, to path: String) throws {
+        // Written aside and renamed: the service never reads half a file.
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path + ".new"))
+        guard rename(path + ".new", path) == 0 else { throw CocoaError(.fileWriteUnknown) }
+    }
+
+    @Test("a tenants file is read whole, or refused with each problem's line and key")
+    func theFileIsReadWholeOrRefused() throws {
+        let good = """
+            {"tenants": [
+              {"id": "acme", "keys": ["\(Self.digest(Self.acmeKey))"], "share": 2, "rate": 5, "burst": 10,
+               "sources": {"allow": ["cdn.acme.test", ".acme-media.test"], "deny": ["bad.acme-media.test"]}},
+              {"id": "media", "keys": ["\(Self.digest(Self.mediaKey))", "\(Self.digest(Self.lateKey))"]}
+            ]}
+            """
+        let table = try TenantTable.parse(Array(good.utf8), name: "tenants.json").get()
+        #expect(table.tenants.map(\.id) == ["acme", "media"])
+        let acme = table.tenants[0]
+        #expect(acme.share == 2 && acme.rate == 5 && acme.burst == 10 && acme.keys.count == 1)
+        let hosts = try #require(acme.sources)
+        #expect(hosts.permits("cdn.acme.test") && hosts.permits("img.acme-media.test"))
+        #expect(!hosts.permits("bad.acme-media.test") && !hosts.permits("acme-media.test") && !hosts.permits("x.test"))
+        #expect(table.tenants[1].rate == nil && table.tenants[1].keys.count == 2 && table.tenants[1].sources == nil)
+
+        let bad = """
+            {"tenants": [
+              {"id": "acme", "keys": ["\(Self.digest(Self.acmeKey))"], "rat": 5},
+              {"id": "acme", "keys": ["sha256:12"]},
+              {"id": "Bad Id", "keys": ["\(Self.digest(Self.acmeKey))"], "burst": 3,
+               "sources": {"allow": ["http://x.test/"]}}
+            ]}
+            """
+        guard case .failure(let error) = TenantTable.parse(Array(bad.utf8), name: "tenants.json") else {
+            Issue.record("a bad file was taken")
+            return
+        }
+        let text = error.problems.joined(separator: "\n")
+        #expect(
+            text.contains("tenants.json:2: tenant 1: \"rat\" is not a tenant key; did you mean \"rate\"?"), "\(text)")
+        #expect(text.contains("tenants.json:3: tenant 2 \"id\": 'acme' is another tenant's too"), "\(text)")
+        #expect(text.contains("tenants.json:3: tenant 2 \"keys\": each key is \"sha256:\""), "\(text)")
+        #expect(text.contains("tenants.json:4: tenant 3 \"id\""), "\(text)")
+        #expect(text.contains("tenant 3 \"keys\": a key is listed twice"), "\(text)")
+        #expect(text.contains("tenant 3 \"burst\": a burst needs a rate"), "\(text)")
+        #expect(text.contains("tenant 3 \"sources\": 'http://x.test/' is not a host name"), "\(text)")
+        // A key written twice in a row is refused, not the last taken.
+        let twice = #"{"tenants": [{"id": "a", "id": "b", "keys": []}]}"#
+        #expect(throws: TenantFileError.self) { try TenantTable.parse(Array(twice.utf8), name: "t").get() }
+    }
+
+    @Test("a tenant's rate answers 429 past its burst, and another tenant is not slowed")
+    func aTenantOverItsRateGets429() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path + "/tenants.json"
+        // One request a minute after a burst of three: the fourth within the test is over it.
+        try Self.write(
+            #"{"tenants": [{"id": "acme", "keys": ["\#(Self.digest(Self.acmeKey))"], "rate": 0.0167, "burst": 3}]}"#,
+            to: file)
+        let service = try await ServiceTests.start {
+            $0.tenantsFile = file
+            $0.tenants = try! TenantTable.load(file).get()
+        }
+        defer { Task { await service.stop() } }
+        let post = service.base + "/v1/notifications"
+        let plain = Array(#"{"aps":{"alert":"hi"}}"#.utf8)
+        let acme = ["Authorization": "Bearer \(Self.acmeKey)"]
+        for n in 0..<3 {
+            let answer = try await curl("POST", post, headers: acme, body: plain)
+            #expect(answer.status == 200, "request \(n): \(answer.status) \(answer.text)")
+        }
+        let over = try await curl("POST", post, headers: acme, body: plain)
+        #expect(over.status == 429, "\(over.status) \(over.text)")
+        #expect(over.text.contains("\"code\":\"rate_limited\"") && over.text.contains("\"limit\":\"tenant_rate\""))
+        let wait = Int(over.headers["retry-after"] ?? "") ?? 0
+        #expect((1...60).contains(wait), "Retry-After \(wait)")
+        // The plain keys are tenants of their own, without a rate.
+        for _ in 0..<5 {
+            #expect(try await curl("POST", post, headers: ServiceTests.auth, body: plain).status == 200)
+        }
+        let metrics = try await curl("GET", service.base + "/metrics").text
+        #expect(metrics.contains(#"attache_tenant_rate_limited_total{tenant="acme"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"attache_tenant_requests_total{tenant="acme",status="429"}"#))
+    }
+
+    @Test("a tenant fetches only from its media hosts: the URL, every redirect, and never a stored copy")
+    func aTenantsMediaHosts() async throws {
+        let media = try ServiceTests.mediaServer()
+        // `localhost` and `127.0.0.1` are the same server under two names.
+        media.route("/hop.jpg") { _, c in c.redirect(to: media.url("/photo.jpg")) }
+        let directory = try TemporaryDirectory()
+        let file = directory.path + "/tenants.json"
+        try Self.write(
+            #"{"tenants": [{"id": "media", "keys": ["\#(Self.digest(Self.mediaKey))"], "sources": {"allow": ["localhost"]}}]}"#,
+            to: file)
+        let service = try await ServiceTests.start {
+            $0.tenantsFile = file
+            $0.tenants = try! TenantTable.load(file).get()
+        }
+        defer { Task { await service.stop() } }
+        let post = service.base + "/v1/notifications?envelope=true"
+        let mine = ["Authorization": "Bearer \(Self.mediaKey)"]
+        func code(_ answer: HTTPAnswer) throws -> String? {
+            let report = (try answer.json()["report"] as? [String: Any])?["attachments"] as? [[String: Any]]
+            return (report?.first?["error"] as? [String: Any])?["code"] as? String
+        }
+        // Stored first for another tenant, whose hosts are the policy's.
+        let other = try await curl(
+            "POST", post, headers: ServiceTests.auth, body: payload(image: media.url("/photo.jpg")))
+        #expect(try other.json()["outcome"] as? String == "mutated", "\(other.text)")
+        // The same URL for "media": off its hosts, so neither fetched nor served from the store.
+        let refused = try await curl("POST", post, headers: mine, body: payload(image: media.url("/photo.jpg")))
+        let refusedCode = try code(refused)
+        #expect(refused.status == 200 && refusedCode == "source_not_allowed", "\(refused.text)")
+        #expect(try refused.json()["outcome"] as? String != "mutated")
+        let local = media.url("/photo.jpg").replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        let allowed = try await curl("POST", post, headers: mine, body: payload(image: local))
+        #expect(try allowed.json()["outcome"] as? String == "mutated", "\(allowed.text)")
+        // A redirect from its host to another is refused on the hop.
+        let hop = media.url("/hop.jpg").replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        let redirected = try await curl("POST", post, headers: mine, body: payload(image: hop))
+        let redirectedCode = try code(redirected)
+        #expect(redirectedCode == "source_not_allowed", "\(redirected.text)")
+    }
+
+    @Test("the file read again when it changes: a key added works, one taken out is refused, a bad file keeps the old")
+    func aChangedFileIsReadAgain() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path + "/tenants.json"
+        try Self.write(#"{"tenants": [{"id": "acme", "keys": ["\#(Self.digest(Self.acmeKey))"]}]}"#, to: file)
+        let service = try await ServiceTests.start {
+            $0.tenantsFile = file
+            $0.tenants = try! TenantTable.load(file).get()
+        }
+        defer { Task { await service.stop() } }
+        let post = service.base + "/v1/notifications"
+        let plain = Array(#"{"aps":{"alert":"hi"}}"#.utf8)
+        func status(_ key: String) async throws -> Int {
+            try await curl("POST", post, headers: ["Authorization": "Bearer \(key)"], body: plain).status
+        }
+        #expect(try await status(Self.acmeKey) == 200)
+        #expect(try await status(Self.lateKey) == 401)
+        // acme's key rotated: the old one out, a new one in, and a new tenant.
+        try Self.write(
+            """
+            {"tenants": [{"id": "acme", "keys": ["\(Self.digest(Self.mediaKey))"]},
+                         {"id": "late", "keys": ["\(Self.digest(Self.lateKey))"]}]}
+            """, to: file)
+        #expect(await eventually { try await status(Self.lateKey) == 200 }, "the new key")
+        #expect(try await status(Self.acmeKey) == 401, "the key taken out")
+        #expect(try await status(Self.mediaKey) == 200)
+        #expect(service.service.tenants.shares.keys.sorted() == ["acme", "key-0", "key-1", "late"])
+        // A bad file: refused, the tenants in use stay.
+        try Self.write(#"{"tenants": [{"id": "acme", "keys": ["sha256:00"]}]}"#, to: file)
+        #expect(
+            await eventually {
+                try await curl("GET", service.base + "/metrics").text.contains(
+                    #"attache_tenants_reloads_total{result="refused"} 1"#)
+            })
+        let late = try await status(Self.lateKey)
+        let rotated = try await status(Self.mediaKey)
+        let plainKey = try await status(RunningService.apiKey)
+        #expect(late == 200 && rotated == 200 && plainKey == 200)
+    }
+}
