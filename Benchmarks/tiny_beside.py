@@ -44,17 +44,25 @@ def main():
     ap.add_argument("--tiny", type=int, default=300)
     ap.add_argument("--deadline", default="300ms")
     ap.add_argument("--tag", default="tiny")
+    ap.add_argument("--interval", type=float, default=0.02, help="seconds between two tiny payloads")
+    ap.add_argument("--warm", type=float, default=5, help="seconds the heavy clients run first")
+    ap.add_argument("--pace", type=float, default=0, help="requests a second per heavy client (0: as fast as it can)")
     args = ap.parse_args()
     target = urllib.parse.urlsplit(args.target)
     files = [line.strip() for line in open(args.files) if line.strip()]
     stop = threading.Event()
     heavy_done = [0]
+    heavy_statuses = {}
     lock = threading.Lock()
     counter = [0]
 
     def heavy(number):
         connection = http.client.HTTPConnection(target.hostname, target.port, timeout=300)
+        next_at = time.perf_counter()
         while not stop.is_set():
+            if args.pace > 0:
+                next_at += 1 / args.pace
+                time.sleep(max(0, next_at - time.perf_counter()))
             with lock:
                 i = counter[0]
                 counter[0] += 1
@@ -64,18 +72,21 @@ def main():
             except (http.client.HTTPException, OSError):
                 connection = http.client.HTTPConnection(target.hostname, target.port, timeout=300)
                 continue
-            if status == 200 and attached == "1":
-                with lock:
+            with lock:
+                heavy_statuses[str(status)] = heavy_statuses.get(str(status), 0) + 1
+                if status == 200 and attached == "1":
                     heavy_done[0] += 1
 
     threads = [threading.Thread(target=heavy, args=(n,), daemon=True) for n in range(args.clients)]
     for t in threads:
         t.start()
-    time.sleep(5)  # the heavy payloads fill the service first
+    time.sleep(args.warm)  # the heavy payloads fill the service first
     connection = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
-    times, attached, statuses = [], 0, {}
+    times, attached, statuses, attached_each = [], 0, {}, []
     started = time.perf_counter()
     heavy_before = heavy_done[0]
+    with lock:
+        heavy_sent_before = sum(heavy_statuses.values())
     for k in range(args.tiny):
         url = f"{args.media_base}/{args.tiny_path}?{args.tag}={k}"
         start = time.perf_counter()
@@ -83,9 +94,12 @@ def main():
         times.append(time.perf_counter() - start)
         statuses[str(status)] = statuses.get(str(status), 0) + 1
         attached += answer == "1"
-        time.sleep(0.02)
+        attached_each.append(answer == "1")
+        time.sleep(args.interval)
     wall = time.perf_counter() - started
     heavy_meanwhile = heavy_done[0] - heavy_before
+    with lock:
+        heavy_sent = sum(heavy_statuses.values()) - heavy_sent_before
     stop.set()
     ms = lambda s: round(s * 1000, 1)
     print(json.dumps({
@@ -94,7 +108,9 @@ def main():
         "attached_share": round(attached / args.tiny, 4),
         "p50_ms": ms(percentile(times, 50)), "p90_ms": ms(percentile(times, 90)),
         "p99_ms": ms(percentile(times, 99)), "max_ms": ms(max(times)), "statuses": statuses,
-        "heavy_images_per_s": round(heavy_meanwhile / wall, 2),
+        "within_300ms_attached": sum(1 for t, a in zip(times, attached_each) if a and t <= 0.3),
+        "heavy_images_per_s": round(heavy_meanwhile / wall, 2), "heavy_statuses": heavy_statuses,
+        "heavy_requests_per_s": round(heavy_sent / wall, 1),
     }))
     for t in threads:
         t.join(timeout=120)

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Tenants under attack, on loopback (docs/benchmarks.md, "Tenants"): release build of `attache
+# serve`, nginx serving the photos as the media host, and in one run:
+#   1. isolation: tenant A posts payloads naming distinct 5-20 MP photos on 40 connections as fast
+#      as it can; tenant B posts a tiny payload (a 128x96 JPEG, a distinct URL, ?deadline=300ms)
+#      every 100 ms: B's answer times and how many were attached within 300 ms — with a tenants
+#      file, and at the defaults (two --api-keys, no file);
+#   2. a burst: tenant C (rate 20/s, burst 20) posts tiny payloads on 4 connections at 10x its
+#      rate (200/s), then as fast as it can (mostly answered 429), while B posts as in 1; B's p99
+#      against B alone;
+#   3. rotation under load: 16 clients post small payloads on three keys of one tenant; the file
+#      is rewritten (one key out, one in) and the service gets SIGHUP: the answers on the keys
+#      that stayed valid that were not 200, and how soon the old key was refused.
+#   bash Benchmarks/tenants.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+bash prepare.sh >/dev/null
+need=()
+for p in nginx-light curl; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+(cd .. && bash scripts/release.sh --product attache >/dev/null)
+bin=$(cd .. && swift build -c release --show-bin-path)/attache
+work=$(realpath work)/tenants
+rm -rf "$work" && mkdir -p "$work"
+media_port=8911 service_port=8912
+key_a=tenant-a-key-0000000000000000 key_b=tenant-b-key-0000000000000000 key_c=tenant-c-key-0000000000000000
+key_keep=rotation-keep-000000000000000 key_old=rotation-old-0000000000000000 key_new=rotation-new-0000000000000000
+pids=()
+trap 'kill ${pids[*]} 2>/dev/null || true; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true' EXIT
+digest() { printf 'sha256:%s' "$(printf '%s' "$1" | sha256sum | cut -d' ' -f1)"; }
+
+python3 - > "$work/files" <<'PY'
+import glob
+from PIL import Image
+for f in sorted(glob.glob("work/jpeg/*.jpg")):
+    w, h = Image.open(f).size
+    if 5e6 <= w * h <= 20e6:
+        print(f[len("work/"):])
+PY
+python3 -c "from PIL import Image; Image.radial_gradient('L').resize((128, 96)).convert('RGB').save('work/tiny.jpg', quality=85)"
+echo "tiny.jpg" > "$work/tiny-files"
+
+cat > "$work/nginx.conf" <<CONF
+user root;
+worker_processes 2;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    keepalive_requests 1000000;
+    types { image/jpeg jpg; }
+    server { listen 127.0.0.1:$media_port; root $PWD/work; }
+}
+CONF
+nginx -c "$work/nginx.conf"
+media="http://127.0.0.1:$media_port"
+wait_for() { for _ in $(seq 1 300); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
+
+start_service() {
+    "$bin" serve --port $service_port --store "$work/store" --allow-loopback --gc-interval 0s --log-level warning \
+        "$@" > "$work/service.log" 2>&1 &
+    service=$!
+    pids+=($service)
+    wait_for "http://127.0.0.1:$service_port/healthz"
+}
+stop_service() { kill "$service"; wait "$service" 2>/dev/null || true; }
+
+cat > "$work/tenants.json" <<JSON
+{"tenants": [
+  {"id": "a", "keys": ["$(digest $key_a)"]},
+  {"id": "b", "keys": ["$(digest $key_b)"]},
+  {"id": "c", "keys": ["$(digest $key_c)"], "rate": 20, "burst": 20}
+]}
+JSON
+
+# 1. Isolation, with the tenants file and at the defaults.
+start_service --tenants "$work/tenants.json"
+echo "B's tiny payloads every 100 ms beside A on 40 connections (tenants file):"
+python3 tiny_beside.py "http://127.0.0.1:$service_port" $key_a $key_b "$media" "$work/files" tiny.jpg \
+    --clients 40 --tiny 300 --interval 0.1 --deadline 300ms --tag file | tee "$work/isolation-file.json"
+
+# 2. A burst of C beside B; B alone first.
+echo "B alone:"
+python3 tiny_beside.py "http://127.0.0.1:$service_port" $key_c $key_b "$media" "$work/tiny-files" tiny.jpg \
+    --clients 0 --warm 0 --tiny 300 --interval 0.1 --deadline 300ms --tag alone | tee "$work/burst-alone.json"
+echo "B beside C at its rate on 4 connections (C: rate 20/s, burst 20):"
+python3 tiny_beside.py "http://127.0.0.1:$service_port" $key_c $key_b "$media" "$work/tiny-files" tiny.jpg \
+    --clients 4 --pace 5 --warm 1 --tiny 300 --interval 0.1 --deadline 300ms --tag atrate | tee "$work/atrate.json"
+echo "B beside C at 10x its rate on 4 connections:"
+python3 tiny_beside.py "http://127.0.0.1:$service_port" $key_c $key_b "$media" "$work/tiny-files" tiny.jpg \
+    --clients 4 --pace 50 --warm 1 --tiny 300 --interval 0.1 --deadline 300ms --tag burst | tee "$work/burst.json"
+echo "B beside C as fast as it can on 4 connections:"
+python3 tiny_beside.py "http://127.0.0.1:$service_port" $key_c $key_b "$media" "$work/tiny-files" tiny.jpg \
+    --clients 4 --warm 1 --tiny 300 --interval 0.1 --deadline 300ms --tag flood | tee "$work/flood.json"
+stop_service
+
+start_service --api-keys $key_a,$key_b
+echo "B's tiny payloads every 100 ms beside A on 40 connections (defaults: two --api-keys):"
+python3 tiny_beside.py "http://127.0.0.1:$service_port" $key_a $key_b "$media" "$work/files" tiny.jpg \
+    --clients 40 --tiny 300 --interval 0.1 --deadline 300ms --tag defaults | tee "$work/isolation-defaults.json"
+stop_service
+
+# 3. Rotation under load.
+cat > "$work/rotation.json" <<JSON
+{"tenants": [{"id": "r", "keys": ["$(digest $key_keep)", "$(digest $key_old)"]}]}
+JSON
+cat > "$work/rotation-new.json" <<JSON
+{"tenants": [{"id": "r", "keys": ["$(digest $key_keep)", "$(digest $key_new)"]}]}
+JSON
+start_service --tenants "$work/rotation.json"
+echo "rotation under load (16 clients; one key out, one in, SIGHUP):"
+python3 rotation.py "http://127.0.0.1:$service_port" "$media" tiny.jpg "$work/rotation.json" "$work/rotation-new.json" \
+    "$service" $key_keep $key_old $key_new --clients 16 | tee "$work/rotation.json.out"
+stop_service
+
+python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+file, defaults = (json.load(open(f"{w}/isolation-{n}.json")) for n in ("file", "defaults"))
+alone, burst = json.load(open(f"{w}/burst-alone.json")), json.load(open(f"{w}/burst.json"))
+flood, atrate = json.load(open(f"{w}/flood.json")), json.load(open(f"{w}/atrate.json"))
+rotation = json.loads(open(f"{w}/rotation.json.out").read())
+for name, r in (("tenants file", file), ("defaults", defaults)):
+    print(f"isolation ({name}): B p50 {r['p50_ms']} ms, p90 {r['p90_ms']} ms, p99 {r['p99_ms']} ms, "
+          f"attached within 300 ms {r['within_300ms_attached']}/{r['tiny']}; A {r['heavy_images_per_s']} images/s, "
+          f"A's answers {r['heavy_statuses']}")
+for name, r in (("at its rate", atrate), ("at 10x its rate", burst), ("as fast as it can", flood)):
+    print(f"C {name} ({r['heavy_requests_per_s']} requests/s): B p99 {r['p99_ms']} ms against {alone['p99_ms']} ms "
+          f"alone ({r['p99_ms'] / alone['p99_ms']:.2f}x), p50 {r['p50_ms']} against {alone['p50_ms']}; "
+          f"C's answers {r['heavy_statuses']}; against B beside C at its rate {r['p99_ms'] / atrate['p99_ms']:.2f}x")
+print(f"rotation: {rotation['answers']} answers; keep not 200: {rotation['keep_not_200']}/{rotation['keep']}, "
+      f"new after its first 200 not 200: {rotation['new_after_not_200']}/{rotation['new_after_first_200']}, "
+      f"old refused {rotation['old_refused_after_s']} s after SIGHUP, old 200s later than 1 s: "
+      f"{rotation['old_200_later_than_1s']}, new accepted {rotation['new_accepted_after_s']} s after")
+PY
