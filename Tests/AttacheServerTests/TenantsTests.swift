@@ -181,4 +181,54 @@ import Testing
         let plainKey = try await status(RunningService.apiKey)
         #expect(late == 200 && rotated == 200 && plainKey == 200)
     }
+
+    @Test("attache serve reads the file again on SIGHUP, and refuses to start on a bad one with its lines")
+    func aSignalReadsTheFileAgain() async throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.path + "/tenants.json"
+        let first = #"{"tenants": [{"id": "acme", "keys": ["\#(Self.digest(Self.acmeKey))"]}]}"#
+        try Self.write(first, to: file)
+        let child = try ChildProcess(
+            try attacheExecutable(),
+            ["serve", "--port", "0", "--store", directory.path + "/store", "--tenants", file, "--allow-loopback"])
+        defer { child.send(SIGTERM) }
+        func logged() -> String { String(decoding: child.errorsSoFar, as: UTF8.self) }
+        #expect(await eventually { logged().contains("listening") || !child.isRunning }, "\(logged())")
+        let range = try #require(
+            logged().range(of: #"address=http://127\.0\.0\.1:[0-9]+/"#, options: .regularExpression))
+        let port = try #require(Int(logged()[range].split(separator: ":").last!.dropLast()))
+        let post = "http://127.0.0.1:\(port)/v1/notifications"
+        let plain = Array(#"{"aps":{"alert":"hi"}}"#.utf8)
+        func status(_ key: String) async throws -> Int {
+            try await curl("POST", post, headers: ["Authorization": "Bearer \(key)"], body: plain).status
+        }
+        #expect(try await status(Self.acmeKey) == 200)
+        #expect(try await status(Self.lateKey) == 401)
+        // The same size, inode and time: only the signal can say the file changed.
+        var before = stat()
+        #expect(stat(file, &before) == 0)
+        let second = first.replacingOccurrences(of: Self.digest(Self.acmeKey), with: Self.digest(Self.lateKey))
+        let handle = try #require(FileHandle(forWritingAtPath: file))
+        try handle.write(contentsOf: Data(second.utf8))
+        try handle.close()
+        var times = [before.st_atim, before.st_mtim]
+        #expect(utimensat(AT_FDCWD, file, &times, 0) == 0)
+        try await Task.sleep(for: .seconds(2))
+        #expect(try await status(Self.lateKey) == 401, "not read again without the signal")
+        child.send(SIGHUP)
+        #expect(await eventually { try await status(Self.lateKey) == 200 }, "\(logged().suffix(1000))")
+        #expect(try await status(Self.acmeKey) == 401)
+        #expect(
+            logged().contains("tenants read again") && logged().contains("reason=SIGHUP"), "\(logged().suffix(1000))")
+
+        // At start a bad file is the service's problem to name, not one to run with.
+        try Self.write(#"{"tenants": [{"id": "acme", "keys": ["sha256:0"], "sharee": 2}]}"#, to: file)
+        let bad = try runChild(
+            try attacheExecutable(),
+            ["serve", "--port", "0", "--store", directory.path + "/store2", "--tenants", file, "--check-config"])
+        #expect(bad.status != 0, "\(bad.text) \(bad.errorText)")
+        let said = bad.text + bad.errorText
+        #expect(
+            said.contains("tenants.json:1: tenant 1 \"keys\"") && said.contains("did you mean \"share\"?"), "\(said)")
+    }
 }
