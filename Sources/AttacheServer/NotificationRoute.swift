@@ -38,7 +38,9 @@ struct NotificationRoute: Sendable {
         let deadline = arrived + (try requestedDeadline(request, terms))
         let seal = try requestedSeal(request)
         let envelope = try terms.flag("envelope") ?? false
-        let asked = try requestedSettings(terms, pipelines.current.configuration)
+        // The service's settings, the tenant's over them, the request's terms over those.
+        let pipeline = pipelines.current
+        let asked = try requestedSettings(terms, tenant?.applied(to: pipeline.configuration) ?? pipeline.configuration)
         let focus = try requestedFocus(terms)
 
         // The cap is checked from Content-Length before a byte is read, and again while reading.
@@ -68,10 +70,9 @@ struct NotificationRoute: Sendable {
 
         // The work stops when the client hangs up (its connection closes) or the deadline passes.
         let bytes = Array(buffer: body)
-        let pipeline = pipelines.current.writing(asked.rendition.outputFormat).making(asked.targets)
-            .encoding(asked.rendition.quality).fetching(from: tenant?.sources)
+        let configured = pipeline.configured(asked).fetching(from: tenant?.sources)
         let work = Task {
-            await pipeline.process(bytes, deadline: deadline, seal: seal, tenant: id, focus: focus)
+            await configured.process(bytes, deadline: deadline, seal: seal, tenant: id, focus: focus)
         }
         let watch = hangUps.watch(context.channel) { work.cancel() }
         let result = await withTaskCancellationHandler {

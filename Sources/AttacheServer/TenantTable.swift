@@ -9,13 +9,26 @@ import Foundation
 struct Tenant: Sendable, Hashable {
     var id: String
     var keys: [[UInt8]]
-    /// Its weight in the admission places' reserves (``TenantShares``) and in the cores' share.
+    /// Its weight in the admission places' reserves (``TenantShares``) and in the cores' share
+    /// (the workers' scheduler).
     var share = 1
     /// Requests a second, and how many may come at once above it (nil: no rate limit).
     var rate: Double? = nil
     var burst = 1
     /// Hosts it may fetch from, on top of the fetch policy (nil: the policy's).
     var sources: SourceRules? = nil
+    /// Its own values of pipeline settings (by row key, as text), over the service's and under
+    /// a request's terms.
+    var settings: [String: String] = [:]
+
+    /// `configuration` with this tenant's settings over it (checked when the file was read).
+    func applied(to configuration: PipelineConfiguration) -> PipelineConfiguration {
+        guard !settings.isEmpty || share != configuration.coreShare else { return configuration }
+        var configuration = configuration
+        _ = PipelineSettings.read({ settings[$0] }, into: &configuration)
+        configuration.coreShare = share
+        return configuration
+    }
 }
 
 /// The tenants the service knows: from `--tenants FILE` and one per `--api-keys` key (`key-N`).
@@ -47,7 +60,7 @@ struct TenantTable: Sendable, Hashable {
     }
 
     /// The keys a tenant row may have.
-    static let rowKeys = ["id", "keys", "share", "rate", "burst", "sources"]
+    static let rowKeys = ["id", "keys", "share", "rate", "burst", "sources", "settings"]
 
     static func parse(_ bytes: [UInt8], name: String) -> Result<TenantTable, TenantFileError> {
         var problems: [String] = []
@@ -144,6 +157,12 @@ struct TenantTable: Sendable, Hashable {
                     problem("burst", "a whole number of requests from 1 to 1000000")
                 }
             }
+            if let settings = row["settings"] {
+                switch Self.settings(settings) {
+                case .success(let values): tenant.settings = values
+                case .failure(let why): problem("settings", why.problems.joined(separator: "; "))
+                }
+            }
             if let sources = row["sources"] {
                 switch Self.sources(sources) {
                 case .success(let rules): tenant.sources = rules
@@ -153,6 +172,43 @@ struct TenantTable: Sendable, Hashable {
             table.tenants.append(tenant)
         }
         return problems.isEmpty ? .success(table) : .failure(TenantFileError(problems: problems))
+    }
+
+    /// Pipeline settings a tenant may hold: every row but those that read a file.
+    static let notPerTenant: Set<String> = ["categories"]
+
+    /// `{"qualityTarget": 85, "androidMaxBytes": 40000, …}`: pipeline settings by their keys,
+    /// each value read by its row as a request's term or a flag would be.
+    static func settings(_ value: JSONValue) -> Result<[String: String], TenantFileError> {
+        guard case .object(let members) = value else {
+            return .failure(TenantFileError(problems: ["an object of pipeline settings by key"]))
+        }
+        var problems: [String] = []
+        var values: [String: String] = [:]
+        for member in members {
+            guard let setting = PipelineSettings.named(member.key), !notPerTenant.contains(member.key) else {
+                let typed = Array(member.key.lowercased())
+                let near = PipelineSettings.all.map {
+                    ($0.key, ServerSettings.editDistance(typed, Array($0.key.lowercased())))
+                }
+                .min { $0.1 < $1.1 }.flatMap { $0.1 <= 2 ? $0.0 : nil }
+                problems.append(
+                    "\"\(member.key)\" is not a pipeline setting a tenant may hold"
+                        + (near.map { "; did you mean \"\($0)\"?" } ?? ""))
+                continue
+            }
+            switch member.value {
+            case .string(let text): values[setting.key] = text
+            case .number(let text): values[setting.key] = text
+            case .bool(let flag): values[setting.key] = flag ? "true" : "false"
+            default: problems.append("\(member.key) is a string, a number or true/false")
+            }
+        }
+        var probe = PipelineConfiguration()
+        for refused in PipelineSettings.read({ values[$0] }, into: &probe) {
+            problems.append("\(refused.setting.key): \(refused.refusal.said(refused.text))")
+        }
+        return problems.isEmpty ? .success(values) : .failure(TenantFileError(problems: problems))
     }
 
     /// `{"allow": [...], "deny": [...]}`.

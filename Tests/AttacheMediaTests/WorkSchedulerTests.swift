@@ -259,6 +259,47 @@ import Testing
         #expect(finished.firstIndex(of: "other")! < 3, "\(finished)")
     }
 
+    @Test("busy tenants share the cores by their weights: a weight of 3 gets three jobs done to one's one")
+    func tenantsShareByWeight() async throws {
+        for (heavyWeight, atLeast) in [(3, 5), (1, 3)] {
+            let scheduler = WorkScheduler(.init(cores: 1, memory: 1 << 30))
+            let order = Recorder<String>()
+            // The core is held while both tenants' jobs are queued, so the order is the scheduler's.
+            let release = Flag()
+            let blocker = Task {
+                let deadline = WorkDeadline.none
+                await scheduler.run(
+                    group: .payload(of: "blocker"), estimate: .init(seconds: 0.3, memory: 0), deadline: deadline
+                ) {
+                    while !release.isSet { _ = try? Self.work(.milliseconds(5), deadline) }
+                }
+            }
+            await Self.eventually { scheduler.load.running == 1 }
+            var jobs: [Task<Void, Never>] = []
+            for index in 0..<12 {
+                let (tenant, weight) = index % 2 == 0 ? ("big", heavyWeight) : ("small", 1)
+                jobs.append(
+                    Task {
+                        let deadline = WorkDeadline.none
+                        await scheduler.run(
+                            group: .payload(of: tenant, weight: weight), estimate: .init(seconds: 0.3, memory: 0),
+                            deadline: deadline
+                        ) {
+                            _ = try? Self.work(.milliseconds(60), deadline)
+                            order.append(tenant)
+                        }
+                    })
+            }
+            await Self.eventually { scheduler.inFlight == 13 }
+            release.set()
+            await blocker.value
+            for job in jobs { await job.value }
+            let first = order.values.prefix(8)
+            let big = first.filter { $0 == "big" }.count
+            #expect(big >= atLeast && (heavyWeight > 1 || big <= 5), "weight \(heavyWeight): \(order.values)")
+        }
+    }
+
     @Test("a job whose memory does not fit waits, before allocating it, until the memory is free")
     func memoryAdmission() async throws {
         let scheduler = WorkScheduler(.init(cores: 2, memory: 100 << 20))

@@ -231,4 +231,46 @@ import Testing
         #expect(
             said.contains("tenants.json:1: tenant 1 \"keys\"") && said.contains("did you mean \"share\"?"), "\(said)")
     }
+
+    @Test("a tenant's settings are over the service's and under a request's terms; a bad one is named")
+    func aTenantsSettings() async throws {
+        let bad =
+            #"{"tenants": [{"id": "a", "keys": [], "settings": {"qualityTarge": 85, "androidMaxBytes": "x", "categories": "/etc/hosts"}}]}"#
+        guard case .failure(let error) = TenantTable.parse(Array(bad.utf8), name: "t.json") else {
+            Issue.record("bad settings were taken")
+            return
+        }
+        let text = error.problems.joined(separator: "\n")
+        #expect(
+            text.contains(
+                "\"qualityTarge\" is not a pipeline setting a tenant may hold; did you mean \"qualityTarget\"?"),
+            "\(text)")
+        #expect(text.contains("\"categories\" is not a pipeline setting a tenant may hold"), "\(text)")
+        #expect(text.contains("androidMaxBytes: 'x' is not"), "\(text)")
+
+        let media = try ServiceTests.mediaServer()
+        let directory = try TemporaryDirectory()
+        let file = directory.path + "/tenants.json"
+        try Self.write(
+            #"{"tenants": [{"id": "fixed", "keys": ["\#(Self.digest(Self.acmeKey))"], "settings": {"quality": 60, "smallSide": 0}}]}"#,
+            to: file)
+        let service = try await ServiceTests.start {
+            $0.tenantsFile = file
+            $0.tenants = try! TenantTable.load(file).get()
+        }
+        defer { Task { await service.stop() } }
+        func attachment(_ key: String, query: String = "", n: Int) async throws -> [String: Any] {
+            let answer = try await curl(
+                "POST", service.base + "/v1/notifications?envelope=true" + query,
+                headers: ["Authorization": "Bearer \(key)"], body: payload(image: media.url("/photo.jpg?n=\(n)")))
+            let report = (try answer.json()["report"] as? [String: Any])?["attachments"] as? [[String: Any]]
+            return try #require(report?.first, "\(answer.text)")
+        }
+        let tenants = try await attachment(Self.acmeKey, n: 1)
+        #expect(tenants["quality"] as? Int == 60 && tenants["score"] == nil, "\(tenants)")
+        let asked = try await attachment(Self.acmeKey, query: "&quality=70", n: 2)
+        #expect(asked["quality"] as? Int == 70, "the request's term over the tenant's: \(asked)")
+        let service_ = try await attachment(RunningService.apiKey, n: 3)
+        #expect(service_["score"] != nil, "another tenant keeps the service's auto: \(service_)")
+    }
 }

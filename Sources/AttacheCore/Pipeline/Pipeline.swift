@@ -99,6 +99,10 @@ public final class Pipeline: Sendable {
         return with(configuration)
     }
 
+    /// This pipeline with `configuration` (a tenant's settings and a request's terms over the
+    /// service's): same fetcher, same store, same attachments under way.
+    public func configured(_ configuration: PipelineConfiguration) -> Pipeline { with(configuration) }
+
     /// This pipeline fetching only from the hosts `sources` permits (a tenant's media hosts),
     /// everything else alike.
     public func fetching(from sources: SourceRules?) -> Pipeline {
@@ -216,7 +220,8 @@ public final class Pipeline: Sendable {
         let sealed = shape.seal != nil
         let (outcomes, unfinished) = await runAll(sources, deadline: deadline) { [self] source in
             await run(
-                source, deadline: deadline, budgets: budgets, sealed: sealed, group: WorkGroup.payload(of: tenant))
+                source, deadline: deadline, budgets: budgets, sealed: sealed,
+                group: WorkGroup.payload(of: tenant, weight: configuration.coreShare))
         }
         return written(outcomes + skipped, unfinished: unfinished)
     }

@@ -13,6 +13,9 @@ public struct PipelineConfiguration: Sendable {
     /// The media hosts this payload's sender may fetch from (a tenant's), on top of the fetch
     /// policy, on the URL and every hop; nil: whatever the policy allows.
     public var mediaHosts: SourceRules? = nil
+    /// The sender's weight in the cores' share between senders (a tenant's `share`, 1 to 64):
+    /// the workers' scheduler gives busy senders the cores in proportion to theirs.
+    public var coreShare = 1
     /// The rendition images get (longest side 1024 by default, GIF budgets, device budget).
     public var rendition = RenditionSpec()
     /// Image decoding limits.

@@ -112,6 +112,8 @@ extension WorkScheduler {
         /// what a payload busy all along is owed.
         var clock: UInt64 = 0
         var payloads = 0
+        /// A tenant's weight, from its first job while it is busy.
+        var weight: UInt64 = 1
     }
 
     /// How far ahead in core time a tenant may be of another before its light work no longer
@@ -122,15 +124,21 @@ extension WorkScheduler {
         var jobs: [UInt64: Job] = [:]
         var tenants: [String: Share] = [:]
         var payloads: [WorkGroup: Share] = [:]
-        /// The tenants' virtual clock: core time over the number of busy tenants.
+        /// The tenants' virtual clock: core time over the busy tenants' weights.
         var clock: UInt64 = 0
+        /// The busy tenants' weights together.
+        var weights: UInt64 = 0
         var running = 0
         var started = 0
 
         mutating func add(_ job: Job) {
             jobs[job.id] = job
             let tenant = job.group.tenant
-            if tenants[tenant] == nil { tenants[tenant] = Share(virtual: clock, jobs: 0) }
+            if tenants[tenant] == nil {
+                let weight = UInt64(max(1, job.group.weight))
+                tenants[tenant] = Share(virtual: clock, jobs: 0, weight: weight)
+                weights += weight
+            }
             tenants[tenant]!.jobs += 1
             if payloads[job.group] == nil {
                 payloads[job.group] = Share(virtual: tenants[tenant]!.clock, jobs: 0)
@@ -152,7 +160,10 @@ extension WorkScheduler {
                 tenants[tenant]!.payloads -= 1
             }
             tenants[tenant]!.jobs -= 1
-            if tenants[tenant]!.jobs == 0 { tenants[tenant] = nil }
+            if tenants[tenant]!.jobs == 0 {
+                weights -= tenants[tenant]!.weight
+                tenants[tenant] = nil
+            }
         }
 
         /// Counts the CPU time a running job has had since it was last counted (`now`: its
@@ -167,11 +178,13 @@ extension WorkScheduler {
             job.attained += spent
             payloads[job.group]?.virtual += spent
             if var share = tenants[job.group.tenant] {
-                share.virtual += spent
+                // A tenant's time runs slower by its weight: a weight of 3 is owed three times
+                // the cores of a weight of 1 while both are busy.
+                share.virtual += spent / share.weight
                 share.clock += spent / UInt64(max(1, share.payloads))
                 tenants[job.group.tenant] = share
             }
-            clock += spent / UInt64(max(1, tenants.count))
+            clock += spent / max(1, weights)
         }
 
         /// A job's key within its tenant: its payload's virtual time, less the core time the job

@@ -14,10 +14,13 @@ public struct WorkGroup: Hashable, Sendable {
     public var tenant: String
     /// The payload: its jobs share the payload's part of its tenant's.
     public var payload: UInt64
+    /// The tenant's weight: busy tenants share the cores in proportion to theirs (1 to 64).
+    public var weight = 1
 
-    /// A group of its own for a new payload of `tenant`.
-    public static func payload(of tenant: String = "") -> WorkGroup {
-        WorkGroup(tenant: tenant, payload: nextPayload.add(1, ordering: .relaxed).newValue)
+    /// A group of its own for a new payload of `tenant`, whose share of the cores is `weight`.
+    public static func payload(of tenant: String = "", weight: Int = 1) -> WorkGroup {
+        WorkGroup(
+            tenant: tenant, payload: nextPayload.add(1, ordering: .relaxed).newValue, weight: min(64, max(1, weight)))
     }
 
     private static let nextPayload = Atomic<UInt64>(0)
