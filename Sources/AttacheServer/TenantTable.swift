@@ -1,6 +1,7 @@
 import AttacheBase
 import AttacheCore
 import AttacheFetch
+import AttacheStore
 import Crypto
 import Foundation
 
@@ -20,13 +21,16 @@ struct Tenant: Sendable, Hashable {
     /// Its own values of pipeline settings (by row key, as text), over the service's and under
     /// a request's terms.
     var settings: [String: String] = [:]
+    /// Its own store quota, within the store's (nil: none of its own).
+    var storeMaxBytes: Int64? = nil
+    var storeMaxObjects: Int? = nil
 
     /// `configuration` with this tenant's settings over it (checked when the file was read).
     func applied(to configuration: PipelineConfiguration) -> PipelineConfiguration {
-        guard !settings.isEmpty || share != configuration.coreShare else { return configuration }
         var configuration = configuration
-        _ = PipelineSettings.read({ settings[$0] }, into: &configuration)
+        if !settings.isEmpty { _ = PipelineSettings.read({ settings[$0] }, into: &configuration) }
         configuration.coreShare = share
+        configuration.storeOwner = StoreOwner(id: id, maxBytes: storeMaxBytes, maxObjects: storeMaxObjects)
         return configuration
     }
 }
@@ -60,7 +64,9 @@ struct TenantTable: Sendable, Hashable {
     }
 
     /// The keys a tenant row may have.
-    static let rowKeys = ["id", "keys", "share", "rate", "burst", "sources", "settings"]
+    static let rowKeys = [
+        "id", "keys", "share", "rate", "burst", "sources", "settings", "storeMaxBytes", "storeMaxObjects",
+    ]
 
     static func parse(_ bytes: [UInt8], name: String) -> Result<TenantTable, TenantFileError> {
         var problems: [String] = []
@@ -155,6 +161,20 @@ struct TenantTable: Sendable, Hashable {
                     tenant.burst = value
                 } else {
                     problem("burst", "a whole number of requests from 1 to 1000000")
+                }
+            }
+            if let bytes = row["storeMaxBytes"] {
+                if let value = Self.integer(bytes), value >= 1 {
+                    tenant.storeMaxBytes = Int64(value)
+                } else {
+                    problem("storeMaxBytes", "a whole number of bytes, at least 1")
+                }
+            }
+            if let objects = row["storeMaxObjects"] {
+                if let value = Self.integer(objects), value >= 1 {
+                    tenant.storeMaxObjects = value
+                } else {
+                    problem("storeMaxObjects", "a whole number of objects, at least 1")
                 }
             }
             if let settings = row["settings"] {

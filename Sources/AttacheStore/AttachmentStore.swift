@@ -76,7 +76,8 @@ public final class AttachmentStore: Sendable {
         _ bytes: UnsafeRawBufferPointer,
         metadata: ObjectMetadata,
         source: SourceReference? = nil,
-        ttl: Int64? = nil
+        ttl: Int64? = nil,
+        owner: StoreOwner? = nil
     ) throws(AttacheError) -> StoredAttachment {
         if let source, (source.url + source.spec + (source.etag ?? "") + (source.lastModified ?? "")).contains("\u{0}")
         {
@@ -84,18 +85,19 @@ public final class AttachmentStore: Sendable {
         }
         let id = AttachmentID(bytes: Array(SHA256.hash(data: bytes)))!
         let now = self.now
-        let row = ObjectRow(
+        var row = ObjectRow(
             id: id.hex, kind: metadata.kind.rawValue, ext: metadata.kind.fileExtension,
             bytes: Int64(bytes.count), width: metadata.width, height: metadata.height,
             frames: metadata.frames, created: now, expires: Self.adding(ttl ?? configuration.defaultTTL, to: now),
             revokedBefore: 0, posterTime: metadata.posterTime)
+        row.tenant = owner?.id
         let sourceRow = source.map {
             SourceRow(
                 url: $0.url, spec: $0.spec, objectID: id.hex, etag: $0.etag,
                 lastModified: $0.lastModified, fetched: now, note: $0.note)
         }
         do throws(AttacheError) {
-            let published = try backend.publish(bytes, row: row, source: sourceRow)
+            let published = try backend.publish(bytes, row: row, source: sourceRow, owner: owner)
             lastFull.withLock { $0 = nil }
             return try StoredAttachment(row: published)
         } catch {
@@ -125,10 +127,12 @@ public final class AttachmentStore: Sendable {
 
     /// ``put(_:metadata:source:ttl:)`` for an array.
     public func put(
-        _ bytes: [UInt8], metadata: ObjectMetadata, source: SourceReference? = nil, ttl: Int64? = nil
+        _ bytes: [UInt8], metadata: ObjectMetadata, source: SourceReference? = nil, ttl: Int64? = nil,
+        owner: StoreOwner? = nil
     ) throws(AttacheError) -> StoredAttachment {
         let result: Result<StoredAttachment, AttacheError> = bytes.withUnsafeBytes { raw in
-            Result { () throws(AttacheError) in try put(raw, metadata: metadata, source: source, ttl: ttl) }
+            Result { () throws(AttacheError) in try put(raw, metadata: metadata, source: source, ttl: ttl, owner: owner)
+            }
         }
         return try result.get()
     }

@@ -14,22 +14,26 @@ package struct ObjectRow: Codable, Hashable {
     package var expires: Int64
     package var revokedBefore: Int64
     package var posterTime: Double? = nil
+    /// Whom it was first stored for (a tenant's id; nil: no tenant).
+    package var tenant: String? = nil
 
     package init(
         id: String, kind: String, ext: String, bytes: Int64, width: Int?, height: Int?, frames: Int?, created: Int64,
-        expires: Int64, revokedBefore: Int64, posterTime: Double? = nil
+        expires: Int64, revokedBefore: Int64, posterTime: Double? = nil, tenant: String? = nil
     ) {
         (self.id, self.kind, self.ext, self.bytes) = (id, kind, ext, bytes)
         (self.width, self.height, self.frames) = (width, height, frames)
         (self.created, self.expires, self.revokedBefore, self.posterTime) = (
             created, expires, revokedBefore, posterTime
         )
+        self.tenant = tenant
     }
 
     package enum CodingKeys: String, CodingKey {
         case id, kind, ext, bytes, width, height, frames, created, expires
         case revokedBefore = "revoked_before"
         case posterTime = "poster_time"
+        case tenant
     }
 }
 
@@ -123,6 +127,10 @@ final class Catalog: Sendable {
         migrator.registerMigration("v3: source note") { db in
             try db.alter(table: "source") { t in t.add(column: "note", .text) }
         }
+        migrator.registerMigration("v4: tenant") { db in
+            try db.alter(table: "object") { t in t.add(column: "tenant", .text) }
+            try db.create(index: "object_tenant", on: "object", columns: ["tenant"])
+        }
         return migrator
     }
 
@@ -192,6 +200,15 @@ final class Catalog: Sendable {
                 sql: "SELECT COUNT(*), COALESCE(SUM(bytes), 0), COALESCE(SUM(expires <= ?), 0) FROM object",
                 arguments: [now])!
             return (row[0], row[1], row[2])
+        }
+    }
+
+    /// What one tenant's objects hold (expired ones too, until they are collected).
+    func totals(tenant: String) throws(AttacheError) -> (objects: Int, bytes: Int64) {
+        try read { db in
+            let row = try Row.fetchOne(
+                db, sql: "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM object WHERE tenant = ?", arguments: [tenant])!
+            return (row[0], row[1])
         }
     }
 

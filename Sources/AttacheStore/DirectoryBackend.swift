@@ -55,8 +55,9 @@ final class DirectoryBackend: StoreBackend {
     // MARK: Writing
 
     /// Hashed by the caller; written to `tmp/`, fsynced, renamed into `objects/` and recorded.
-    func publish(_ bytes: UnsafeRawBufferPointer, row: ObjectRow, source: SourceRow?) throws(AttacheError) -> ObjectRow
-    {
+    func publish(
+        _ bytes: UnsafeRawBufferPointer, row: ObjectRow, source: SourceRow?, owner: StoreOwner?
+    ) throws(AttacheError) -> ObjectRow {
         let final = location(id: row.id, fileExtension: row.ext)
         // Write outside the store lock; the temp file stays locked while it is being written so
         // collection never takes it.
@@ -75,7 +76,7 @@ final class DirectoryBackend: StoreBackend {
             if try catalog.object(row.id) != nil, AtomicFile.exists(final) {
                 return try catalog.record(row, source: source)
             }
-            try reserve(bytes: row.bytes, now: row.created)
+            try reserve(bytes: row.bytes, now: row.created, owner: owner)
             let directory = AtomicFile.directory(of: final)
             if !AtomicFile.exists(directory) {
                 try AtomicFile.makeDirectory(directory)
@@ -88,14 +89,23 @@ final class DirectoryBackend: StoreBackend {
         }
     }
 
-    /// Fails with `storeFull` unless one more object of `bytes` fits, collecting first if needed.
-    private func reserve(bytes: Int64, now: Int64) throws(AttacheError) {
+    /// Fails with `storeFull` unless one more object of `bytes` fits, or `tenantQuotaExceeded`
+    /// unless it fits the owner's quota, collecting expired objects first if needed.
+    private func reserve(bytes: Int64, now: Int64, owner: StoreOwner?) throws(AttacheError) {
         let quota = Quota(configuration)
-        guard quota.passed(try catalog.totals(at: now), adding: bytes) != nil else { return }
+        let limited = owner.map { $0.maxBytes != nil || $0.maxObjects != nil } ?? false
+        func ownerPassed() throws(AttacheError) -> AttacheError.Limit? {
+            guard let owner, limited else { return nil }
+            return owner.passed(try catalog.totals(tenant: owner.id), adding: bytes)
+        }
+        let storePassed = quota.passed(try catalog.totals(at: now), adding: bytes) != nil
+        let owned = try ownerPassed()
+        guard storePassed || owned != nil else { return }
         _ = try collectLocked(CollectionOptions(), now: now)
         if let limit = quota.passed(try catalog.totals(at: now), adding: bytes) {
             throw quota.full(bytes: bytes, limit: limit)
         }
+        if let owner, let limit = try ownerPassed() { throw owner.full(bytes: bytes, limit: limit) }
     }
 
     // MARK: Reading

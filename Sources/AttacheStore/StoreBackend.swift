@@ -12,7 +12,10 @@ package protocol StoreBackend: Sendable {
     func source(url: String, spec: String) throws(AttacheError) -> (SourceRow, ObjectRow)?
     /// Publishes `bytes` under `row.id` (extending the expiry of an object already there) and
     /// records `source`; collects expired objects first when a quota would be passed.
-    func publish(_ bytes: UnsafeRawBufferPointer, row: ObjectRow, source: SourceRow?) throws(AttacheError) -> ObjectRow
+    /// Stores the bytes and records `row` (charged to `owner`, within its quota, when given).
+    func publish(
+        _ bytes: UnsafeRawBufferPointer, row: ObjectRow, source: SourceRow?, owner: StoreOwner?
+    ) throws(AttacheError) -> ObjectRow
     /// Opens `id` for reading and holds it against collection; nil when there is no such object.
     func open(_ id: String) throws(AttacheError) -> (ObjectRow, any ObjectHandle)?
     /// ``open(_:)`` if it can be answered without waiting on a server (a local file and what

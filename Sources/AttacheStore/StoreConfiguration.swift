@@ -1,4 +1,4 @@
-internal import AttacheBase
+package import AttacheBase
 import Glibc
 
 /// How a store is laid out and bounded.
@@ -47,5 +47,34 @@ public struct StoreConfiguration: Sendable {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         return Int64(now.tv_sec)
+    }
+}
+
+/// Who an object is stored for (a service's tenant) and that tenant's own quotas, within the
+/// store's: the first to store an object is charged for it, a copy already stored costs nothing,
+/// and only expired objects are collected to make room (never another tenant's live ones).
+public struct StoreOwner: Sendable, Hashable {
+    public var id: String
+    /// Bytes and objects this owner's objects may hold together (nil: only the store's quota).
+    public var maxBytes: Int64?
+    public var maxObjects: Int?
+
+    public init(id: String, maxBytes: Int64? = nil, maxObjects: Int? = nil) {
+        (self.id, self.maxBytes, self.maxObjects) = (id, maxBytes, maxObjects)
+    }
+
+    /// The quota one more object of `bytes` would pass, given what the owner holds; nil: it fits.
+    package func passed(_ held: (objects: Int, bytes: Int64), adding bytes: Int64) -> AttacheError.Limit? {
+        if let maxBytes, held.bytes + bytes > maxBytes { return .tenantStoreBytes }
+        if let maxObjects, held.objects + 1 > maxObjects { return .tenantStoreObjects }
+        return nil
+    }
+
+    package func full(bytes: Int64, limit: AttacheError.Limit) -> AttacheError {
+        let quota = [maxBytes.map { "\($0) bytes" }, maxObjects.map { "\($0) objects" }].compactMap { $0 }
+        return AttacheError(
+            .tenantQuotaExceeded,
+            "storing \(bytes) bytes would pass tenant \(id)'s store quota of \(quota.joined(separator: " / "))",
+            limit: limit)
     }
 }

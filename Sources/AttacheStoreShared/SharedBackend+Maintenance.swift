@@ -30,7 +30,7 @@ extension SharedBackend {
             var after = (expires: Int64.min, id: "")
             while true {
                 let page = try connection.query(
-                    "SELECT id, ext, bytes, expires FROM attache_object WHERE expires <= $1 AND (expires, id) > ($2, $3) "
+                    "SELECT id, ext, bytes, expires, tenant FROM attache_object WHERE expires <= $1 AND (expires, id) > ($2, $3) "
                         + "ORDER BY expires, id LIMIT \(RowCursor.pageSize)",
                     [String(now), String(after.expires), after.id]
                 ).rows
@@ -49,6 +49,11 @@ extension SharedBackend {
                             try connection.query(
                                 "UPDATE attache_totals SET objects = objects - 1, bytes = bytes - $1 WHERE one = 1",
                                 [String(bytes)])
+                            if let tenant = values[4] {
+                                try connection.query(
+                                    "UPDATE attache_tenant_totals SET objects = objects - 1, bytes = bytes - $2 WHERE tenant = $1",
+                                    [tenant, String(bytes)])
+                            }
                             return true
                         }
                         // The row is gone and no one can start an upload of these bytes until the

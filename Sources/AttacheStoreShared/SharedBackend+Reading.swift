@@ -20,9 +20,11 @@ extension SharedBackend {
             """, [url, spec])
         guard let values = rows.first else { return nil }
         let object = try Self.row(values)
+        // The source's fields follow the object's.
+        let at = Self.objectColumnCount
         let source = SourceRow(
-            url: url, spec: spec, objectID: object.id, etag: values[11], lastModified: values[12],
-            fetched: values[13].flatMap { Int64($0) } ?? 0, note: values.count > 14 ? values[14] : nil)
+            url: url, spec: spec, objectID: object.id, etag: values[at], lastModified: values[at + 1],
+            fetched: values[at + 2].flatMap { Int64($0) } ?? 0, note: values.count > at + 3 ? values[at + 3] : nil)
         return (source, object)
     }
 
@@ -40,6 +42,23 @@ extension SharedBackend {
         return (
             Int(values[0] ?? "0") ?? 0, Int64(values[1] ?? "0") ?? 0, Int(values[2] ?? "0") ?? 0
         )
+    }
+
+    /// What one tenant's objects hold (expired ones too, until they are collected).
+    func totals(tenant: String) throws(AttacheError) -> (objects: Int, bytes: Int64) {
+        try pool.with { (connection) throws(AttacheError) in try Self.totals(tenant: tenant, on: connection) }
+    }
+
+    static func totals(
+        tenant: String, on connection: PostgresConnection
+    ) throws(AttacheError) -> (
+        objects: Int, bytes: Int64
+    ) {
+        let rows = try connection.query(
+            "SELECT objects, bytes FROM attache_tenant_totals WHERE tenant = $1", [tenant]
+        ).rows
+        guard let values = rows.first else { return (0, 0) }
+        return (Int(values[0] ?? "0") ?? 0, Int64(values[1] ?? "0") ?? 0)
     }
 
     func revoke(_ id: String, before time: Int64) throws(AttacheError) -> Bool {

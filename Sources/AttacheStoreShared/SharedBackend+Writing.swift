@@ -5,8 +5,9 @@ import Synchronization
 
 /// Writes: an object uploaded before its row is committed, under a shared advisory lock.
 extension SharedBackend {
-    func publish(_ bytes: UnsafeRawBufferPointer, row: ObjectRow, source: SourceRow?) throws(AttacheError) -> ObjectRow
-    {
+    func publish(
+        _ bytes: UnsafeRawBufferPointer, row: ObjectRow, source: SourceRow?, owner: StoreOwner?
+    ) throws(AttacheError) -> ObjectRow {
         if let stored = try pool.with({ (connection) throws(AttacheError) in try extend(row, source, on: connection) })
         {
             cache?.keep(bytes, row: stored)
@@ -14,12 +15,19 @@ extension SharedBackend {
         }
         // Before uploading: collect when the quota would be passed, refuse when it still would.
         let quota = Quota(configuration)
-        if quota.passed(try totals(at: row.created), adding: row.bytes) != nil {
+        func ownerPassed() throws(AttacheError) -> AttacheError.Limit? {
+            guard let owner, owner.maxBytes != nil || owner.maxObjects != nil else { return nil }
+            return owner.passed(try totals(tenant: owner.id), adding: row.bytes)
+        }
+        let storePassed = quota.passed(try totals(at: row.created), adding: row.bytes) != nil
+        let owned = try ownerPassed()
+        if storePassed || owned != nil {
             // Expired objects only: the orphan sweep lists the whole bucket, not a publish's work.
             _ = try collect(CollectionOptions(sweepOrphans: false), now: row.created)
             if let limit = quota.passed(try totals(at: row.created), adding: row.bytes) {
                 throw quota.full(bytes: row.bytes, limit: limit)
             }
+            if let owner, let limit = try ownerPassed() { throw owner.full(bytes: row.bytes, limit: limit) }
         }
         let key = Self.lockKey(row.id)
         let objectKey = Self.objectKey(row.id, row.ext)
@@ -45,7 +53,7 @@ extension SharedBackend {
                 let inserted = try connection.query(
                     """
                     INSERT INTO attache_object (\(Self.objectColumns))
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
                     ON CONFLICT (id) DO UPDATE SET expires = GREATEST(attache_object.expires, EXCLUDED.expires)
                     RETURNING (xmax = 0), \(Self.objectColumns)
                     """, Self.parameters(row))
@@ -61,6 +69,7 @@ extension SharedBackend {
                         // orphan for collection (another writer may be committing the same key).
                         throw quota.full(bytes: row.bytes, limit: .maxStoreBytes)
                     }
+                    if let owner { try Self.charge(owner, bytes: row.bytes, on: connection) }
                 }
                 if let source { try Self.upsert(source, on: connection) }
                 return try Self.row(Array(values.dropFirst()))
@@ -68,6 +77,27 @@ extension SharedBackend {
         }
         cache?.keep(bytes, row: stored)
         return stored
+    }
+
+    /// Counts a new object against its owner within the owner's quota, in the transaction that
+    /// records it: two replicas writing for one tenant at once can never pass it together (the
+    /// row's update is conditional, and a refusal rolls the whole record back).
+    static func charge(_ owner: StoreOwner, bytes: Int64, on connection: PostgresConnection) throws(AttacheError) {
+        if let limit = owner.passed((0, 0), adding: bytes) { throw owner.full(bytes: bytes, limit: limit) }
+        let counted = try connection.query(
+            """
+            INSERT INTO attache_tenant_totals AS t (tenant, objects, bytes) VALUES ($1, 1, $2)
+            ON CONFLICT (tenant) DO UPDATE SET objects = t.objects + 1, bytes = t.bytes + $2
+            WHERE t.objects + 1 <= $3 AND t.bytes + $2 <= $4
+            """,
+            [
+                owner.id, String(bytes), String(owner.maxObjects ?? Int.max),
+                String(owner.maxBytes ?? Int64.max),
+            ])
+        if counted.affected == 0 {
+            let held = try totals(tenant: owner.id, on: connection)
+            throw owner.full(bytes: bytes, limit: owner.passed(held, adding: bytes) ?? .tenantStoreBytes)
+        }
     }
 
     /// Extends the expiry of the object when it is recorded, and records `source`; nil when

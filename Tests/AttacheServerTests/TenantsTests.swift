@@ -273,4 +273,38 @@ import Testing
         let service_ = try await attachment(RunningService.apiKey, n: 3)
         #expect(service_["score"] != nil, "another tenant keeps the service's auto: \(service_)")
     }
+
+    @Test("a tenant at its store quota sends its payloads without pictures; another tenant's are stored")
+    func aTenantAtItsStoreQuota() async throws {
+        let media = try ServiceTests.mediaServer()
+        let directory = try TemporaryDirectory()
+        let file = directory.path + "/tenants.json"
+        try Self.write(
+            #"{"tenants": [{"id": "small", "keys": ["\#(Self.digest(Self.acmeKey))"], "storeMaxObjects": 2, "settings": {"smallSide": 0}}]}"#,
+            to: file)
+        let service = try await ServiceTests.start {
+            $0.tenantsFile = file
+            $0.tenants = try! TenantTable.load(file).get()
+        }
+        defer { Task { await service.stop() } }
+        // Distinct pictures: the same photo at three qualities (each a new object).
+        var outcomes: [(outcome: String?, code: String?)] = []
+        for (n, quality) in [(1, "70"), (2, "75"), (3, "80")] {
+            let answer = try await curl(
+                "POST", service.base + "/v1/notifications?envelope=true&quality=\(quality)",
+                headers: ["Authorization": "Bearer \(Self.acmeKey)"],
+                body: payload(image: media.url("/photo.jpg?n=\(n)")))
+            let envelope = try answer.json()
+            let report = (envelope["report"] as? [String: Any])?["attachments"] as? [[String: Any]]
+            outcomes.append(
+                (envelope["outcome"] as? String, (report?.first?["error"] as? [String: Any])?["code"] as? String))
+        }
+        #expect(outcomes[0].outcome == "mutated" && outcomes[1].outcome == "mutated", "\(outcomes)")
+        #expect(outcomes[2].outcome != "mutated" && outcomes[2].code == "tenant_quota_exceeded", "\(outcomes)")
+        // The store is not full for the others.
+        let other = try await curl(
+            "POST", service.base + "/v1/notifications?envelope=true&quality=85", headers: ServiceTests.auth,
+            body: payload(image: media.url("/photo.jpg?n=4")))
+        #expect(try other.json()["outcome"] as? String == "mutated", "\(other.text)")
+    }
 }

@@ -205,6 +205,43 @@ struct SharedStoreTests {
         #expect(stats.objects == 2 && stats.bytes == 8000)
     }
 
+    @Test func aTenantsQuotaHoldsAcrossReplicasAndLeavesTheOthersAlone() async throws {
+        let stores = [try open(), try open()]
+        let owner = StoreOwner(id: "a", maxBytes: 1_000_000, maxObjects: 5)
+        // Both replicas write distinct objects for tenant "a" at once: never more than its five.
+        let outcomes = try await withThrowingTaskGroup(of: AttacheError.Code?.self) { group in
+            for index in 0..<16 {
+                let store = stores[index % 2]
+                group.addTask {
+                    do throws(AttacheError) {
+                        _ = try store.put(
+                            randomBytes(10_000, seed: 100 + UInt64(index)), metadata: ObjectMetadata(kind: .jpeg),
+                            owner: owner)
+                        return nil
+                    } catch {
+                        return error.code
+                    }
+                }
+            }
+            return try await group.reduce(into: [AttacheError.Code?]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 == nil }.count == 5, "\(outcomes)")
+        #expect(outcomes.compactMap { $0 }.allSatisfy { $0 == .tenantQuotaExceeded }, "\(outcomes)")
+        let shared = try #require(stores[0].backend as? SharedBackend)
+        #expect(try shared.totals(tenant: "a") == (5, 50_000))
+        // Another tenant is not touched by it, and a copy "a" already stored costs "a" nothing.
+        let other = StoreOwner(id: "b", maxObjects: 1)
+        _ = try stores[1].put(randomBytes(10_000, seed: 200), metadata: ObjectMetadata(kind: .jpeg), owner: other)
+        _ = try stores[0].put(randomBytes(10_000, seed: 100), metadata: ObjectMetadata(kind: .jpeg), owner: owner)
+        #expect(try stores[0].stats().objects == 6)
+        let verify = try stores[1].verify()
+        #expect(verify.isClean && verify.objects == 6, "refused puts left no row: \(verify)")
+        // Collected objects give their owner its room back.
+        clock.advance(Int64(stores[0].configuration.defaultTTL) + 1)
+        _ = try stores[0].collect()
+        #expect(try shared.totals(tenant: "a") == (0, 0) && (try shared.totals(tenant: "b")) == (0, 0))
+    }
+
     @Test func verifyFindsDamagedAndMissingBytes() throws {
         let store = try open()
         let a = try store.put(randomBytes(2000, seed: 11), metadata: ObjectMetadata(kind: .png))

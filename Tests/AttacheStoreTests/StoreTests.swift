@@ -207,6 +207,35 @@ import Testing
         #expect(report.missing == [b.id.hex])
     }
 
+    @Test func aTenantsQuotaIsItsOwnAndCollectsOnlyWhatExpired() throws {
+        let store = try makeStore()
+        let owner = StoreOwner(id: "a", maxBytes: 25_000)
+        _ = try store.put(randomBytes(10_000, seed: 300), metadata: ObjectMetadata(kind: .jpeg), ttl: 10, owner: owner)
+        _ = try store.put(randomBytes(10_000, seed: 301), metadata: ObjectMetadata(kind: .jpeg), owner: owner)
+        var refusal: AttacheError?
+        do {
+            _ = try store.put(randomBytes(10_000, seed: 302), metadata: ObjectMetadata(kind: .jpeg), owner: owner)
+        } catch {
+            refusal = error
+        }
+        #expect(
+            refusal?.code == .tenantQuotaExceeded && refusal?.limit == .tenantStoreBytes,
+            "\(String(describing: refusal))")
+        #expect(refusal?.message.contains("tenant a's store quota of 25000 bytes") == true)
+        // The store itself is far from full: another tenant, and callers without one, still write.
+        _ = try store.put(
+            randomBytes(10_000, seed: 303), metadata: ObjectMetadata(kind: .jpeg), owner: StoreOwner(id: "b"))
+        _ = try store.put(randomBytes(10_000, seed: 304), metadata: ObjectMetadata(kind: .jpeg))
+        // A copy already stored (by anyone) costs the tenant nothing.
+        _ = try store.put(randomBytes(10_000, seed: 303), metadata: ObjectMetadata(kind: .jpeg), owner: owner)
+        #expect(try store.stats().objects == 4, "the refused put left nothing")
+        // Once its own first object has expired, the put collects it (expired objects only) and fits.
+        clock.advance(11)
+        _ = try store.put(randomBytes(10_000, seed: 302), metadata: ObjectMetadata(kind: .jpeg), owner: owner)
+        #expect(try store.stats().objects == 4)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path + "/store/tmp").isEmpty)
+    }
+
     @Test func quotaCollectsFirstThenRefuses() throws {
         let store = try makeStore(maxBytes: 10_000, maxObjects: 100)
         _ = try store.put(randomBytes(4_000, seed: 14), metadata: ObjectMetadata(kind: .jpeg), ttl: 10)

@@ -88,6 +88,9 @@ extension AttacheError.Code {
     /// The shared store's catalog (PostgreSQL) or object store (S3) did not answer, or refused
     /// (the message says which and why).
     public static let storeUnavailable = Self(rawValue: "store_unavailable")
+    /// Storing the object would pass its tenant's own store quota (the `limit` says which):
+    /// the payload goes out without it, and no other tenant's objects are touched.
+    public static let tenantQuotaExceeded = Self(rawValue: "tenant_quota_exceeded")
 
     // MARK: - Payload
 
@@ -124,7 +127,8 @@ extension AttacheError.Code {
         .sourceNotAllowed, .invalidURL, .schemeNotAllowed, .tooManyRedirects, .tooSlow, .httpStatus, .tlsFailed,
         .badResponse,
         .cancelled, .fetchFailed, .storeFull, .notFound, .accessDenied, .invalidInput, .storeCorrupt,
-        .storeUnavailable, .invalidPayload, .payloadTooLarge, .tooManySources, .budgetExceeded, .sealFailed,
+        .storeUnavailable, .tenantQuotaExceeded, .invalidPayload, .payloadTooLarge, .tooManySources, .budgetExceeded,
+        .sealFailed,
         .unauthorized,
         .requestTooLarge,
         .invalidRequest, .overloaded, .rateLimited,
@@ -185,6 +189,10 @@ extension AttacheError.Limit {
     public static let maxStoreBytes = Self(rawValue: "max_store_bytes")
     /// The store's object quota (`StoreConfiguration.maxObjects`).
     public static let maxStoreObjects = Self(rawValue: "max_store_objects")
+    /// A tenant's byte quota in the store (`storeMaxBytes` in the tenants file).
+    public static let tenantStoreBytes = Self(rawValue: "tenant_store_bytes")
+    /// A tenant's object quota in the store (`storeMaxObjects` in the tenants file).
+    public static let tenantStoreObjects = Self(rawValue: "tenant_store_objects")
 
     // MARK: - Payload
 
@@ -217,7 +225,8 @@ extension AttacheError.Limit {
         .maxPixels, .maxDimension, .maxScans, .maxDecoderMemory, .maxFrames, .maxTotalFramePixels,
         .maxMediaSeconds, .maxVideoPixels, .maxStreams, .maxItems, .maxImageBytes,
         .maxAudioBytes, .maxVideoBytes, .maxFetchBytes, .gifMaxBytes, .maxRedirects, .lowSpeed, .maxStoreBytes,
-        .maxStoreObjects, .maxInputBytes, .maxJSONDepth, .maxPayloadBytes, .maxSources, .maxPayloadFetchBytes,
+        .maxStoreObjects, .tenantStoreBytes, .tenantStoreObjects, .maxInputBytes, .maxJSONDepth, .maxPayloadBytes,
+        .maxSources, .maxPayloadFetchBytes,
         .maxPayloadStoreBytes, .maxRequestBytes, .maxQueued, .maxConnections, .tenantRate,
     ]
 

@@ -330,9 +330,13 @@ extension Pipeline {
                 func put(
                     _ piece: Piece, _ metadata: ObjectMetadata, _ reference: SourceReference?
                 ) throws(AttacheError) -> StoredAttachment {
-                    if let sealed = piece.sealed { return try store.put(sealed, metadata: .sealed, ttl: ttl) }
+                    let owner = configuration.storeOwner
+                    if let sealed = piece.sealed {
+                        return try store.put(sealed, metadata: .sealed, ttl: ttl, owner: owner)
+                    }
                     return try store.put(
-                        UnsafeRawBufferPointer(piece.plain.buffer), metadata: metadata, source: reference, ttl: ttl)
+                        UnsafeRawBufferPointer(piece.plain.buffer), metadata: metadata, source: reference, ttl: ttl,
+                        owner: owner)
                 }
                 let stored = try put(main, metadata, reference)
                 var smallMetadata = metadata
@@ -390,7 +394,7 @@ extension Pipeline {
                 let bytes = MediaBytes(picture.data)
                 let stored = try store.put(
                     UnsafeRawBufferPointer(bytes.buffer), metadata: metadata, source: reference,
-                    ttl: configuration.storeTTL)
+                    ttl: configuration.storeTTL, owner: configuration.storeOwner)
                 var entry = try describeTarget(stored, target: outcome.spec.target)
                 (entry.crop, entry.placement, entry.encodes, entry.quality, entry.score, entry.missed) =
                     (made.crop, made.placement, made.encodes, made.quality, made.score, made.missed)

@@ -2,6 +2,7 @@ public import AttacheBase
 public import AttacheFetch
 public import AttacheMedia
 public import AttacheSeal
+public import AttacheStore
 
 /// How `attache process` and ``Pipeline`` treat a payload.
 public struct PipelineConfiguration: Sendable {
@@ -16,6 +17,9 @@ public struct PipelineConfiguration: Sendable {
     /// The sender's weight in the cores' share between senders (a tenant's `share`, 1 to 64):
     /// the workers' scheduler gives busy senders the cores in proportion to theirs.
     public var coreShare = 1
+    /// Whom what this payload stores is charged to, within that tenant's own store quota (nil:
+    /// the store's quota alone).
+    public var storeOwner: StoreOwner? = nil
     /// The rendition images get (longest side 1024 by default, GIF budgets, device budget).
     public var rendition = RenditionSpec()
     /// Image decoding limits.
