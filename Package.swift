@@ -310,7 +310,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AttacheMediaTests",
-            dependencies: ["AttacheMedia", "CAttacheCodecs", "AttacheTestSupport"],
+            dependencies: ["AttacheMedia", "CAttacheCodecs", "AttacheTestSupport", "AttacheClient"],
             swiftSettings: testSettings
         ),
         .testTarget(

@@ -6,7 +6,8 @@
 # running service), and nginx (the edge of docs/operations/attache-edge.conf is tested in front
 # of a running service), and jpegtran (the multi-scan JPEG tests rewrite corpus files with it),
 # and PyPI's ssimulacra2 (the quality tests check the in-process score and the targets `auto`
-# reaches against this public implementation).
+# reaches against this public implementation), and PyPI's thumbhash (the placeholder tests check
+# the hashes against it).
 # The product itself only loads FFmpeg's libraries (scripts/deps.sh); it never runs these
 # programs.
 set -euo pipefail
@@ -14,6 +15,11 @@ if ! python3 -c "import ssimulacra2" 2>/dev/null; then
     echo "attache: installing PyPI ssimulacra2 (the quality tests check scores against it)" >&2
     python3 -m pip install -q ssimulacra2==0.3.0 >/dev/null 2>&1 ||
         echo "attache: could not install ssimulacra2; the quality tests check in-process scores only" >&2
+fi
+if ! python3 -c "import thumbhash" 2>/dev/null; then
+    echo "attache: installing PyPI thumbhash (the placeholder tests check hashes against it)" >&2
+    python3 -m pip install -q thumbhash==0.1.2 >/dev/null 2>&1 ||
+        echo "attache: could not install thumbhash; the placeholder tests check the decoder's colours only" >&2
 fi
 need=()
 command -v ffmpeg >/dev/null && command -v ffprobe >/dev/null || need+=(ffmpeg)

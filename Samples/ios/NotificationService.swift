@@ -49,6 +49,8 @@ final class NotificationService: UNNotificationServiceExtension {
             if let subtitle = prepared.subtitle { content.subtitle = subtitle }
             if let body = prepared.body { content.body = body }
             if let category = prepared.categoryIdentifier { content.categoryIdentifier = category }
+            // Each file is the full rendition, the small one, or the placeholder (the entry's
+            // ThumbHash drawn here as a PNG, no network) when neither arrived in time.
             content.attachments = prepared.attachments.compactMap { file in
                 var options: [AnyHashable: Any] = [UNNotificationAttachmentOptionsTypeHintKey: file.typeHint]
                 if let hidden = file.thumbnailHidden { options[UNNotificationAttachmentOptionsThumbnailHiddenKey] = hidden }

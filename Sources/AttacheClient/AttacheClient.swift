@@ -59,6 +59,8 @@ public struct PreparedAttachment: Sendable, Hashable {
     public enum Rendition: String, Sendable {
         case full
         case small
+        /// Neither rendition arrived: the entry's ThumbHash drawn as a small PNG (``Placeholder``).
+        case placeholder
     }
 
     public var identifier: String
@@ -77,7 +79,7 @@ public struct PreparedAttachment: Sendable, Hashable {
 /// What happened to one attachment on the device, sent to the service with its own token.
 public struct Receipt: Sendable, Hashable {
     public var url: URL
-    /// `full`, `small` or `failed`.
+    /// `full`, `small`, `placeholder` or `failed`.
     public var result: String
     public var code: String?
     public var milliseconds: Int
@@ -186,12 +188,21 @@ public struct AttacheClient: Sendable {
             case .failure(let error)?:
                 if error == .timedOut { result.bestAttempt = true }
                 result.failures[id] = error
-                if wantsReceipts, let url {
+                if case .success(let parsed) = entries[index], let drawn = placeholder(parsed) {
+                    result.attachments.append(drawn)
+                    if wantsReceipts, let url {
+                        result.receipts.append(
+                            Receipt(url: url, result: "placeholder", code: error.code, milliseconds: elapsed))
+                    }
+                } else if wantsReceipts, let url {
                     result.receipts.append(Receipt(url: url, result: "failed", code: error.code, milliseconds: elapsed))
                 }
             case nil:
                 result.bestAttempt = true
                 result.failures[id] = .timedOut
+                if case .success(let parsed) = entries[index], let drawn = placeholder(parsed) {
+                    result.attachments.append(drawn)
+                }
             }
         }
         return result
@@ -261,6 +272,8 @@ public struct AttacheClient: Sendable {
         var small: DownloadRequest?
         var width: Int64?
         var height: Int64?
+        /// The entry's ThumbHash, when it carries one.
+        var placeholder: [UInt8]? = nil
     }
 
     /// Reads an entry of the block.
@@ -295,7 +308,21 @@ public struct AttacheClient: Sendable {
         return .success(
             Entry(
                 prepared: prepared, full: full, small: small, width: (entry["width"] as? NSNumber)?.int64Value,
-                height: (entry["height"] as? NSNumber)?.int64Value))
+                height: (entry["height"] as? NSNumber)?.int64Value,
+                placeholder: (entry["thumbhash"] as? String).flatMap(Placeholder.hash(base64:))))
+    }
+
+    /// The ladder's last rung before the text alone: the entry's placeholder, drawn here with
+    /// no network (a PNG of at most 32 px a side); nil when it has none or it cannot be drawn.
+    func placeholder(_ entry: Entry) -> PreparedAttachment? {
+        guard let hash = entry.placeholder, let image = Placeholder.decode(hash) else { return nil }
+        var prepared = entry.prepared
+        prepared.rendition = .placeholder
+        prepared.typeHint = "public.png"
+        prepared.fileURL = directory.appendingPathComponent("\(prepared.identifier)-placeholder.png")
+        prepared.thumbnailTime = nil
+        guard (try? Placeholder.png(image).write(to: prepared.fileURL)) != nil else { return nil }
+        return prepared
     }
 
     /// The fallback ladder for one entry: full when memory and time allow, small when not.

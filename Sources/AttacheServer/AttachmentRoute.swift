@@ -163,14 +163,15 @@ struct AttachmentRoute: Sendable {
             milliseconds = Int(value)
         }
         let typed = (object?["code"] == nil || code != nil) && (object?["ms"] == nil || milliseconds != nil)
-        guard typed, let result, ["full", "small", "failed"].contains(result),
+        guard typed, let result, ["full", "small", "placeholder", "failed"].contains(result),
             code.map({ (1...64).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0 == "_") } })
                 ?? true,
             milliseconds.map({ (0...3_600_000).contains($0) }) ?? true
         else {
             throw Problem(
                 .badRequest, .invalidRequest,
-                #"a receipt is {"result": "full"|"small"|"failed", "code": "<letters and _>", "ms": 0…3600000}"#)
+                #"a receipt is {"result": "full"|"small"|"placeholder"|"failed", "code": "<letters and _>", "ms": 0…3600000}"#
+            )
         }
         metrics.receipt(result: result, code: code, milliseconds: milliseconds)
         return Response(status: .noContent)

@@ -91,6 +91,7 @@ public final class AttachmentStore: Sendable {
             frames: metadata.frames, created: now, expires: Self.adding(ttl ?? configuration.defaultTTL, to: now),
             revokedBefore: 0, posterTime: metadata.posterTime)
         row.tenant = owner?.id
+        row.placeholder = metadata.placeholder
         let sourceRow = source.map {
             SourceRow(
                 url: $0.url, spec: $0.spec, objectID: id.hex, etag: $0.etag,

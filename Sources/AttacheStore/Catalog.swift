@@ -16,10 +16,13 @@ package struct ObjectRow: Codable, Hashable {
     package var posterTime: Double? = nil
     /// Whom it was first stored for (a tenant's id; nil: no tenant).
     package var tenant: String? = nil
+    /// A still's ThumbHash, base64.
+    package var placeholder: String? = nil
 
     package init(
         id: String, kind: String, ext: String, bytes: Int64, width: Int?, height: Int?, frames: Int?, created: Int64,
-        expires: Int64, revokedBefore: Int64, posterTime: Double? = nil, tenant: String? = nil
+        expires: Int64, revokedBefore: Int64, posterTime: Double? = nil, tenant: String? = nil,
+        placeholder: String? = nil
     ) {
         (self.id, self.kind, self.ext, self.bytes) = (id, kind, ext, bytes)
         (self.width, self.height, self.frames) = (width, height, frames)
@@ -27,13 +30,14 @@ package struct ObjectRow: Codable, Hashable {
             created, expires, revokedBefore, posterTime
         )
         self.tenant = tenant
+        self.placeholder = placeholder
     }
 
     package enum CodingKeys: String, CodingKey {
         case id, kind, ext, bytes, width, height, frames, created, expires
         case revokedBefore = "revoked_before"
         case posterTime = "poster_time"
-        case tenant
+        case tenant, placeholder
     }
 }
 
@@ -130,6 +134,9 @@ final class Catalog: Sendable {
         migrator.registerMigration("v4: tenant") { db in
             try db.alter(table: "object") { t in t.add(column: "tenant", .text) }
             try db.create(index: "object_tenant", on: "object", columns: ["tenant"])
+        }
+        migrator.registerMigration("v5: placeholder") { db in
+            try db.alter(table: "object") { t in t.add(column: "placeholder", .text) }
         }
         return migrator
     }

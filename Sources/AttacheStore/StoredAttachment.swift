@@ -22,6 +22,8 @@ public struct StoredAttachment: Hashable, Sendable {
     public var relativePath: String
     /// Animated GIF: when its poster frame starts, in seconds.
     public var posterTime: Double?
+    /// A still's ThumbHash, base64 (the placeholder its entry carries).
+    public var placeholder: String?
 
     init(row: ObjectRow) throws(AttacheError) {
         guard let id = AttachmentID(hex: row.id), let kind = StoredKind(rawValue: row.kind) else {
@@ -37,6 +39,7 @@ public struct StoredAttachment: Hashable, Sendable {
         self.expires = row.expires
         self.relativePath = ObjectLayout.relativePath(id: row.id, fileExtension: kind.fileExtension)
         self.posterTime = row.posterTime
+        self.placeholder = row.placeholder
     }
 }
 
@@ -99,6 +102,8 @@ public struct ObjectMetadata: Hashable, Sendable {
     public var frames: Int?
     /// Animated GIF: when its poster frame starts, in seconds.
     public var posterTime: Double?
+    /// A still's ThumbHash, base64.
+    public var placeholder: String? = nil
 
     /// Creates metadata.
     public init(kind: MediaKind, width: Int? = nil, height: Int? = nil, frames: Int? = nil, posterTime: Double? = nil) {

@@ -101,7 +101,7 @@ import Testing
         image: "attache.image", video: "attache.video", audio: "attache.audio", none: "attache.text",
         actions: ["attache.image": [.init(id: "open", title: "Open", options: ["foreground"])]])
 
-    static func outcome(_ kind: MediaKind?, small: Bool = false) -> AttachmentOutcome {
+    static func outcome(_ kind: MediaKind?, small: Bool = false, placeholder: Bool = false) -> AttachmentOutcome {
         var outcome = AttachmentOutcome(url: "https://m.test/\(kind?.rawValue ?? "x")", convention: "image")
         guard let kind else {
             outcome.error = AttacheError(.httpStatus, "404")
@@ -111,6 +111,7 @@ import Testing
             id: String(repeating: "cd", count: 32), url: "https://cdn.test/t/x.\(kind.fileExtension)", type: kind.uti,
             bytes: 1000, width: 10, height: 10, frames: 1, thumbnail: ThumbnailOptions(), kind: kind,
             small: small ? .init(url: "https://cdn.test/t/s.jpg", bytes: 100, width: 5, height: 5) : nil)
+        if placeholder { outcome.attachment?.placeholder = "3OcRJYB4d3h/iIeHeEh3eIhw+j3A" }
         return outcome
     }
 
@@ -148,14 +149,15 @@ import Testing
         #expect(replaced?["aps"]?["category"] == .string("attache.image"))
     }
 
-    /// Small renditions go first, then the actions, then the optional fields, then entries.
+    /// Placeholders go first, then small renditions, then the actions, then the optional
+    /// fields, then entries.
     @Test func trimmingOrderAndTheEdge() throws {
         let pad = String(repeating: "p", count: 3000)
         let payload = #"{"aps":{"mutable-content":1},"image":"u","pad":"\#(pad)"}"#
-        let outcomes = (0..<4).map { _ in Self.outcome(.jpeg, small: true) }
+        let outcomes = (0..<4).map { _ in Self.outcome(.jpeg, small: true, placeholder: true) }
         var sizes: [Int] = []
         var orders: Set<[String]> = []
-        for maxBytes in stride(from: 3200, through: 4400, by: 7) {
+        for maxBytes in stride(from: 3200, through: 4800, by: 7) {
             let (parsed, written, after) = try Self.write(outcomes, payload: payload, maxBytes: maxBytes)
             let bytes = try #require(parsed).text.utf8.count
             #expect(bytes <= maxBytes, "\(maxBytes)")
@@ -163,13 +165,14 @@ import Testing
             let steps = written.trimmed.filter { !$0.hasPrefix("attachment ") }
             orders.insert(steps)
             let expectedOrder = [
-                "small renditions", "actions", "optional fields (bytes, width, height, frames, options)",
+                "placeholders", "small renditions", "actions",
+                "optional fields (bytes, width, height, frames, options)",
             ]
             #expect(Array(expectedOrder.prefix(steps.count)) == steps, "\(maxBytes): \(steps)")
             let kept = after.filter { $0.attachment != nil }.count
             if kept == 0 { #expect(parsed?["aps"]?["category"] == .string("attache.text")) }
         }
-        #expect(orders.count >= 4, "the sweep crosses every step: \(orders)")
+        #expect(orders.count >= 5, "the sweep crosses every step: \(orders)")
     }
 
     /// A sealed payload at the edge: the size computed before sealing is the size sealed, it

@@ -344,20 +344,25 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
         // A deadline no busy machine reaches: this test is about trimming, not speed.
         let result = await pipeline.process(payload(["att": atts]), deadline: .now + .seconds(300))
         #expect(result.payload.count <= 4096)
-        // The small renditions go first, then the optional fields, then attachments from the end.
+        // The placeholders go first, then the small renditions, then the optional fields, then
+        // attachments from the end.
         #expect(
-            result.trimmed.prefix(2) == ["small renditions", "optional fields (bytes, width, height, frames, options)"])
+            result.trimmed.prefix(3) == [
+                "placeholders", "small renditions", "optional fields (bytes, width, height, frames, options)",
+            ])
         let dropped = result.outcomes.filter { $0.error?.code == .payloadTooLarge }
         let attached = result.outcomes.filter { $0.attachment != nil }
         #expect(!dropped.isEmpty && !attached.isEmpty && dropped.count + attached.count == names.count)
-        #expect(result.trimmed.count == dropped.count + 2)
+        #expect(result.trimmed.count == dropped.count + 3)
         // Later attachments go first: the kept ones are the first in payload order.
         #expect(attached.map(\.url) == Array(result.outcomes.map(\.url).prefix(attached.count)))
         let block = try #require(try JSONParser.parse(result.payload)["attachments"])
         guard case .array(let items) = block else { throw AttacheError(.internalError, "no block") }
         #expect(
             items.count == attached.count
-                && items.allSatisfy { $0["options"] == nil && $0["small"] == nil && $0["url"] != nil })
+                && items.allSatisfy {
+                    $0["options"] == nil && $0["small"] == nil && $0["thumbhash"] == nil && $0["url"] != nil
+                })
 
         // With room to spare nothing is trimmed.
         let small = await pipeline.process(payload(["image": JSONValue.quote(server.url("/gray.jpg"))]))

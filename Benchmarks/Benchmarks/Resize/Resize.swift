@@ -29,6 +29,15 @@ let benchmarks: @Sendable () -> Void = {
             }
         }
     }
+    // The placeholder of a 1024 px rendition (docs/sealed-notifications.md): its ThumbHash from
+    // the rendition's pixels, as the transform makes it beside the encode.
+    if let bytes = load(corpus + "/exif-orientation/Landscape_1.jpg"),
+        let image = try? ImageProcessor.decode(bytes, spec: RenditionSpec(maxSide: 1024)).image
+    {
+        Benchmark("ThumbHash of a \(image.width)x\(image.height) picture") { benchmark in
+            for _ in benchmark.scaledIterations { blackHole(ThumbHash.make(image)) }
+        }
+    }
     let files = (try? FileManager.default.contentsOfDirectory(atPath: photos))?.sorted().filter { $0.hasSuffix(".jpg") } ?? []
     for file in files.prefix(4) {
         guard let bytes = load(photos + "/" + file) else { continue }

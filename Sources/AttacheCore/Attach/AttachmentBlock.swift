@@ -19,7 +19,7 @@ enum AttachmentBlock {
 
     /// The payload with the block of every attached outcome.
     ///
-    /// When the result would pass `maxBytes`, first the small renditions go, then the
+    /// When the result would pass `maxBytes`, first the placeholders go, then the small renditions, then the
     /// category's actions, then the optional fields of every entry (sizes, options), then
     /// entries from the last one back; each dropped attachment's outcome becomes
     /// `payload_too_large`. The category follows the first attachment kept.
@@ -41,14 +41,22 @@ enum AttachmentBlock {
         var frame = PayloadFrame(content: content, shape: shape, kind: kind, actions: actions, moved: moved)
         var full = true
         var small = attached.contains { outcomes[$0].attachment!.small != nil }
+        var placeholders = attached.contains { outcomes[$0].attachment!.placeholder != nil }
         // Each entry is written once per form; its text is both measured and assembled.
         var texts: [String] = []
         var extra = 0
         func measure() {
-            texts = attached.map { outcomes[$0].attachment!.json(full: full, small: small).text }
+            texts = attached.map {
+                outcomes[$0].attachment!.json(full: full, small: small, placeholder: placeholders).text
+            }
             extra = texts.reduce(0) { $0 + $1.utf8.count } + max(0, texts.count - 1)
         }
         measure()
+        if frame.size(extra) > maxBytes, placeholders {
+            placeholders = false
+            written.trimmed.append("placeholders")
+            measure()
+        }
         if frame.size(extra) > maxBytes, small {
             small = false
             written.trimmed.append("small renditions")

@@ -25,6 +25,9 @@ public struct AttachmentDescriptor: Hashable, Sendable {
     public var seal: SealedObject?
     /// The small rendition of an image (the device's fallback), when one was made.
     public var small: SmallRendition?
+    /// A still's ThumbHash (base64 without padding): the placeholder the device draws when
+    /// neither rendition arrives; the first thing left out when the payload would not fit.
+    public var placeholder: String? = nil
 
     /// How a device opens a sealed attachment; travels only inside `encrypted-content`.
     public struct SealedObject: Hashable, Sendable {
@@ -59,12 +62,13 @@ public struct AttachmentDescriptor: Hashable, Sendable {
 
     /// The block entry; `full` false leaves out the optional fields (sizes and options),
     /// `small` false the small rendition. A sealed entry always has its key, hash and size.
-    public func json(full: Bool, small withSmall: Bool = true) -> JSONValue {
+    public func json(full: Bool, small withSmall: Bool = true, placeholder withPlaceholder: Bool = true) -> JSONValue {
         var members: [JSONValue.Member] = [
             .init(key: "id", value: .string(id)),
             .init(key: "url", value: .string(url)),
             .init(key: "type", value: .string(type)),
         ]
+        if withPlaceholder, let placeholder { members.append(.init(key: "thumbhash", value: .string(placeholder))) }
         if let seal { members += [.init(key: "bytes", value: .number(String(bytes)))] + seal.members }
         if withSmall, let small { members.append(.init(key: "small", value: small.json)) }
         guard full else { return .object(members) }
@@ -105,6 +109,7 @@ extension AttachmentDescriptor {
             id: stored.id.hex, url: Self.url(stored, token: token, baseURL: baseURL),
             type: kind.uti, bytes: stored.bytes, width: stored.width, height: stored.height,
             frames: stored.frames, thumbnail: thumbnail, kind: kind)
+        placeholder = stored.placeholder
     }
 
     /// `<baseURL>/<token>/<id>.<ext>`.

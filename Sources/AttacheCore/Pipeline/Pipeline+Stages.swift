@@ -4,6 +4,7 @@ internal import AttacheMedia
 internal import AttacheSeal
 internal import AttacheStore
 internal import Crypto
+internal import Foundation
 
 // One attachment through the stages, in order: fetch → validate → transform → store, then
 // its entry for the attach stage. Each stage has its home in its own target; this file only
@@ -315,9 +316,15 @@ extension Pipeline {
         let (main, small) = (made.main, made.small)
         let reference = SourceReference(
             url: source.url, spec: keys.rendition, etag: media.etag, lastModified: media.lastModified)
-        let metadata = ObjectMetadata(
-            kind: transformed.kind, width: transformed.width, height: transformed.height,
-            frames: transformed.frames, posterTime: transformed.posterTime)
+        let metadata = {
+            var metadata = ObjectMetadata(
+                kind: transformed.kind, width: transformed.width, height: transformed.height,
+                frames: transformed.frames, posterTime: transformed.posterTime)
+            metadata.placeholder = transformed.placeholder.map {
+                Data($0).base64EncodedString().replacingOccurrences(of: "=", with: "")
+            }
+            return metadata
+        }()
         let smallReference = keys.small.map {
             SourceReference(url: source.url, spec: $0, etag: media.etag, lastModified: media.lastModified)
         }
@@ -343,6 +350,7 @@ extension Pipeline {
                 (smallMetadata.width, smallMetadata.height, smallMetadata.frames) = (small?.width, small?.height, 1)
                 smallMetadata.kind = .media(small?.kind ?? kind)
                 smallMetadata.posterTime = nil
+                smallMetadata.placeholder = nil
                 let storedSmall = try small.map { piece throws(AttacheError) in
                     try put(piece, smallMetadata, smallReference)
                 }

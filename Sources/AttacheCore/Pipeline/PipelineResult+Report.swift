@@ -40,6 +40,7 @@ extension AttachmentOutcome {
             item.add("bytes", Int(attachment.bytes))
             item.add("width", attachment.width)
             item.add("height", attachment.height)
+            if let placeholder = attachment.placeholder { item.add("thumbhash", placeholder) }
             // The small rendition (a video's poster), for the batch report's pictures.
             if let small = attachment.small, let name = small.url.split(separator: "/").last {
                 item.add("small_id", String(name.prefix { $0 != "." }))

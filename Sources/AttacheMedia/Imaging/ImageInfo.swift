@@ -79,6 +79,8 @@ public struct Rendition: Sendable {
     public var quality: QualityChoice? = nil
     /// A smaller rendition of the same pixels, when one was asked for.
     public var small: SmallRendition? = nil
+    /// The picture's ThumbHash (``ThumbHash``), for a still.
+    public var placeholder: [UInt8]? = nil
     /// The pixels the rendition was encoded from (an animation's: its poster frame), upright,
     /// for the renditions other receivers get (``TargetRendition``).
     var pixels: PixelImage? = nil

@@ -129,6 +129,7 @@ public enum ImageProcessor {
         let (data, choice) = try encode(image)
         var rendition = Rendition(kind: output, width: image.width, height: image.height, data: data, source: info)
         rendition.quality = choice
+        rendition.placeholder = ThumbHash.make(image)
         rendition.pixels = decoded
         rendition.pixelsTables = spec.jpegTables
         rendition.pixelsCeiling = QualityHint.ceiling(

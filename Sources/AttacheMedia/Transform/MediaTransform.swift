@@ -28,6 +28,8 @@ public struct TransformedMedia: Sendable {
     public var small: (bytes: MediaBytes, width: Int, height: Int, kind: MediaKind)? = nil
     /// A JPEG or WebP re-encode: the quality written, the score reached, the encodes spent.
     public var quality: QualityChoice? = nil
+    /// A still's ThumbHash: the placeholder a device draws when the picture cannot arrive.
+    public var placeholder: [UInt8]? = nil
     /// The source JPEG's quality, when ``pixels`` are at about its size (``QualityHint``).
     var pixelsCeiling: Int? = nil
     /// What the transform noticed and worked around (an embedded ICC profile it could not use).
@@ -111,6 +113,7 @@ public enum MediaTransform {
         transformed.keptSource = rendition.keptSource
         transformed.quality = rendition.keptSource ? nil : rendition.quality
         transformed.pixels = rendition.pixels
+        transformed.placeholder = rendition.placeholder
         transformed.pixelsCeiling = rendition.pixelsCeiling
         if let warning = rendition.source.colourWarning { transformed.warnings.append(warning) }
         if let small = rendition.small {
