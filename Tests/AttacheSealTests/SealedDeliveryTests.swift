@@ -318,6 +318,29 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: lastDownloads.path).isEmpty)
     }
 
+    @Test("past the small rendition the ladder draws the picture's placeholder, before the text alone")
+    func theLadderDrawsThePlaceholder() async throws {
+        let result = await pipeline().process(Self.payload(["image": media.url("/waterfall-rotated.jpg")]))
+        let payload = try Self.visible(result.payload)
+        let entry = try #require((payload["attachments"] as? [[String: Any]])?.first)
+        let hash = try #require(entry["thumbhash"] as? String, "\(entry)")
+        #expect(hash.count <= 36 && !hash.contains("="), "\(hash)")
+        let fullURL = try #require(entry["url"] as? String)
+        let smallURL = try #require((entry["small"] as? [String: Any])?["url"] as? String)
+        drip(fullURL, body: try object(fullURL), bytes: 100, every: 200_000)
+        drip(smallURL, body: try object(smallURL), bytes: 100, every: 200_000)
+        let (kit, downloads) = try client(nil, memory: 24_000_000)
+        let start = ContinuousClock.now
+        let prepared = await kit.prepare(json: Data(result.payload), deadline: start + .seconds(2))
+        #expect(ContinuousClock.now - start < .seconds(3))
+        let drawn = try #require(prepared.attachments.first, "\(prepared.failures)")
+        #expect(drawn.rendition == .placeholder && drawn.typeHint == "public.png" && prepared.bestAttempt)
+        let png = try Data(contentsOf: drawn.fileURL)
+        #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count < 8_000, "\(png.count) bytes")
+        let files = try FileManager.default.contentsOfDirectory(atPath: downloads.path)
+        #expect(files == [drawn.fileURL.lastPathComponent], "only the placeholder is left: \(files)")
+    }
+
     /// A sealed video's small rendition is its poster (a sealed JPEG): against a host too slow
     /// for the video, the device gets the poster in time, typed as a JPEG.
     @Test func aSealedVideoFallsBackToItsPoster() async throws {
