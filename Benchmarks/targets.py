@@ -94,7 +94,13 @@ def crops(binary, photos, count):
     cases = make_subjects(photos, directory, count, seed=1)
     _, lines = resize(binary, [path for path, _ in cases], "/tmp/targets-crop", ["--targets", "android"])
     shares = {"attache": [], "vips": [], "centre": []}
+    # The collapsed iOS notification's square: the entry's clipping rect, else the centre square.
+    squares = {"attache (thumbnailClippingRect)": [], "centre square (iOS without one)": []}
     for (path, box), line in zip(cases, lines):
+        clip = line.get("thumbnail_clip")
+        square = [clip[0] * 800, clip[1] * 1200, clip[2] * 800, clip[3] * 1200] if clip else [0, 200, 800, 800]
+        squares["attache (thumbnailClippingRect)"].append(kept(box, square))
+        squares["centre square (iOS without one)"].append(kept(box, [0, 200, 800, 800]))
         # The crops are in the pixels of the 1024 px rendition (683x1024 here): scaled back.
         scale = 1200 / line["height"]
         crop = [v * scale for v in line["targets"][0]["crop"]]
@@ -117,6 +123,12 @@ def crops(binary, photos, count):
     for name, values in shares.items():
         whole = sum(1 for v in values if v >= 0.999)
         print(f"| {name} | {sum(values) / len(values) * 100:.1f}% | {whole} of {len(values)} |")
+    print()
+    print(f"| collapsed iOS thumbnail ({count} portraits, subject near the top) | mean share of subject kept | all of it kept |")
+    print("|---|---|---|")
+    for name, values in squares.items():
+        whole = sum(1 for v in values if v >= 0.999)
+        print(f"| {name} | {sum(values) / len(values) * 100:.1f}% | {whole} of {len(values)} |")
 
 
 def main():
@@ -125,12 +137,14 @@ def main():
     parser.add_argument("--attache", required=True)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--subjects", type=int, default=40)
+    parser.add_argument("--crops-only", action="store_true", help="only the crop and thumbnail tables")
     args = parser.parse_args()
     files = sorted(os.path.join(args.photos, f) for f in os.listdir(args.photos) if f.endswith(".jpg"))
     if not files:
         sys.exit(f"no photos in {args.photos}")
-    cost(args.attache, files, args.runs)
-    caps(args.attache, files)
+    if not args.crops_only:
+        cost(args.attache, files, args.runs)
+        caps(args.attache, files)
     crops(args.attache, files, args.subjects)
 
 

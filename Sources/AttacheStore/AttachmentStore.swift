@@ -92,6 +92,7 @@ public final class AttachmentStore: Sendable {
             revokedBefore: 0, posterTime: metadata.posterTime)
         row.tenant = owner?.id
         row.placeholder = metadata.placeholder
+        row.clip = metadata.clip.map { $0.map { String($0) }.joined(separator: ",") }
         let sourceRow = source.map {
             SourceRow(
                 url: $0.url, spec: $0.spec, objectID: id.hex, etag: $0.etag,

@@ -18,11 +18,13 @@ package struct ObjectRow: Codable, Hashable {
     package var tenant: String? = nil
     /// A still's ThumbHash, base64.
     package var placeholder: String? = nil
+    /// The square a collapsed notification shows: `x,y,width,height` in 0…1.
+    package var clip: String? = nil
 
     package init(
         id: String, kind: String, ext: String, bytes: Int64, width: Int?, height: Int?, frames: Int?, created: Int64,
         expires: Int64, revokedBefore: Int64, posterTime: Double? = nil, tenant: String? = nil,
-        placeholder: String? = nil
+        placeholder: String? = nil, clip: String? = nil
     ) {
         (self.id, self.kind, self.ext, self.bytes) = (id, kind, ext, bytes)
         (self.width, self.height, self.frames) = (width, height, frames)
@@ -31,13 +33,14 @@ package struct ObjectRow: Codable, Hashable {
         )
         self.tenant = tenant
         self.placeholder = placeholder
+        self.clip = clip
     }
 
     package enum CodingKeys: String, CodingKey {
         case id, kind, ext, bytes, width, height, frames, created, expires
         case revokedBefore = "revoked_before"
         case posterTime = "poster_time"
-        case tenant, placeholder
+        case tenant, placeholder, clip
     }
 }
 
@@ -137,6 +140,9 @@ final class Catalog: Sendable {
         }
         migrator.registerMigration("v5: placeholder") { db in
             try db.alter(table: "object") { t in t.add(column: "placeholder", .text) }
+        }
+        migrator.registerMigration("v6: clip") { db in
+            try db.alter(table: "object") { t in t.add(column: "clip", .text) }
         }
         return migrator
     }

@@ -24,6 +24,9 @@ public struct StoredAttachment: Hashable, Sendable {
     public var posterTime: Double?
     /// A still's ThumbHash, base64 (the placeholder its entry carries).
     public var placeholder: String?
+    /// The square a collapsed notification shows (x, y, width, height in 0…1), when not the
+    /// centre one.
+    public var clip: [Double]?
 
     init(row: ObjectRow) throws(AttacheError) {
         guard let id = AttachmentID(hex: row.id), let kind = StoredKind(rawValue: row.kind) else {
@@ -40,6 +43,10 @@ public struct StoredAttachment: Hashable, Sendable {
         self.relativePath = ObjectLayout.relativePath(id: row.id, fileExtension: kind.fileExtension)
         self.posterTime = row.posterTime
         self.placeholder = row.placeholder
+        self.clip = row.clip.flatMap { text in
+            let parts = text.split(separator: ",").compactMap { Double($0) }
+            return parts.count == 4 ? parts : nil
+        }
     }
 }
 
@@ -104,6 +111,8 @@ public struct ObjectMetadata: Hashable, Sendable {
     public var posterTime: Double?
     /// A still's ThumbHash, base64.
     public var placeholder: String? = nil
+    /// The square a collapsed notification shows, when not the centre one.
+    public var clip: [Double]? = nil
 
     /// Creates metadata.
     public init(kind: MediaKind, width: Int? = nil, height: Int? = nil, frames: Int? = nil, posterTime: Double? = nil) {

@@ -53,7 +53,7 @@ extension SharedBackend {
                 let inserted = try connection.query(
                     """
                     INSERT INTO attache_object (\(Self.objectColumns))
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
                     ON CONFLICT (id) DO UPDATE SET expires = GREATEST(attache_object.expires, EXCLUDED.expires)
                     RETURNING (xmax = 0), \(Self.objectColumns)
                     """, Self.parameters(row))

@@ -76,7 +76,7 @@ final class SharedBackend: StoreBackend {
     private static let schemaLock = "4702111234474983745"
 
     static let objectColumns =
-        "id, kind, ext, bytes, width, height, frames, created, expires, revoked_before, poster_time, tenant, placeholder"
+        "id, kind, ext, bytes, width, height, frames, created, expires, revoked_before, poster_time, tenant, placeholder, clip"
     static let objectColumnCount = objectColumns.split(separator: ",").count
 
     static func migrate(_ connection: PostgresConnection) throws(AttacheError) {
@@ -106,6 +106,7 @@ final class SharedBackend: StoreBackend {
             "INSERT INTO attache_totals VALUES (1, 0, 0) ON CONFLICT DO NOTHING",
             "ALTER TABLE attache_object ADD COLUMN IF NOT EXISTS tenant text",
             "ALTER TABLE attache_object ADD COLUMN IF NOT EXISTS placeholder text",
+            "ALTER TABLE attache_object ADD COLUMN IF NOT EXISTS clip text",
             """
             CREATE TABLE IF NOT EXISTS attache_tenant_totals (
                 tenant text PRIMARY KEY, objects bigint NOT NULL, bytes bigint NOT NULL)
@@ -128,7 +129,7 @@ final class SharedBackend: StoreBackend {
     // MARK: Rows
 
     static func row(_ values: [String?]) throws(AttacheError) -> ObjectRow {
-        guard values.count >= 13, let id = values[0], let kind = values[1], let ext = values[2],
+        guard values.count >= 14, let id = values[0], let kind = values[1], let ext = values[2],
             let bytes = values[3].flatMap({ Int64($0) }), let created = values[7].flatMap({ Int64($0) }),
             let expires = values[8].flatMap({ Int64($0) }), let revoked = values[9].flatMap({ Int64($0) })
         else { throw AttacheError(.storeCorrupt, "catalog: an object row is incomplete") }
@@ -136,14 +137,14 @@ final class SharedBackend: StoreBackend {
             id: id, kind: kind, ext: ext, bytes: bytes, width: values[4].flatMap { Int($0) },
             height: values[5].flatMap { Int($0) }, frames: values[6].flatMap { Int($0) }, created: created,
             expires: expires, revokedBefore: revoked, posterTime: values[10].flatMap { Double($0) }, tenant: values[11],
-            placeholder: values[12])
+            placeholder: values[12], clip: values[13])
     }
 
     static func parameters(_ row: ObjectRow) -> [String?] {
         [
             row.id, row.kind, row.ext, String(row.bytes), row.width.map(String.init), row.height.map(String.init),
             row.frames.map(String.init), String(row.created), String(row.expires), String(row.revokedBefore),
-            row.posterTime.map { String($0) }, row.tenant, row.placeholder,
+            row.posterTime.map { String($0) }, row.tenant, row.placeholder, row.clip,
         ]
     }
 

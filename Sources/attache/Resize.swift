@@ -199,6 +199,13 @@ struct Resize: ParsableCommand {
                 line.add("height", r.height)
                 line.add("bytes", r.data.count)
                 line.add("kept_source", r.keptSource)
+                if let clip = r.clip {
+                    line.addRaw("thumbnail_clip", "[" + clip.map { String($0) }.joined(separator: ",") + "]")
+                }
+                if let placeholder = r.placeholder {
+                    line.add(
+                        "thumbhash", Data(placeholder).base64EncodedString().replacingOccurrences(of: "=", with: ""))
+                }
                 if let choice = r.quality {
                     line.add("quality", choice.quality)
                     if let score = choice.score { line.add("score", (score * 100).rounded() / 100) }

@@ -105,6 +105,8 @@ extension AttachmentDescriptor {
     init(_ stored: StoredAttachment, kind: MediaKind, token: String, baseURL: String, thumbnail: ThumbnailOptions) {
         var thumbnail = thumbnail
         if thumbnail.time == nil { thumbnail.time = stored.posterTime }
+        // The sender's rect wins; else the square on the subject, when it is not the centre one.
+        if thumbnail.clippingRect == nil { thumbnail.clippingRect = stored.clip }
         self.init(
             id: stored.id.hex, url: Self.url(stored, token: token, baseURL: baseURL),
             type: kind.uti, bytes: stored.bytes, width: stored.width, height: stored.height,

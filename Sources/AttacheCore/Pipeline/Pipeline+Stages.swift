@@ -323,6 +323,7 @@ extension Pipeline {
             metadata.placeholder = transformed.placeholder.map {
                 Data($0).base64EncodedString().replacingOccurrences(of: "=", with: "")
             }
+            metadata.clip = transformed.clip
             return metadata
         }()
         let smallReference = keys.small.map {
@@ -351,6 +352,7 @@ extension Pipeline {
                 smallMetadata.kind = .media(small?.kind ?? kind)
                 smallMetadata.posterTime = nil
                 smallMetadata.placeholder = nil
+                smallMetadata.clip = nil
                 let storedSmall = try small.map { piece throws(AttacheError) in
                     try put(piece, smallMetadata, smallReference)
                 }

@@ -81,6 +81,9 @@ public struct Rendition: Sendable {
     public var small: SmallRendition? = nil
     /// The picture's ThumbHash (``ThumbHash``), for a still.
     public var placeholder: [UInt8]? = nil
+    /// The square a collapsed notification shows of a still that is not square (x, y, width,
+    /// height in 0…1), when it is not the centre square (``ImageProcessor/clip(_:focus:)``).
+    public var clip: [Double]? = nil
     /// The pixels the rendition was encoded from (an animation's: its poster frame), upright,
     /// for the renditions other receivers get (``TargetRendition``).
     var pixels: PixelImage? = nil

@@ -77,6 +77,33 @@ public enum ImageProcessor {
         return try render(bytes, kind: kind, spec: spec, limits: limits, deadline: WorkDeadline(budget: timeBudget))
     }
 
+    /// The square the collapsed notification shows of a picture that is not square (iOS cuts
+    /// the centre square unless told): centred on the sender's focus, else on the subject (the
+    /// attention measure the receivers' crops use) — x, y, width and height in 0…1, to four
+    /// places; nil for a square picture, or when the subject's square is within a twentieth of
+    /// its slide from the centre one.
+    static func clip(_ image: PixelImage, focus: FocalPoint?) throws(AttacheError) -> [Double]? {
+        let side = min(image.width, image.height)
+        let slide = max(image.width, image.height) - side
+        guard side > 0, slide > 0 else { return nil }
+        let origin: (x: Int, y: Int)
+        if let focus {
+            func centred(_ f: Double, _ length: Int) -> Int {
+                min(length - side, max(0, Int((f * Double(length) - Double(side) / 2).rounded())))
+            }
+            origin = (centred(focus.x, image.width), centred(focus.y, image.height))
+        } else {
+            origin = try Saliency.bestOrigin(in: image, cropWidth: side, cropHeight: side)
+        }
+        let off = abs(origin.x - (image.width - side) / 2) + abs(origin.y - (image.height - side) / 2)
+        guard off * 20 > slide else { return nil }
+        func part(_ value: Int, _ of: Int) -> Double { (Double(value) / Double(of) * 10_000).rounded() / 10_000 }
+        return [
+            part(origin.x, image.width), part(origin.y, image.height), part(side, image.width),
+            part(side, image.height),
+        ]
+    }
+
     /// The rendition `request` asks for (its spec, limits, deadline; a measured score).
     public static func render(_ bytes: MediaBytes, request: TransformRequest) throws(AttacheError) -> Rendition {
         let kind = try Sniffer.kind(of: bytes.prefix(Sniffer.prefixLength))
@@ -130,6 +157,7 @@ public enum ImageProcessor {
         var rendition = Rendition(kind: output, width: image.width, height: image.height, data: data, source: info)
         rendition.quality = choice
         rendition.placeholder = ThumbHash.make(image)
+        rendition.clip = try clip(image, focus: request.focus)
         rendition.pixels = decoded
         rendition.pixelsTables = spec.jpegTables
         rendition.pixelsCeiling = QualityHint.ceiling(

@@ -22,43 +22,58 @@ public enum ThumbHash {
         var rgba = [UInt8](repeating: 0, count: width * height * 4)
         let channels = image.channels
         image.pixels.withUnsafeBufferPointer { source in
+            // Each output row: its source rows summed per column first, then the columns per cell.
+            var columns = [Int](repeating: 0, count: image.width * 4)
             for y in 0..<height {
                 let y0 = y * image.height / height
                 let y1 = max(y0 + 1, (y + 1) * image.height / height)
+                for i in columns.indices { columns[i] = 0 }
+                for sy in y0..<y1 {
+                    let row = sy * image.width * channels
+                    switch channels {
+                    case 3:
+                        for x in 0..<image.width {
+                            let at = row + x * 3
+                            columns[x * 4] += Int(source[at])
+                            columns[x * 4 + 1] += Int(source[at + 1])
+                            columns[x * 4 + 2] += Int(source[at + 2])
+                        }
+                    case 4:
+                        for x in 0..<image.width {
+                            let at = row + x * 4
+                            columns[x * 4] += Int(source[at])
+                            columns[x * 4 + 1] += Int(source[at + 1])
+                            columns[x * 4 + 2] += Int(source[at + 2])
+                            columns[x * 4 + 3] += Int(source[at + 3])
+                        }
+                    default:
+                        for x in 0..<image.width {
+                            let at = row + x * channels
+                            let v = Int(source[at])
+                            columns[x * 4] += v
+                            columns[x * 4 + 1] += v
+                            columns[x * 4 + 2] += v
+                            columns[x * 4 + 3] += channels == 2 ? Int(source[at + 1]) : 0
+                        }
+                    }
+                }
+                let opaque = channels == 1 || channels == 3
                 for x in 0..<width {
                     let x0 = x * image.width / width
                     let x1 = max(x0 + 1, (x + 1) * image.width / width)
                     var sum = (0, 0, 0, 0)
-                    for sy in y0..<y1 {
-                        var at = (sy * image.width + x0) * channels
-                        for _ in x0..<x1 {
-                            switch channels {
-                            case 1:
-                                let v = Int(source[at])
-                                sum = (sum.0 + v, sum.1 + v, sum.2 + v, sum.3 + 255)
-                            case 2:
-                                let v = Int(source[at])
-                                sum = (sum.0 + v, sum.1 + v, sum.2 + v, sum.3 + Int(source[at + 1]))
-                            case 3:
-                                sum = (
-                                    sum.0 + Int(source[at]), sum.1 + Int(source[at + 1]), sum.2 + Int(source[at + 2]),
-                                    sum.3 + 255
-                                )
-                            default:
-                                sum = (
-                                    sum.0 + Int(source[at]), sum.1 + Int(source[at + 1]), sum.2 + Int(source[at + 2]),
-                                    sum.3 + Int(source[at + 3])
-                                )
-                            }
-                            at += channels
-                        }
+                    for sx in x0..<x1 {
+                        sum.0 += columns[sx * 4]
+                        sum.1 += columns[sx * 4 + 1]
+                        sum.2 += columns[sx * 4 + 2]
+                        sum.3 += columns[sx * 4 + 3]
                     }
                     let count = (y1 - y0) * (x1 - x0)
                     let out = (y * width + x) * 4
                     rgba[out] = UInt8((sum.0 + count / 2) / count)
                     rgba[out + 1] = UInt8((sum.1 + count / 2) / count)
                     rgba[out + 2] = UInt8((sum.2 + count / 2) / count)
-                    rgba[out + 3] = UInt8((sum.3 + count / 2) / count)
+                    rgba[out + 3] = opaque ? 255 : UInt8((sum.3 + count / 2) / count)
                 }
             }
         }

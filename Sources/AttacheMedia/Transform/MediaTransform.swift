@@ -30,6 +30,8 @@ public struct TransformedMedia: Sendable {
     public var quality: QualityChoice? = nil
     /// A still's ThumbHash: the placeholder a device draws when the picture cannot arrive.
     public var placeholder: [UInt8]? = nil
+    /// The square a collapsed notification shows, when not the centre one (``Rendition/clip``).
+    public var clip: [Double]? = nil
     /// The source JPEG's quality, when ``pixels`` are at about its size (``QualityHint``).
     var pixelsCeiling: Int? = nil
     /// What the transform noticed and worked around (an embedded ICC profile it could not use).
@@ -114,6 +116,7 @@ public enum MediaTransform {
         transformed.quality = rendition.keptSource ? nil : rendition.quality
         transformed.pixels = rendition.pixels
         transformed.placeholder = rendition.placeholder
+        transformed.clip = rendition.clip
         transformed.pixelsCeiling = rendition.pixelsCeiling
         if let warning = rendition.source.colourWarning { transformed.warnings.append(warning) }
         if let small = rendition.small {
