@@ -37,6 +37,10 @@ let benchmarks: @Sendable () -> Void = {
         Benchmark("ThumbHash of a \(image.width)x\(image.height) picture") { benchmark in
             for _ in benchmark.scaledIterations { blackHole(ThumbHash.make(image)) }
         }
+        // The collapsed thumbnail's square on the subject (the attention measure on a 256 px copy).
+        Benchmark("thumbnail square of a \(image.width)x\(image.height) picture") { benchmark in
+            for _ in benchmark.scaledIterations { blackHole(try ImageProcessor.clip(image, focus: nil)) }
+        }
     }
     let files = (try? FileManager.default.contentsOfDirectory(atPath: photos))?.sorted().filter { $0.hasSuffix(".jpg") } ?? []
     for file in files.prefix(4) {

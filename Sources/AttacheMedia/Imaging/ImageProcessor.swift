@@ -82,7 +82,7 @@ public enum ImageProcessor {
     /// attention measure the receivers' crops use) — x, y, width and height in 0…1, to four
     /// places; nil for a square picture, or when the subject's square is within a twentieth of
     /// its slide from the centre one.
-    static func clip(_ image: PixelImage, focus: FocalPoint?) throws(AttacheError) -> [Double]? {
+    public static func clip(_ image: PixelImage, focus: FocalPoint?) throws(AttacheError) -> [Double]? {
         let side = min(image.width, image.height)
         let slide = max(image.width, image.height) - side
         guard side > 0, slide > 0 else { return nil }
