@@ -82,10 +82,14 @@ public enum ImageProcessor {
     /// attention measure the receivers' crops use) — x, y, width and height in 0…1, to four
     /// places; nil for a square picture, or when the subject's square is within a twentieth of
     /// its slide from the centre one.
-    public static func clip(_ image: PixelImage, focus: FocalPoint?) throws(AttacheError) -> [Double]? {
+    /// `size` is the picture's own when `image` is a smaller copy of it.
+    public static func clip(
+        _ image: PixelImage, focus: FocalPoint?, size: (width: Int, height: Int)? = nil
+    ) throws(AttacheError) -> [Double]? {
         let side = min(image.width, image.height)
         let slide = max(image.width, image.height) - side
-        guard side > 0, slide > 0 else { return nil }
+        let full = size ?? (image.width, image.height)
+        guard side > 0, slide > 0, full.width != full.height else { return nil }
         let origin: (x: Int, y: Int)
         if let focus {
             func centred(_ f: Double, _ length: Int) -> Int {
@@ -97,11 +101,13 @@ public enum ImageProcessor {
         }
         let off = abs(origin.x - (image.width - side) / 2) + abs(origin.y - (image.height - side) / 2)
         guard off * 20 > slide else { return nil }
-        func part(_ value: Int, _ of: Int) -> Double { (Double(value) / Double(of) * 10_000).rounded() / 10_000 }
-        return [
-            part(origin.x, image.width), part(origin.y, image.height), part(side, image.width),
-            part(side, image.height),
-        ]
+        func part(_ value: Double) -> Double { (value * 10_000).rounded() / 10_000 }
+        // The square in the picture's own pixels: its side the shorter one, its place the copy's.
+        let fullSide = Double(min(full.width, full.height))
+        let (width, height) = (fullSide / Double(full.width), fullSide / Double(full.height))
+        let x = min(1 - width, Double(origin.x) / Double(image.width))
+        let y = min(1 - height, Double(origin.y) / Double(image.height))
+        return [part(x), part(y), part(width), part(height)]
     }
 
     /// The rendition `request` asks for (its spec, limits, deadline; a measured score).
@@ -156,8 +162,13 @@ public enum ImageProcessor {
         let (data, choice) = try encode(image)
         var rendition = Rendition(kind: output, width: image.width, height: image.height, data: data, source: info)
         rendition.quality = choice
-        rendition.placeholder = ThumbHash.make(image)
-        rendition.clip = try clip(image, focus: request.focus)
+        // The placeholder and the collapsed square from one copy of at most 100 px (the subject's
+        // place needs no more: the attention grid is 32 cells).
+        let (smallWidth, smallHeight, smallRGBA) = ThumbHash.small(image)
+        rendition.placeholder = ThumbHash.encode(width: smallWidth, height: smallHeight, rgba: smallRGBA)
+        rendition.clip = try clip(
+            PixelImage(width: smallWidth, height: smallHeight, channels: 4, pixels: smallRGBA), focus: request.focus,
+            size: (image.width, image.height))
         rendition.pixels = decoded
         rendition.pixelsTables = spec.jpegTables
         rendition.pixelsCeiling = QualityHint.ceiling(

@@ -14,8 +14,8 @@ public enum ThumbHash {
         return encode(width: width, height: height, rgba: rgba)
     }
 
-    /// An area-average copy of `image` at most ``maxSide`` a side, as RGBA.
-    static func small(_ image: PixelImage) -> (Int, Int, [UInt8]) {
+    /// An area-average copy of `image` at most ``maxSide`` a side, as RGBA (width, height, pixels).
+    public static func small(_ image: PixelImage) -> (Int, Int, [UInt8]) {
         let scale = min(1, Double(maxSide) / Double(max(image.width, image.height)))
         let width = max(1, Int((Double(image.width) * scale).rounded()))
         let height = max(1, Int((Double(image.height) * scale).rounded()))
