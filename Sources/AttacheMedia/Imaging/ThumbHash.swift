@@ -21,59 +21,68 @@ public enum ThumbHash {
         let height = max(1, Int((Double(image.height) * scale).rounded()))
         var rgba = [UInt8](repeating: 0, count: width * height * 4)
         let channels = image.channels
-        image.pixels.withUnsafeBufferPointer { source in
-            // Each output row: its source rows summed per column first, then the columns per cell.
-            var columns = [Int](repeating: 0, count: image.width * 4)
-            for y in 0..<height {
-                let y0 = y * image.height / height
-                let y1 = max(y0 + 1, (y + 1) * image.height / height)
-                for i in columns.indices { columns[i] = 0 }
-                for sy in y0..<y1 {
-                    let row = sy * image.width * channels
-                    switch channels {
-                    case 3:
-                        for x in 0..<image.width {
-                            let at = row + x * 3
-                            columns[x * 4] += Int(source[at])
-                            columns[x * 4 + 1] += Int(source[at + 1])
-                            columns[x * 4 + 2] += Int(source[at + 2])
+        let opaque = channels == 1 || channels == 3
+        // Each output row: its source rows summed per column first, then the columns per cell.
+        var columns = [UInt32](repeating: 0, count: image.width * 4)
+        image.pixels.withUnsafeBufferPointer { pixels in
+            columns.withUnsafeMutableBufferPointer { sums in
+                rgba.withUnsafeMutableBufferPointer { out in
+                    guard let source = pixels.baseAddress, let column = sums.baseAddress, let target = out.baseAddress
+                    else { return }
+                    for y in 0..<height {
+                        let y0 = y * image.height / height
+                        let y1 = max(y0 + 1, (y + 1) * image.height / height)
+                        column.update(repeating: 0, count: image.width * 4)
+                        for sy in y0..<y1 {
+                            var at = source + sy * image.width * channels
+                            var sum = column
+                            switch channels {
+                            case 3:
+                                for _ in 0..<image.width {
+                                    sum[0] &+= UInt32(at[0])
+                                    sum[1] &+= UInt32(at[1])
+                                    sum[2] &+= UInt32(at[2])
+                                    at += 3
+                                    sum += 4
+                                }
+                            case 4:
+                                for _ in 0..<image.width {
+                                    sum[0] &+= UInt32(at[0])
+                                    sum[1] &+= UInt32(at[1])
+                                    sum[2] &+= UInt32(at[2])
+                                    sum[3] &+= UInt32(at[3])
+                                    at += 4
+                                    sum += 4
+                                }
+                            default:
+                                for _ in 0..<image.width {
+                                    let v = UInt32(at[0])
+                                    sum[0] &+= v
+                                    sum[1] &+= v
+                                    sum[2] &+= v
+                                    if channels == 2 { sum[3] &+= UInt32(at[1]) }
+                                    at += channels
+                                    sum += 4
+                                }
+                            }
                         }
-                    case 4:
-                        for x in 0..<image.width {
-                            let at = row + x * 4
-                            columns[x * 4] += Int(source[at])
-                            columns[x * 4 + 1] += Int(source[at + 1])
-                            columns[x * 4 + 2] += Int(source[at + 2])
-                            columns[x * 4 + 3] += Int(source[at + 3])
-                        }
-                    default:
-                        for x in 0..<image.width {
-                            let at = row + x * channels
-                            let v = Int(source[at])
-                            columns[x * 4] += v
-                            columns[x * 4 + 1] += v
-                            columns[x * 4 + 2] += v
-                            columns[x * 4 + 3] += channels == 2 ? Int(source[at + 1]) : 0
+                        for x in 0..<width {
+                            let x0 = x * image.width / width
+                            let x1 = max(x0 + 1, (x + 1) * image.width / width)
+                            var total: (UInt32, UInt32, UInt32, UInt32) = (0, 0, 0, 0)
+                            var cell = column + x0 * 4
+                            for _ in x0..<x1 {
+                                total = (total.0 &+ cell[0], total.1 &+ cell[1], total.2 &+ cell[2], total.3 &+ cell[3])
+                                cell += 4
+                            }
+                            let count = UInt32((y1 - y0) * (x1 - x0))
+                            let pixel = target + (y * width + x) * 4
+                            pixel[0] = UInt8((total.0 + count / 2) / count)
+                            pixel[1] = UInt8((total.1 + count / 2) / count)
+                            pixel[2] = UInt8((total.2 + count / 2) / count)
+                            pixel[3] = opaque ? 255 : UInt8((total.3 + count / 2) / count)
                         }
                     }
-                }
-                let opaque = channels == 1 || channels == 3
-                for x in 0..<width {
-                    let x0 = x * image.width / width
-                    let x1 = max(x0 + 1, (x + 1) * image.width / width)
-                    var sum = (0, 0, 0, 0)
-                    for sx in x0..<x1 {
-                        sum.0 += columns[sx * 4]
-                        sum.1 += columns[sx * 4 + 1]
-                        sum.2 += columns[sx * 4 + 2]
-                        sum.3 += columns[sx * 4 + 3]
-                    }
-                    let count = (y1 - y0) * (x1 - x0)
-                    let out = (y * width + x) * 4
-                    rgba[out] = UInt8((sum.0 + count / 2) / count)
-                    rgba[out + 1] = UInt8((sum.1 + count / 2) / count)
-                    rgba[out + 2] = UInt8((sum.2 + count / 2) / count)
-                    rgba[out + 3] = opaque ? 255 : UInt8((sum.3 + count / 2) / count)
                 }
             }
         }
