@@ -218,6 +218,12 @@ extension AttachmentStore {
     }
 
     /// Counts and quotas.
+    /// What one tenant's objects hold: those it stored first (a copy another had stored costs
+    /// it nothing), expired ones until they are collected — what its quota counts.
+    public func stats(tenant: String) throws(AttacheError) -> (objects: Int, bytes: Int64) {
+        try backend.totals(tenant: tenant)
+    }
+
     public func stats() throws(AttacheError) -> StoreStats {
         let totals = try backend.totals(at: now)
         let ring = keyRing

@@ -44,6 +44,10 @@ final class DirectoryBackend: StoreBackend {
 
     func sourceCount() throws(AttacheError) -> Int { try catalog.sourceCount() }
 
+    func totals(tenant: String) throws(AttacheError) -> (objects: Int, bytes: Int64) {
+        try catalog.totals(tenant: tenant)
+    }
+
     func totals(at now: Int64) throws(AttacheError) -> (objects: Int, bytes: Int64, expired: Int) {
         try catalog.totals(at: now)
     }

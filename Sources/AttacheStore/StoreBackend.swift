@@ -46,6 +46,8 @@ package protocol StoreBackend: Sendable {
     func temporaryFiles() -> Int
     /// Object count, bytes and expired count.
     func totals(at now: Int64) throws(AttacheError) -> (objects: Int, bytes: Int64, expired: Int)
+    /// What one tenant's objects hold (those it stored first; expired ones until collected).
+    func totals(tenant: String) throws(AttacheError) -> (objects: Int, bytes: Int64)
     /// Source rows.
     func sourceCount() throws(AttacheError) -> Int
     /// The key ring as last seen, looked at again when older than `interval`.

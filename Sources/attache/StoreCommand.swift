@@ -143,8 +143,20 @@ struct StoreCommand: ParsableCommand {
 
         @OptionGroup var options: StoreOptions
 
+        @Option(help: "One tenant's objects and bytes (those it stored first: what its store quota counts).")
+        var tenant: String?
+
         func run() throws {
             let store = try options.open()
+            if let tenant {
+                let held = try store.stats(tenant: tenant)
+                var line = JSONLine()
+                line.add("tenant", tenant)
+                line.add("objects", held.objects)
+                line.add("bytes", Int(held.bytes))
+                print(options.json ? line.text : "tenant=\(tenant) objects=\(held.objects) bytes=\(held.bytes)")
+                return
+            }
             let stats = try store.stats()
             var line = JSONLine()
             line.add("root", store.configuration.shared == nil ? options.root : store.backendDescription)

@@ -228,7 +228,7 @@ struct SharedStoreTests {
         #expect(outcomes.filter { $0 == nil }.count == 5, "\(outcomes)")
         #expect(outcomes.compactMap { $0 }.allSatisfy { $0 == .tenantQuotaExceeded }, "\(outcomes)")
         let shared = try #require(stores[0].backend as? SharedBackend)
-        #expect(try shared.totals(tenant: "a") == (5, 50_000))
+        #expect(try shared.totals(tenant: "a") == (5, 50_000) && (try stores[1].stats(tenant: "a")) == (5, 50_000))
         // Another tenant is not touched by it, and a copy "a" already stored costs "a" nothing.
         let other = StoreOwner(id: "b", maxObjects: 1)
         _ = try stores[1].put(randomBytes(10_000, seed: 200), metadata: ObjectMetadata(kind: .jpeg), owner: other)

@@ -229,6 +229,7 @@ import Testing
         // A copy already stored (by anyone) costs the tenant nothing.
         _ = try store.put(randomBytes(10_000, seed: 303), metadata: ObjectMetadata(kind: .jpeg), owner: owner)
         #expect(try store.stats().objects == 4, "the refused put left nothing")
+        #expect(try store.stats(tenant: "a") == (2, 20_000) && (try store.stats(tenant: "b")) == (1, 10_000))
         // Once its own first object has expired, the put collects it (expired objects only) and fits.
         clock.advance(11)
         _ = try store.put(randomBytes(10_000, seed: 302), metadata: ObjectMetadata(kind: .jpeg), owner: owner)
