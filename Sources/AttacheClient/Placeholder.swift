@@ -78,40 +78,10 @@ public enum Placeholder {
                 var (l, p, q, a) = (lDC, pDC, qDC, aDC)
                 for cx in fx.indices { fx[cx] = cos(Double.pi / Double(w) * (Double(x) + 0.5) * Double(cx)) }
                 for cy in fy.indices { fy[cy] = cos(Double.pi / Double(h) * (Double(y) + 0.5) * Double(cy)) }
-                var j = 0
-                for cy in 0..<ly {
-                    var cx = cy > 0 ? 0 : 1
-                    let fy2 = fy[cy] * 2
-                    while cx * ly < lx * (ly - cy) {
-                        l += lAC[j] * fx[cx] * fy2
-                        cx += 1
-                        j += 1
-                    }
-                }
-                j = 0
-                for cy in 0..<3 {
-                    var cx = cy > 0 ? 0 : 1
-                    let fy2 = fy[cy] * 2
-                    while cx < 3 - cy {
-                        let f = fx[cx] * fy2
-                        p += pAC[j] * f
-                        q += qAC[j] * f
-                        cx += 1
-                        j += 1
-                    }
-                }
-                if hasAlpha {
-                    j = 0
-                    for cy in 0..<5 {
-                        var cx = cy > 0 ? 0 : 1
-                        let fy2 = fy[cy] * 2
-                        while cx < 5 - cy {
-                            a += aAC[j] * fx[cx] * fy2
-                            cx += 1
-                            j += 1
-                        }
-                    }
-                }
+                l += factors(lAC, lx, ly, fx, fy)
+                p += factors(pAC, 3, 3, fx, fy)
+                q += factors(qAC, 3, 3, fx, fy)
+                if hasAlpha { a += factors(aAC, 5, 5, fx, fy) }
                 let b = l - 2.0 / 3.0 * p
                 let r = (3 * l - b + q) / 2
                 let g = r - q
@@ -121,6 +91,22 @@ public enum Placeholder {
             }
         }
         return Image(width: w, height: h, rgba: rgba)
+    }
+
+    /// A channel's varying factors at one pixel: the triangle of cosine products the encoder
+    /// kept (`cx × ny < nx × (ny − cy)`, the mean left out), each counted twice along y.
+    private static func factors(_ ac: [Double], _ nx: Int, _ ny: Int, _ fx: [Double], _ fy: [Double]) -> Double {
+        var (sum, j) = (0.0, 0)
+        for cy in 0..<ny {
+            var cx = cy > 0 ? 0 : 1
+            let fy2 = fy[cy] * 2
+            while cx * ny < nx * (ny - cy) {
+                sum += ac[j] * fx[cx] * fy2
+                cx += 1
+                j += 1
+            }
+        }
+        return sum
     }
 
     /// The aspect ratio the hash says, width over height (to its 1/7 steps).

@@ -27,10 +27,13 @@ extension ServerSettings {
 
     /// The setting key closest to `key`: the same letters in another case or with `-` or `_`,
     /// else within a few edits; nil when none is close.
-    static func nearestKey(_ key: String) -> String? {
+    static func nearestKey(_ key: String) -> String? { nearest(key, among: all.map(\.key)) }
+
+    /// The one of `keys` closest to `key`, in the same way; nil when none is close.
+    static func nearest(_ key: String, among keys: [String]) -> String? {
         func folded(_ text: String) -> [Character] { Array(text.lowercased().filter { $0 != "_" && $0 != "-" }) }
         let wanted = folded(key)
-        let scored = all.map { ($0.key, editDistance(wanted, folded($0.key))) }
+        let scored = keys.map { ($0, editDistance(wanted, folded($0))) }
         guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
         return best.1 <= max(1, min(3, wanted.count / 4)) ? best.0 : nil
     }

@@ -169,10 +169,7 @@ final class SettingsReading {
             switch TenantTable.load(path) {
             case .success(let table):
                 configuration.tenants = table
-                let plain = Set(TenantTable.keys(keys).tenants.flatMap(\.keys))
-                if table.tenants.contains(where: { $0.keys.contains(where: plain.contains) }) {
-                    problem("tenants", "a key of the tenants file is given to --api-keys too")
-                }
+                if table.with(plainKeys: keys) == nil { problem("tenants", TenantTable.sharedKeyProblem) }
             case .failure(let error):
                 for line in error.problems { problem("tenants", line) }
             }

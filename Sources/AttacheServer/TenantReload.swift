@@ -74,13 +74,11 @@ struct TenantReload: Service {
     func reload(because reason: String) {
         switch TenantTable.load(path) {
         case .success(let table):
-            let plain = TenantTable.keys(keys)
-            let given = Set(plain.tenants.flatMap(\.keys))
-            if table.tenants.contains(where: { $0.keys.contains(where: given.contains) }) {
-                refused(reason, ["\(path): a key of the tenants file is given to --api-keys too"])
+            guard let combined = table.with(plainKeys: keys) else {
+                refused(reason, ["\(path): " + TenantTable.sharedKeyProblem])
                 return
             }
-            tenants.replace(table.adding(plain))
+            tenants.replace(combined)
             metrics.tenantsReload("applied")
             logger.info(
                 "tenants read again",

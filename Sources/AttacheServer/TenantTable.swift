@@ -55,6 +55,17 @@ struct TenantTable: Sendable, Hashable {
     /// This table and `other`'s tenants after it.
     func adding(_ other: TenantTable) -> TenantTable { TenantTable(tenants: tenants + other.tenants) }
 
+    /// This file's tenants and one per plain key after them; nil when a key of the file is one
+    /// of the plain keys too (a key is one tenant's only).
+    func with(plainKeys keys: [String]) -> TenantTable? {
+        let plain = TenantTable.keys(keys)
+        let given = Set(plain.tenants.flatMap(\.keys))
+        guard !tenants.contains(where: { $0.keys.contains(where: given.contains) }) else { return nil }
+        return adding(plain)
+    }
+
+    static let sharedKeyProblem = "a key of the tenants file is given to --api-keys too"
+
     /// Reads a tenants file; every problem is one line naming the line and key.
     static func load(_ path: String) -> Result<TenantTable, TenantFileError> {
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -95,103 +106,91 @@ struct TenantTable: Sendable, Hashable {
             return .failure(TenantFileError(problems: problems + ["\(name): \"tenants\" is a list of tenants"]))
         }
         var table = TenantTable()
-        var seenIDs: Set<String> = []
-        var seenKeys: Set<[UInt8]> = []
-        var index = 0
-        for row in rows {
-            index += 1
+        var seen = (ids: Set<String>(), keys: Set<[UInt8]>())
+        for (offset, row) in rows.enumerated() {
             guard case .object(let members) = row else {
-                problems.append("\(line(listMember.valueStart)): tenant \(index) is not an object")
+                problems.append("\(line(listMember.valueStart)): tenant \(offset + 1) is not an object")
                 continue
             }
             let at = members.first?.sourceRange?.lowerBound ?? listMember.valueStart
-            func problem(_ key: String, _ text: String) {
-                let offset = members.first { $0.key == key }?.sourceRange?.lowerBound ?? at
-                problems.append("\(line(offset)): tenant \(index) \"\(key)\": \(text)")
+            let (tenant, found) = Self.tenant(members, seen: &seen) { key in
+                line(members.first { $0.key == key }?.sourceRange?.lowerBound ?? at) + ": tenant \(offset + 1)"
             }
-            for member in members where !rowKeys.contains(member.key) {
-                let typed = Array(member.key.lowercased())
-                let nearest = rowKeys.map { ($0, ServerSettings.editDistance(typed, Array($0))) }
-                    .min { $0.1 < $1.1 }.flatMap { $0.1 <= 2 ? $0.0 : nil }
-                problems.append(
-                    "\(line(member.sourceRange?.lowerBound)): tenant \(index): \"\(member.key)\" is not a tenant key"
-                        + (nearest.map { "; did you mean \"\($0)\"?" } ?? ""))
-            }
-            var tenant = Tenant(id: "", keys: [])
-            let row = JSONValue.object(members)
-            if let id = row["id"]?.stringValue, Self.validID(id) {
-                if seenIDs.contains(id) { problem("id", "'\(id)' is another tenant's too") }
-                seenIDs.insert(id)
-                tenant.id = id
-            } else {
-                problem("id", "an id is 1-64 of a-z 0-9 . _ - (starting with a letter or digit)")
-            }
-            if case .array(let keys)? = row["keys"], !keys.isEmpty {
-                for key in keys {
-                    guard let text = key.stringValue, let digest = Self.digest(text) else {
-                        problem("keys", "each key is \"sha256:\" and the 64 hex digits of the key's SHA-256")
-                        continue
-                    }
-                    if seenKeys.contains(digest) { problem("keys", "a key is listed twice") }
-                    seenKeys.insert(digest)
-                    tenant.keys.append(digest)
-                }
-            } else {
-                problem("keys", "a list of one or more key digests (\"sha256:<hex>\")")
-            }
-            if let share = row["share"] {
-                if let value = Self.integer(share), (1...64).contains(value) {
-                    tenant.share = value
-                } else {
-                    problem("share", "a whole number from 1 to 64")
-                }
-            }
-            if let rate = row["rate"] {
-                if case .number(let text) = rate, let value = DecimalText.number(text), value > 0, value <= 1e6 {
-                    tenant.rate = value
-                    tenant.burst = max(1, Int(value.rounded(.up)))
-                } else {
-                    problem("rate", "requests a second, above 0 and at most 1000000")
-                }
-            }
-            if let burst = row["burst"] {
-                if tenant.rate == nil {
-                    problem("burst", "a burst needs a rate")
-                } else if let value = Self.integer(burst), (1...1_000_000).contains(value) {
-                    tenant.burst = value
-                } else {
-                    problem("burst", "a whole number of requests from 1 to 1000000")
-                }
-            }
-            if let bytes = row["storeMaxBytes"] {
-                if let value = Self.integer(bytes), value >= 1 {
-                    tenant.storeMaxBytes = Int64(value)
-                } else {
-                    problem("storeMaxBytes", "a whole number of bytes, at least 1")
-                }
-            }
-            if let objects = row["storeMaxObjects"] {
-                if let value = Self.integer(objects), value >= 1 {
-                    tenant.storeMaxObjects = value
-                } else {
-                    problem("storeMaxObjects", "a whole number of objects, at least 1")
-                }
-            }
-            if let settings = row["settings"] {
-                switch Self.settings(settings) {
-                case .success(let values): tenant.settings = values
-                case .failure(let why): problem("settings", why.problems.joined(separator: "; "))
-                }
-            }
-            if let sources = row["sources"] {
-                switch Self.sources(sources) {
-                case .success(let rules): tenant.sources = rules
-                case .failure(let why): problem("sources", why.problems.joined(separator: "; "))
-                }
-            }
+            problems += found
             table.tenants.append(tenant)
         }
         return problems.isEmpty ? .success(table) : .failure(TenantFileError(problems: problems))
+    }
+
+    /// One row of the file: the tenant and its problems, each after `place(key)` (the line of
+    /// that key, else of the row, and the row's number).
+    static func tenant(
+        _ members: [JSONValue.Member], seen: inout (ids: Set<String>, keys: Set<[UInt8]>),
+        place: (String) -> String
+    ) -> (Tenant, [String]) {
+        var problems: [String] = []
+        func problem(_ key: String, _ text: String) { problems.append("\(place(key)) \"\(key)\": \(text)") }
+        for member in members where !rowKeys.contains(member.key) {
+            let nearest = ServerSettings.nearest(member.key, among: rowKeys).map { "; did you mean \"\($0)\"?" } ?? ""
+            problems.append("\(place(member.key)): \"\(member.key)\" is not a tenant key" + nearest)
+        }
+        let row = JSONValue.object(members)
+        // A whole number in `range` under `key`; nil, with the problem named, when it is not one.
+        func whole(_ key: String, _ range: ClosedRange<Int>, _ what: String) -> Int? {
+            guard let value = row[key] else { return nil }
+            if let number = integer(value), range.contains(number) { return number }
+            problem(key, what)
+            return nil
+        }
+        var tenant = Tenant(id: "", keys: [])
+        if let id = row["id"]?.stringValue, validID(id) {
+            if !seen.ids.insert(id).inserted { problem("id", "'\(id)' is another tenant's too") }
+            tenant.id = id
+        } else {
+            problem("id", "an id is 1-64 of a-z 0-9 . _ - (starting with a letter or digit)")
+        }
+        if case .array(let keys)? = row["keys"], !keys.isEmpty {
+            for key in keys {
+                guard let digest = key.stringValue.flatMap(digest) else {
+                    problem("keys", "each key is \"sha256:\" and the 64 hex digits of the key's SHA-256")
+                    continue
+                }
+                if !seen.keys.insert(digest).inserted { problem("keys", "a key is listed twice") }
+                tenant.keys.append(digest)
+            }
+        } else {
+            problem("keys", "a list of one or more key digests (\"sha256:<hex>\")")
+        }
+        tenant.share = whole("share", 1...64, "a whole number from 1 to 64") ?? tenant.share
+        if let rate = row["rate"] {
+            if case .number(let text) = rate, let value = DecimalText.number(text), value > 0, value <= 1e6 {
+                tenant.rate = value
+                tenant.burst = max(1, Int(value.rounded(.up)))
+            } else {
+                problem("rate", "requests a second, above 0 and at most 1000000")
+            }
+        }
+        if row["burst"] != nil, tenant.rate == nil {
+            problem("burst", "a burst needs a rate")
+        } else if let burst = whole("burst", 1...1_000_000, "a whole number of requests from 1 to 1000000") {
+            tenant.burst = burst
+        }
+        tenant.storeMaxBytes = whole("storeMaxBytes", 1...Int.max, "a whole number of bytes, at least 1").map(
+            Int64.init)
+        tenant.storeMaxObjects = whole("storeMaxObjects", 1...Int.max, "a whole number of objects, at least 1")
+        if let settings = row["settings"] {
+            switch Self.settings(settings) {
+            case .success(let values): tenant.settings = values
+            case .failure(let why): problem("settings", why.problems.joined(separator: "; "))
+            }
+        }
+        if let sources = row["sources"] {
+            switch Self.sources(sources) {
+            case .success(let rules): tenant.sources = rules
+            case .failure(let why): problem("sources", why.problems.joined(separator: "; "))
+            }
+        }
+        return (tenant, problems)
     }
 
     /// Pipeline settings a tenant may hold: every row but those that read a file.
@@ -207,11 +206,7 @@ struct TenantTable: Sendable, Hashable {
         var values: [String: String] = [:]
         for member in members {
             guard let setting = PipelineSettings.named(member.key), !notPerTenant.contains(member.key) else {
-                let typed = Array(member.key.lowercased())
-                let near = PipelineSettings.all.map {
-                    ($0.key, ServerSettings.editDistance(typed, Array($0.key.lowercased())))
-                }
-                .min { $0.1 < $1.1 }.flatMap { $0.1 <= 2 ? $0.0 : nil }
+                let near = ServerSettings.nearest(member.key, among: PipelineSettings.all.map(\.key))
                 problems.append(
                     "\"\(member.key)\" is not a pipeline setting a tenant may hold"
                         + (near.map { "; did you mean \"\($0)\"?" } ?? ""))
@@ -263,18 +258,10 @@ struct TenantTable: Sendable, Hashable {
         return .success(SourceRules(allow: lists["allow"] ?? [], deny: lists["deny"] ?? []))
     }
 
+    /// A file tenant's id: the owners' grammar, and not a name the plain keys or anonymous
+    /// callers go by.
     static func validID(_ id: String) -> Bool {
-        guard let first = id.utf8.first, id.utf8.count <= 64, !id.hasPrefix("key-"), id != "anonymous" else {
-            return false
-        }
-        func allowed(_ byte: UInt8) -> Bool {
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-        }
-        return allowed(first)
-            && id.utf8.allSatisfy {
-                allowed($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
-            }
+        StoreOwner.isValidID(id) && !id.hasPrefix("key-") && id != Tenants.anonymous
     }
 
     /// `sha256:<64 hex>` as its 32 bytes.

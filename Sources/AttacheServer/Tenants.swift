@@ -63,10 +63,7 @@ final class Tenants: Sendable {
         let burst = Double(tenant.burst)
         return buckets.withLock { buckets in
             var (tokens, at) = buckets[tenant.id] ?? (burst, now)
-            tokens = min(
-                burst,
-                tokens + Double(at.duration(to: now).components.seconds) * rate
-                    + Double(at.duration(to: now).components.attoseconds) / 1e18 * rate)
+            tokens = min(burst, tokens + at.duration(to: now) / .seconds(1) * rate)
             if tokens >= 1 {
                 buckets[tenant.id] = (tokens - 1, now)
                 return nil

@@ -63,6 +63,19 @@ public struct StoreOwner: Sendable, Hashable {
         (self.id, self.maxBytes, self.maxObjects) = (id, maxBytes, maxObjects)
     }
 
+    /// An owner's id as a tenants file writes it: 1 to 64 of `a-z 0-9 . _ -`, starting with a
+    /// letter or digit.
+    public static func isValidID(_ id: String) -> Bool {
+        func letterOrDigit(_ byte: UInt8) -> Bool {
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+        }
+        guard let first = id.utf8.first, id.utf8.count <= 64, letterOrDigit(first) else { return false }
+        return id.utf8.allSatisfy {
+            letterOrDigit($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
+        }
+    }
+
     /// The quota one more object of `bytes` would pass, given what the owner holds; nil: it fits.
     package func passed(_ held: (objects: Int, bytes: Int64), adding bytes: Int64) -> AttacheError.Limit? {
         if let maxBytes, held.bytes + bytes > maxBytes { return .tenantStoreBytes }

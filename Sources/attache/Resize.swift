@@ -203,8 +203,7 @@ struct Resize: ParsableCommand {
                     line.addRaw("thumbnail_clip", "[" + clip.map { String($0) }.joined(separator: ",") + "]")
                 }
                 if let placeholder = r.placeholder {
-                    line.add(
-                        "thumbhash", Data(placeholder).base64EncodedString().replacingOccurrences(of: "=", with: ""))
+                    line.add("thumbhash", ThumbHash.text(placeholder))
                 }
                 if let choice = r.quality {
                     line.add("quality", choice.quality)

@@ -148,20 +148,9 @@ struct StoreCommand: ParsableCommand {
 
         func validate() throws {
             // A tenant id as the tenants file writes it (key-N and anonymous included).
-            if let tenant, !Self.isTenantID(tenant) {
+            if let tenant, !StoreOwner.isValidID(tenant) {
                 throw ValidationError(
                     "--tenant '\(tenant)' is not a tenant id (1-64 of a-z 0-9 . _ -, from a letter or digit)")
-            }
-        }
-
-        static func isTenantID(_ id: String) -> Bool {
-            func letterOrDigit(_ byte: UInt8) -> Bool {
-                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-            }
-            guard let first = id.utf8.first, id.utf8.count <= 64, letterOrDigit(first) else { return false }
-            return id.utf8.allSatisfy {
-                letterOrDigit($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
             }
         }
 

@@ -24,6 +24,15 @@ import Testing
         guard rename(path + ".new", path) == 0 else { throw CocoaError(.fileWriteUnknown) }
     }
 
+    /// The test service with `file` as its tenants file (beside its two plain keys).
+    static func service(tenants file: String) async throws -> RunningService {
+        let table = try TenantTable.load(file).get()
+        return try await ServiceTests.start {
+            $0.tenantsFile = file
+            $0.tenants = table
+        }
+    }
+
     @Test("a tenants file is read whole, or refused with each problem's line and key")
     func theFileIsReadWholeOrRefused() throws {
         let good = """
@@ -76,10 +85,7 @@ import Testing
         try Self.write(
             #"{"tenants": [{"id": "acme", "keys": ["\#(Self.digest(Self.acmeKey))"], "rate": 0.0167, "burst": 3}]}"#,
             to: file)
-        let service = try await ServiceTests.start {
-            $0.tenantsFile = file
-            $0.tenants = try! TenantTable.load(file).get()
-        }
+        let service = try await Self.service(tenants: file)
         defer { Task { await service.stop() } }
         let post = service.base + "/v1/notifications"
         let plain = Array(#"{"aps":{"alert":"hi"}}"#.utf8)
@@ -112,10 +118,7 @@ import Testing
         try Self.write(
             #"{"tenants": [{"id": "media", "keys": ["\#(Self.digest(Self.mediaKey))"], "sources": {"allow": ["localhost"]}}]}"#,
             to: file)
-        let service = try await ServiceTests.start {
-            $0.tenantsFile = file
-            $0.tenants = try! TenantTable.load(file).get()
-        }
+        let service = try await Self.service(tenants: file)
         defer { Task { await service.stop() } }
         let post = service.base + "/v1/notifications?envelope=true"
         let mine = ["Authorization": "Bearer \(Self.mediaKey)"]
@@ -147,10 +150,7 @@ import Testing
         let directory = try TemporaryDirectory()
         let file = directory.path + "/tenants.json"
         try Self.write(#"{"tenants": [{"id": "acme", "keys": ["\#(Self.digest(Self.acmeKey))"]}]}"#, to: file)
-        let service = try await ServiceTests.start {
-            $0.tenantsFile = file
-            $0.tenants = try! TenantTable.load(file).get()
-        }
+        let service = try await Self.service(tenants: file)
         defer { Task { await service.stop() } }
         let post = service.base + "/v1/notifications"
         let plain = Array(#"{"aps":{"alert":"hi"}}"#.utf8)
@@ -254,10 +254,7 @@ import Testing
         try Self.write(
             #"{"tenants": [{"id": "fixed", "keys": ["\#(Self.digest(Self.acmeKey))"], "settings": {"quality": 60, "smallSide": 0}}]}"#,
             to: file)
-        let service = try await ServiceTests.start {
-            $0.tenantsFile = file
-            $0.tenants = try! TenantTable.load(file).get()
-        }
+        let service = try await Self.service(tenants: file)
         defer { Task { await service.stop() } }
         func attachment(_ key: String, query: String = "", n: Int) async throws -> [String: Any] {
             let answer = try await curl(
@@ -282,10 +279,7 @@ import Testing
         try Self.write(
             #"{"tenants": [{"id": "small", "keys": ["\#(Self.digest(Self.acmeKey))"], "storeMaxObjects": 2, "settings": {"smallSide": 0}}]}"#,
             to: file)
-        let service = try await ServiceTests.start {
-            $0.tenantsFile = file
-            $0.tenants = try! TenantTable.load(file).get()
-        }
+        let service = try await Self.service(tenants: file)
         defer { Task { await service.stop() } }
         // Distinct pictures: the same photo at three qualities (each a new object).
         var outcomes: [(outcome: String?, code: String?)] = []

@@ -4,7 +4,6 @@ internal import AttacheMedia
 internal import AttacheSeal
 internal import AttacheStore
 internal import Crypto
-internal import Foundation
 
 // One attachment through the stages, in order: fetch → validate → transform → store, then
 // its entry for the attach stage. Each stage has its home in its own target; this file only
@@ -320,9 +319,7 @@ extension Pipeline {
             var metadata = ObjectMetadata(
                 kind: transformed.kind, width: transformed.width, height: transformed.height,
                 frames: transformed.frames, posterTime: transformed.posterTime)
-            metadata.placeholder = transformed.placeholder.map {
-                Data($0).base64EncodedString().replacingOccurrences(of: "=", with: "")
-            }
+            metadata.placeholder = transformed.placeholder.map(ThumbHash.text)
             metadata.clip = transformed.clip
             return metadata
         }()

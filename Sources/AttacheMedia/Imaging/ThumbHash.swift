@@ -8,6 +8,11 @@ public enum ThumbHash {
     /// The longest side the hash is taken from (the format's limit).
     public static let maxSide = 100
 
+    /// A hash as entries and reports write it: base64 without padding.
+    public static func text(_ hash: [UInt8]) -> String {
+        Data(hash).base64EncodedString().replacingOccurrences(of: "=", with: "")
+    }
+
     /// The hash of `image` (1 to 4 channels), from a box-filtered copy at most 100 px a side.
     public static func make(_ image: PixelImage) -> [UInt8] {
         let (width, height, rgba) = Self.small(image)
@@ -124,38 +129,10 @@ public enum ThumbHash {
             a[i] = alpha
         }
 
-        func channel(_ values: [Double], _ nx: Int, _ ny: Int) -> (dc: Double, ac: [Double], scale: Double) {
-            var dc = 0.0
-            var ac: [Double] = []
-            var scale = 0.0
-            var fx = [Double](repeating: 0, count: w)
-            for cy in 0..<ny {
-                var cx = 0
-                while cx * ny < nx * (ny - cy) {
-                    var f = 0.0
-                    for x in 0..<w { fx[x] = cos(Double.pi / Double(w) * Double(cx) * (Double(x) + 0.5)) }
-                    for y in 0..<h {
-                        let fy = cos(Double.pi / Double(h) * Double(cy) * (Double(y) + 0.5))
-                        for x in 0..<w { f += values[x + y * w] * fx[x] * fy }
-                    }
-                    f /= Double(w * h)
-                    if cx > 0 || cy > 0 {
-                        ac.append(f)
-                        scale = max(scale, abs(f))
-                    } else {
-                        dc = f
-                    }
-                    cx += 1
-                }
-            }
-            if scale > 0 { ac = ac.map { 0.5 + 0.5 / scale * $0 } }
-            return (dc, ac, scale)
-        }
-
-        let lc = channel(l, max(3, lx), max(3, ly))
-        let pc = channel(p, 3, 3)
-        let qc = channel(q, 3, 3)
-        let ac = hasAlpha ? channel(a, 5, 5) : (dc: 1.0, ac: [Double](), scale: 1.0)
+        let lc = channel(l, max(3, lx), max(3, ly), width: w, height: h)
+        let pc = channel(p, 3, 3, width: w, height: h)
+        let qc = channel(q, 3, 3, width: w, height: h)
+        let ac = hasAlpha ? channel(a, 5, 5, width: w, height: h) : (dc: 1.0, ac: [Double](), scale: 1.0)
 
         // JavaScript's Math.round: halves go up.
         func round(_ value: Double) -> Int { Int((value + 0.5).rounded(.down)) }
@@ -179,5 +156,36 @@ public enum ThumbHash {
             }
         }
         return hash
+    }
+
+    /// One channel's DCT: its mean, its varying factors scaled to 0…1, and their scale.
+    private static func channel(
+        _ values: [Double], _ nx: Int, _ ny: Int, width w: Int, height h: Int
+    ) -> (dc: Double, ac: [Double], scale: Double) {
+        var dc = 0.0
+        var ac: [Double] = []
+        var scale = 0.0
+        var fx = [Double](repeating: 0, count: w)
+        for cy in 0..<ny {
+            var cx = 0
+            while cx * ny < nx * (ny - cy) {
+                var f = 0.0
+                for x in 0..<w { fx[x] = cos(Double.pi / Double(w) * Double(cx) * (Double(x) + 0.5)) }
+                for y in 0..<h {
+                    let fy = cos(Double.pi / Double(h) * Double(cy) * (Double(y) + 0.5))
+                    for x in 0..<w { f += values[x + y * w] * fx[x] * fy }
+                }
+                f /= Double(w * h)
+                if cx > 0 || cy > 0 {
+                    ac.append(f)
+                    scale = max(scale, abs(f))
+                } else {
+                    dc = f
+                }
+                cx += 1
+            }
+        }
+        if scale > 0 { ac = ac.map { 0.5 + 0.5 / scale * $0 } }
+        return (dc, ac, scale)
     }
 }
