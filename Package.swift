@@ -41,6 +41,7 @@ let withoutX264 = Context.environment["ATTACHE_NO_X264"] == "1"
 //                ←  AttacheCore (content, attach, pipeline: uses all of the above)
 //                ←  AttacheServer (HTTP: Hummingbird; the core never sees an HTTP type)  ←  attache (CLI)
 //                ←  AttacheBatch (campaigns: manifest, resume, progress, report)  ←  attache (CLI)
+//                ←  AttachePreview (each platform's view of a result, HTML)  ←  AttacheServer, AttacheBatch
 // No stage target depends on another stage. AttacheCore composes them into the pipeline;
 // AttacheServer and AttacheBatch, above it, also name stage types (limits, fetch policy, kinds).
 // How the release `attache` is linked, each for a smaller start (docs/benchmarks.md):
@@ -234,11 +235,21 @@ let package = Package(
             dependencies: ["AttacheSeal", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
+        // What each platform shows of a processed payload: one self-contained HTML page.
+        .target(
+            name: "AttachePreview",
+            dependencies: [
+                "AttacheBase", "AttacheCore", "AttacheMedia", "AttacheStore", "AttacheClient",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Campaigns: many payloads or URLs through the pipeline, manifest, resume, report.
         .target(
             name: "AttacheBatch",
             dependencies: [
                 "AttacheBase", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared",
+                "AttachePreview",
                 .product(name: "ExtrasBase64", package: "swift-extras-base64"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
@@ -249,7 +260,7 @@ let package = Package(
             name: "AttacheServer",
             dependencies: [
                 "AttacheBase", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared",
-                "AttacheSeal", "CAttacheShim",
+                "AttacheSeal", "AttachePreview", "CAttacheShim",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -272,6 +283,7 @@ let package = Package(
             name: "attache",
             dependencies: [
                 "AttacheBatch", "AttacheCore", "AttacheServer", "AttacheSeal", "AttacheClient", "AttacheStoreShared",
+                "AttachePreview",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -323,7 +335,7 @@ let package = Package(
             dependencies: [
                 "AttacheServer", "AttacheCore", "AttacheFetch", "AttacheStore", "AttacheStoreShared",
                 "AttacheTestSupport", "AttacheSeal",
-                "AttacheClient",
+                "AttacheClient", "AttachePreview",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
@@ -347,7 +359,7 @@ let package = Package(
             name: "AttacheBatchTests",
             dependencies: [
                 "AttacheBatch", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared",
-                "AttacheTestSupport",
+                "AttacheTestSupport", "AttachePreview", "AttacheClient", "AttacheSeal",
             ],
             swiftSettings: testSettings
         ),

@@ -86,6 +86,8 @@ public struct AttacheService: Sendable {
             pipelines: pipelines, configuration: configuration, tenants: tenants,
             admission: admission, metrics: metrics, hangUps: hangUps)
         router.post("/v1/notifications", use: notifications.handle)
+        router.post("/v1/preview", use: notifications.preview)
+        router.get("/v1/preview", use: notifications.preview)
 
         let attachments = AttachmentRoute(
             store: store, metrics: metrics, edge: EdgeCaching(configuration))

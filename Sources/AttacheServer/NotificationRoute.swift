@@ -1,6 +1,7 @@
 import AttacheBase
 import AttacheCore
 import AttacheMedia
+import AttachePreview
 import AttacheSeal
 import Foundation
 import HTTPTypes
@@ -22,8 +23,94 @@ struct NotificationRoute: Sendable {
     let hangUps: HangUps
 
     func handle(_ request: Request, context: AttacheRequestContext) async throws -> Response {
-        let arrived = ContinuousClock.now
         context.notes.route = "notifications"
+        let terms = try QueryTerms(request.uri.queryParameters)
+        let envelope = try terms.flag("envelope") ?? false
+        let (result, _) = try await process(request, context: context, terms: terms, payload: nil)
+        return envelope ? Self.envelope(result) : Self.plain(result)
+    }
+
+    /// `POST /v1/preview` (the payload as the body) and `GET /v1/preview?payload=` (the payload
+    /// as base64url): the payload processed as `POST /v1/notifications` would, answered with the
+    /// page that shows it on each platform (``NotificationPreview``), under the same key, limits
+    /// and terms.
+    func preview(_ request: Request, context: AttacheRequestContext) async throws -> Response {
+        context.notes.route = "preview"
+        let terms = try QueryTerms(request.uri.queryParameters)
+        var payload: [UInt8]?
+        if request.method == .get {
+            guard let text = terms.value("payload") else {
+                throw Problem(.badRequest, .invalidRequest, "payload is required: the payload as base64url")
+            }
+            guard text.utf8.count <= Self.previewQueryLimit else {
+                throw Problem(
+                    .badRequest, .invalidRequest,
+                    "payload is over \(Self.previewQueryLimit) characters: POST the payload to /v1/preview")
+            }
+            guard let bytes = Self.base64URL(text) else {
+                throw Problem(.badRequest, .invalidRequest, "payload must be the payload as base64url")
+            }
+            payload = bytes
+        }
+        let (result, pipeline) = try await process(request, context: context, terms: terms, payload: payload)
+        let page = await withCheckedContinuation { done in
+            DispatchQueue.global().async {
+                done.resume(
+                    returning: NotificationPreview(title: "payload").render(
+                        result, objects: NotificationPreview.objects(in: pipeline.store)))
+            }
+        }
+        var headers = Self.summaryHeaders(result)
+        headers[.contentType] = "text/html; charset=utf-8"
+        headers[.contentSecurityPolicy] = NotificationPreview.contentSecurityPolicy(for: page)
+        headers[.xContentTypeOptions] = "nosniff"
+        headers[.referrerPolicy] = "no-referrer"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: page)))
+    }
+
+    /// The longest `payload` a `GET /v1/preview` takes (an APNs payload of 4 KB is 5462).
+    static let previewQueryLimit = 8192
+
+    /// base64url (RFC 4648 §5), padded or not, its last character's spare bits ignored; nil
+    /// when it is not (another character, a length of 4n + 1, padding where none belongs).
+    static func base64URL(_ text: String) -> [UInt8]? {
+        let characters = Array(text.utf8)
+        let body = characters.prefix { $0 != UInt8(ascii: "=") }
+        let padding = characters.count - body.count
+        guard body.count % 4 != 1, padding == 0 || (body.count + padding) % 4 == 0, padding <= 2,
+            characters.suffix(padding).allSatisfy({ $0 == UInt8(ascii: "=") })
+        else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(body.count * 3 / 4)
+        var bits = 0
+        var count = 0
+        for character in body {
+            let value: Int
+            switch character {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = Int(character - UInt8(ascii: "A"))
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = Int(character - UInt8(ascii: "a")) + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = Int(character - UInt8(ascii: "0")) + 52
+            case UInt8(ascii: "-"): value = 62
+            case UInt8(ascii: "_"): value = 63
+            default: return nil
+            }
+            bits = (bits << 6 | value) & 0xFFFF
+            count += 6
+            if count >= 8 {
+                count -= 8
+                bytes.append(UInt8(truncatingIfNeeded: bits >> count))
+            }
+        }
+        return bytes
+    }
+
+    /// The payload (the request's body, or `payload` when given) through the pipeline, with the
+    /// caller's key, rate, admission place, terms and deadline: the result, and the pipeline
+    /// that made it (its store holds the renditions).
+    private func process(
+        _ request: Request, context: AttacheRequestContext, terms: QueryTerms, payload: [UInt8]?
+    ) async throws -> (PipelineResult, Pipeline) {
+        let arrived = ContinuousClock.now
         let tenant = try authenticate(request)
         let id = tenant?.id ?? Tenants.anonymous
         context.notes.tenant = id
@@ -34,31 +121,23 @@ struct NotificationRoute: Sendable {
                 "this tenant's requests a second (\(tenant.rate ?? 0), burst \(tenant.burst)) are spent",
                 limit: .tenantRate, headers: [.retryAfter: String(wait)])
         }
-        let terms = try QueryTerms(request.uri.queryParameters)
         let deadline = arrived + (try requestedDeadline(request, terms))
         let seal = try requestedSeal(request)
-        let envelope = try terms.flag("envelope") ?? false
         // The service's settings, the tenant's over them, the request's terms over those.
         let pipeline = pipelines.current
         let asked = try requestedSettings(terms, tenant?.applied(to: pipeline.configuration) ?? pipeline.configuration)
         let focus = try requestedFocus(terms)
 
-        // The cap is checked from Content-Length before a byte is read, and again while reading.
-        let cap = configuration.maxRequestBytes
-        if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > cap {
-            throw Self.tooLarge(cap)
+        let bytes: [UInt8]
+        if let payload {
+            guard payload.count <= configuration.maxRequestBytes else {
+                throw Self.tooLarge(configuration.maxRequestBytes)
+            }
+            bytes = payload
+        } else {
+            bytes = try await body(request)
         }
-        let body: ByteBuffer
-        do {
-            body = try await request.body.collect(upTo: cap)
-        } catch let error as HTTPError where error.status == .contentTooLarge {
-            throw Self.tooLarge(cap)
-        } catch is NIOTooManyBytesError {
-            // A body without Content-Length (chunked) runs over the cap while it is read.
-            throw Self.tooLarge(cap)
-        }
-
-        context.notes.bytesIn = body.readableBytes
+        context.notes.bytesIn = bytes.count
         guard await admission.enter(tenant: id) else {
             metrics.overloaded()
             throw Problem(
@@ -69,7 +148,6 @@ struct NotificationRoute: Sendable {
         defer { admission.leave(tenant: id) }
 
         // The work stops when the client hangs up (its connection closes) or the deadline passes.
-        let bytes = Array(buffer: body)
         let configured = pipeline.configured(asked).fetching(from: tenant?.sources)
         let work = Task {
             await configured.process(bytes, deadline: deadline, seal: seal, tenant: id, focus: focus)
@@ -85,7 +163,24 @@ struct NotificationRoute: Sendable {
         metrics.pipeline(result)
         context.notes.outcomes = result.outcomes.map(\.reason)
         context.notes.bytesOut = result.payload.count
-        return envelope ? Self.envelope(result) : Self.plain(result)
+        return (result, configured)
+    }
+
+    /// The request's body, whole: the cap checked from Content-Length before a byte is read,
+    /// and again while reading.
+    private func body(_ request: Request) async throws -> [UInt8] {
+        let cap = configuration.maxRequestBytes
+        if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > cap {
+            throw Self.tooLarge(cap)
+        }
+        do {
+            return Array(buffer: try await request.body.collect(upTo: cap))
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw Self.tooLarge(cap)
+        } catch is NIOTooManyBytesError {
+            // A body without Content-Length (chunked) runs over the cap while it is read.
+            throw Self.tooLarge(cap)
+        }
     }
 
     /// `Attache-Seal-Key` (the device's public key, base64) with `Attache-Seal-Kid`: seal this
@@ -283,6 +378,7 @@ enum DeadlineText {
 extension HTTPField.Name {
     static let attacheDeadline = Self("Attache-Deadline")!
     static let attacheOutcome = Self("Attache-Outcome")!
+    static let referrerPolicy = Self("Referrer-Policy")!
     static let attacheAttached = Self("Attache-Attached")!
     static let attacheFailed = Self("Attache-Failed")!
     static let attacheTrimmed = Self("Attache-Trimmed")!

@@ -140,6 +140,7 @@ struct RequestLogMiddleware: RouterMiddleware {
     static let fixedRoutes: [String: (name: String, methods: String)] = [
         "/healthz": ("healthz", "GET"), "/readyz": ("readyz", "GET"), "/metrics": ("metrics", "GET"),
         "/openapi.yaml": ("openapi", "GET"), "/v1/notifications": ("notifications", "POST"),
+        "/v1/preview": ("preview", "GET, POST"),
     ]
 
     /// A route's name for metrics: the matched pattern's (never the raw path, which may hold a

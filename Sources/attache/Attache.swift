@@ -8,7 +8,8 @@ struct Attache: AsyncParsableCommand {
         abstract: "Turns media links in rich push notifications into safe, small attachments.",
         version: "0.1.0",
         subcommands: [
-            ProcessCommand.self, BatchCommand.self, Inspect.self, Resize.self, Fetch.self, StoreCommand.self,
+            ProcessCommand.self, PreviewCommand.self, BatchCommand.self, Inspect.self, Resize.self, Fetch.self,
+            StoreCommand.self,
             TokenCommand.self,
             KeyCommand.self, GC.self, Serve.self, ServeFiles.self, VideoCommand.self,
         ]

@@ -40,7 +40,7 @@ import Testing
         ["AttacheSealTests.KitMemoryTests"],
         [
             "AttacheBatchTests.BatchRunTests", "AttacheBatchTests.BatchCommandTests",
-            "AttacheBatchTests.BatchReportTests", "AttacheBatchTests.BatchWarmTests",
+            "AttacheBatchTests.BatchReportTests", "AttacheBatchTests.BatchWarmTests", "AttacheBatchTests.PreviewTests",
         ],
         // Replicas and campaign workers are child processes fetching from a server in this
         // one: apart from the corpus suites too (they need the servers scripts/test.sh starts).

@@ -275,6 +275,45 @@ import Testing
         #expect((envelope["payload"] as? [String: Any])?["attachments"] != nil)
     }
 
+    /// `POST /v1/preview` and `GET /v1/preview?payload=`: the payload processed under the
+    /// caller's key and terms, answered with the page, its policy also as a header.
+    @Test func aPreviewIsThePageOfThePayloadUnderTheSameKeyAndTerms() async throws {
+        let media = try Self.mediaServer()
+        let service = try await Self.start()
+        defer { Task { await service.stop() } }
+        let body = payload(image: media.url("/photo.jpg"))
+        let posted = try await curl("POST", service.base + "/v1/preview?quality=70", headers: Self.auth, body: body)
+        #expect(posted.status == 200, "\(posted.text)")
+        #expect(posted.headers["content-type"] == "text/html; charset=utf-8")
+        #expect(posted.headers["x-content-type-options"] == "nosniff")
+        #expect(posted.headers["attache-outcome"] == "mutated")
+        let policy = try #require(posted.headers["content-security-policy"])
+        #expect(policy.hasPrefix("default-src 'none'; img-src data:; style-src 'sha256-"))
+        #expect(policy.hasSuffix("frame-ancestors 'none'"))
+        // The page's own policy names the same style sheet.
+        let hash = try #require(policy.split(separator: "'").first { $0.hasPrefix("sha256-") })
+        #expect(posted.text.contains("style-src '\(hash)'"))
+        #expect(posted.text.contains("data-platform=\"ios-expanded\""))
+        #expect(!posted.text.contains(media.url("/photo.jpg") + "\""), "never a sender's URL in an attribute")
+
+        // The same by GET, base64url in the query; the same picture (stored once, found again).
+        let encoded = Data(body).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let got = try await curl("GET", service.base + "/v1/preview?quality=70&payload=" + encoded, headers: Self.auth)
+        #expect(got.status == 200, "\(got.text)")
+        func object(_ page: String) -> String? {
+            guard let at = page.range(of: "data-object=\"") else { return nil }
+            return String(page[at.upperBound...].prefix { $0 != "\"" })
+        }
+        #expect(object(got.text) != nil && object(got.text) == object(posted.text))
+        // No key, no page; a term that is not one is refused as on /v1/notifications; no payload.
+        #expect(try await curl("POST", service.base + "/v1/preview", body: body).status == 401)
+        let badTerm = try await curl("POST", service.base + "/v1/preview?quality=high", headers: Self.auth, body: body)
+        #expect(badTerm.status == 400)
+        #expect(try await curl("GET", service.base + "/v1/preview", headers: Self.auth).status == 400)
+        #expect(try await curl("GET", service.base + "/v1/preview?payload=%25%25", headers: Self.auth).status == 400)
+    }
+
     @Test func aRequestMayAskForWebPRenditions() async throws {
         let media = try Self.mediaServer()
         let service = try await Self.start()
@@ -769,6 +808,16 @@ import Testing
         #expect(ByteRange.parse("items=0-1", size: 100) == .whole)
         #expect(ByteRange.parse("bytes=a-b", size: 100) == .whole)
         #expect(ByteRange.parse("bytes=99999999999999999999999-", size: 100) == .unsatisfiable)
+    }
+
+    @Test func aPreviewsQueryPayloadIsBase64URL() {
+        #expect(NotificationRoute.base64URL("aGk") == Array("hi".utf8))
+        #expect(NotificationRoute.base64URL("aGk=") == Array("hi".utf8))
+        #expect(NotificationRoute.base64URL("-_-_") == [0xFB, 0xFF, 0xBF])
+        #expect(NotificationRoute.base64URL("") == [])
+        for refused in ["a", "aGk==", "aG=k", "+/+/", "aGk===", "aGk ", "a\u{e9}"] {
+            #expect(NotificationRoute.base64URL(refused) == nil, "\(refused)")
+        }
     }
 
     @Test func aBaseURLNamingPortZeroTakesTheBoundPort() {

@@ -37,7 +37,8 @@ public final class Pipeline: Sendable {
     /// How payloads are treated.
     public let configuration: PipelineConfiguration
     let fetcher: Fetcher
-    let store: AttachmentStore
+    /// Where attachments are kept (a preview reads its renditions back from it).
+    public let store: AttachmentStore
     /// Attachments under way, shared with every pipeline made from this one.
     let flights: AttachmentFlights
 
