@@ -17,6 +17,8 @@ public struct BatchReport {
     public var sampleSize = 12
     /// Inputs listed per error code (the count covers all).
     public var failuresPerCode = 50
+    /// The items' preview pages (`--previews`), as a link from the report's directory.
+    public var previews: String?
 
     public init(title: String) { self.title = title }
 
@@ -232,6 +234,10 @@ public struct BatchReport {
                 html += Self.picture(uri, label: label)
             }
             html += "</div><figcaption><div class=\"ref\">\(Self.escape(sample.reference))</div>"
+            if let previews {
+                let href = previews + "/" + BatchPreviews.fileName(reference: sample.reference)
+                html += "<div><a href=\"\(Self.escape(href))\">each platform's view</a></div>"
+            }
             html += "<div>\(sample.type.uppercased()) \(sample.sourceSize) · \(BatchSummary.bytes(sample.bytesIn))"
             html += " → \(sample.size) · \(BatchSummary.bytes(sample.bytesOut))</div>"
             if sample.keptSource { html += "<div class=\"note\">source kept, metadata removed</div>" }

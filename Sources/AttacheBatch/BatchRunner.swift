@@ -29,10 +29,13 @@ public final class BatchRunner: Sendable {
 
     let pipeline: Pipeline
     let jobs: Int
+    /// Where each item's preview page goes, when asked for.
+    let previews: BatchPreviews?
 
-    public init(pipeline: Pipeline, jobs: Int) {
+    public init(pipeline: Pipeline, jobs: Int, previews: BatchPreviews? = nil) {
         self.pipeline = pipeline
         self.jobs = max(1, jobs)
+        self.previews = previews
     }
 
     /// Processes `input`'s items that `manifest` does not record; `progress` hears of each
@@ -64,6 +67,7 @@ public final class BatchRunner: Sendable {
             }
         }
         let pipeline = self.pipeline
+        let previews = self.previews
         let trace = BatchTrace("batch")
 
         // Each finished item is committed before the next is looked at: its output made
@@ -102,6 +106,11 @@ public final class BatchRunner: Sendable {
                     group.addTask {
                         let result = await trace.item(item) {
                             item.readError != nil ? nil : await pipeline.process(item.payload)
+                        }
+                        // Before the manifest line: a recorded item's page is there. A page that
+                        // cannot be written costs the page, never the item.
+                        if let previews, let result {
+                            try? previews.write(result, reference: item.reference, pipeline: pipeline)
                         }
                         return (item, result)
                     }

@@ -49,6 +49,10 @@ struct BatchCommand: AsyncParsableCommand {
     @Option(help: "Write a self-contained HTML report of the whole batch to this file.")
     var report: String?
 
+    @Option(
+        help: "Write one preview page per item (each platform's view: see attache preview) into this directory.")
+    var previews: String?
+
     @Option(help: "Items in flight at once (their fetches overlap). Default: 8 per worker.")
     var jobs: Int?
 
@@ -121,6 +125,7 @@ struct BatchCommand: AsyncParsableCommand {
         }
         // Checked before anything runs, not found out after a long batch.
         if let report { try OptionChecks.writableFile(report, "--report") }
+        if let previews { try OptionChecks.directory(previews, "--previews") }
         if let metricsFile { try OptionChecks.writableFile(metricsFile, "--metrics-file") }
         try OptionChecks.writableFile(manifestPath, manifest != nil ? "--manifest" : "the manifest (named after --out)")
         if let out, out.hasSuffix(".jsonl") { try OptionChecks.writableFile(out, "--out") }
@@ -150,7 +155,8 @@ struct BatchCommand: AsyncParsableCommand {
         // Every option is turned into its part before the manifest is locked, so a refused
         // value never holds the lock another batch in this directory is waiting for.
         let store = try options.storeOptions.open()
-        let runner = BatchRunner(pipeline: try options.pipeline(store: store), jobs: jobs)
+        let runner = BatchRunner(
+            pipeline: try options.pipeline(store: store), jobs: jobs, previews: previews.map(BatchPreviews.init))
         let manifest = try BatchManifest(path: manifestPath)
         if manifest.cut > 0 {
             FileHandle.standardError.write(Data("batch: the manifest's last line was torn; its item is redone\n".utf8))
@@ -193,7 +199,8 @@ struct BatchCommand: AsyncParsableCommand {
             return
         }
         let jobs = startWorkers()
-        let runner = BatchRunner(pipeline: try options.pipeline(store: store), jobs: jobs)
+        let runner = BatchRunner(
+            pipeline: try options.pipeline(store: store), jobs: jobs, previews: previews.map(BatchPreviews.init))
         let display = ProgressDisplay(interval: progressInterval)
         let metrics = metricsFile(run: name)
         let progress = try await runner.run(queue: queue) {
@@ -243,9 +250,12 @@ struct BatchCommand: AsyncParsableCommand {
         _ progress: BatchRunner.Progress, title: String, store: AttachmentStore, warmed: EdgeWarmup.Outcome? = nil
     ) async throws {
         if let report {
-            let page = try await BatchReport(title: title).render(
-                manifest: manifestPath, store: store, fetcher: options.fetcher())
-            try AtomicFile.write(Array(page.utf8), to: report)
+            var page = BatchReport(title: title)
+            page.previews = previews.map {
+                BatchPreviews.link(to: $0, from: (report as NSString).deletingLastPathComponent)
+            }
+            let text = try await page.render(manifest: manifestPath, store: store, fetcher: options.fetcher())
+            try AtomicFile.write(Array(text.utf8), to: report)
         }
         var summary = try BatchSummary(manifest: manifestPath, run: progress)
         summary.warm = warmed

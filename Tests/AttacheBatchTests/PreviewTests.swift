@@ -8,6 +8,7 @@ import AttacheTestSupport
 import Foundation
 import Testing
 
+@testable import AttacheBatch
 @testable import AttachePreview
 
 /// The platform preview: what a payload says is text to the page, each platform's picture is the
@@ -165,6 +166,45 @@ import Testing
         #expect(page.contains("This payload sends nothing to web push."))
         // A video's frame, as iOS draws it (its poster time's).
         #expect(Self.pictures(page).contains { $0["data-platform"] == "ios-expanded" })
+    }
+
+    @Test func aBatchWritesEachItemsPageAndItsReportLinksThem() async throws {
+        let fixture = try Fixture()
+        let inputs = fixture.directory.path + "/payloads"
+        try FileManager.default.createDirectory(atPath: inputs, withIntermediateDirectories: true)
+        let payloads = [
+            "one.json": fixture.threePictures, "two.json": fixture.everyReceiver,
+            "three.json": #"{"aps": {"alert": "no picture", "mutable-content": 1}}"#,
+        ]
+        for (name, text) in payloads {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: inputs + "/" + name))
+        }
+        let pages = fixture.directory.path + "/previews"
+        try FileManager.default.createDirectory(atPath: pages, withIntermediateDirectories: true)
+        let manifest = fixture.directory.path + "/m.jsonl"
+        let progress = try await BatchRunner(
+            pipeline: fixture.pipeline, jobs: 2, previews: BatchPreviews(directory: pages)
+        ).run(try BatchInput(path: inputs), manifest: try BatchManifest(path: manifest), output: nil)
+        #expect(progress.done == 3)
+        // One page per recorded item, named from its reference.
+        let recorded = try records(manifest).map(\.reference)
+        #expect(recorded.count == 3)
+        for reference in recorded {
+            let page = try String(
+                contentsOfFile: pages + "/" + BatchPreviews.fileName(reference: reference), encoding: .utf8)
+            #expect(page.contains("Notification preview"), "\(reference)")
+        }
+        let written = try FileManager.default.contentsOfDirectory(atPath: pages).filter { $0.hasSuffix(".html") }
+        #expect(written.count == 3)
+        // The report links each sample to its page.
+        var report = BatchReport(title: inputs)
+        report.previews = BatchPreviews.link(to: pages, from: fixture.directory.path)
+        #expect(report.previews == "previews")
+        let html = try await report.render(manifest: manifest, store: fixture.store, fetcher: nil)
+        for reference in recorded where !reference.hasSuffix("three.json") {
+            #expect(html.contains("href=\"previews/\(BatchPreviews.fileName(reference: reference))\""), "\(reference)")
+        }
+        #expect(BatchPreviews.link(to: "/a/b/previews", from: "/a/c") == "../b/previews")
     }
 
     // MARK: In a browser
