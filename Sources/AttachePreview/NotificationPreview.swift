@@ -80,6 +80,9 @@ struct PreviewPicture {
     var placeholder: String?
     /// The reason no picture was made, when none was.
     var error: String?
+    /// An animation as the expanded view plays it: a GIF at the platter's width, when one fits
+    /// the page's budget.
+    var animated: (data: [UInt8], width: Int, height: Int)?
 
     static func missing(_ error: String) -> PreviewPicture {
         PreviewPicture(
@@ -126,9 +129,29 @@ struct Pictures {
         guard let entry = outcome.attachment else { return .missing(outcome.reason) }
         guard entry.kind.category != .audio else { return .missing("audio: iOS draws its player, no picture") }
         guard let image = image(entry.id, time: entry.thumbnail.time) else { return .missing("not_found") }
-        return PreviewPicture(
+        var picture = PreviewPicture(
             image: image, id: entry.id, type: entry.type, bytes: entry.bytes, clip: entry.thumbnail.clippingRect,
             thumbnailHidden: entry.thumbnail.hidden == true, placeholder: entry.placeholder)
+        if entry.kind == .gif, (entry.frames ?? 1) > 1, let bytes = objects(entry.id) {
+            picture.animated = Self.animation(bytes, width: PreviewGeometry.iosExpandedTallest.width)
+        }
+        return picture
+    }
+
+    /// An animated GIF `width` wide, at most 150 KB (the page's budget) and no taller than the
+    /// expanded view; nil when it does not fit (the first frame is drawn instead).
+    static func animation(_ bytes: [UInt8], width: Int) -> (data: [UInt8], width: Int, height: Int)? {
+        guard let info = try? ImageProcessor.probe(MediaBytes(bytes)), info.width > 0, info.height > 0 else {
+            return nil
+        }
+        var spec = RenditionSpec()
+        spec.maxSide = max(1, width * max(info.width, info.height) / info.width)
+        spec.gifMaxBytes = 150_000
+        guard let copy = try? ImageProcessor.render(MediaBytes(bytes), spec: spec, timeBudget: .seconds(10)),
+            copy.kind == .gif, copy.frames > 1,
+            width * copy.height <= PreviewGeometry.iosExpandedTallest.height * copy.width
+        else { return nil }
+        return (copy.data, copy.width, copy.height)
     }
 
     /// The picture made for `target` (nil: the payload names none). Of several, the last: a

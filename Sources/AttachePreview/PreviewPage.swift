@@ -166,7 +166,18 @@ struct PreviewPage {
                     1,
                     Int((Double(tallest.width) * Double(picture.image.height) / Double(picture.image.width)).rounded()))
             )
-            if let copy = picture.drawn(width: tallest.width, height: height, quality: quality) {
+            if let animation = picture.animated {
+                // Played as iOS plays it, across the platter; its frames are not the still's, so
+                // no crop is said.
+                let shown = Swift.max(1, tallest.width * animation.height / Swift.max(1, animation.width))
+                let box = "\(b),\(py),\(tallest.width),\(shown)"
+                place(
+                    "img", "pic ios-full", b, py, tallest.width, shown,
+                    attributes: " alt=\"ios-expanded: an animation\" data-platform=\"ios-expanded\""
+                        + " data-object=\"\(escape(picture.id))\" data-animated=\"true\" data-box=\"\(box)\""
+                        + " src=\"data:image/gif;base64,\(Data(animation.data).base64EncodedString())\"")
+                py += shown
+            } else if let copy = picture.drawn(width: tallest.width, height: height, quality: quality) {
                 self.picture(copy, "ios-full", b, py, platform: "ios-expanded", of: picture, crop: "all")
                 py += height
             }
@@ -212,7 +223,11 @@ struct PreviewPage {
                 ))
         } else {
             place("div", "t label", c, top, Self.cGap, 20, "Placeholder")
-            bottom = Swift.max(bottom, caption(c, top + 24, Self.cGap, "None in the entry (only a still gets one)"))
+            bottom = Swift.max(
+                bottom,
+                caption(
+                    c, top + 24, Self.cGap,
+                    "None in the entry (it was left out to fit the payload, or the attachment is audio)"))
         }
         y = bottom + 28
     }
@@ -308,7 +323,9 @@ struct PreviewPage {
         fill(background, "card windows", a, top, toast.width, py - top)
         var bottom = caption(
             a, py + 8, toast.width,
-            "Chrome on Windows: the image as the toast's hero, \(toast.width) × \(toast.height); the icon as its logo"
+            (picture == nil
+                ? "Chrome on Windows: this body names no web picture"
+                : "Chrome on Windows: the image as the toast's hero, \(toast.width) × \(toast.height); the icon as its logo")
                 + (picture?.error.map { ". No picture made (\($0)): the browser fetches the original URL" } ?? ""))
 
         let mac = PreviewGeometry.macBanner

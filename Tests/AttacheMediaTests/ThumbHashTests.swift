@@ -69,6 +69,23 @@ import Testing
         print("thumbhash: \(same) of \(checked) the same bytes as PyPI thumbhash, \(near) within a step")
     }
 
+    @Test("an animation's and a video's placeholder is their poster's")
+    func animationsAndVideosGetTheirPostersPlaceholder() throws {
+        let request = TransformRequest(smallSide: 320, targets: [TargetSpec(.android)])
+        for name in ["animated-chi.gif", "clip.mp4"] {
+            let bytes = MediaBytes(Array(FileManager.default.contents(atPath: Paths.samples + "/" + name)!))
+            let media = try MediaValidator.validate(bytes, limits: MediaLimits().forSources)
+            let out = try MediaTransform.apply(media, request)
+            let poster = try #require(out.pixels, "\(name): the poster the pictures are cut from")
+            #expect(out.placeholder == ThumbHash.make(poster), "\(name)")
+            // The hash draws the poster's shape.
+            let hash = try #require(out.placeholder)
+            let ratio = Placeholder.aspectRatio(hash)
+            let shape = Double(poster.width) / Double(poster.height)
+            #expect(abs(ratio - shape) / shape < 0.15, "\(name): \(ratio) against \(shape)")
+        }
+    }
+
     @Test("decoded on the device, a photo's placeholder keeps its mean colour within ΔE 5")
     func thePlaceholderKeepsThePicturesColour() throws {
         // Photos: the corpus's JPEGs. The PNG suites' 8-32 px saturated test patterns are told

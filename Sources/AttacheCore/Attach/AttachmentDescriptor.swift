@@ -25,8 +25,9 @@ public struct AttachmentDescriptor: Hashable, Sendable {
     public var seal: SealedObject?
     /// The small rendition of an image (the device's fallback), when one was made.
     public var small: SmallRendition?
-    /// A still's ThumbHash (base64 without padding): the placeholder the device draws when
-    /// neither rendition arrives; the first thing left out when the payload would not fit.
+    /// The picture's ThumbHash (base64 without padding; an animation's or a video's, its
+    /// poster's): the placeholder the device draws when neither rendition arrives; the first
+    /// thing left out when the payload would not fit.
     public var placeholder: String? = nil
 
     /// How a device opens a sealed attachment; travels only inside `encrypted-content`.

@@ -83,6 +83,8 @@ extension ImageProcessor {
                 rendition.keptSource = true
             }
             rendition.pixels = gif.poster
+            // The placeholder is the poster's: the frame the stills are cut from.
+            rendition.placeholder = ThumbHash.make(gif.poster)
             // An animation's small rendition is its poster frame, a still GIF, from the pixels
             // the render already composed.
             if let smallSide, max(gif.width, gif.height) > smallSide {
@@ -114,6 +116,7 @@ extension ImageProcessor {
             kind: still.kind, width: still.image.width, height: still.image.height, data: still.data,
             source: source.info, frames: 1, posterFrame: poster.frame, posterTime: poster.time)
         rendition.pixels = still.image
+        rendition.placeholder = ThumbHash.make(still.image)
         return rendition
     }
 

@@ -28,7 +28,8 @@ public struct TransformedMedia: Sendable {
     public var small: (bytes: MediaBytes, width: Int, height: Int, kind: MediaKind)? = nil
     /// A JPEG or WebP re-encode: the quality written, the score reached, the encodes spent.
     public var quality: QualityChoice? = nil
-    /// A still's ThumbHash: the placeholder a device draws when the picture cannot arrive.
+    /// The picture's ThumbHash (a still's; an animation's or a video's poster's): the
+    /// placeholder a device draws when the picture cannot arrive.
     public var placeholder: [UInt8]? = nil
     /// The square a collapsed notification shows, when not the centre one (``Rendition/clip``).
     public var clip: [Double]? = nil
@@ -191,6 +192,7 @@ public enum MediaTransform {
                     "the transcode (\(why)) did not finish before the deadline: the poster is attached instead")
                 best.container = container
                 best.pixels = posterOf.pixels
+                best.placeholder = posterOf.placeholder
                 return best
             case .failure(let error):
                 throw error
@@ -205,6 +207,7 @@ public enum MediaTransform {
         transformed.container = container
         transformed.small = posterOf.small
         transformed.pixels = posterOf.pixels
+        transformed.placeholder = posterOf.placeholder
         transformed.posterTime = posterOf.posterTime
         transformed.warnings += posterOf.warnings
         return transformed
@@ -226,6 +229,8 @@ public enum MediaTransform {
             try deadline.check()
             transformed.posterTime = shown
             if pictures { transformed.pixels = frame }
+            // The placeholder is the poster's, the frame the device shows before it plays.
+            transformed.placeholder = ThumbHash.make(frame)
             if let smallSide {
                 let fitted = RenditionSpec.fit(width: frame.width, height: frame.height, into: smallSide)
                 let small =
