@@ -2,7 +2,8 @@
 # The main job on the bundled samples: serve Samples/media on 127.0.0.1:8765, run the pipeline
 # on every payload in Samples/payloads (fetch, validate, downscale, store, attach), write the
 # mutated payloads to Samples/out/payloads/ and print a short summary; run the same payloads as a
-# batch (manifest, JSONL of payloads, summary table, HTML report in Samples/out/); then start the HTTP
+# batch (manifest, JSONL of payloads, summary table, HTML report in Samples/out/); write the
+# platform preview of one send body (Samples/out/preview.html); then start the HTTP
 # service (attache serve) on 127.0.0.1:8766, post one payload to it with curl, download the
 # attachment by the URL it answered, and stop the service with SIGTERM.
 # Installs missing system packages and builds first (the debug build the tests share).
@@ -58,6 +59,12 @@ rm -rf "$out/batch.jsonl" "$out/batch.manifest.jsonl" "$out/batch.manifest.jsonl
     --out "$out/batch.jsonl" --report "$out/report.html" Samples/payloads
 echo "-- manifest $out/batch.manifest.jsonl ($(wc -l < "$out/batch.manifest.jsonl") lines), payloads $out/batch.jsonl,"
 echo "   report $out/report.html ($(wc -c < "$out/report.html") bytes, self-contained: open it in a browser)"
+
+echo
+echo "== attache preview --allow-loopback Samples/payloads/12-fcm-v1-every-platform.json --out $out/preview.html"
+"$bin" preview --deadline 5s --allow-loopback --store "$out/store" \
+    Samples/payloads/12-fcm-v1-every-platform.json --out "$out/preview.html"
+echo "-- $out/preview.html ($(wc -c < "$out/preview.html") bytes): iOS, Android and web push as each draws it"
 
 echo
 key=samples-api-key-0000000000
