@@ -17,6 +17,7 @@ import Testing
         "seal-placeholder": String(repeating: "x", count: 5000),
         "seal-member": "aps", "categories": "bad.json", "out": "/dev/null/out", "manifest": "notes.txt",
         "report": "/dev/null/report.html", "metrics-file": "/dev/null/batch.prom", "campaign": "spring",
+        "previews": "/dev/null/previews",
         "jpeg-fancy": "maybe", "allow-host": "http://x/",
         "resolve": "nonsense", "ca-file": "/nonexistent/ca.pem", "urls": "/nonexistent/urls.txt",
         "token": "not-a-token",

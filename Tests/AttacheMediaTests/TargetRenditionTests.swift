@@ -159,6 +159,46 @@ struct TargetRenditionTests {
         for outcome in all { #expect(try outcome.result.get().placement == "face") }
     }
 
+    /// Through the whole transform: with faces asked for, a still's collapsed square
+    /// (`thumbnailClippingRect`) is centred on the face the crops are placed on.
+    @Test(.enabled(if: Faces.cascadePath != nil, "needs opencv-data's cascade"))
+    func theCollapsedSquareIsOnTheFaceWhenFacesAreAskedFor() throws {
+        let face = try ImageProcessor.render(
+            MediaBytes(try #require(FileManager.default.contents(atPath: Paths.fixtures + "/faces/astronaut.jpg"))),
+            spec: RenditionSpec(maxSide: 512), limits: .default)
+        let photo = try #require(face.pixels?.flattened())
+        // A tall portrait: the photo in its middle on grey, so the square can slide either way.
+        let (width, height, offset) = (512, 900, 150)
+        var pixels = [UInt8](repeating: 120, count: width * height * 3)
+        for y in 0..<photo.height {
+            for x in 0..<min(width, photo.width) {
+                let (to, from) = (((y + offset) * width + x) * 3, (y * photo.width + x) * photo.channels)
+                (pixels[to], pixels[to + 1], pixels[to + 2]) =
+                    (photo.pixels[from], photo.pixels[from + 1], photo.pixels[from + 2])
+            }
+        }
+        let jpeg = try Encoders.jpeg(PixelImage(width: width, height: height, channels: 3, pixels: pixels), quality: 92)
+        let media = try MediaValidator.validate(MediaBytes(jpeg), limits: MediaLimits().forSources)
+        func square(faces: Bool) throws -> Double {
+            var android = TargetSpec(.android)
+            android.faces = faces
+            let out = try MediaTransform.apply(media, TransformRequest(targets: [android]))
+            // A portrait's square: the whole width, a slide of its height; its middle (none: the
+            // centre square's, 0.5).
+            guard let clip = out.clip else { return 0.5 }
+            return clip[1] + clip[3] / 2
+        }
+        // The cascade's face in the photo is about y 67–162: its middle at 150 + 115 of 900 (the
+        // square's middle can come no higher than 256 / 900).
+        let faceMiddle = Double(offset + 115) / Double(height)
+        let onFace = try square(faces: true)
+        #expect(abs(onFace - faceMiddle) < 0.02, "the square's middle \(onFace), the face's \(faceMiddle)")
+        let byAttention = try square(faces: false)
+        #expect(
+            abs(byAttention - faceMiddle) > 0.03,
+            "attention alone is on the face: the test proves nothing (\(byAttention))")
+    }
+
     @Test func aPictureWithoutAFaceKeepsAttention() throws {
         let flat = PixelImage(
             width: 300, height: 600, channels: 3, pixels: [UInt8](repeating: 90, count: 300 * 600 * 3))

@@ -244,11 +244,15 @@ import Testing
             serve(url, body: body)
             let (kit, downloads) = try client(.p256(key))
             let prepared = await kit.prepare(json: Data(result.payload), deadline: .now + .seconds(30))
-            #expect(prepared.attachments.isEmpty, "\(name)")
+            // Nothing of the tampered bytes is shown or kept: what is drawn is the placeholder
+            // the seal itself carried (authenticated with it), the ladder's last picture.
+            #expect(prepared.attachments.map(\.rendition) == [.placeholder], "\(name)")
             let error = prepared.failures.values.first
             #expect(error == expected, "\(name): \(String(describing: error))")
             #expect(prepared.body == "B \(Self.marker)", "\(name): the text is still shown")
-            #expect(try FileManager.default.contentsOfDirectory(atPath: downloads.path).isEmpty, "\(name)")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: downloads.path)
+                    == prepared.attachments.map(\.fileURL.lastPathComponent), "\(name)")
         }
     }
 
@@ -283,6 +287,13 @@ import Testing
         let entry = try #require((opened["attachments"] as? [[String: Any]])?.first)
         let small = try #require(entry["small"] as? [String: Any], "an image gets a small rendition")
         #expect(((small["width"] as? Int) ?? 0) <= 320 && ((small["height"] as? Int) ?? 0) <= 320)
+        // Inside the seal, the entry carries the placeholder as an unsealed one does (and the
+        // visible payload carries nothing of it).
+        let hash = try #require(entry["thumbhash"] as? String, "a sealed picture's placeholder: \(entry)")
+        let unsealed = await pipeline().process(Self.payload(["image": media.url("/waterfall-rotated.jpg")]))
+        let plain = try #require((try Self.visible(unsealed.payload)["attachments"] as? [[String: Any]])?.first)
+        #expect(hash == plain["thumbhash"] as? String)
+        #expect(!String(decoding: result.payload, as: UTF8.self).contains(hash))
         let fullURL = try #require(entry["url"] as? String)
         let smallURL = try #require(small["url"] as? String)
         try serveStore(opened)
@@ -308,14 +319,17 @@ import Testing
         let files = try FileManager.default.contentsOfDirectory(atPath: downloads.path)
         #expect(files.count == 1 && files[0].contains("-small"), "\(files)")
 
-        // Both dripping: the text alone, in time.
+        // Both dripping: the placeholder the seal carried, and the text, in time (never nothing).
         drip(smallURL, body: try object(smallURL), bytes: 100, every: 200_000)
         let (last, lastDownloads) = try client(.p256(key), memory: 24_000_000)
         let textStart = ContinuousClock.now
         let text = await last.prepare(json: Data(result.payload), deadline: textStart + .seconds(2))
-        #expect(text.attachments.isEmpty && text.bestAttempt && text.title == "T \(Self.marker)")
+        #expect(text.attachments.map(\.rendition) == [.placeholder] && text.bestAttempt)
+        #expect(text.title == "T \(Self.marker)")
         #expect(ContinuousClock.now - textStart < .seconds(3))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: lastDownloads.path).isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: lastDownloads.path)
+                == text.attachments.map(\.fileURL.lastPathComponent))
     }
 
     @Test("past the small rendition the ladder draws the picture's placeholder, before the text alone")

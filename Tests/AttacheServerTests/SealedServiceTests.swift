@@ -59,15 +59,19 @@ import Testing
             body: Array(#"{"result":"full"}"#.utf8))
         #expect(forged.status == 403)
 
-        // The token expires: the kit gets a typed error and keeps nothing, and still shows the text.
+        // The token expires: the kit gets a typed error and keeps nothing it downloaded; it
+        // still shows the text, and the placeholder the seal carried.
         clock.advance(7200)
         let later = try TemporaryDirectory()
         let expired = AttacheClient(directory: URL(fileURLWithPath: later.path), key: .p256(key)) { nil }
         let refused = await expired.prepare(json: Data(answer.body), deadline: .now + .seconds(60))
         #expect(
-            refused.attachments.isEmpty && refused.failures.values.contains(.httpStatus(403)), "\(refused.failures)")
+            refused.attachments.map(\.rendition) == [.placeholder]
+                && refused.failures.values.contains(.httpStatus(403)), "\(refused.failures)")
         #expect(refused.body == "Secret body")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: later.path).isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: later.path)
+                == refused.attachments.map(\.fileURL.lastPathComponent))
 
         // A key that is no key: the placeholder alone, nothing it would have hidden, and why.
         let bad = try await curl(

@@ -368,6 +368,10 @@ extension Pipeline {
                 (Int64(main.plain.count), main.width, main.height)
             stored.entry.frames = transformed.frames
             if stored.entry.thumbnail.time == nil { stored.entry.thumbnail.time = transformed.posterTime }
+            // A sealed object's metadata says nothing of it; its entry, inside the seal, does:
+            // the placeholder and the collapsed square travel there, hidden as the picture is.
+            stored.entry.placeholder = metadata.placeholder
+            if stored.entry.thumbnail.clippingRect == nil { stored.entry.thumbnail.clippingRect = metadata.clip }
         }
         if var smallEntry = stored.small, let small {
             // A sealed object does not say its kind: the piece does (a video's poster).

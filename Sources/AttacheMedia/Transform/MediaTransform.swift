@@ -70,11 +70,22 @@ public enum MediaTransform {
             transformed.targets = request.targets.map { TargetOutcome(spec: $0, result: .failure(none)) }
             return transformed
         }
+        let subject = try TargetRendition.subject(of: pixels, specs: request.targets, focus: request.focus)
         transformed.targets = try TargetRendition.all(
             request.targets, from: pixels, focus: request.focus, deadline: request.deadline,
             hint: QualityHint(
                 guess: transformed.quality?.quality, ceiling: transformed.pixelsCeiling,
-                tables: request.spec.jpegTables))
+                tables: request.spec.jpegTables),
+            subject: subject)
+        // With faces asked for, a still's collapsed square is on the face the crops are on.
+        if let face = subject.face, media.kind.category == .image, (transformed.frames ?? 1) == 1,
+            let width = transformed.width, let height = transformed.height,
+            let centre = FocalPoint(
+                x: (Double(face.x) + Double(face.width) / 2) / Double(pixels.width),
+                y: (Double(face.y) + Double(face.height) / 2) / Double(pixels.height))
+        {
+            transformed.clip = try ImageProcessor.clip(pixels, focus: centre, size: (width, height))
+        }
         return transformed
     }
 

@@ -225,17 +225,31 @@ extension Rendition {
 }
 
 extension TargetRendition {
+    /// What the crops are placed by when the sender names no focus: the attention map, and the
+    /// largest face when a spec asks for faces.
+    struct Subject {
+        var map: Saliency.Map?
+        var face: Faces.Box?
+    }
+
+    static func subject(of image: PixelImage, specs: [TargetSpec], focus: FocalPoint?) throws(AttacheError) -> Subject {
+        let map = focus == nil ? try Saliency.attention(of: image) : nil
+        let face = specs.contains(where: \.faces) ? map.flatMap { Faces.largest(in: image, map: $0) } : nil
+        return Subject(map: map, face: face)
+    }
+
     /// Each spec's picture from `image`, made or failed on its own (the deadline fails them all).
     /// `guess`: the quality `auto` chose for the rendition from the same pixels, where its
     /// search starts.
     static func all(
         _ specs: [TargetSpec], from image: PixelImage, focus: FocalPoint?, deadline: WorkDeadline,
-        hint: QualityHint = .init()
+        hint: QualityHint = .init(), subject: Subject? = nil
     ) throws(AttacheError) -> [TargetOutcome] {
         // The face, else the attention map, once for all of them, and one picture for specs
         // alike but for their receiver (Android's and the web's, by default).
-        let map = focus == nil ? try Saliency.attention(of: image) : nil
-        let face = specs.contains(where: \.faces) ? map.flatMap { Faces.largest(in: image, map: $0) } : nil
+        let found: Subject
+        if let subject { found = subject } else { found = try Self.subject(of: image, specs: specs, focus: focus) }
+        let (map, face) = (found.map, found.face)
         var outcomes: [TargetOutcome] = []
         for spec in specs {
             var made: Result<TargetRendition, AttacheError>
