@@ -4,6 +4,7 @@ import AttacheBatch
 import AttacheCore
 import AttacheFetch
 import AttacheMedia
+import AttacheServer
 import AttacheStore
 import AttacheStoreShared
 import Foundation
@@ -52,6 +53,15 @@ struct BatchCommand: AsyncParsableCommand {
     @Option(
         help: "Write one preview page per item (each platform's view: see attache preview) into this directory.")
     var previews: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Work for this tenant: what the batch stores is its own (its store quota, store stats --tenant).",
+            discussion: "With --tenants FILE, its row's settings, media hosts and quota apply too, as in the service."))
+    var tenant: String?
+
+    @Option(help: "The service's tenants file, for --tenant's settings, media hosts and store quota.")
+    var tenants: String?
 
     @Option(help: "Items in flight at once (their fetches overlap). Default: 8 per worker.")
     var jobs: Int?
@@ -126,6 +136,13 @@ struct BatchCommand: AsyncParsableCommand {
         // Checked before anything runs, not found out after a long batch.
         if let report { try OptionChecks.writableFile(report, "--report") }
         if let previews { try OptionChecks.directory(previews, "--previews") }
+        if tenants != nil, tenant == nil { throw ValidationError("--tenants is read for --tenant: give both") }
+        if let tenant {
+            do { _ = try TenantPipeline.configuration(for: tenant, file: tenants, over: PipelineConfiguration()) } catch
+            {
+                throw ValidationError(error.message)
+            }
+        }
         if let metricsFile { try OptionChecks.writableFile(metricsFile, "--metrics-file") }
         try OptionChecks.writableFile(manifestPath, manifest != nil ? "--manifest" : "the manifest (named after --out)")
         if let out, out.hasSuffix(".jsonl") { try OptionChecks.writableFile(out, "--out") }
@@ -156,7 +173,7 @@ struct BatchCommand: AsyncParsableCommand {
         // value never holds the lock another batch in this directory is waiting for.
         let store = try options.storeOptions.open()
         let runner = BatchRunner(
-            pipeline: try options.pipeline(store: store), jobs: jobs, previews: previews.map(BatchPreviews.init))
+            pipeline: try tenantPipeline(store: store), jobs: jobs, previews: previews.map(BatchPreviews.init))
         let manifest = try BatchManifest(path: manifestPath)
         if manifest.cut > 0 {
             FileHandle.standardError.write(Data("batch: the manifest's last line was torn; its item is redone\n".utf8))
@@ -172,6 +189,15 @@ struct BatchCommand: AsyncParsableCommand {
         }
         let warmed = try await warmEdges(base: (try options.settings.configuration()).baseURL, metrics: metrics)
         try await conclude(progress, title: input.path, store: store, warmed: warmed)
+    }
+
+    /// The pipeline the options ask for, as `--tenant` gets it (its row of `--tenants` over it).
+    private func tenantPipeline(store: AttachmentStore) throws -> Pipeline {
+        let pipeline = try options.pipeline(store: store)
+        guard let tenant else { return pipeline }
+        let (configuration, sources) = try TenantPipeline.configuration(
+            for: tenant, file: tenants, over: pipeline.configuration)
+        return pipeline.configured(configuration).fetching(from: sources)
     }
 
     /// Sets the transforms' workers up as the options ask (before the first job) and returns
@@ -200,7 +226,7 @@ struct BatchCommand: AsyncParsableCommand {
         }
         let jobs = startWorkers()
         let runner = BatchRunner(
-            pipeline: try options.pipeline(store: store), jobs: jobs, previews: previews.map(BatchPreviews.init))
+            pipeline: try tenantPipeline(store: store), jobs: jobs, previews: previews.map(BatchPreviews.init))
         let display = ProgressDisplay(interval: progressInterval)
         let metrics = metricsFile(run: name)
         let progress = try await runner.run(queue: queue) {

@@ -259,6 +259,62 @@ extension BatchRunTests {
         return text.split(separator: "\n").count
     }
 
+    /// `--tenant ID --tenants FILE`: the service's row for that tenant holds the batch too — its
+    /// media hosts and its store quota — and what it stores is counted as the tenant's.
+    @Test func aBatchForATenantIsHeldToItsRowAndStoresAsItsOwn() throws {
+        _ = gate.add(count * 4)
+        let tenants = directory.path + "/tenants.json"
+        try Data(
+            """
+            {"tenants": [
+              {"id": "acme", "keys": ["sha256:\(String(repeating: "ab", count: 32))"], "storeMaxBytes": 1},
+              {"id": "globex", "keys": ["sha256:\(String(repeating: "cd", count: 32))"],
+               "sources": {"deny": ["127.0.0.1"]}}
+            ]}
+            """.utf8
+        ).write(to: URL(fileURLWithPath: tenants))
+        func run(_ name: String, _ tenant: [String]) throws -> [ManifestRecord] {
+            let manifest = directory.path + "/\(name).manifest.jsonl"
+            let result = try ChildProcess(
+                try attacheExecutable(),
+                [
+                    "batch", "--allow-loopback", "--store", directory.path + "/store-\(name)", "--manifest", manifest,
+                    "--jobs", "4", "--deadline", "20s",
+                ] + tenant + [urls], outputs: .separate
+            ).wait()
+            #expect(result.status == 0 || result.status == 2, "\(name): \(result.errorText.suffix(800))")
+            return try records(manifest)
+        }
+        func codes(_ records: [ManifestRecord]) -> [String: Int] {
+            records.reduce(into: [:]) { $0[$1.code ?? "none", default: 0] += 1 }
+        }
+        // globex may not fetch from this host: every item, before a byte is fetched.
+        let denied = try run("globex", ["--tenant", "globex", "--tenants", tenants])
+        #expect(denied.count == count && codes(denied) == ["source_not_allowed": count], "\(codes(denied))")
+        // acme's quota holds one byte: every picture it would store is refused as its quota's,
+        // and the store keeps nothing of its.
+        let held = try run("acme", ["--tenant", "acme", "--tenants", tenants])
+        let missing = (0..<count).filter { $0 % 7 == 3 }.count
+        #expect(codes(held) == ["tenant_quota_exceeded": count - missing, "http_status": missing], "\(codes(held))")
+        func stats(_ store: String, _ tenant: String) throws -> String {
+            try runChild(
+                try attacheExecutable(),
+                ["store", "stats", "--store", directory.path + "/" + store, "--tenant", tenant]
+            ).text
+        }
+        #expect(try stats("store-acme", "acme").contains("objects=0 bytes=0"))
+        // Without a file, the tenant owns what it stores: store stats counts it as its own.
+        let solo = try run("solo", ["--tenant", "solo"])
+        #expect(solo.contains { $0.outcome == "attached" }, "\(codes(solo))")
+        #expect(!(try stats("store-solo", "solo").contains("objects=0")), "the tenant's objects are its own")
+        #expect(try stats("store-solo", "acme").contains("objects=0 bytes=0"))
+        // A tenant the file does not have, and a file without a tenant, are refused at once.
+        let unknown = try batchSays(["--tenant", "nobody", "--tenants", tenants])
+        #expect(unknown.status != 0 && unknown.said.contains("--tenant 'nobody' is not a tenant of"), "\(unknown.said)")
+        let alone = try batchSays(["--tenants", tenants])
+        #expect(alone.status != 0 && alone.said.contains("--tenants"), "\(alone.said)")
+    }
+
     @Test func killedAtRandomMomentsTheRerunsFinishWithNoItemLostOrDoneTwice() throws {
         var random = SplitMix(seed: 0xBA7C4)
         for _ in 0..<6 {
