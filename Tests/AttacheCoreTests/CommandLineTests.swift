@@ -140,6 +140,28 @@ import Testing
         #expect(bad.status != 0 && bad.out.isEmpty && bad.err.contains("--seal-key"))
     }
 
+    /// `attache preview`: the page of a payload on standard output or in a file, the payload
+    /// read as `process` reads it (standard input included); one payload only.
+    @Test func previewWritesThePageOfOnePayload() async throws {
+        let server = try sampleMediaServer()
+        let directory = try TemporaryDirectory()
+        let payload = Array(
+            #"{"aps":{"alert":{"title":"<b>Lunch</b>","body":"b"},"mutable-content":1},"image":"\#(server.url("/gray.jpg"))"}"#
+                .utf8)
+        let store = directory.path + "/store"
+        let shown = try await Self.run(["preview", "--store", store, "--allow-loopback", "-"], input: payload)
+        #expect(shown.status == 0, "\(shown.err)")
+        #expect(shown.out.hasPrefix("<!doctype html>") && shown.out.contains("&lt;b&gt;Lunch&lt;/b&gt;"))
+        #expect(shown.out.contains("data-platform=\"ios-expanded\""))
+        let file = directory.path + "/page.html"
+        let written = try await Self.run(
+            ["preview", "--store", store, "--allow-loopback", "--out", file, "-"], input: payload)
+        #expect(written.status == 0 && written.out.isEmpty, "\(written.err)")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == shown.out)
+        let two = try await Self.run(["preview", "--store", store, "a.json", "b.json"])
+        #expect(two.status != 0 && two.err.contains("one payload"), "\(two.err)")
+    }
+
     /// A refused JPEG XL makes libjxl write its traces to C's stderr: while a command runs they
     /// are debug log lines, not shown at the default level; a file name's newline is escaped.
     @Test func libraryOutputIsLoggedAndNamesStayOnOneLine() async throws {
