@@ -2,6 +2,7 @@ public import AttacheBase
 import AttacheCore
 public import AttacheFetch
 import AttacheMedia
+import AttachePreview
 public import AttacheStore
 import ExtrasBase64
 import Foundation
@@ -325,21 +326,7 @@ public struct BatchReport {
         return uti.split(separator: ".").last.map(String.init) ?? uti
     }
 
-    static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(character)
-            }
-        }
-        return out
-    }
+    static func escape(_ text: String) -> String { AttachePreview.escape(text) }
 
     static func head(title: String) -> String {
         """

@@ -124,7 +124,15 @@ struct PreviewPage {
         guard text != nil || picture != nil else { return nothing("This payload sends nothing to iOS.") }
         let text = text ?? PreviewText()
         let top = y
-        let (a, b, c) = Self.columns
+        let bottom = Swift.max(
+            iosCollapsed(text, picture, top: top), iosExpanded(text, picture, top: top),
+            iosPlaceholder(picture, top: top))
+        y = bottom + 28
+    }
+
+    /// The collapsed banner: the app's icon, the text, the thumbnail at its end; its bottom.
+    private mutating func iosCollapsed(_ text: PreviewText, _ picture: PreviewPicture?, top: Int) -> Int {
+        let a = Self.columns.a
         let banner = PreviewGeometry.iosBanner
         let thumbSide = PreviewGeometry.iosThumbnail.width
         let thumb = picture.flatMap {
@@ -148,14 +156,17 @@ struct PreviewPage {
                 thumb, "ios-thumb", a + banner.width - 12 - thumbSide, top + 14, platform: "ios-collapsed",
                 of: picture, crop: crop)
         }
-        var bottom = caption(
+        return caption(
             a, top + banner.height + 8, banner.width,
             "Collapsed: the thumbnail is \(thumbSide) pt of "
                 + (picture?.clip == nil ? "the picture's centre square" : "the square Attache chose on the subject")
                 + (picture?.error.map { ". No attachment (\($0)): iOS shows the text alone" } ?? ""))
+    }
 
-        // Expanded: the picture across the platter at its own shape (at most 5:4 tall), the text,
-        // the category's actions under it.
+    /// The expanded view: the picture across the platter at its own shape (at most 5:4 tall), the
+    /// text, the category's actions under it; its bottom.
+    private mutating func iosExpanded(_ text: PreviewText, _ picture: PreviewPicture?, top: Int) -> Int {
+        let b = Self.columns.b
         let tallest = PreviewGeometry.iosExpandedTallest
         var py = top
         let platter = reserve()
@@ -199,14 +210,15 @@ struct PreviewPage {
             }
             py += text.actions.count * 44
         }
-        bottom = Swift.max(
-            bottom,
-            caption(
-                b, py + 8, tallest.width,
-                "Expanded: the attachment at the platter's width"
-                    + (text.actions.isEmpty ? "" : ", the category's actions under it")))
+        return caption(
+            b, py + 8, tallest.width,
+            "Expanded: the attachment at the platter's width"
+                + (text.actions.isEmpty ? "" : ", the category's actions under it"))
+    }
 
-        // The placeholder beside it: what the device kit draws when neither rendition arrives.
+    /// The placeholder beside it: what the device kit draws when neither rendition arrives; its bottom.
+    private mutating func iosPlaceholder(_ picture: PreviewPicture?, top: Int) -> Int {
+        let c = Self.columns.c
         if let placeholder = picture?.placeholderImage {
             let width = 160
             let height = Swift.max(1, width * placeholder.height / Swift.max(1, placeholder.width))
@@ -215,21 +227,16 @@ struct PreviewPage {
                 "img", "pic placeholder", c, top + 24, width, height,
                 attributes: " alt=\"placeholder\" data-platform=\"ios-placeholder\""
                     + " data-box=\"\(c),\(top + 24),\(width),\(height)\" src=\"\(placeholder.uri)\"")
-            bottom = Swift.max(
-                bottom,
-                caption(
-                    c, top + 32 + height, Self.cGap,
-                    "ThumbHash of \(placeholder.bytes) bytes in the entry, drawn \(placeholder.width)×\(placeholder.height) by the kit: the rung between the small rendition and the text alone"
-                ))
+            return caption(
+                c, top + 32 + height, Self.cGap,
+                "ThumbHash of \(placeholder.bytes) bytes in the entry, drawn \(placeholder.width)×\(placeholder.height) by the kit: the rung between the small rendition and the text alone"
+            )
         } else {
             place("div", "t label", c, top, Self.cGap, 20, "Placeholder")
-            bottom = Swift.max(
-                bottom,
-                caption(
-                    c, top + 24, Self.cGap,
-                    "None in the entry (it was left out to fit the payload, or the attachment is audio)"))
+            return caption(
+                c, top + 24, Self.cGap,
+                "None in the entry (it was left out to fit the payload, or the attachment is audio)")
         }
-        y = bottom + 28
     }
 
     mutating func android(_ text: PreviewText?, picture: PreviewPicture?, icon: PreviewPicture?) {
@@ -469,8 +476,8 @@ struct PreviewPage {
 }
 
 /// Text for an HTML text node or a quoted attribute value: the five characters that could end
-/// either written as references.
-func escape(_ text: String) -> String {
+/// either written as references (the batch report's pages too).
+public func escape(_ text: String) -> String {
     var out = ""
     out.reserveCapacity(text.utf8.count)
     for character in text {
