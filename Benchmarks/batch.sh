@@ -15,9 +15,10 @@ for p in nginx-light curl; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
         || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null; }
 done
-(cd .. && bash scripts/release.sh --product attache >/dev/null)
-bin=$(cd .. && swift build -c release --show-bin-path)/attache
-items=${1:-2000}
+. ./binary.sh
+items=${1:-2000} kills=20
+# BENCH_QUICK=1: 200 items, 3 SIGKILLs.
+[ "$quick" = 1 ] && items=${1:-200} kills=3
 work=$(realpath work)/batch
 media=$work/media
 mkdir -p "$media"
@@ -137,14 +138,14 @@ run cores --jobs 16 | tee "$work/cores.json"
 echo "   one worker (16 items in flight):"
 run one --jobs 16 --workers 1 | tee "$work/one.json"
 
-echo "2. 20 SIGKILLs at random moments, each followed by a rerun:"
+echo "2. $kills SIGKILLs at random moments, each followed by a rerun:"
 kill_dir=$work/killed
 rm -rf "$kill_dir" && mkdir -p "$kill_dir"
 batch_killed() {
     "$bin" batch --allow-loopback --store "$kill_dir/store" --out "$kill_dir/out.jsonl" --jobs 16 \
         --progress-interval 1 "$work/campaign.txt" > /dev/null 2>> "$kill_dir/progress.log"
 }
-for k in $(seq 1 20); do
+for k in $(seq 1 "$kills"); do
     batch_killed 2>/dev/null &
     pid=$!
     pause=$(python3 -c "import random; print(round(random.Random($k).uniform(0.3, 3.0), 2))")
@@ -166,16 +167,22 @@ print(json.dumps({"manifest_lines": len(refs), "distinct_items": len(set(refs)),
 PY
 "$bin" store verify --store "$kill_dir/store" | tail -3
 
-python3 - "$work" <<'PY'
+python3 - "$work" "$kills" <<'PY'
 import json, sys
-w = sys.argv[1]
+import figures
+w, kills = sys.argv[1], int(sys.argv[2])
 cores, one, killed = (json.load(open(f"{w}/{n}.json")) for n in ("cores", "one", "killed"))
 print()
 print(f"- {cores['items']} items: {cores['items_per_second']} items/s with a worker per core, "
       f"{one['items_per_second']} with one: {cores['items_per_second'] / one['items_per_second']:.2f}x; "
       f"peak RSS {cores['peak_rss_mb']} MB / {one['peak_rss_mb']} MB")
 print(f"- outcomes {cores['outcomes']}, codes {cores['codes']}")
-print(f"- after 20 SIGKILLs and reruns: {killed['manifest_lines']} manifest lines, "
+print(f"- after {kills} SIGKILLs and reruns: {killed['manifest_lines']} manifest lines, "
       f"{killed['distinct_items']} distinct items, {killed['recorded_twice']} recorded twice, "
       f"{killed['payload_lines']} payload lines")
+figures.record("a campaign of media URLs: throughput, a worker per core", cores["items_per_second"], "items/s",
+               peer="attache batch, one worker", peer_value=one["items_per_second"], goal=">= 1.8x")
+figures.record("a campaign: peak RSS, a worker per core", cores["peak_rss_mb"], "MB", better="lower", goal="<= 200 MB")
+figures.record("a campaign killed and rerun: items recorded twice", killed["recorded_twice"], "items", better="lower",
+               goal="0")
 PY

@@ -18,6 +18,8 @@ import tempfile
 import numpy as np
 from PIL import Image, ImageOps
 
+import figures
+
 PILLOW_SCRIPT = r"""
 import sys
 from PIL import Image, ImageOps
@@ -61,6 +63,21 @@ def psnr(out_path, ref):
     return 99.0 if mse == 0 else 10 * np.log10(255.0**2 / mse)
 
 
+def record(results, count, kind):
+    """The figures of one folder for Benchmarks/run.sh: throughput against each peer, peak RSS,
+    bytes and PSNR against vipsthumbnail's."""
+    a, vips = results["attache"], results["vipsthumbnail"]
+    what = f"{kind} photos -> 1024 px"
+    for peer in ("vipsthumbnail", "pillow"):
+        figures.record(f"{what}: throughput vs {peer}", count / a["seconds"], "images/s", peer=peer,
+                       peer_value=count / results[peer]["seconds"], goal=">= 1.0x")
+    figures.record(f"{what}: peak RSS", a["rss"], "MB", peer="vipsthumbnail", peer_value=vips["rss"], better="lower")
+    figures.record(f"{what}: output bytes", a["bytes"], "bytes", peer="vipsthumbnail", peer_value=vips["bytes"],
+                   better="lower")
+    if "psnr" in a:
+        figures.record(f"{what}: mean PSNR", a["psnr"], "dB", peer="vipsthumbnail", peer_value=vips["psnr"])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("folder")
@@ -70,8 +87,10 @@ def main():
     ap.add_argument("--no-psnr", action="store_true")
     ap.add_argument("--floor", help="floor.c built: adds libjpeg-turbo alone (JPEG folders only)")
     ap.add_argument("--only", choices=["progressive", "baseline"], help="JPEG folders: only these files")
+    ap.add_argument("--limit", type=int, help="the first N files only (a quick run)")
     args = ap.parse_args()
     files = sorted(glob.glob(os.path.join(args.folder, "*.jpg")) + glob.glob(os.path.join(args.folder, "*.png")))
+    files = files[: args.limit] if args.limit else files
     if args.only:
         want = args.only == "progressive"
         files = [f for f in files if bool(Image.open(f).info.get("progressive")) == want]
@@ -132,6 +151,8 @@ def main():
         p = f"{r['psnr']:.2f}" if "psnr" in r else "-"
         size = f"{r['bytes']} | {r['bytes'] / vips['bytes']:.2f}x" if "bytes" in r else "- | -"
         print(f"| {name} | {ips:.2f} | {ratio:.2f}x | {r['rss']:.0f} | {size} | {p} |")
+    if not args.only:
+        record(results, len(files), "PNG" if png else "JPEG")
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -10,6 +10,5 @@
 #   bash Benchmarks/connections.sh
 set -euo pipefail
 cd "$(dirname "$0")"
-(cd .. && bash scripts/release.sh --product attache >/dev/null)
-bin=$(cd .. && swift build -c release --show-bin-path)/attache
+. ./binary.sh
 python3 connections.py "$bin" ../Samples/media

@@ -20,8 +20,7 @@ if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 bash ../scripts/shared-servers.sh install
-(cd .. && bash scripts/release.sh --product attache >/dev/null)
-bin=$(cd .. && swift build -c release --show-bin-path)/attache
+. ./binary.sh
 work=$(realpath work)/downloads
 rm -rf "$work" && mkdir -p "$work/www"
 nginx_port=8971 dir_port=8972 info_port=8973 shared_port=8974

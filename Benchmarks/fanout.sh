@@ -22,8 +22,7 @@ done
 if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-(cd .. && bash scripts/release.sh --product attache >/dev/null)
-bin=$(cd .. && swift build -c release --show-bin-path)/attache
+. ./binary.sh
 work=$(realpath work)/fanout
 rm -rf "$work" && mkdir -p "$work/media" "$work/cache" "$work/temp"
 media_port=8981 origin_port=8982 edge_port=8983

@@ -11,8 +11,7 @@ if [ ${#need[@]} -gt 0 ]; then
     sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
     $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-(cd .. && bash scripts/release.sh --product attache >/dev/null)
-bin=$(cd .. && swift build -c release --show-bin-path)/attache
+. ./binary.sh
 
 rm -rf work/fetch && mkdir -p work/fetch/www work/fetch/nginx
 work=$(cd work/fetch && pwd)
@@ -46,7 +45,9 @@ trap 'kill $(cat "$work/nginx/nginx.pid") 2>/dev/null || true' EXIT
 sleep 0.5
 
 : > "$work/urls.txt"; : > "$work/curl-null.conf"; : > "$work/curl-files.conf"
-for i in $(seq 1 1000); do
+transfers=1000 runs=5
+[ "$quick" = 1 ] && transfers=200 runs=1
+for i in $(seq 1 "$transfers"); do
     url="http://127.0.0.1:$port/media.jpg?i=$i"
     echo "$url" >> "$work/urls.txt"
     printf 'url = "%s"\noutput = "/dev/null"\n' "$url" >> "$work/curl-null.conf"
@@ -56,7 +57,7 @@ done
 # seconds of the fastest of 5 runs of a command (client pinned to core 0)
 best() {
     local best=999 t0 t1 d
-    for run in 1 2 3 4 5; do
+    for run in $(seq 1 "$runs"); do
         rm -rf "$work/out-attache" "$work/out-curl"; mkdir -p "$work/out-attache" "$work/out-curl"; sync
         t0=$(date +%s.%N)
         taskset -c 0 "$@" >/dev/null 2>"$work/last.log"
@@ -66,7 +67,7 @@ best() {
     done
     echo "$best"
 }
-row() { printf '| %s | %.3f | %.0f | %.2fx |\n' "$1" "$2" "$(echo "1000 / $2" | bc -l)" "$(echo "$3 / $2" | bc -l)"; }
+row() { printf '| %s | %.3f | %.0f | %.2fx |\n' "$1" "$2" "$(echo "$transfers / $2" | bc -l)" "$(echo "$3 / $2" | bc -l)"; }
 
 a_mem=$(best "$bin" fetch --allow-loopback --concurrency 64 --quiet --urls "$work/urls.txt")
 grep -q "(0 failed" "$work/last.log" || { cat "$work/last.log"; exit 1; }
@@ -74,12 +75,16 @@ c_null=$(best curl --parallel --parallel-max 64 -s -K "$work/curl-null.conf")
 a_files=$(best "$bin" fetch --allow-loopback --concurrency 64 --quiet --out "$work/out-attache" --urls "$work/urls.txt")
 grep -q "(0 failed" "$work/last.log" || { cat "$work/last.log"; exit 1; }
 c_files=$(best curl --parallel --parallel-max 64 -s -K "$work/curl-files.conf")
-cmp -s "$work/out-attache/1000.jpg" "$work/www/media.jpg" && cmp -s "$work/out-curl/1000.jpg" "$work/www/media.jpg"
+cmp -s "$work/out-attache/$transfers.jpg" "$work/www/media.jpg" && cmp -s "$work/out-curl/$transfers.jpg" "$work/www/media.jpg"
 
-echo "1000 transfers x 200 KB from nginx on 127.0.0.1 (core 1), 64 in flight, client on core 0, best of 5"
+echo "$transfers transfers x 200 KB from nginx on 127.0.0.1 (core 1), 64 in flight, client on core 0, best of $runs"
 echo "| run | seconds | transfers/s | vs curl |"
 echo "|---|---|---|---|"
 row "attache fetch --out DIR (every body saved)" "$a_files" "$c_files"
 row "curl --parallel --parallel-max 64, -o per URL" "$c_files" "$c_files"
 row "attache fetch (bodies kept in memory, dropped)" "$a_mem" "$c_null"
 row "curl --parallel --parallel-max 64 -o /dev/null" "$c_null" "$c_null"
+figure "200 KB fetches, 64 in flight, bodies saved: throughput" "$(echo "$transfers / $a_files" | bc -l)" transfers/s \
+    --peer "curl --parallel" --peer-value "$(echo "$transfers / $c_files" | bc -l)" --goal ">= 1.0x"
+figure "200 KB fetches, 64 in flight, in memory: throughput" "$(echo "$transfers / $a_mem" | bc -l)" transfers/s \
+    --peer "curl --parallel -o /dev/null" --peer-value "$(echo "$transfers / $c_null" | bc -l)" --goal ">= 1.0x"

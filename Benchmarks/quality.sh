@@ -20,9 +20,9 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 python3 -c "import ssimulacra2" 2>/dev/null || pip install -q ssimulacra2==0.3.0
 command -v thumbor >/dev/null || pip install -q thumbor
-(cd .. && bash scripts/release.sh --product attache >/dev/null)
-bin=../.build/release/attache
-python3 quality.py work/jpeg --attache "$bin" "$@"
+. ./binary.sh
+# BENCH_QUICK=1: the peers on four photos of the benchmark set, nothing else.
+[ "$quick" = 1 ] || python3 quality.py work/jpeg --attache "$bin" "$@"
 [ "${PEERS:-1}" = 0 ] && exit 0
 mkdir -p work/lomiri work/plasma work/ukui
 for f in work/jpeg/*.jpg; do
@@ -33,4 +33,8 @@ for d in /usr/share/wallpapers/*/contents/images; do
     [ -n "$largest" ] && cp -n "$d/$largest" "work/plasma/$(basename "$(dirname "$(dirname "$d")")").jpg"
 done
 for f in $(dpkg -L ukui-wallpapers | grep '^/usr/share/backgrounds/.*\.jpg$'); do cp -n "$f" work/ukui/; done
-python3 quality_peers.py --attache "$bin" --set lomiri=work/lomiri --set plasma=work/plasma --set ukui=work/ukui
+if [ "$quick" = 1 ]; then
+    python3 quality_peers.py --attache "$bin" --set lomiri=work/lomiri --limit 4
+else
+    python3 quality_peers.py --attache "$bin" --set lomiri=work/lomiri --set plasma=work/plasma --set ukui=work/ukui
+fi

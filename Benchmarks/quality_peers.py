@@ -24,6 +24,8 @@ import urllib.request
 from PIL import Image, ImageOps
 from ssimulacra2 import compute_ssimulacra2
 
+import figures
+
 
 def percentile(values, p):
     ordered = sorted(values)
@@ -78,6 +80,7 @@ def main():
     parser.add_argument("--attache", required=True)
     parser.add_argument("--set", action="append", required=True, help="NAME=FOLDER of JPEG photos")
     parser.add_argument("--attache-args", default="", help="flags for attache resize (default: its defaults)")
+    parser.add_argument("--limit", type=int, help="the first N photos of each set only (a quick run)")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="attache-peers-")
     thumbor, thumbor_port = start_thumbor(work)
@@ -92,6 +95,7 @@ def main():
 
 def compare(name, folder, args, work, thumbor_port):
     files = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.lower().endswith((".jpg", ".jpeg")))
+    files = files[: args.limit] if args.limit else files
     media_port = serve(folder)
     tools = {}
     out = os.path.join(work, name, "attache")
@@ -141,6 +145,19 @@ def compare(name, folder, args, work, thumbor_port):
             shown = f"{statistics.mean(encodes):.2f}, {sum(1 for e in encodes if e == 1) * 100 // len(encodes)}%"
         print(f"| {tool} | {total:,} | {total / base:.3f}x | {min(scores):.1f} | {percentile(scores, 5):.1f} "
               f"| {statistics.mean(scores):.1f} | {shown} | {seconds:.1f} |")
+    ours, theirs = rows["attache (defaults)"], rows["thumbor (QUALITY 80)"]
+    peer = "thumbor (QUALITY 80)"
+    figures.record(f"{name} photos at the defaults: lowest SSIMULACRA2", min(ours[1]), "score", peer=peer,
+                   peer_value=min(theirs[1]), goal=">= the peer's")
+    figures.record(f"{name} photos at the defaults: mean SSIMULACRA2", statistics.mean(ours[1]), "score", peer=peer,
+                   peer_value=statistics.mean(theirs[1]), goal=">= the peer's - 1")
+    figures.record(f"{name} photos at the defaults: bytes", ours[0], "bytes", peer=peer, peer_value=theirs[0],
+                   better="lower", goal="<= 1.0x")
+    figures.record(f"{name} photos at the defaults: encodes per picture", statistics.mean(ours[2]), "encodes",
+                   better="lower", goal="<= 1.25")
+    figures.series(f"{name} photos: bytes against score, each tool at its defaults", "scatter",
+                   {tool: [[os.path.getsize(tools[tool][0][f]), score] for f, score in zip(files, r[1])]
+                    for tool, r in rows.items()}, "bytes", "SSIMULACRA2")
     worst = min(zip(rows["attache (defaults)"][1], files))
     print(f"attache's lowest: {os.path.basename(worst[1])} ({worst[0]:.1f})")
 

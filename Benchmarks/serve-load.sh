@@ -36,8 +36,7 @@ fi
 command -v thumbor >/dev/null || pip install -q thumbor
 # The load client's event loop (serve_load.py runs on asyncio's own without it).
 python3 -c "import uvloop" 2>/dev/null || pip install -q uvloop
-(cd .. && bash scripts/release.sh --product attache >/dev/null)
-bin=$(cd .. && swift build -c release --show-bin-path)/attache
+. ./binary.sh
 work=$(realpath work)/serve
 rm -rf "$work" && mkdir -p "$work"
 media_port=8901 service_port=8902 thumbor_port=8903
@@ -59,7 +58,9 @@ count=$(wc -l < "$work/files")
 # 18 passes (468 requests of the 26 photos): a run's p99 rests on the five answers above it, and
 # the first burst (every client at once) and the last requests (fewer clients left) are a small
 # part of it. With 6 passes the p99 was the third-slowest answer of 156.
-passes=18
+passes=18 tiny=300 wrk_seconds=10 small=(1000 9000)
+# BENCH_QUICK=1: one pass, 30 tiny payloads, 2 s of downloads, 100 + 200 small payloads.
+[ "$quick" = 1 ] && passes=1 tiny=30 wrk_seconds=2 small=(100 200)
 requests=$((count * passes))
 echo "files: $count JPEGs of 5-20 MP ($(grep -c . "$work/files") listed), $requests requests per run"
 
@@ -115,7 +116,20 @@ resize_run() {
 resize_ips=$(resize_run)
 echo "attache resize (2 processes): $resize_ips images/s"
 
+# The service's RSS every quarter second while it is under load: "seconds MB" lines.
+sample_rss() {
+    local start
+    start=$(date +%s.%N)
+    while [ -e "/proc/$1/status" ]; do
+        awk -v t="$(echo "$(date +%s.%N) - $start" | bc)" '/VmRSS/ {printf "%.2f %.1f\n", t, $2 / 1024}' "/proc/$1/status"
+        sleep 0.25
+    done > "$2"
+}
+
 start_service
+sample_rss "$service" "$work/rss.txt" &
+sampler=$!
+pids+=($sampler)
 echo "attache serve, 16 clients:"
 python3 serve_load.py attache "http://127.0.0.1:$service_port" $key "$media" "$work/files" \
     --clients 16 --requests $requests --tag a16 | tee "$work/attache16.json"
@@ -127,6 +141,7 @@ echo "attache serve, 64 clients, 503 not retried (each refused request counts on
 python3 serve_load.py attache "http://127.0.0.1:$service_port" $key "$media" "$work/files" \
     --clients 64 --requests $requests --tag b64 | tee "$work/attache64b.json"
 hwm64=$(hwm_mb $service)
+kill $sampler 2>/dev/null || true
 echo "{\"peak_rss_16_mb\": $hwm16, \"peak_rss_64_mb\": $hwm64}" | tee "$work/peak.json"
 # The same 64 clients against nginx answering 503 at once: what the client's clock adds alone.
 echo "the load client's floor: 64 clients, nginx answering 503 at once:"
@@ -139,7 +154,7 @@ for tiny_key in $key $key2; do
     tag=$([ "$tiny_key" = "$key" ] && echo one || echo two)
     echo "a tiny payload beside 16 heavy clients ($tag API key(s)):"
     python3 tiny_beside.py "http://127.0.0.1:$service_port" $key $tiny_key "$media" "$work/files" tiny.jpg \
-        --clients 16 --tiny 300 --deadline 300ms --tag "tiny$tag" | tee "$work/tiny-$tag.json"
+        --clients 16 --tiny $tiny --deadline 300ms --tag "tiny$tag" | tee "$work/tiny-$tag.json"
 done
 
 for progressive in True False; do
@@ -189,9 +204,9 @@ size=$(stat -c %s "$work/dl/photo.jpg")
 cp "$work/dl/photo.jpg" work/serve-download.jpg
 url="http://127.0.0.1:$service_port/attachments/$token/$id.jpg"
 curl -sf -o "$work/dl/got.jpg" "$url" && cmp -s "$work/dl/got.jpg" "$work/dl/photo.jpg"
-echo "download of $size bytes, wrk -t 2 -c 64 -d 10s:"
-attache_rps=$(wrk -t 2 -c 64 -d 10s "$url" | awk '/Requests\/sec/ {print $2}')
-nginx_rps=$(wrk -t 2 -c 64 -d 10s "$media/serve-download.jpg" | awk '/Requests\/sec/ {print $2}')
+echo "download of $size bytes, wrk -t 2 -c 64 -d ${wrk_seconds}s:"
+attache_rps=$(wrk -t 2 -c 64 -d ${wrk_seconds}s "$url" | awk '/Requests\/sec/ {print $2}')
+nginx_rps=$(wrk -t 2 -c 64 -d ${wrk_seconds}s "$media/serve-download.jpg" | awk '/Requests\/sec/ {print $2}')
 echo "{\"attache_rps\": $attache_rps, \"nginx_rps\": $nginx_rps}" | tee "$work/downloads.json"
 rm -f work/serve-download.jpg
 
@@ -199,10 +214,10 @@ rm -f work/serve-download.jpg
 echo "Samples/gray.jpg" > "$work/small"
 ln -sfn ../../Samples/media work/Samples
 python3 serve_load.py attache "http://127.0.0.1:$service_port" $key "$media" "$work/small" \
-    --clients 16 --requests 1000 --tag m1 > "$work/mem1.json"
+    --clients 16 --requests ${small[0]} --tag m1 > "$work/mem1.json"
 rss1=$(rss_mb $service)
 python3 serve_load.py attache "http://127.0.0.1:$service_port" $key "$media" "$work/small" \
-    --clients 16 --requests 9000 --tag m2 > "$work/mem2.json"
+    --clients 16 --requests ${small[1]} --tag m2 > "$work/mem2.json"
 rss2=$(rss_mb $service)
 rm -f work/Samples
 echo "{\"rss_after_1000_mb\": $rss1, \"rss_after_10000_mb\": $rss2}" | tee "$work/memory.json"
@@ -210,6 +225,7 @@ kill -TERM $service && wait $service || true
 
 python3 - "$work" "$resize_ips" "$resize_ips_after" <<'PY'
 import json, sys
+import figures
 work, resize, resize_after = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 load = lambda n: json.load(open(f"{work}/{n}.json"))
 a16, a16b, a64, a64b = load("attache16"), load("attache16b"), load("attache64"), load("attache64b")
@@ -265,6 +281,25 @@ for name, t in [("one API key", tiny1), ("two API keys", tiny2)]:
     print(f"- a tiny payload beside 16 heavy clients ({name}, ?deadline={t['deadline']}): answered p50 {t['p50_ms']} ms, "
           f"p90 {t['p90_ms']} ms, p99 {t['p99_ms']} ms, max {t['max_ms']} ms; {t['attached']} of {t['tiny']} attached "
           f"({t['attached_share'] * 100:.1f}%); heavy meanwhile {t['heavy_images_per_s']} images/s")
+figures.series("service: answer times, 16 clients, 5-20 MP photos", "cdf",
+               {"attache serve": a16["latencies_ms"] + a16b["latencies_ms"],
+                "thumbor (2 processes)": tp["latencies_ms"] + tn["latencies_ms"]}, "ms", "share of answers")
+rss = [[float(t), float(mb)] for t, mb in (line.split() for line in open(f"{work}/rss.txt") if line.strip())]
+figures.series("service: RSS through the 16- and the 64-client runs", "line", {"attache serve": rss}, "s", "MB")
+thumbor_ips = (tp["images_per_s"] + tn["images_per_s"]) / 2
+thumbor_p99 = (tp["p99_s"] + tn["p99_s"]) / 2
+peer = "thumbor (2 processes, QUALITY 80)"
+figures.record("service, 16 clients, 5-20 MP photos: throughput", both["images_per_s"], "images/s", peer=peer,
+               peer_value=thumbor_ips, goal=">= 1.1x")
+figures.record("service, 16 clients, 5-20 MP photos: p99", both["p99_s"] * 1000, "ms", peer=peer,
+               peer_value=thumbor_p99 * 1000, better="lower", goal="<= 0.5x")
+figures.record("service: peak RSS through 64 clients", peak["peak_rss_64_mb"], "MB", better="lower", goal="<= 300 MB")
+figures.record("service: tiny payloads beside 16 heavy clients, attached in 300 ms", tiny2["attached_share"] * 100, "%",
+               goal=">= 99%")
+figures.record("service: tiny payloads beside 16 heavy clients, p90", tiny2["p90_ms"], "ms", better="lower",
+               goal="<= 50 ms")
+figures.record("service: tokened downloads, wrk -c 64", dl["attache_rps"], "requests/s", peer="nginx from disk",
+               peer_value=dl["nginx_rps"], goal=">= 1.0x")
 print(f"- memory: RSS {mem['rss_after_1000_mb']} MB after 1,000 requests, {mem['rss_after_10000_mb']} MB after 10,000 "
       f"({(mem['rss_after_10000_mb'] / mem['rss_after_1000_mb'] - 1) * 100:+.1f}%); "
       f"errors {m1['errors'] + m2['errors']}, {m2['images_per_s']:.0f} requests/s")

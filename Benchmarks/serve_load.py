@@ -182,6 +182,7 @@ def main():
         "refused_p99_ms": None if not refused else round(percentile(refused, 99) * 1000, 2),
         "refused_max_ms": None if not refused else round(max(refused) * 1000, 2),
         "statuses": statuses,
+        "latencies_ms": sorted(round(s * 1000, 1) for s in good),
     }))
 
 

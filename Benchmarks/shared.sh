@@ -18,8 +18,7 @@ for p in nginx-light curl; do
         (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null)
 done
 bash ../scripts/shared-servers.sh install
-(cd .. && bash scripts/release.sh --product attache >/dev/null)
-bin=$(cd .. && swift build -c release --show-bin-path)/attache
+. ./binary.sh
 work=$(realpath work)/shared
 rm -rf "$work" && mkdir -p "$work"
 media_port=8911 a_port=8912 b_port=8913

@@ -9,8 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
 [ -d work/gif ] && [ "$(ls work/gif | wc -l)" -ge 4 ] || bash gif.sh >/dev/null
-(cd .. && bash scripts/release.sh --product attache >/dev/null)
-bin=$(cd .. && swift build -c release --show-bin-path)/attache
+. ./binary.sh
 corpus=${ATTACHE_CORPUS:-../../shared/corpus}
 python3 sizes.py --attache "$bin" ${ATTACHE_BEFORE:+--before "$ATTACHE_BEFORE"} \
     ../Samples/media "$corpus" work/jpeg work/png work/gif

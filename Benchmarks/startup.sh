@@ -6,18 +6,20 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
-(cd .. && bash scripts/release.sh --product attache >/dev/null)
-bins=("$(cd .. && swift build -c release --show-bin-path)/attache" "$@")
+. ./binary.sh
+bins=("$bin" "$@")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 peak() { /usr/bin/time -f "%M" "$@" 2>&1 >/dev/null | tail -1 | awk '{printf "%.1f", $1 / 1024}'; }
 
+# row LABEL COMMAND: the command's figure three times (once with BENCH_QUICK=1); `least` keeps the smallest.
 row() {
-    printf '| %s |' "$1"
+    local label=$1 values=()
     shift
-    for _ in 1 2 3; do printf ' %s' "$("$@")"; done
-    echo ' |'
+    for _ in $(seq 1 "$([ "$quick" = 1 ] && echo 1 || echo 3)"); do values+=("$("$@")"); done
+    echo "| $label | ${values[*]} |"
+    least=$(printf '%s\n' "${values[@]}" | sort -n | head -1)
 }
 
 version() { peak "$bin" --version; }
@@ -42,6 +44,7 @@ idle() {
 
 echo "| process | build | peak RSS, MB (three runs) |"
 echo "|---|---|---|"
+declare -A first
 for what in version idle jpeg; do
     for bin in "${bins[@]}"; do
         case $what in
@@ -49,6 +52,10 @@ for what in version idle jpeg; do
         idle) row "attache serve, idle after start | $bin" idle ;;
         jpeg) row "48 MP baseline JPEG to 1024 px (taskset -c 0) | $bin" jpeg ;;
         esac
+        [ -n "${first[$what]:-}" ] || first[$what]=$least
     done
 done
 row "vipsthumbnail --version | $(vipsthumbnail --version)" vips_version
+figure "the process at start: --version, peak RSS" "${first[version]}" MB --peer "vipsthumbnail --version" \
+    --peer-value "$least" --lower --goal "<= 1.0x"
+figure "the service idle after start: peak RSS" "${first[idle]}" MB --lower

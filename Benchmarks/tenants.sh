@@ -22,8 +22,7 @@ done
 if [ ${#need[@]} -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-(cd .. && bash scripts/release.sh --product attache >/dev/null)
-bin=$(cd .. && swift build -c release --show-bin-path)/attache
+. ./binary.sh
 work=$(realpath work)/tenants
 rm -rf "$work" && mkdir -p "$work"
 media_port=8911 service_port=8912

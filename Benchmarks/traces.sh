@@ -14,8 +14,7 @@ for p in nginx-light curl; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
         (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null)
 done
-(cd .. && bash scripts/release.sh --product attache >/dev/null)
-bin=$(cd .. && swift build -c release --show-bin-path)/attache
+. ./binary.sh
 work=$(realpath work)/traces
 rm -rf "$work" && mkdir -p "$work"
 media_port=8911 collector_port=8912 service_port=8913
@@ -78,14 +77,17 @@ start_service() { # $1: on or off
 stop_service() { kill -TERM "$service" && wait "$service" || true; service=""; }
 
 media="http://127.0.0.1:$media_port"
-for round in 1 2 3; do
+rounds=3 small=3000
+# BENCH_QUICK=1: one round, 300 small payloads.
+[ "$quick" = 1 ] && rounds=1 small=300
+for round in $(seq 1 "$rounds"); do
     for mode in off on; do
         rm -rf "$work/store-$mode"
         start_service $mode
         python3 serve_load.py attache "http://127.0.0.1:$service_port" $key "$media" "$work/files" \
             --clients 16 --requests $((count * 2)) --tag p$mode$round > "$work/photos-$mode-$round.json"
         python3 serve_load.py attache "http://127.0.0.1:$service_port" $key "$media" "$work/small" \
-            --clients 16 --requests 3000 --tag s$mode$round > "$work/small-$mode-$round.json"
+            --clients 16 --requests $small --tag s$mode$round > "$work/small-$mode-$round.json"
         stop_service
         echo "round $round, traces $mode: photos $(python3 -c "import json; print(json.load(open('$work/photos-$mode-$round.json'))['images_per_s'])")/s, small $(python3 -c "import json; print(json.load(open('$work/small-$mode-$round.json'))['images_per_s'])")/s"
     done
@@ -96,20 +98,24 @@ dropped=$({ grep -o "dropped_count=[0-9]*" "$work/service-on.log" || true; } | a
 failed=$(grep -c "Failed to export" "$work/service-on.log" || true)
 bytes=$(awk '{s += $1} END {print s + 0}' "$work/exports.log" 2>/dev/null || echo 0)
 
-python3 - "$work" "$exports" "$bytes" "$dropped" "$failed" <<'PY'
+python3 - "$work" "$exports" "$bytes" "$dropped" "$failed" "$rounds" <<'PY'
 import json, sys
+import figures
 work, exports, sent, dropped, failed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+rounds = range(1, int(sys.argv[6]) + 1)
 load = lambda n: json.load(open(f"{work}/{n}.json"))
 print()
 print("| run (16 clients) | traces off, images/s | traces on, images/s | on / off | errors |")
 print("|---|---|---|---|---|")
 for kind, label in [("photos", "5-20 MP JPEGs"), ("small", "128 px JPEG")]:
-    off = [load(f"{kind}-off-{r}") for r in (1, 2, 3)]
-    on = [load(f"{kind}-on-{r}") for r in (1, 2, 3)]
+    off = [load(f"{kind}-off-{r}") for r in rounds]
+    on = [load(f"{kind}-on-{r}") for r in rounds]
     mean = lambda runs: sum(r["images_per_s"] for r in runs) / len(runs)
     errors = sum(r["errors"] for r in off + on)
-    print(f"| {label} (mean of 3 alternating runs) | {mean(off):.2f} | {mean(on):.2f} | "
+    print(f"| {label} (mean of {len(rounds)} alternating runs) | {mean(off):.2f} | {mean(on):.2f} | "
           f"{mean(on) / mean(off):.3f}x | {errors} |")
+    figures.record(f"service with every request traced, {label}: throughput", mean(on), "images/s",
+                   peer="attache, traces off", peer_value=mean(off), goal=">= 0.95x")
 print()
 print(f"- exports the collector took: {exports} requests, {sent / 1e6:.1f} MB; spans dropped: {dropped}; "
       f"failed exports: {failed}")

@@ -1,13 +1,19 @@
 """Posters, GIF -> MP4 and transcodes: attache video against the ffmpeg CLI (see video.sh)."""
 import argparse, json, os, statistics, subprocess, time
 
+import figures
+
 parser = argparse.ArgumentParser()
 parser.add_argument("--attache", required=True)
 parser.add_argument("--work", required=True)
 parser.add_argument("--runs", type=int, default=3)
 parser.add_argument("--gifs", nargs="*", default=[])
 parser.add_argument("--photo-gifs", nargs="*", default=[])
+parser.add_argument("--quick", action="store_true", help="one poster file, five GIFs, two transcodes")
 a = parser.parse_args()
+if a.quick:
+    a.gifs = a.gifs[:5]
+    a.photo_gifs = a.photo_gifs[:1]
 work, attache = a.work, a.attache
 out = os.path.join(work, "out")
 os.makedirs(out, exist_ok=True)
@@ -61,13 +67,17 @@ def faststart(path):
 print("## Posters\n")
 print("| file | poster at | attache ms | ffmpeg ms | speed | attache peak RSS | ffmpeg peak RSS |")
 print("|---|---|---|---|---|---|---|")
-for name, label in [("cap.mp4", "keyframe every 250 frames"), ("phone.mp4", "keyframe every 30 frames")]:
+posters = [("cap.mp4", "keyframe every 250 frames"), ("phone.mp4", "keyframe every 30 frames")]
+for name, label in posters[1:] if a.quick else posters:
     source = os.path.join(work, name)
     for at in ["30.5", "0"]:
         ours = [attache, "video", "poster", "--at", at, "--side", "320", "--out", out, source]
         theirs = ["ffmpeg", "-v", "error", "-y", "-threads", "1", "-ss", at, "-i", source, "-frames:v", "1", "-vf",
                   "scale=320:-2:flags=bicubic", "-q:v", "3", os.path.join(out, "ffmpeg-poster.jpg")]
         t = best([ours, theirs])
+        if name == "phone.mp4" and at == "30.5":
+            figures.record("a poster at 30.5 s of an H.264 MP4 -> 320 px: time", t[0], "ms", peer="ffmpeg CLI",
+                           peer_value=t[1], better="lower", goal="<= 1.0x")
         print(f"| {name} ({os.path.getsize(source) / 1e6:.1f} MB, 1080p H.264, {label}) | {at} s | {t[0]:.0f} | "
               f"{t[1]:.0f} | {t[1] / t[0]:.2f}x | {peak(ours):.0f} MB | {peak(theirs):.0f} MB |")
 tiny = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "Fixtures", "video", "h264.mp4")
@@ -117,6 +127,11 @@ for label, gifs in [("corpus animations", a.gifs), ("photo animations (gif.sh)",
         if made.get("codec_name") == "h264" and made.get("profile") == "High" and made.get("pix_fmt") == "yuv420p" and faststart(mp4):
             playable += 1
     done = len(ratios)
+    if label == "corpus animations":
+        figures.record("animated GIFs -> H.264 MP4: time", ours_ms, "ms", peer="ffmpeg CLI", peer_value=theirs_ms,
+                       better="lower", goal="<= 1.0x")
+        figures.record("animated GIFs -> H.264 MP4: median MP4 / GIF bytes", statistics.median(ratios), "ratio",
+                       better="lower")
     print(f"| {label} | {done} | {statistics.median(ratios):.3f} | {equal}/{done} | {playable}/{done} | "
           f"{ours_ms:.0f} | {theirs_ms:.0f} | {theirs_ms / ours_ms:.2f}x |")
     if refused:
@@ -130,6 +145,9 @@ print("| file | to | attache ms | ffmpeg ms | speed | attache bytes | ffmpeg byt
 print("|---|---|---|---|---|---|---|---|---|---|")
 jobs = [("over.mp4", 50_000_000), ("clip.webm", 50_000_000), ("clip.mov", 50_000_000), ("voice.flac", 5_000_000),
         ("voice.ogg", 5_000_000)]
+if a.quick:
+    jobs = [job for job in jobs if job[0] in ("clip.webm", "voice.ogg")]
+total_ours = total_theirs = 0.0
 for name, cap_bytes in jobs:
     source = os.path.join(work, name)
     stem = os.path.splitext(name)[0]
@@ -151,6 +169,7 @@ for name, cap_bytes in jobs:
         theirs += ["-f", "ipod"]
     theirs.append(reference)
     t = best([ours, theirs])
+    total_ours, total_theirs = total_ours + t[0], total_theirs + t[1]
     made = os.path.join(out, stem + "." + ext)
     size, other = os.path.getsize(made), os.path.getsize(reference)
     ok = faststart(made) and size <= cap_bytes
@@ -162,3 +181,5 @@ for name, cap_bytes in jobs:
     print(f"| {name} ({os.path.getsize(source) / 1e6:.1f} MB) | {ext} | {t[0]:.0f} | {t[1]:.0f} | {t[1] / t[0]:.2f}x | "
           f"{size:,} | {other:,} | {(size - other) / other * 100:+.1f}% | {'yes' if size <= cap_bytes else 'NO'} | "
           f"{'ok' if ok else 'FAILED'} |")
+figures.record("transcodes to H.264/AAC MP4 and AAC M4A: time", total_ours, "ms", peer="ffmpeg CLI",
+               peer_value=total_theirs, better="lower", goal="<= 1.05x")
