@@ -21,7 +21,7 @@ for f in $(ls work/jpeg/*_baseline.jpg | head -"$([ "${BENCH_QUICK:-0}" = 1 ] &&
 done
 . ./binary.sh
 if [ "$quick" = 1 ]; then
-    python3 gif.py work/gif --attache "$bin" --runs 1 --limit 1
+    python3 gif.py work/gif --attache "$bin" --runs 2 --limit 1
 else
     python3 gif.py work/gif --attache "$bin" --runs 3
 fi

@@ -4,7 +4,7 @@
 # (cjxl -q 85), and a 48 MP iPhone-shaped HEIC (8064x6048 in a grid of 16x12 tiles of 512 px);
 # then `attache resize --max-side 1024` against `vipsthumbnail -s 1024` on the same files: one
 # core, whole process, best of 5 interleaved; peak RSS (GNU time) for the 48 MP file.
-#   bash Benchmarks/modern.sh          (BENCH_QUICK=1: one photo, one run, no 48 MP file)
+#   bash Benchmarks/modern.sh          (BENCH_QUICK=1: one photo, best of 3, no 48 MP file)
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
@@ -19,7 +19,7 @@ dpkg-query -W -f='${Status}' libheif-plugin-x265 2>/dev/null | grep -q "install 
 work=$(realpath work)/modern
 mkdir -p "$work"
 photos=(Fossa_by_Jasper_Roks Bridge_by_Sander_Klootwijk Dragonfly_by_Bolly) runs=5
-[ "$quick" = 1 ] && photos=(Fossa_by_Jasper_Roks) runs=1
+[ "$quick" = 1 ] && photos=(Fossa_by_Jasper_Roks) runs=3
 for photo in "${photos[@]}"; do
     [ -f "$work/$photo.jxl" ] && continue
     vips copy "work/jpeg/$photo.jpg" "$work/$photo.png"

@@ -2,7 +2,7 @@
 # WebP inputs (docs/formats-and-limits.md, "WebP"): three benchmark photos made into WebP by
 # cwebp (lossy -q 80, and lossless -z 1), then `attache resize --max-side 1024` against
 # `vipsthumbnail -s 1024` on the same files: one core, whole process, best of 5 interleaved.
-#   bash Benchmarks/webp.sh            (BENCH_QUICK=1: one photo, one run)
+#   bash Benchmarks/webp.sh            (BENCH_QUICK=1: one photo, best of 3)
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
@@ -11,7 +11,7 @@ command -v cwebp >/dev/null || (apt-get install -y -qq webp >/dev/null)
 work=$(realpath work)/webp
 rm -rf "$work" && mkdir -p "$work"
 photos=(Fossa_by_Jasper_Roks Bridge_by_Sander_Klootwijk Dragonfly_by_Bolly) runs=5
-[ "$quick" = 1 ] && photos=(Fossa_by_Jasper_Roks) runs=1
+[ "$quick" = 1 ] && photos=(Fossa_by_Jasper_Roks) runs=3
 for photo in "${photos[@]}"; do
     vips copy "work/jpeg/$photo.jpg" "$work/$photo.png"
     cwebp -quiet -q 80 "$work/$photo.png" -o "$work/$photo-lossy.webp"
