@@ -31,7 +31,7 @@ ROWS = [
     ("video: a poster, GIFs → MP4, transcodes", ["a poster at 30.5 s of an H.264 MP4 -> 320 px: time",
                                                 "animated GIFs -> H.264 MP4: time",
                                                 "transcodes to H.264/AAC MP4 and AAC M4A: time"]),
-    ("the defaults' pictures (SSIMULACRA2: lowest, mean; bytes)", ["lomiri photos at the defaults: lowest SSIMULACRA2",
+    ("the defaults' pictures, lomiri photos (SSIMULACRA2 lowest, mean; bytes)", ["lomiri photos at the defaults: lowest SSIMULACRA2",
                                                                    "lomiri photos at the defaults: mean SSIMULACRA2",
                                                                    "lomiri photos at the defaults: bytes"]),
     ("the service, 16 clients, 5–20 MP photos (throughput, p99)", ["service, 16 clients, 5-20 MP photos: throughput",

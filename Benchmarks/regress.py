@@ -8,8 +8,10 @@ value. Written to B/compare-<A>.md and printed; the exit status is 0 either way 
 never fails a run), 2 when the runs share no figure.
 """
 import json
+import math
 import os
 import re
+import statistics
 import sys
 
 FLOOR = 0.03
@@ -50,6 +52,27 @@ def measure(figure):
     return figure["value"], figure.get("spread"), "value"
 
 
+def speed(figure):
+    """Whether a figure is a speed against its peer: a rate, or a time (taken inverted)."""
+    return figure.get("ratios") and (figure["unit"].endswith("/s") or figure["unit"] == "ms")
+
+
+def index(results, names):
+    """Attache's speed against the peers over every step: per round, the geometric mean of the
+    speed ratios named (a time's ratio inverted), then the median of the rounds and their
+    spread. One figure's noise (a few per cent to tens on a busy machine) averages down over
+    many, so a change in every stage shows here before it passes any one figure's spread."""
+    figures = [f for f in results["figures"] if f["name"] in names]
+    rounds = min(len(f["ratios"]) for f in figures)
+    per_round = []
+    for r in range(rounds):
+        logs = [math.log(f["ratios"][r] if f["unit"].endswith("/s") else 1 / f["ratios"][r]) for f in figures]
+        per_round.append(math.exp(sum(logs) / len(logs)))
+    middle = statistics.median(per_round)
+    spread = (max(per_round) - min(per_round)) / middle if len(per_round) > 1 else None
+    return middle, spread
+
+
 def changes(a, b):
     """Every figure both runs have: (name, unit, kind, a, b, relative change, bound, moved, better)."""
     before = {f["name"]: f for f in a["figures"]}
@@ -69,6 +92,15 @@ def changes(a, b):
         good = (change > 0) == (figure["better"] == "higher")
         rows.append(dict(name=figure["name"], unit=figure["unit"], kind=kind, a=x, b=y, change=change, bound=bound,
                          moved=moved, verdict=("better" if good else "worse") if moved else "within the spread"))
+    names = {f["name"] for f in a["figures"] if speed(f)} & {f["name"] for f in b["figures"] if speed(f)}
+    if len(names) >= 2:
+        (x, sx), (y, sy) = index(a, names), index(b, names)
+        change = (y - x) / x
+        bound = max(FLOOR, sx or 0, sy or 0)
+        moved = abs(change) > bound
+        rows.append(dict(name=f"speed against the peers, every step (geometric mean of {len(names)} ratios)",
+                         unit="", kind="ratio", a=x, b=y, change=change, bound=bound, moved=moved,
+                         verdict=("better" if change > 0 else "worse") if moved else "within the spread"))
     return rows
 
 
