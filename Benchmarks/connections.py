@@ -1,5 +1,6 @@
 """Held connections against `attache serve` (Benchmarks/connections.sh): idle, slowloris, and a
-descriptor limit of 256. Prints one table per part."""
+descriptor limit of 256. Prints one table per part. BENCH_QUICK=1: 300 + 300 connections for
+12 s against head and idle timeouts of 3 and 4 s (the same mechanism on a shorter clock)."""
 import http.server
 import json
 import os
@@ -10,6 +11,8 @@ import sys
 import tempfile
 import threading
 import time
+
+import figures
 
 binary, media = sys.argv[1], sys.argv[2]
 key = "benchmark-key-000000000000"
@@ -73,13 +76,19 @@ def post(port, image, conn=None, timeout=30):
         return 0, time.monotonic() - started
 
 
+QUICK = figures.quick()
+HELD = 300 if QUICK else 1000  # idle connections, and as many slowloris heads
+RUN_S, SAMPLE_S = (12, 2) if QUICK else (90, 10)
+TIMEOUTS = ["--head-timeout", "3s", "--idle-timeout", "4s"] if QUICK else []
+
+
 def part_one(media_port):
-    process, port, log = start()
+    process, port, log = start(TIMEOUTS)
     image = f"http://127.0.0.1:{media_port}/waterfall-rotated.jpg"
     idle, slow = [], []
-    for _ in range(1000):
+    for _ in range(HELD):
         idle.append(socket.create_connection(("127.0.0.1", port)))
-    for _ in range(1000):
+    for _ in range(HELD):
         s = socket.create_connection(("127.0.0.1", port))
         s.sendall(b"G")
         slow.append(s)
@@ -88,7 +97,7 @@ def part_one(media_port):
 
     def trickle():
         i = 0
-        while not stop.wait(10):
+        while not stop.wait(SAMPLE_S):
             for s in slow:
                 try:
                     s.send(head[i:i + 1])
@@ -100,7 +109,7 @@ def part_one(media_port):
     latencies, statuses, rows = [], [], []
     started = time.monotonic()
     next_sample = 0
-    while time.monotonic() - started < 90:
+    while time.monotonic() - started < RUN_S:
         status, seconds = post(port, image)
         statuses.append(status)
         latencies.append(seconds)
@@ -117,11 +126,12 @@ def part_one(media_port):
                 except OSError:
                     closed += 1
             rows.append((int(elapsed), descriptors(process.pid), rss_mb(process.pid), closed))
-            next_sample += 10
+            next_sample += SAMPLE_S
         time.sleep(max(0, 1 - seconds))
     stop.set()
-    print("1,000 idle + 1,000 slowloris connections, default timeouts (head 60s, idle 75s)")
-    print("| s | service descriptors | RSS MB | of the 2,000 closed |")
+    print(f"{HELD:,} idle + {HELD:,} slowloris connections, "
+          + ("head and idle timeouts of 3 and 4 s" if QUICK else "default timeouts (head 60s, idle 75s)"))
+    print(f"| s | service descriptors | RSS MB | of the {2 * HELD:,} closed |")
     print("|---|---|---|---|")
     for row in rows:
         print(f"| {row[0]} | {row[1]} | {row[2]:.1f} | {row[3]} |")
@@ -132,6 +142,12 @@ def part_one(media_port):
     for line in timeouts.stdout.splitlines():
         if line.startswith("attache_connection"):
             print("  " + line)
+    figures.record("payloads beside held idle and slowloris connections: attached", 100 * len(ok) / len(statuses),
+                   "%", goal=">= 100%")
+    figures.record("payloads beside held idle and slowloris connections: slowest", max(ok) * 1000, "ms",
+                   better="lower")
+    figures.record("held idle and slowloris connections: closed by the timeouts", 100 * rows[-1][3] / (2 * HELD),
+                   "%", goal=">= 100%")
     process.terminate()
     process.wait()
 
@@ -165,6 +181,10 @@ def part_two(media_port):
           f"{accepted_seconds * 1000:.1f} ms |")
     print(f"| service descriptors | {descriptors(process.pid)} of 256 | |")
     print(f"| 'Too many open files' in the log | {'yes' if emfile else 'no'} | |")
+    figures.record("at the descriptor limit: a payload on a fresh connection, answered in", fresh_seconds * 1000, "ms",
+                   better="lower")
+    figures.record("at the descriptor limit: a payload on an accepted connection attached", 100 if on_accepted == 200 else 0,
+                   "%", goal=">= 100%")
     process.terminate()
     process.wait()
 

@@ -8,6 +8,7 @@
 #   2. a shared store (PostgreSQL + radosgw from scripts/shared-servers.sh): a replica serving
 #      its copy, the object stored by another process.
 # Also the CPU each server spent per request (user and system, from /proc).
+# BENCH_QUICK=1: one round of 2 s each.
 #   bash Benchmarks/downloads.sh
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -27,6 +28,7 @@ nginx_port=8971 dir_port=8972 info_port=8973 shared_port=8974
 key=benchmark-key-000000000000
 rounds=${ROUNDS:-3}
 seconds=${SECONDS_PER_RUN:-8}
+[ "$quick" = 1 ] && rounds=1 seconds=2
 servers=$(mktemp -d /tmp/attache-bench-servers.XXXXXX)
 pids=()
 cleanup() {
@@ -112,8 +114,9 @@ for round in $(seq 1 "$rounds"); do
     run shared "$shared_url" "$(cat "$work/pid-$shared_port")"
 done
 
-python3 - "$work/runs" "$seconds" "$(getconf CLK_TCK)" <<'PY'
+python3 - "$work/runs" "$seconds" "$(getconf CLK_TCK)" "$rounds" <<'PY'
 import json, sys
+import figures
 runs, seconds, tick = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 best = {}
 for line in open(runs):
@@ -133,4 +136,13 @@ for name, label in [("nginx", "nginx, 2 workers, sendfile, tcp_nopush, no access
     rps, user, system = best[name]
     print(f"| {label} | {rps:.0f} | {rps / nginx:.2f}x | {user:.1f} + {system:.1f} |")
 json.dump({k: {"rps": v[0], "user_us": v[1], "system_us": v[2]} for k, v in best.items()}, open(runs + ".json", "w"))
+peer = f"nginx from disk (best of {sys.argv[4]})"
+figures.record("tokened downloads, directory store, log level info (the default): throughput",
+               best["directory-info"][0], "requests/s", peer=peer, peer_value=nginx, goal=">= 0.95x")
+figures.record("tokened downloads, directory store, log level warning: throughput", best["directory"][0],
+               "requests/s", peer=peer, peer_value=nginx)
+figures.record("tokened downloads, shared store, the replica's copy: throughput", best["shared"][0],
+               "requests/s", peer=peer, peer_value=nginx, goal=">= 0.9x")
+figures.record("tokened downloads: CPU per request, directory store", best["directory"][1] + best["directory"][2],
+               "µs", peer="nginx", peer_value=best["nginx"][1] + best["nginx"][2], better="lower")
 PY

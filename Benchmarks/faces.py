@@ -30,6 +30,8 @@ import time
 import cv2
 import numpy
 
+import figures
+
 HTML = "/usr/share/doc/opencv-doc/opencv4/html/"
 DATA = "/usr/share/doc/opencv-doc/examples/data/"
 # (photo, face box x, y, w, h in its pixels): every box checked by eye.
@@ -44,6 +46,8 @@ BUSY = ["fruits.jpg", "baboon.jpg", "building.jpg", "stuff.jpg", "smarties.png",
         "starry_night.jpg", "orange.jpg"]
 CASCADE = "/usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml"
 WIDTH, HEIGHT, BAND = 800, 1200, 560
+if figures.quick():  # BENCH_QUICK=1: the five faces above two busy photos, four photos of the set
+    BUSY = BUSY[:2]
 
 
 def cover(image, width, height):
@@ -136,11 +140,18 @@ def crops(binary, directory, cascade):
         print(f"| {name} | {sum(values) / len(values) * 100:.1f}% | {whole} of {len(values)} |")
     print(f"\nThe Haar cascade found a face in {found} of {len(cases)} portraits. attache resize, one core: "
           f"{plain_time:.2f} s, with --faces {faces_time:.2f} s.")
+    mean = {name: 100 * sum(values) / len(values) for name, values in shares.items()}
+    figures.record("2:1 crops of faces above busy photos, --faces: share of the face kept", mean["attache --faces"],
+                   "%", peer="OpenCV's Haar cascade", peer_value=mean["haar"])
+    figures.record("2:1 crops of faces above busy photos, attention: share of the face kept", mean["attache"], "%",
+                   peer="vipsthumbnail --smartcrop attention", peer_value=mean["vips"])
 
 
 def false_faces(binary, photos):
     """The photo benchmark has no frontal face: every "face" placement there is a false one."""
     files = sorted(os.path.join(photos, f) for f in os.listdir(photos) if f.endswith(".jpg"))
+    if figures.quick():
+        files = files[:4]
     runs = {}
     with tempfile.TemporaryDirectory(prefix="faces-photos-") as out:
         for extra in [[], ["--faces"]]:
@@ -158,6 +169,9 @@ def false_faces(binary, photos):
     print(f"| three pictures, attention | {alone:.2f} s | - |")
     print(f"| three pictures, --faces | {runs['--faces'][0]:.2f} s (+{(runs['--faces'][0] / alone - 1) * 100:.0f}%) "
           f"| {len(placed)} {placed if placed else ''} |")
+    figures.record("photos without a face, --faces: face placements", len(placed), "pictures", better="lower", goal="0")
+    figures.record("photos -> three pictures with --faces: time", runs["--faces"][0], "s", better="lower",
+                   peer="attention alone", peer_value=alone)
 
 
 def main():

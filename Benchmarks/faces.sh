@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Faces: the 2:1 crop of portraits with a busy half, by attention, by --faces (OpenCV's LBP
 # cascade), by vips' attention and by OpenCV's Haar cascade; what --faces costs on the photo set.
+# BENCH_QUICK=1: the five faces above two busy photos (10 portraits), four photos of the set.
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
@@ -12,5 +13,6 @@ if [ ${#need[@]} -gt 0 ]; then
     sudo=$([ "$(id -u)" = 0 ] || echo sudo)
     $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-(cd .. && bash scripts/release.sh --product attache >/dev/null && bash scripts/release.sh --product AttacheFaces >/dev/null)
-/usr/bin/python3 faces.py work/jpeg --attache ../.build/release/attache
+. ./binary.sh
+build_product AttacheFaces libAttacheFaces.so
+/usr/bin/python3 faces.py work/jpeg --attache "$bin"

@@ -11,6 +11,7 @@
 #      errors, time to first byte, edge requests/s;
 #   4. the same with the origin killed after the warm-up;
 #   5. the same without the edge (the devices at the origin, restarted).
+# BENCH_QUICK=1: 4 photos, 40 payloads, 1,000 devices, 100 at once.
 #   bash Benchmarks/fanout.sh        DEVICES=10000 CONCURRENCY=400 PAYLOADS=2000
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -29,6 +30,8 @@ media_port=8981 origin_port=8982 edge_port=8983
 devices=${DEVICES:-10000}
 concurrency=${CONCURRENCY:-400}
 payloads=${PAYLOADS:-2000}
+distinct_photos=20
+[ "$quick" = 1 ] && devices=1000 concurrency=100 payloads=40 distinct_photos=4
 base="http://127.0.0.1:$edge_port/attachments"
 pids=()
 cleanup() {
@@ -40,7 +43,7 @@ ulimit -n 65536 2>/dev/null || true
 
 # 20 distinct pictures of 5-20 MP: the photos (one of each baseline/progressive twin), then
 # mirrored copies of them until there are 20.
-python3 - "$work/media" <<'PY'
+python3 - "$work/media" "$distinct_photos" <<'PY'
 import glob, os, struct, sys
 def size(path):
     with open(path, "rb") as f:
@@ -55,7 +58,7 @@ def size(path):
     return 0
 import subprocess
 photos = [f for f in sorted(glob.glob("work/jpeg/*.jpg")) if 5e6 <= size(f) <= 20e6 and "_baseline" not in f]
-for n in range(20):
+for n in range(int(sys.argv[2])):
     source, target = os.path.realpath(photos[n % len(photos)]), os.path.join(sys.argv[1], "photo-%02d.jpg" % n)
     if n < len(photos):
         os.symlink(source, target)
@@ -155,6 +158,7 @@ python3 fanout.py "$work/out.jsonl" "$base" "127.0.0.1:$origin_port" "$devices" 
 
 python3 - "$work" "$distinct" "$after_warm" "$after_devices" <<'PY'
 import json, sys
+import figures
 work, distinct, warm, after = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 runs = [("through the edge (warmed)", json.load(open(work + "/edge.json"))),
         ("through the edge, origin killed", json.load(open(work + "/edge-down.json"))),
@@ -170,4 +174,13 @@ print(f"- distinct objects (URLs): {distinct}; origin downloads: {warm} by the w
       f"{edge['requests']} device requests: {after} in all = {after / max(1, distinct):.3f}x the objects "
       f"(offload {100 * (1 - (after - warm) / max(1, edge['requests'])):.2f}%)")
 print(f"- edge / origin requests/s: {edge['requests_per_s'] / max(1, runs[2][1]['requests_per_s']):.2f}x")
+origin, down = runs[2][1], runs[1][1]
+figures.record("a campaign's devices through the edge: requests/s", edge["requests_per_s"], "requests/s",
+               peer="the origin alone, no edge", peer_value=origin["requests_per_s"])
+figures.record("a campaign's devices through the edge: TTFB p99", edge["ttfb_p99_ms"], "ms", better="lower",
+               peer="the origin alone, no edge", peer_value=origin["ttfb_p99_ms"])
+figures.record("a campaign through the edge: origin downloads per object", after / max(1, distinct), "x",
+               better="lower", goal="<= 1.0")
+figures.record("a campaign through the edge, the origin killed: device errors", down["errors"], "requests",
+               better="lower", goal="0")
 PY

@@ -35,46 +35,81 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 class Step:
     def __init__(self, name, script, title, full, quick, figures):
         self.name, self.script, self.title = name, script, title
-        self.estimate = {"full": full, "quick": quick}  # seconds on the 2-core machine, warm caches
+        self.estimate = {"full": full, "quick": quick}  # seconds on the 2-core machine, warm caches (quick: the debug build)
         self.figures = figures  # the figure names the step must record
 
 
 STEPS = [
-    Step("jpeg", "compare.sh", "JPEG and PNG photos -> 1024 px: vipsthumbnail, Pillow", 420, 35, [
+    Step("jpeg", "compare.sh", "JPEG and PNG photos -> 1024 px: vipsthumbnail, Pillow", 420, 30, [
         "JPEG photos -> 1024 px: throughput vs vipsthumbnail", "JPEG photos -> 1024 px: throughput vs pillow",
         "JPEG photos -> 1024 px: peak RSS", "JPEG photos -> 1024 px: output bytes", "JPEG photos -> 1024 px: mean PSNR",
         "PNG photos -> 1024 px: throughput vs vipsthumbnail", "PNG photos -> 1024 px: throughput vs pillow",
         "PNG photos -> 1024 px: output bytes", "48 MP baseline JPEG -> 1024 px: peak RSS"]),
-    Step("gif", "gif.sh", "animated GIFs -> 480 and 320 px: gifsicle, Pillow", 240, 25, [
+    Step("gif", "gif.sh", "animated GIFs -> 480 and 320 px: gifsicle, Pillow", 240, 20, [
         "animated GIFs -> 480 px: throughput vs gifsicle", "animated GIFs -> 480 px: throughput vs pillow",
         "animated GIFs -> 480 px: mean PSNR", "a 60-frame 1200x675 GIF -> 480 px: peak RSS"]),
-    Step("fetch", "fetch.sh", "200 KB fetches, 64 in flight: curl --parallel", 60, 10, [
+    Step("fetch", "fetch.sh", "200 KB fetches, 64 in flight: curl --parallel", 60, 5, [
         "200 KB fetches, 64 in flight, bodies saved: throughput", "200 KB fetches, 64 in flight, in memory: throughput"]),
-    Step("webp", "webp.sh", "WebP photos -> 1024 px: vipsthumbnail", 60, 10, [
+    Step("webp", "webp.sh", "WebP photos -> 1024 px: vipsthumbnail", 60, 5, [
         "lossy WebP photos -> 1024 px: throughput", "lossless WebP photos -> 1024 px: throughput"]),
-    Step("modern", "modern.sh", "HEIC, AVIF, JPEG XL photos -> 1024 px: vipsthumbnail", 150, 20, [
+    Step("modern", "modern.sh", "HEIC, AVIF, JPEG XL photos -> 1024 px: vipsthumbnail", 150, 5, [
         "HEIC photos -> 1024 px: throughput", "AVIF photos -> 1024 px: throughput", "JPEG XL photos -> 1024 px: throughput"]),
-    Step("colour", "colour.sh", "ICC-tagged JPEGs -> sRGB: vipsthumbnail", 120, 15, [
+    Step("colour", "colour.sh", "ICC-tagged JPEGs -> sRGB: vipsthumbnail", 120, 5, [
         "ICC-tagged JPEGs -> sRGB 1024 px: throughput", "ICC-tagged JPEGs: time of the conversion"]),
-    Step("video", "video.sh", "posters, GIF -> MP4, transcodes: the ffmpeg CLI", 600, 35, [
+    Step("video", "video.sh", "posters, GIF -> MP4, transcodes: the ffmpeg CLI", 600, 10, [
         "a poster at 30.5 s of an H.264 MP4 -> 320 px: time", "animated GIFs -> H.264 MP4: time",
         "animated GIFs -> H.264 MP4: median MP4 / GIF bytes", "transcodes to H.264/AAC MP4 and AAC M4A: time"]),
-    Step("quality", "quality.sh", "the defaults' pictures: thumbor, vipsthumbnail (SSIMULACRA2)", 900, 40, [
+    Step("quality", "quality.sh", "the defaults' pictures: thumbor, vipsthumbnail (SSIMULACRA2)", 900, 20, [
         "lomiri photos at the defaults: lowest SSIMULACRA2", "lomiri photos at the defaults: mean SSIMULACRA2",
         "lomiri photos at the defaults: bytes", "lomiri photos at the defaults: encodes per picture"]),
-    Step("service", "serve-load.sh", "the service under load: thumbor, nginx", 900, 60, [
+    Step("service", "serve-load.sh", "the service under load: thumbor, nginx", 900, 35, [
         "service, 16 clients, 5-20 MP photos: throughput", "service, 16 clients, 5-20 MP photos: p99",
         "service: peak RSS through 64 clients", "service: tiny payloads beside 16 heavy clients, attached in 300 ms",
         "service: tiny payloads beside 16 heavy clients, p90", "service: tokened downloads, wrk -c 64"]),
-    Step("batch", "batch.sh", "a campaign of media URLs: one worker", 600, 45, [
+    Step("batch", "batch.sh", "a campaign of media URLs: one worker", 600, 30, [
         "a campaign of media URLs: throughput, a worker per core", "a campaign: peak RSS, a worker per core",
         "a campaign killed and rerun: items recorded twice"]),
-    Step("traces", "traces.sh", "the service with traces on: traces off", 420, 25, [
+    Step("traces", "traces.sh", "the service with traces on: traces off", 420, 10, [
         "service with every request traced, 5-20 MP JPEGs: throughput",
         "service with every request traced, 128 px JPEG: throughput"]),
-    Step("tenants", "tenant-cost.sh", "the service behind a tenants file: a plain key", 420, 15, [
+    Step("tenants", "tenant-cost.sh", "the service behind a tenants file: a plain key", 420, 5, [
         "service behind a tenants file: throughput"]),
-    Step("startup", "startup.sh", "the process at start: vipsthumbnail", 40, 10, [
+    Step("downloads", "downloads.sh", "tokened downloads, directory and shared store: nginx from disk", 150, 15, [
+        "tokened downloads, directory store, log level info (the default): throughput",
+        "tokened downloads, directory store, log level warning: throughput",
+        "tokened downloads, shared store, the replica's copy: throughput",
+        "tokened downloads: CPU per request, directory store"]),
+    Step("fanout", "fanout.sh", "a campaign's devices through an nginx edge: the origin alone", 300, 5, [
+        "a campaign's devices through the edge: requests/s", "a campaign's devices through the edge: TTFB p99",
+        "a campaign through the edge: origin downloads per object",
+        "a campaign through the edge, the origin killed: device errors"]),
+    Step("shared", "shared.sh", "two replicas of a shared store: one replica, one local directory", 420, 15, [
+        "mutate through two replicas of a shared store: throughput", "downloads over two replicas, shared store: p99",
+        "downloads over two replicas: errors and wrong bytes",
+        "a campaign, two workers killed at random: items not done",
+        "a campaign, two workers killed at random: most completions of one item"]),
+    Step("connections", "connections.sh", "connections held by hostile clients, at the timeouts", 110, 15, [
+        "payloads beside held idle and slowloris connections: attached",
+        "payloads beside held idle and slowloris connections: slowest",
+        "held idle and slowloris connections: closed by the timeouts",
+        "at the descriptor limit: a payload on a fresh connection, answered in",
+        "at the descriptor limit: a payload on an accepted connection attached"]),
+    Step("isolation", "tenants.sh", "tenants under attack: B beside A's heavy load, at the defaults and with a file", 300, 50, [
+        "tenant B beside A's 40 heavy connections, a tenants file: attached within 300 ms",
+        "tenant B beside A's 40 heavy connections, a tenants file: p90",
+        "tenant B beside A's 40 heavy connections, the defaults (two --api-keys): attached within 300 ms",
+        "tenant B beside A's 40 heavy connections, the defaults (two --api-keys): p90",
+        "tenant B beside C flooding past its rate: p99",
+        "keys rotated under load: answers on the kept key not 200"]),
+    Step("targets", "targets.sh", "Android, web and icon pictures, crops: vipsthumbnail's attention crop", 180, 5, [
+        "photos -> iOS, Android, web and icon pictures: time", "Android pictures under a 40 KB cap",
+        "Android pictures under a 40 KB cap: mean encodes", "2:1 crops of portraits: share of the subject kept",
+        "collapsed iOS thumbnails of portraits: share of the subject kept"]),
+    Step("faces", "faces.sh", "crops of faces above busy photos: vips attention, OpenCV's Haar cascade", 120, 10, [
+        "2:1 crops of faces above busy photos, --faces: share of the face kept",
+        "2:1 crops of faces above busy photos, attention: share of the face kept",
+        "photos without a face, --faces: face placements", "photos -> three pictures with --faces: time"]),
+    Step("startup", "startup.sh", "the process at start: vipsthumbnail", 40, 5, [
         "the process at start: --version, peak RSS", "the service idle after start: peak RSS"]),
 ]
 

@@ -9,6 +9,7 @@
 #      of its own) against the same over two replicas sharing one local directory store;
 #   3. a 2,000-item campaign, two `attache batch --campaign` workers, 20 SIGKILLs of a random
 #      worker (restarted at once): manifest lines, completions per item, `store verify`.
+# BENCH_QUICK=1: the sample photos instead of 5-20 MP ones, 1,000 downloads, 200 items, 4 kills.
 #   bash Benchmarks/shared.sh
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -41,7 +42,13 @@ psql -q -X "$ATTACHE_TEST_POSTGRES" -c "CREATE DATABASE bench" >/dev/null
 pg=${ATTACHE_TEST_POSTGRES%/*}/bench
 shared=(--store "$pg" --blobs s3://bench)
 
-python3 - > "$work/files" <<'PY'
+downloads=10000 items=2000 kill_count=20
+ln -sfn ../../Samples/media work/Samples
+if [ "$quick" = 1 ]; then
+    downloads=1000 items=200 kill_count=4
+    printf '%s\n' Samples/waterfall-rotated.jpg Samples/portrait-progressive.jpg Samples/gray.jpg > "$work/files"
+else
+    python3 - > "$work/files" <<'PY'
 import glob
 from PIL import Image
 for f in sorted(glob.glob("work/jpeg/*.jpg")):
@@ -49,6 +56,7 @@ for f in sorted(glob.glob("work/jpeg/*.jpg")):
     if 5e6 <= w * h <= 20e6:
         print(f[len("work/"):])
 PY
+fi
 count=$(wc -l < "$work/files")
 requests=$((count * 3))
 cat > "$work/nginx.conf" <<CONF
@@ -115,21 +123,20 @@ print("%s\t%s" % (path, path.rsplit("/", 1)[1].split(".")[0]))'
     done
 }
 mutate_all $a_port $b_port > "$work/shared-urls"
-echo "10,000 downloads over both replicas, shared store:"
+echo "$downloads downloads over both replicas, shared store:"
 python3 shared_downloads.py "$work/shared-urls" "http://127.0.0.1:$a_port,http://127.0.0.1:$b_port" \
-    --requests 10000 --clients 16 | tee "$work/dl-shared.json"
+    --requests $downloads --clients 16 | tee "$work/dl-shared.json"
 stop_replicas
 replica la 0 $a_port --store "$work/local"
 replica lb 1 $b_port --store "$work/local"
 mutate_all $a_port $b_port > "$work/local-urls"
-echo "10,000 downloads over both replicas, one local directory store:"
+echo "$downloads downloads over both replicas, one local directory store:"
 python3 shared_downloads.py "$work/local-urls" "http://127.0.0.1:$a_port,http://127.0.0.1:$b_port" \
-    --requests 10000 --clients 16 | tee "$work/dl-local.json"
+    --requests $downloads --clients 16 | tee "$work/dl-local.json"
 stop_replicas
 
 # 3. A 2,000-item campaign, two workers, 20 SIGKILLs of a random worker (restarted at once).
-for i in $(seq 1 2000); do echo "$media/Samples/waterfall-rotated.jpg?item=$i"; done > "$work/campaign.txt"
-ln -sfn ../../Samples/media work/Samples
+for i in $(seq 1 "$items"); do echo "$media/Samples/waterfall-rotated.jpg?item=$i"; done > "$work/campaign.txt"
 declare -A worker_pid
 start_worker() { # N: a worker, a child of this shell (so it can be waited for)
     "$bin" batch "$work/campaign.txt" --campaign spring --lease 3 --jobs 8 --allow-loopback \
@@ -140,7 +147,7 @@ start_worker 1
 start_worker 2
 kills=0
 campaign_start=$(date +%s.%N)
-while [ $kills -lt 20 ]; do
+while [ $kills -lt "$kill_count" ]; do
     sleep "$(python3 -c 'import random; print(round(random.uniform(0.1, 0.5), 2))')"
     n=$((RANDOM % 2 + 1))
     if kill -0 "${worker_pid[$n]}" 2>/dev/null; then
@@ -166,6 +173,7 @@ echo "{\"kills\": $kills, \"seconds\": $campaign_s, \"manifest_lines\": $lines, 
 
 python3 - "$work" <<'PY'
 import json, sys
+import figures
 work = sys.argv[1]
 load = lambda n: json.load(open(f"{work}/{n}.json"))
 one, two = load("one"), load("two")
@@ -177,7 +185,7 @@ for name, r in [("one replica (core 0)", one), ("two replicas (cores 0, 1), roun
     print(f"| {name} | {r['images_per_s']:.2f} | {r['p50_s'] * 1000:.0f} | {r['p99_s'] * 1000:.0f} | {r['errors'] + r['refused']} |")
 print()
 print(f"- mutate: two replicas / one = {two['images_per_s'] / one['images_per_s']:.2f}x, errors {one['errors'] + two['errors']}")
-print(f"- downloads (10,000 over both replicas): shared p50 {ds['p50_ms']} ms, p99 {ds['p99_ms']} ms, {ds['per_s']}/s; "
+print(f"- downloads ({ds['requests']:,} over both replicas): shared p50 {ds['p50_ms']} ms, p99 {ds['p99_ms']} ms, {ds['per_s']}/s; "
       f"local directory p50 {dl['p50_ms']} ms, p99 {dl['p99_ms']} ms, {dl['per_s']}/s; "
       f"p99 ratio {ds['p99_ms'] / dl['p99_ms']:.2f}x; errors {ds['errors'] + dl['errors']}, "
       f"wrong bytes {ds['mismatches'] + dl['mismatches']}; first download of an object from a replica: "
@@ -187,4 +195,14 @@ total, done, low, high, attempts = c["table"].split("|")
 print(f"- campaign: {c['kills']} SIGKILLs, {c['manifest_lines']} manifest lines ({c['distinct']} distinct), "
       f"{done}/{total} done, completions per item {low}..{high}, {attempts} claims, {c['seconds']} s; "
       f"store verify clean={c['verify']['clean']} objects={c['verify']['objects']} orphans={c['verify']['orphans']}")
+figures.record("mutate through two replicas of a shared store: throughput", two["images_per_s"], "images/s",
+               peer="one replica", peer_value=one["images_per_s"])
+figures.record("downloads over two replicas, shared store: p99", ds["p99_ms"], "ms", better="lower",
+               peer="two replicas over one local directory", peer_value=dl["p99_ms"])
+figures.record("downloads over two replicas: errors and wrong bytes",
+               ds["errors"] + dl["errors"] + ds["mismatches"] + dl["mismatches"], "requests", better="lower", goal="0")
+figures.record("a campaign, two workers killed at random: items not done", int(total) - int(done), "items",
+               better="lower", goal="0")
+figures.record("a campaign, two workers killed at random: most completions of one item", int(high), "completions",
+               better="lower", goal="1")
 PY

@@ -22,6 +22,8 @@ import time
 
 from PIL import Image
 
+import figures
+
 
 def resize(binary, files, out, extra):
     shutil.rmtree(out, ignore_errors=True)
@@ -39,6 +41,8 @@ def cost(binary, files, runs):
     print(f"| photos | iOS rendition alone s | with android, web, icon s | added |")
     print(f"|---|---|---|---|")
     print(f"| {len(files)} | {alone:.2f} | {both:.2f} | {(both / alone - 1) * 100:.1f}% |")
+    figures.record("photos -> iOS, Android, web and icon pictures: time", both, "s", better="lower",
+                   peer="the iOS rendition alone", peer_value=alone)
 
 
 def caps(binary, files):
@@ -54,6 +58,11 @@ def caps(binary, files):
         mean_bytes = sum(p["bytes"] for p in made) / max(1, len(made))
         print(f"| {cap:,} | {len(pictures)} | {len(under)} ({len(under) / max(1, len(pictures)) * 100:.0f}%) | "
               f"{sum(encodes) / max(1, len(encodes)):.2f} | {max(encodes, default=0)} | {mean_bytes:,.0f} |")
+        if cap == 40_000:
+            figures.record("Android pictures under a 40 KB cap", 100 * len(under) / max(1, len(pictures)), "%",
+                           goal=">= 100%")
+            figures.record("Android pictures under a 40 KB cap: mean encodes", sum(encodes) / max(1, len(encodes)),
+                           "encodes", better="lower")
 
 
 def make_subjects(photos, directory, count, seed):
@@ -123,12 +132,19 @@ def crops(binary, photos, count):
     for name, values in shares.items():
         whole = sum(1 for v in values if v >= 0.999)
         print(f"| {name} | {sum(values) / len(values) * 100:.1f}% | {whole} of {len(values)} |")
+    mean = {name: 100 * sum(values) / len(values) for name, values in shares.items()}
+    figures.record("2:1 crops of portraits: share of the subject kept", mean["attache"], "%",
+                   peer="vipsthumbnail --smartcrop attention", peer_value=mean["vips"])
     print()
     print(f"| collapsed iOS thumbnail ({count} portraits, subject near the top) | mean share of subject kept | all of it kept |")
     print("|---|---|---|")
     for name, values in squares.items():
         whole = sum(1 for v in values if v >= 0.999)
         print(f"| {name} | {sum(values) / len(values) * 100:.1f}% | {whole} of {len(values)} |")
+    square = {name: 100 * sum(values) / len(values) for name, values in squares.items()}
+    figures.record("collapsed iOS thumbnails of portraits: share of the subject kept",
+                   square["attache (thumbnailClippingRect)"], "%", peer="a centre square (iOS without a clip)",
+                   peer_value=square["centre square (iOS without one)"])
 
 
 def main():
@@ -140,6 +156,8 @@ def main():
     parser.add_argument("--crops-only", action="store_true", help="only the crop and thumbnail tables")
     args = parser.parse_args()
     files = sorted(os.path.join(args.photos, f) for f in os.listdir(args.photos) if f.endswith(".jpg"))
+    if figures.quick():  # BENCH_QUICK=1: four photos, one run, eight portraits
+        files, args.runs, args.subjects = files[:4], 1, 8
     if not files:
         sys.exit(f"no photos in {args.photos}")
     if not args.crops_only:

@@ -11,6 +11,7 @@
 #   3. rotation under load: 16 clients post small payloads on three keys of one tenant; the file
 #      is rewritten (one key out, one in) and the service gets SIGHUP: the answers on the keys
 #      that stayed valid that were not 200, and how soon the old key was refused.
+# BENCH_QUICK=1: 30 tiny payloads a run instead of 300.
 #   bash Benchmarks/tenants.sh
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -30,6 +31,8 @@ key_a=tenant-a-key-0000000000000000 key_b=tenant-b-key-0000000000000000 key_c=te
 key_keep=rotation-keep-000000000000000 key_old=rotation-old-0000000000000000 key_new=rotation-new-0000000000000000
 pids=()
 trap 'kill ${pids[*]} 2>/dev/null || true; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true' EXIT
+tiny=300
+[ "$quick" = 1 ] && tiny=30
 digest() { printf 'sha256:%s' "$(printf '%s' "$1" | sha256sum | cut -d' ' -f1)"; }
 
 python3 - > "$work/files" <<'PY'
@@ -82,27 +85,27 @@ JSON
 start_service --tenants "$work/tenants.json"
 echo "B's tiny payloads every 100 ms beside A on 40 connections (tenants file):"
 python3 tiny_beside.py "http://127.0.0.1:$service_port" $key_a $key_b "$media" "$work/files" tiny.jpg \
-    --clients 40 --tiny 300 --interval 0.1 --deadline 300ms --tag file | tee "$work/isolation-file.json"
+    --clients 40 --tiny "$tiny" --interval 0.1 --deadline 300ms --tag file | tee "$work/isolation-file.json"
 
 # 2. A burst of C beside B; B alone first.
 echo "B alone:"
 python3 tiny_beside.py "http://127.0.0.1:$service_port" $key_c $key_b "$media" "$work/tiny-files" tiny.jpg \
-    --clients 0 --warm 0 --tiny 300 --interval 0.1 --deadline 300ms --tag alone | tee "$work/burst-alone.json"
+    --clients 0 --warm 0 --tiny "$tiny" --interval 0.1 --deadline 300ms --tag alone | tee "$work/burst-alone.json"
 echo "B beside C at its rate on 4 connections (C: rate 20/s, burst 20):"
 python3 tiny_beside.py "http://127.0.0.1:$service_port" $key_c $key_b "$media" "$work/tiny-files" tiny.jpg \
-    --clients 4 --pace 5 --warm 1 --tiny 300 --interval 0.1 --deadline 300ms --tag atrate | tee "$work/atrate.json"
+    --clients 4 --pace 5 --warm 1 --tiny "$tiny" --interval 0.1 --deadline 300ms --tag atrate | tee "$work/atrate.json"
 echo "B beside C at 10x its rate on 4 connections:"
 python3 tiny_beside.py "http://127.0.0.1:$service_port" $key_c $key_b "$media" "$work/tiny-files" tiny.jpg \
-    --clients 4 --pace 50 --warm 1 --tiny 300 --interval 0.1 --deadline 300ms --tag burst | tee "$work/burst.json"
+    --clients 4 --pace 50 --warm 1 --tiny "$tiny" --interval 0.1 --deadline 300ms --tag burst | tee "$work/burst.json"
 echo "B beside C as fast as it can on 4 connections:"
 python3 tiny_beside.py "http://127.0.0.1:$service_port" $key_c $key_b "$media" "$work/tiny-files" tiny.jpg \
-    --clients 4 --warm 1 --tiny 300 --interval 0.1 --deadline 300ms --tag flood | tee "$work/flood.json"
+    --clients 4 --warm 1 --tiny "$tiny" --interval 0.1 --deadline 300ms --tag flood | tee "$work/flood.json"
 stop_service
 
 start_service --api-keys $key_a,$key_b
 echo "B's tiny payloads every 100 ms beside A on 40 connections (defaults: two --api-keys):"
 python3 tiny_beside.py "http://127.0.0.1:$service_port" $key_a $key_b "$media" "$work/files" tiny.jpg \
-    --clients 40 --tiny 300 --interval 0.1 --deadline 300ms --tag defaults | tee "$work/isolation-defaults.json"
+    --clients 40 --tiny "$tiny" --interval 0.1 --deadline 300ms --tag defaults | tee "$work/isolation-defaults.json"
 stop_service
 
 # 3. Rotation under load.
@@ -120,6 +123,7 @@ stop_service
 
 python3 - "$work" <<'PY'
 import json, sys
+import figures
 w = sys.argv[1]
 file, defaults = (json.load(open(f"{w}/isolation-{n}.json")) for n in ("file", "defaults"))
 alone, burst = json.load(open(f"{w}/burst-alone.json")), json.load(open(f"{w}/burst.json"))
@@ -137,4 +141,13 @@ print(f"rotation: {rotation['answers']} answers; keep not 200: {rotation['keep_n
       f"new after its first 200 not 200: {rotation['new_after_not_200']}/{rotation['new_after_first_200']}, "
       f"old refused {rotation['old_refused_after_s']} s after SIGHUP, old 200s later than 1 s: "
       f"{rotation['old_200_later_than_1s']}, new accepted {rotation['new_accepted_after_s']} s after")
+for name, r in (("a tenants file", file), ("the defaults (two --api-keys)", defaults)):
+    figures.record(f"tenant B beside A's 40 heavy connections, {name}: attached within 300 ms",
+                   100 * r["within_300ms_attached"] / r["tiny"], "%", goal=">= 99%")
+    figures.record(f"tenant B beside A's 40 heavy connections, {name}: p90", r["p90_ms"], "ms", better="lower",
+                   goal="<= 50 ms")
+figures.record("tenant B beside C flooding past its rate: p99", flood["p99_ms"], "ms", better="lower",
+               peer="B alone", peer_value=alone["p99_ms"])
+figures.record("keys rotated under load: answers on the kept key not 200", rotation["keep_not_200"], "requests",
+               better="lower", goal="0")
 PY

@@ -132,4 +132,33 @@ import Testing
         let rows = printed.text.split(separator: "\n").dropFirst(2)
         #expect(!rows.isEmpty && rows.count <= 12)
     }
+
+    /// Every step `run.sh --list` names is a row of docs/benchmarks.md's table with its script,
+    /// and every script of Benchmarks/ that measures is either a step or named as not one.
+    @Test func everyStepIsInTheDocsAndEveryScriptIsAStepOrSaysWhyNot() throws {
+        let listed = try Self.python(["run.py", "--list"])
+        #expect(listed.status == 0, "\(listed.errorText)")
+        let steps = listed.text.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) }
+        #expect(steps.count >= 20, "\(listed.text)")
+        let docs = try String(contentsOfFile: Paths.package + "/docs/benchmarks.md", encoding: .utf8)
+        let run = try String(contentsOfFile: Self.benchmarks + "/run.py", encoding: .utf8)
+        var scripts: Set<String> = []
+        for step in steps {
+            let row = try #require(
+                docs.split(separator: "\n").first { $0.hasPrefix("| \(step) | ") },
+                "docs/benchmarks.md has no row for \(step)")
+            let script = String(row.split(separator: "|")[1].trimmingCharacters(in: .whitespaces))
+            #expect(run.contains("Step(\"\(step)\", \"\(script)\""), "\(step)'s row names \(script)")
+            scripts.insert(script)
+        }
+        let notSteps = try #require(
+            docs.range(of: "Not steps (each runs alone"), "the docs name no scripts that are not steps")
+        let paragraph = docs[notSteps.lowerBound...].prefix { $0 != "*" }
+        // The helpers every step sources or runs: not measurements of their own.
+        let helpers: Set<String> = ["binary.sh", "prepare.sh", "run.sh"]
+        for name in try FileManager.default.contentsOfDirectory(atPath: Self.benchmarks) where name.hasSuffix(".sh") {
+            guard !helpers.contains(name), !scripts.contains(name) else { continue }
+            #expect(paragraph.contains("`\(name)`"), "Benchmarks/\(name) is neither a step nor named as not one")
+        }
+    }
 }
