@@ -108,7 +108,7 @@ def ratio_bars(figures, title, note):
         return ""
     height, left, width = 22 * len(figures) + 40, 380, 900
     top = max(2.0, max(f["ratio"] for f in figures) * 1.1)
-    x = lambda v: left + (width - left - 20) * v / top
+    x = lambda v: left + (width - left - 250) * v / top  # room after the longest bar for its label
     parts = [f'<svg role="img" aria-label="{esc(title)}" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" data-chart="ratio">']
     for i, f in enumerate(figures):
