@@ -11,11 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
-for p in nginx-light curl; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
-        || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null; }
-done
 . ./binary.sh
+need_packages nginx-light curl
 items=${1:-2000} kills=20
 # BENCH_QUICK=1: 200 items, 3 SIGKILLs.
 [ "$quick" = 1 ] && items=${1:-200} kills=3
@@ -71,24 +68,7 @@ PY
     touch "$media/.ready"
 fi
 
-cat > "$work/nginx.conf" <<CONF
-user root;
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile on;
-    keepalive_requests 1000000;
-    types { image/jpeg jpg; image/png png; image/gif gif; }
-    default_type application/octet-stream;
-    server { listen 127.0.0.1:$media_port; root $media; }
-}
-CONF
-# A media host left over from an interrupted run goes first.
-[ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null && sleep 0.5
-nginx -c "$work/nginx.conf"
+media_host "$media_port" "$media"
 "$bin" serve-files --port $hang_port "$media" > "$work/hang.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$media_port/page.jpg" && break; sleep 0.1; done

@@ -4,7 +4,8 @@
 #   build_dir  the folder it is in (build_product NAME FILE builds another product there)
 #   quick   1 when BENCH_QUICK=1 asks for the small subset, else 0
 # and defines `figure NAME VALUE UNIT [--peer P --peer-value V] [--lower] [--goal G]`, which
-# records a figure in $BENCH_FIGURES for Benchmarks/run.sh (nothing when it is unset).
+# records a figure in $BENCH_FIGURES for Benchmarks/run.sh (nothing when it is unset), and the
+# helpers `need_packages`, `build_product`, `photos_5_20mp` and `media_host` below.
 quick=${BENCH_QUICK:-0}
 bench_dir=$(pwd)
 # A binary newer than every source and the manifest is used as it is: asking SwiftPM costs up to
@@ -21,6 +22,26 @@ fresh "$bin" || (cd .. && bash "scripts/$build_script" --product attache >/dev/n
 # the same way when FILE is older than the sources.
 build_product() { fresh "$build_dir/$2" || (cd .. && bash "scripts/$build_script" --product "$1" >/dev/null); }
 figure() { [ -z "${BENCH_FIGURES:-}" ] || python3 "$bench_dir/figures.py" "$@"; }
+# need_packages PKG...: installs the Debian packages of these that are missing (peers, media hosts).
+need_packages() {
+    local need=() p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+    done
+    [ ${#need[@]} -eq 0 ] ||
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null; }
+}
+# photos_5_20mp: the benchmark photos of 5-20 MP (work/jpeg), a path relative to work/ a line.
+photos_5_20mp() {
+    python3 - <<'PY'
+import glob
+from PIL import Image
+for f in sorted(glob.glob("work/jpeg/*.jpg")):
+    w, h = Image.open(f).size
+    if 5e6 <= w * h <= 20e6:
+        print(f[len("work/"):])
+PY
+}
 # BENCH_SLOWDOWN=0.1 (run.sh --slowdown 0.1): each attache command that ends takes 10% longer
 # (it sleeps a tenth of its own time after it), so that `run.sh --compare` can be checked on a
 # change of known size. A service's own answers are not slowed.
@@ -37,3 +58,25 @@ SLOW
     chmod +x "$slow/attache"
     bin=$slow/attache
 fi
+# media_host PORT ROOT [WORKERS]: nginx serving ROOT on 127.0.0.1:PORT as the media host (sendfile,
+# keep-alive, no access log; WORKERS processes, default 1), its config, pid and log in $work/ as
+# nginx.conf, nginx.pid, nginx-error.log; one left over from an interrupted run is stopped first.
+media_host() {
+    cat > "$work/nginx.conf" <<CONF
+user root;
+worker_processes ${3:-1};
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    keepalive_requests 1000000;
+    types { image/jpeg jpg; image/png png; image/gif gif; }
+    default_type application/octet-stream;
+    server { listen 127.0.0.1:$1; root $2; }
+}
+CONF
+    if [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; then sleep 0.5; fi
+    nginx -c "$work/nginx.conf"
+}

@@ -13,15 +13,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
-need=()
-for p in nginx-light wrk curl; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
 bash ../scripts/shared-servers.sh install
 . ./binary.sh
+need_packages nginx-light wrk curl
 work=$(realpath work)/downloads
 rm -rf "$work" && mkdir -p "$work/www"
 nginx_port=8971 dir_port=8972 info_port=8973 shared_port=8974

@@ -16,14 +16,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
-need=()
-for p in nginx-light curl; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
 . ./binary.sh
+need_packages nginx-light curl
 work=$(realpath work)/fanout
 rm -rf "$work" && mkdir -p "$work/media" "$work/cache" "$work/temp"
 media_port=8981 origin_port=8982 edge_port=8983

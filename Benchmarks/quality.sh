@@ -11,16 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
-need=()
-for p in plasma-workspace-wallpapers ukui-wallpapers libvips-tools; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
 python3 -c "import ssimulacra2" 2>/dev/null || pip install -q ssimulacra2==0.3.0
 command -v thumbor >/dev/null || pip install -q thumbor
 . ./binary.sh
+need_packages plasma-workspace-wallpapers ukui-wallpapers libvips-tools
 # BENCH_QUICK=1: the peers on four photos of the benchmark set, nothing else.
 [ "$quick" = 1 ] || python3 quality.py work/jpeg --attache "$bin" "$@"
 [ "${PEERS:-1}" = 0 ] && exit 0

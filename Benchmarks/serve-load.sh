@@ -26,17 +26,11 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
-need=()
-for p in nginx-light wrk curl; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
 command -v thumbor >/dev/null || pip install -q thumbor
 # The load client's event loop (serve_load.py runs on asyncio's own without it).
 python3 -c "import uvloop" 2>/dev/null || pip install -q uvloop
 . ./binary.sh
+need_packages nginx-light wrk curl
 work=$(realpath work)/serve
 rm -rf "$work" && mkdir -p "$work"
 media_port=8901 service_port=8902 thumbor_port=8903
@@ -46,14 +40,7 @@ pids=()
 trap 'kill ${pids[*]} 2>/dev/null || true; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true' EXIT
 
 # The photos of 5-20 MP.
-python3 - > "$work/files" <<'PY'
-import glob
-from PIL import Image
-for f in sorted(glob.glob("work/jpeg/*.jpg")):
-    w, h = Image.open(f).size
-    if 5e6 <= w * h <= 20e6:
-        print(f[len("work/"):])
-PY
+photos_5_20mp > "$work/files"
 count=$(wc -l < "$work/files")
 # 18 passes (468 requests of the 26 photos): a run's p99 rests on the five answers above it, and
 # the first burst (every client at once) and the last requests (fewer clients left) are a small

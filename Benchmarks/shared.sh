@@ -14,12 +14,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
-for p in nginx-light curl; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null)
-done
 bash ../scripts/shared-servers.sh install
 . ./binary.sh
+need_packages nginx-light curl
 work=$(realpath work)/shared
 rm -rf "$work" && mkdir -p "$work"
 media_port=8911 a_port=8912 b_port=8913
@@ -48,32 +45,11 @@ if [ "$quick" = 1 ]; then
     downloads=1000 items=200 kill_count=4
     printf '%s\n' Samples/waterfall-rotated.jpg Samples/portrait-progressive.jpg Samples/gray.jpg > "$work/files"
 else
-    python3 - > "$work/files" <<'PY'
-import glob
-from PIL import Image
-for f in sorted(glob.glob("work/jpeg/*.jpg")):
-    w, h = Image.open(f).size
-    if 5e6 <= w * h <= 20e6:
-        print(f[len("work/"):])
-PY
+    photos_5_20mp > "$work/files"
 fi
 count=$(wc -l < "$work/files")
 requests=$((count * 3))
-cat > "$work/nginx.conf" <<CONF
-user root;
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile on;
-    keepalive_requests 1000000;
-    types { image/jpeg jpg; }
-    server { listen 127.0.0.1:$media_port; root $PWD/work; }
-}
-CONF
-nginx -c "$work/nginx.conf"
+media_host "$media_port" "$PWD/work"
 media="http://127.0.0.1:$media_port"
 wait_for() { for _ in $(seq 1 300); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
 

@@ -10,9 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 rounds=${1:-6}
 bash prepare.sh >/dev/null
-command -v nginx >/dev/null || { apt-get update -qq && apt-get install -y -qq nginx-light >/dev/null; }
 python3 -c "import uvloop" 2>/dev/null || pip install -q uvloop
 . ./binary.sh
+need_packages nginx-light
 work=$(realpath work)/tenant-cost
 rm -rf "$work" && mkdir -p "$work"
 media_port=8911 service_port=8912
@@ -20,14 +20,7 @@ key=benchmark-key-000000000000
 pids=()
 trap 'kill ${pids[*]} 2>/dev/null || true; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true' EXIT
 
-python3 - > "$work/files" <<'PY'
-import glob
-from PIL import Image
-for f in sorted(glob.glob("work/jpeg/*.jpg")):
-    w, h = Image.open(f).size
-    if 5e6 <= w * h <= 20e6:
-        print(f[len("work/"):])
-PY
+photos_5_20mp > "$work/files"
 requests=$(($(wc -l < "$work/files") * 4))
 # BENCH_QUICK=1: one round of one pass.
 [ "$quick" = 1 ] && rounds=${1:-1} requests=$(wc -l < "$work/files")
@@ -37,21 +30,7 @@ cat > "$work/tenants.json" <<JSON
   "sources": {"allow": ["127.0.0.1", "*.example"], "deny": ["old.example"]},
   "settings": {"qualityTarget": 80}}]}
 JSON
-cat > "$work/nginx.conf" <<CONF
-user root;
-worker_processes 2;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile on;
-    keepalive_requests 1000000;
-    types { image/jpeg jpg; }
-    server { listen 127.0.0.1:$media_port; root $PWD/work; }
-}
-CONF
-nginx -c "$work/nginx.conf"
+media_host "$media_port" "$PWD/work" 2
 wait_for() { for _ in $(seq 1 300); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
 
 # run KIND ROUND: one service, one run; prints its images/s.

@@ -16,14 +16,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
-need=()
-for p in nginx-light curl; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
 . ./binary.sh
+need_packages nginx-light curl
 work=$(realpath work)/tenants
 rm -rf "$work" && mkdir -p "$work"
 media_port=8911 service_port=8912
@@ -35,32 +29,11 @@ tiny=300
 [ "$quick" = 1 ] && tiny=30
 digest() { printf 'sha256:%s' "$(printf '%s' "$1" | sha256sum | cut -d' ' -f1)"; }
 
-python3 - > "$work/files" <<'PY'
-import glob
-from PIL import Image
-for f in sorted(glob.glob("work/jpeg/*.jpg")):
-    w, h = Image.open(f).size
-    if 5e6 <= w * h <= 20e6:
-        print(f[len("work/"):])
-PY
+photos_5_20mp > "$work/files"
 python3 -c "from PIL import Image; Image.radial_gradient('L').resize((128, 96)).convert('RGB').save('work/tiny.jpg', quality=85)"
 echo "tiny.jpg" > "$work/tiny-files"
 
-cat > "$work/nginx.conf" <<CONF
-user root;
-worker_processes 2;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile on;
-    keepalive_requests 1000000;
-    types { image/jpeg jpg; }
-    server { listen 127.0.0.1:$media_port; root $PWD/work; }
-}
-CONF
-nginx -c "$work/nginx.conf"
+media_host "$media_port" "$PWD/work" 2
 media="http://127.0.0.1:$media_port"
 wait_for() { for _ in $(seq 1 300); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
 

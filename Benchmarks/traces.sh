@@ -10,11 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
-for p in nginx-light curl; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null)
-done
 . ./binary.sh
+need_packages nginx-light curl
 work=$(realpath work)/traces
 rm -rf "$work" && mkdir -p "$work"
 media_port=8911 collector_port=8912 service_port=8913
@@ -22,14 +19,7 @@ key=benchmark-key-000000000000
 service=""
 trap '[ -n "$service" ] && kill $service 2>/dev/null; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true' EXIT
 
-python3 - > "$work/files" <<'PY'
-import glob
-from PIL import Image
-for f in sorted(glob.glob("work/jpeg/*.jpg")):
-    w, h = Image.open(f).size
-    if 5e6 <= w * h <= 20e6:
-        print(f[len("work/"):])
-PY
+photos_5_20mp > "$work/files"
 echo "Samples/gray.jpg" > "$work/small"
 ln -sfn ../../Samples/media work/Samples
 count=$(wc -l < "$work/files")
