@@ -33,7 +33,6 @@ public enum ServerSettings {
     }
 
     static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
-    static let maxTTL = Duration.seconds(100 * 365 * 86_400)
 
     /// The settings, in the order `--help` lists them.
     public static let all: [Setting] =

@@ -180,10 +180,6 @@ final class Catalog: Sendable {
         try read { try ObjectRow.filter(Column("expires") <= now).order(Column("expires")).fetchAll($0) }
     }
 
-    func allObjects() throws(AttacheError) -> [ObjectRow] {
-        try read { try ObjectRow.order(Column("id")).fetchAll($0) }
-    }
-
     /// Rows whose id is above `after` and below `below`, in id order, at most `limit`.
     func objects(after: String, below: String, limit: Int) throws(AttacheError) -> [ObjectRow] {
         try read {

@@ -320,8 +320,6 @@ int32_t att_gif_encoder_add(att_gif_encoder *e, int32_t left, int32_t top, int32
     return 0;
 }
 
-size_t att_gif_encoder_size(const att_gif_encoder *e) { return e->size; }
-
 uint8_t *att_gif_encoder_finish(att_gif_encoder *e, size_t *size, att_error *error) {
     int code = 0;
     if (EGifCloseFile(e->gif, &code) == GIF_ERROR || e->failed) {

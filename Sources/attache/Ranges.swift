@@ -42,17 +42,6 @@ enum OptionChecks {
         }
     }
 
-    /// An http(s) URL with a host and no query or fragment (attachment base URLs).
-    static func baseURL(_ text: String, _ option: String) throws {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
-            url.host?.isEmpty == false, url.query == nil, url.fragment == nil
-        else {
-            throw ValidationError(
-                "\(option) '\(text)' is not an http(s) URL with a host and without query or fragment, "
-                    + "e.g. https://media.example.com/a")
-        }
-    }
-
     /// Why a directory cannot be made at `path`, in words: the first part of it that exists and
     /// is not a directory, or the directory it would go in that cannot be written.
     static func whyNoDirectory(_ path: String) -> String {

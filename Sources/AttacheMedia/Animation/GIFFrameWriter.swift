@@ -47,9 +47,6 @@ final class GIFFrameWriter {
 
     deinit { att_gif_encoder_free(encoder) }
 
-    /// Bytes written so far (frames still pending not included).
-    var bytesWritten: Int { att_gif_encoder_size(encoder) }
-
     /// Adds the delay of a dropped frame to the last frame.
     func extendLast(by delay: Int) {
         pending?.delay += delay

@@ -57,8 +57,6 @@ att_gif_encoder *att_gif_encoder_new(int32_t width, int32_t height, int32_t loop
 int32_t att_gif_encoder_add(att_gif_encoder *encoder, int32_t left, int32_t top, int32_t width, int32_t height,
                             const uint8_t *indices, const uint8_t *palette, int32_t colors, int32_t delay_cs,
                             int32_t disposal, int32_t transparent, att_error *error);
-/// Bytes written so far.
-size_t att_gif_encoder_size(const att_gif_encoder *encoder);
 /// Writes the trailer and returns the file (malloc'd, free with att_free).
 uint8_t *att_gif_encoder_finish(att_gif_encoder *encoder, size_t *size, att_error *error);
 void att_gif_encoder_free(att_gif_encoder *encoder);
