@@ -215,7 +215,7 @@ let package = Package(
         .target(
             name: "AttacheCore",
             dependencies: [
-                "AttacheBase", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSeal",
+                "AttacheBase", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSeal", "CAttacheShim",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
