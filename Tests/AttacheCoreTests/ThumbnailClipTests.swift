@@ -71,19 +71,26 @@ import Testing
             Self.picture(width: 600, height: 1200, subject: (150, 60, 300, 300)), quality: 90)
         server.route("/portrait.jpg") { _, c in c.respond(headers: ["Content-Type": "image/jpeg"], body: portrait) }
         let pipeline = try makePipeline(directory)
-        func options(_ payload: String) async throws -> JSONValue? {
+        // The entry's options, and what the pipeline said of the payload (shown when there are none).
+        func options(_ payload: String) async throws -> (JSONValue?, String) {
             let result = await pipeline.process(Array(payload.utf8))
-            guard case .array(let entries)? = try JSONParser.parse(result.payload)["attachments"] else { return nil }
-            return entries.first?["options"]
+            let said = "\(result.outcomes); best attempt \(result.bestAttempt), \(result.elapsed)"
+            guard case .array(let entries)? = try JSONParser.parse(result.payload)["attachments"] else {
+                return (nil, said)
+            }
+            return (entries.first?["options"], said)
         }
         let url = server.url("/portrait.jpg")
-        let ours = try #require(
-            try await options(#"{"aps":{"mutable-content":1},"image":"\#(url)"}"#)?["thumbnailClippingRect"])
+        let (first, said) = try await options(#"{"aps":{"mutable-content":1},"image":"\#(url)"}"#)
+        let ours = try #require(first?["thumbnailClippingRect"], "\(said)")
         #expect(ours["Y"]?.doubleValue ?? 1 < 0.2 && ours["Height"]?.doubleValue == 0.5, "\(ours)")
         // Airship's options.crop: the sender's rect, as it gave it.
         let sender =
             #"{"aps":{"mutable-content":1},"com.urbanairship.media_attachment":{"url":["\#(url)?a"],"options":{"crop":{"x":0.1,"y":0.2,"width":0.5,"height":0.25}}}}"#
-        let theirs = try await options(sender)?["thumbnailClippingRect"]
-        #expect(theirs?["X"]?.doubleValue == 0.1 && theirs?["Y"]?.doubleValue == 0.2, "\(String(describing: theirs))")
+        let (second, saidOfSecond) = try await options(sender)
+        let theirs = second?["thumbnailClippingRect"]
+        #expect(
+            theirs?["X"]?.doubleValue == 0.1 && theirs?["Y"]?.doubleValue == 0.2,
+            "\(String(describing: theirs)): \(saidOfSecond)")
     }
 }
