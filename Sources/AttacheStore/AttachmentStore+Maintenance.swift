@@ -21,6 +21,13 @@ public struct CollectionReport: Hashable, Sendable {
     package init(dryRun: Bool = false) { self.dryRun = dryRun }
 }
 
+/// What a purge of one tenant did (``AttachmentStore/purge(tenant:_:)``).
+public struct PurgeReport: Hashable, Sendable {
+    public var counts: PurgeCounts
+    /// The collection pass that followed.
+    public var collection: CollectionReport
+}
+
 /// How a collection pass runs.
 public struct CollectionOptions: Hashable, Sendable {
     /// Count what would go, remove nothing.
@@ -217,7 +224,24 @@ extension AttachmentStore {
         return report
     }
 
-    /// Counts and quotas.
+    /// Takes a tenant that leaves off the store: every object only it holds (stored for it, or
+    /// sent to it, by no one else) expires now and is removed by a collection pass right after
+    /// (one an open download holds goes at the next pass: it is refused from now, as expired);
+    /// an object another tenant holds too is kept and handed to it (counted in its totals from
+    /// now). Its tokens open nothing it held alone. `options` pace the collection (a dry run
+    /// is not one: a purge always takes the tenant off).
+    public func purge(
+        tenant: String, _ options: CollectionOptions = CollectionOptions()
+    ) throws(AttacheError)
+        -> PurgeReport
+    {
+        defer { changed() }
+        let counts = try backend.purge(tenant: tenant, now: now)
+        var options = options
+        options.dryRun = false
+        return PurgeReport(counts: counts, collection: try backend.collect(options, now: now))
+    }
+
     /// What one tenant's objects hold: those it stored first (a copy another had stored costs
     /// it nothing), expired ones until they are collected — what its quota counts.
     public func stats(tenant: String) throws(AttacheError) -> (objects: Int, bytes: Int64) {

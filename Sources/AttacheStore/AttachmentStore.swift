@@ -19,6 +19,9 @@ public final class AttachmentStore: Sendable {
     /// ``checkRoom()`` repeats it for a second instead of letting each payload fetch and
     /// transform first.
     private let lastFull = Mutex<(error: AttacheError, at: Int64)?>(nil)
+    /// Holds already recorded by this process (`id|tenant`), so a copy sent again and again
+    /// costs one catalog write, not one a payload; forgotten past 50,000.
+    private let recordedHolds = Mutex<Set<String>>([])
 
     /// Opens (creating when missing) the directory store `configuration` describes. A shared
     /// store's configuration is refused here: this library does not link its backend
@@ -162,6 +165,20 @@ public final class AttachmentStore: Sendable {
             url: source.url, spec: source.spec, etag: source.etag, lastModified: source.lastModified,
             note: source.note)
         return (try StoredAttachment(row: row), reference)
+    }
+
+    /// Records that `tenant` (nil: a caller with no tenant) was sent these stored copies, each
+    /// first stored for another: a purge of that other keeps them (``purge(tenant:_:)``). A
+    /// write only for a copy this process has not recorded yet.
+    public func hold(_ attachments: [StoredAttachment], for tenant: String?) throws(AttacheError) {
+        let keys = attachments.filter { $0.tenant != tenant }.map { $0.id.hex + "|" + (tenant ?? "") }
+        let new = recordedHolds.withLock { held in keys.filter { !held.contains($0) } }
+        guard !new.isEmpty else { return }
+        try backend.hold(new.map { String($0.prefix(64)) }, tenant: tenant)
+        recordedHolds.withLock { held in
+            if held.count >= 50_000 { held.removeAll(keepingCapacity: true) }
+            held.formUnion(new)
+        }
     }
 
     /// The whole object (for reports and tools; downloads read through a lease).

@@ -144,6 +144,15 @@ final class Catalog: Sendable {
         migrator.registerMigration("v6: clip") { db in
             try db.alter(table: "object") { t in t.add(column: "clip", .text) }
         }
+        // The tenants that stored or were sent an object after the one it was first stored for
+        // (`object.tenant`); '' stands for callers with no tenant. What a purge keeps.
+        migrator.registerMigration("v7: object tenants") { db in
+            try db.create(table: "object_holder") { t in
+                t.column("object_id", .text).notNull().references("object", onDelete: .cascade)
+                t.column("tenant", .text).notNull().indexed()
+                t.primaryKey(["object_id", "tenant"])
+            }
+        }
         return migrator
     }
 
@@ -151,7 +160,8 @@ final class Catalog: Sendable {
         try readers.object(id)
     }
 
-    /// Inserts the object, or extends the expiry of the one already there.
+    /// Inserts the object, or extends the expiry of the one already there (and records that
+    /// `row.tenant` holds it too, when it was first stored for another).
     func record(_ row: ObjectRow, source: SourceRow?) throws(AttacheError) -> ObjectRow {
         try write { db in
             var stored = row
@@ -159,11 +169,54 @@ final class Catalog: Sendable {
                 stored = existing
                 stored.expires = max(existing.expires, row.expires)
                 try stored.update(db)
+                try Self.hold(db, row.id, tenant: row.tenant)
             } else {
                 try row.insert(db)
             }
             if let source { try source.upsert(db) }
             return stored
+        }
+    }
+
+    /// Records that `tenant` (nil: a caller with no tenant) holds each object of `ids` first
+    /// stored for another.
+    func hold(_ ids: [String], tenant: String?) throws(AttacheError) {
+        try write { db in for id in ids { try Self.hold(db, id, tenant: tenant) } }
+    }
+
+    private static func hold(_ db: Database, _ id: String, tenant: String?) throws {
+        try db.execute(
+            sql: """
+                INSERT OR IGNORE INTO object_holder (object_id, tenant)
+                SELECT id, ?2 FROM object WHERE id = ?1 AND IFNULL(tenant, '') <> ?2
+                """, arguments: [id, tenant ?? ""])
+    }
+
+    /// Takes `tenant` off every object: one another tenant holds too is handed to it (the
+    /// first by name; a caller with no tenant only when no tenant does), the rest expire at
+    /// `now`, for collection to remove. What it did.
+    func purge(tenant: String, now: Int64) throws(AttacheError) -> PurgeCounts {
+        try write { db in
+            try db.execute(
+                sql: """
+                    UPDATE object SET tenant = (
+                        SELECT MIN(NULLIF(r.tenant, '')) FROM object_holder r WHERE r.object_id = object.id AND r.tenant <> ?1)
+                    WHERE tenant = ?1 AND EXISTS (
+                        SELECT 1 FROM object_holder r WHERE r.object_id = object.id AND r.tenant <> ?1)
+                    """, arguments: [tenant])
+            let handed = db.changesCount
+            try db.execute(
+                sql:
+                    "DELETE FROM object_holder WHERE tenant = IFNULL((SELECT tenant FROM object WHERE id = object_id), '')"
+            )
+            let row = try Row.fetchOne(
+                db,
+                sql: "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM object WHERE tenant = ?1 AND expires > ?2",
+                arguments: [tenant, now])!
+            try db.execute(
+                sql: "UPDATE object SET expires = ?2 WHERE tenant = ?1 AND expires > ?2", arguments: [tenant, now])
+            try db.execute(sql: "DELETE FROM object_holder WHERE tenant = ?", arguments: [tenant])
+            return PurgeCounts(expired: row[0], expiredBytes: row[1], handedOver: handed)
         }
     }
 

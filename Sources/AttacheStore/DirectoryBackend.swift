@@ -48,6 +48,15 @@ final class DirectoryBackend: StoreBackend {
         try catalog.totals(tenant: tenant)
     }
 
+    func hold(_ ids: [String], tenant: String?) throws(AttacheError) {
+        try catalog.hold(ids, tenant: tenant)
+    }
+
+    /// Under the store lock, so no write records a hold between the hand-over and the expiry.
+    func purge(tenant: String, now: Int64) throws(AttacheError) -> PurgeCounts {
+        try withStoreLock { () throws(AttacheError) in try catalog.purge(tenant: tenant, now: now) }
+    }
+
     func totals(at now: Int64) throws(AttacheError) -> (objects: Int, bytes: Int64, expired: Int) {
         try catalog.totals(at: now)
     }

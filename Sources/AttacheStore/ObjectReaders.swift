@@ -68,7 +68,7 @@ private final class Reader {
     private let statement: OpaquePointer
     static let sql = """
         SELECT kind, ext, bytes, width, height, frames, created, expires, revoked_before, poster_time, placeholder,
-        clip FROM object WHERE id = ?1
+        clip, tenant FROM object WHERE id = ?1
         """
 
     init(path: String) throws(AttacheError) {
@@ -132,6 +132,7 @@ private final class Reader {
             id: id, kind: text(0), ext: text(1), bytes: integer(2), width: optional(3), height: optional(4),
             frames: optional(5), created: integer(6), expires: integer(7), revokedBefore: integer(8),
             posterTime: sqlite3_column_type(statement, 9) == SQLITE_NULL ? nil : sqlite3_column_double(statement, 9),
+            tenant: sqlite3_column_type(statement, 12) == SQLITE_NULL ? nil : text(12),
             placeholder: sqlite3_column_type(statement, 10) == SQLITE_NULL ? nil : text(10),
             clip: sqlite3_column_type(statement, 11) == SQLITE_NULL ? nil : text(11))
     }

@@ -48,6 +48,12 @@ package protocol StoreBackend: Sendable {
     func totals(at now: Int64) throws(AttacheError) -> (objects: Int, bytes: Int64, expired: Int)
     /// What one tenant's objects hold (those it stored first; expired ones until collected).
     func totals(tenant: String) throws(AttacheError) -> (objects: Int, bytes: Int64)
+    /// Records that `tenant` (nil: a caller with no tenant) holds each object of `ids` first
+    /// stored for another (a stored copy it was sent): what ``purge(tenant:now:)`` keeps.
+    func hold(_ ids: [String], tenant: String?) throws(AttacheError)
+    /// Takes `tenant` off every object: one another holds too is handed to it (and counted as
+    /// its), the rest expire at `now`. Collection removes their bytes.
+    func purge(tenant: String, now: Int64) throws(AttacheError) -> PurgeCounts
     /// Source rows.
     func sourceCount() throws(AttacheError) -> Int
     /// The key ring as last seen, looked at again when older than `interval`.
@@ -62,6 +68,19 @@ package protocol StoreBackend: Sendable {
     func check(dependency name: String) throws(AttacheError)
     /// Where an object lives: a file path, or the object's `s3://` URL.
     func location(id: String, fileExtension: String) -> String
+}
+
+/// What taking a tenant off the store did to its objects.
+public struct PurgeCounts: Hashable, Sendable {
+    /// Objects only the tenant held, expired (for collection to remove), and their bytes.
+    public var expired: Int
+    public var expiredBytes: Int64
+    /// Objects another tenant (or a caller with none) holds too, handed to it and kept.
+    public var handedOver: Int
+
+    package init(expired: Int, expiredBytes: Int64, handedOver: Int) {
+        (self.expired, self.expiredBytes, self.handedOver) = (expired, expiredBytes, handedOver)
+    }
 }
 
 /// What an open without waiting found.

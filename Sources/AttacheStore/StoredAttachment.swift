@@ -27,6 +27,8 @@ public struct StoredAttachment: Hashable, Sendable {
     /// The square a collapsed notification shows (x, y, width, height in 0…1), when not the
     /// centre one.
     public var clip: [Double]?
+    /// The tenant it was first stored for (nil: none).
+    public var tenant: String?
 
     init(row: ObjectRow) throws(AttacheError) {
         guard let id = AttachmentID(hex: row.id), let kind = StoredKind(rawValue: row.kind) else {
@@ -43,6 +45,7 @@ public struct StoredAttachment: Hashable, Sendable {
         self.relativePath = ObjectLayout.relativePath(id: row.id, fileExtension: kind.fileExtension)
         self.posterTime = row.posterTime
         self.placeholder = row.placeholder
+        self.tenant = row.tenant
         self.clip = row.clip.flatMap { text in
             let parts = text.split(separator: ",").compactMap { Double($0) }
             return parts.count == 4 ? parts : nil

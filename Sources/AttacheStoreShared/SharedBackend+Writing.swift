@@ -58,6 +58,7 @@ extension SharedBackend {
                     RETURNING (xmax = 0), \(Self.objectColumns)
                     """, Self.parameters(row))
                 guard let values = inserted.first else { throw AttacheError(.storeCorrupt, "catalog: insert lost") }
+                if values[0] != "t" { try Self.hold(row.id, tenant: row.tenant, on: connection) }
                 if values[0] == "t" {
                     let counted = try connection.query(
                         """
@@ -114,9 +115,86 @@ extension SharedBackend {
                 RETURNING \(Self.objectColumns)
                 """, [row.id, String(row.expires)])
             guard let values = updated.first else { return nil }
+            if values[11] != row.tenant { try Self.hold(row.id, tenant: row.tenant, on: connection) }
             if let source { try Self.upsert(source, on: connection) }
             return try Self.row(values)
         }
+    }
+
+    /// Records that `tenant` (nil: a caller with no tenant) holds the object, when it was first
+    /// stored for another.
+    static func hold(_ id: String, tenant: String?, on connection: PostgresConnection) throws(AttacheError) {
+        try connection.query(
+            """
+            INSERT INTO attache_object_holder (object_id, tenant)
+            SELECT id, $2 FROM attache_object WHERE id = $1 AND COALESCE(tenant, '') <> $2 ON CONFLICT DO NOTHING
+            """, [id, tenant ?? ""])
+    }
+
+    func hold(_ ids: [String], tenant: String?) throws(AttacheError) {
+        try pool.transaction { (connection) throws(AttacheError) in
+            for id in ids { try Self.hold(id, tenant: tenant, on: connection) }
+        }
+    }
+
+    /// One transaction: the objects another holds too are handed to it (the first by name,
+    /// else a caller with no tenant) with their count and bytes in the tenants' totals; the
+    /// rest expire at `now`, for collection to remove (its totals fall as they go).
+    func purge(tenant: String, now: Int64) throws(AttacheError) -> PurgeCounts {
+        let (counts, expiredIDs) = try pool.transaction {
+            (connection) throws(AttacheError) -> (PurgeCounts, [String]) in
+            let handed = try connection.query(
+                """
+                UPDATE attache_object o SET tenant = h.heir
+                FROM (SELECT r.object_id, MIN(NULLIF(r.tenant, '')) AS heir
+                      FROM attache_object_holder r JOIN attache_object x ON x.id = r.object_id
+                      WHERE x.tenant = $1 AND r.tenant <> $1 GROUP BY r.object_id) h
+                WHERE o.id = h.object_id
+                RETURNING h.heir, o.bytes
+                """, [tenant]
+            ).rows
+            var moved: [String?: (objects: Int, bytes: Int64)] = [:]
+            for values in handed {
+                let bytes = Int64(values[1] ?? "0") ?? 0
+                moved[values[0], default: (0, 0)].objects += 1
+                moved[values[0], default: (0, 0)].bytes += bytes
+            }
+            let total = moved.values.reduce((objects: 0, bytes: Int64(0))) {
+                ($0.objects + $1.objects, $0.bytes + $1.bytes)
+            }
+            if total.objects > 0 {
+                try connection.query(
+                    "UPDATE attache_tenant_totals SET objects = objects - $2, bytes = bytes - $3 WHERE tenant = $1",
+                    [tenant, String(total.objects), String(total.bytes)])
+            }
+            for (heir, held) in moved {
+                guard let heir else { continue }
+                try connection.query(
+                    """
+                    INSERT INTO attache_tenant_totals AS t (tenant, objects, bytes) VALUES ($1, $2, $3)
+                    ON CONFLICT (tenant) DO UPDATE SET objects = t.objects + $2, bytes = t.bytes + $3
+                    """, [heir, String(held.objects), String(held.bytes)])
+            }
+            try connection.query(
+                """
+                DELETE FROM attache_object_holder r USING attache_object o
+                WHERE r.object_id = o.id AND r.tenant = COALESCE(o.tenant, '')
+                """)
+            let expired = try connection.query(
+                "UPDATE attache_object SET expires = $2 WHERE tenant = $1 AND expires > $2 RETURNING id, bytes",
+                [tenant, String(now)]
+            ).rows
+            try connection.query("DELETE FROM attache_object_holder WHERE tenant = $1", [tenant])
+            let bytes = expired.reduce(Int64(0)) { $0 + (Int64($1[1] ?? "0") ?? 0) }
+            return (
+                PurgeCounts(expired: expired.count, expiredBytes: bytes, handedOver: handed.count),
+                expired.compactMap { $0[0] }
+            )
+        }
+        // This process answers from the catalog again at once; another replica within its
+        // second of row memory (as for a revocation).
+        for id in expiredIDs { forgetRow(id) }
+        return counts
     }
 
     static func upsert(_ source: SourceRow, on connection: PostgresConnection) throws(AttacheError) {

@@ -112,6 +112,13 @@ final class SharedBackend: StoreBackend {
                 tenant text PRIMARY KEY, objects bigint NOT NULL, bytes bigint NOT NULL)
             """,
             """
+            CREATE TABLE IF NOT EXISTS attache_object_holder (
+                object_id text NOT NULL REFERENCES attache_object (id) ON DELETE CASCADE, tenant text NOT NULL,
+                PRIMARY KEY (object_id, tenant))
+            """,
+            "CREATE INDEX IF NOT EXISTS attache_object_holder_tenant ON attache_object_holder (tenant)",
+            "CREATE INDEX IF NOT EXISTS attache_object_by_tenant ON attache_object (tenant)",
+            """
             CREATE TABLE IF NOT EXISTS attache_verify (
                 prefix text PRIMARY KEY, objects bigint NOT NULL, hashed bigint NOT NULL, corrupt bigint NOT NULL,
                 orphans bigint NOT NULL, missing bigint NOT NULL)

@@ -10,7 +10,7 @@ struct StoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "store",
         abstract: "Put, open and check attachments in the managed store.",
-        subcommands: [Put.self, Open.self, Stats.self, Verify.self, Revoke.self, Storm.self]
+        subcommands: [Put.self, Open.self, Stats.self, Purge.self, Verify.self, Revoke.self, Storm.self]
     )
 
     struct Put: ParsableCommand {
@@ -182,6 +182,57 @@ struct StoreCommand: ParsableCommand {
                     : "objects=\(stats.objects) bytes=\(stats.bytes) expired=\(stats.expired) "
                         + "sources=\(stats.sources) quota=\(stats.maxBytes)B/\(stats.maxObjects) "
                         + "key=\(stats.currentKeyID) live_keys=\(stats.liveKeys)")
+        }
+    }
+
+    struct Purge: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Take a tenant that leaves off the store: remove what it alone holds.",
+            discussion: """
+                Every object only the tenant holds (stored for it and sent to no other tenant) expires now \
+                and is removed, in a directory store as in a shared one (catalog rows and bucket objects: \
+                every replica reads the same ones, and answers from them within a second); an object \
+                another tenant was sent too is kept and counted as that tenant's from now. One an open \
+                download holds is refused from now and removed by the next gc. Take the tenant out of the \
+                tenants file first, so nothing new is stored for it meanwhile.
+                """
+        )
+
+        @OptionGroup var options: StoreOptions
+
+        @Option(help: "The tenant's id, as the tenants file writes it (key-N and anonymous included).")
+        var tenant: String
+
+        @Option(help: "Deletions a second at most. Default: no limit.")
+        var maxDeletesPerSecond: Double?
+
+        func validate() throws {
+            if !StoreOwner.isValidID(tenant) {
+                throw ValidationError(
+                    "--tenant '\(tenant)' is not a tenant id (1-64 of a-z 0-9 . _ -, from a letter or digit)")
+            }
+            if let maxDeletesPerSecond {
+                try Ranges.check(maxDeletesPerSecond, 0.001...1_000_000, "--max-deletes-per-second")
+            }
+        }
+
+        func run() throws {
+            let report = try options.open().purge(
+                tenant: tenant, CollectionOptions(maxDeletesPerSecond: maxDeletesPerSecond, sweepOrphans: false))
+            var line = JSONLine()
+            line.add("tenant", tenant)
+            line.add("expired", report.counts.expired)
+            line.add("expired_bytes", Int(report.counts.expiredBytes))
+            line.add("handed_over", report.counts.handedOver)
+            line.add("removed", report.collection.removed.count)
+            line.add("removed_bytes", Int(report.collection.removedBytes))
+            line.add("leased", report.collection.leased.count)
+            print(
+                options.json
+                    ? line.text
+                    : "tenant=\(tenant) expired=\(report.counts.expired) (\(report.counts.expiredBytes) bytes) "
+                        + "handed_over=\(report.counts.handedOver) removed=\(report.collection.removed.count) "
+                        + "leased=\(report.collection.leased.count)")
         }
     }
 

@@ -282,6 +282,12 @@ extension BatchRunTests {
         #expect(solo.contains { $0.outcome == "attached" }, "\(codes(solo))")
         #expect(!(try stats("store-solo", "solo").contains("objects=0")), "the tenant's objects are its own")
         #expect(try stats("store-solo", "acme").contains("objects=0 bytes=0"))
+        // The tenant leaves: its purge removes everything it alone held.
+        let purged = try runChild(
+            try attacheExecutable(), ["store", "purge", "--store", directory.path + "/store-solo", "--tenant", "solo"]
+        ).text
+        #expect(purged.contains("tenant=solo") && !purged.contains("removed=0 "), "\(purged)")
+        #expect(try stats("store-solo", "solo").contains("objects=0 bytes=0"))
         // A tenant the file does not have, and a file without a tenant, are refused at once.
         let unknown = try batchSays(["--tenant", "nobody", "--tenants", tenants])
         #expect(unknown.status != 0 && unknown.said.contains("--tenant 'nobody' is not a tenant of"), "\(unknown.said)")

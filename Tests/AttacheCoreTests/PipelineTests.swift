@@ -386,6 +386,25 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
         }
     }
 
+    /// A tenant answered from a copy another stored first holds it too: purging the first keeps
+    /// what the second was sent, and takes what the first alone was sent.
+    @Test func aCopySentFromTheStoreOutlivesAPurgeOfTheTenantThatStoredIt() async throws {
+        let shared = payload(["image": JSONValue.quote(server.url("/gray.jpg"))])
+        let alone = payload(["image": JSONValue.quote(server.url("/waterfall-rotated.jpg"))])
+        let first = try makePipeline(directory) { $0.storeOwner = StoreOwner(id: "a") }
+        let second = try makePipeline(directory) { $0.storeOwner = StoreOwner(id: "b") }
+        let stored = try #require(await first.process(shared).outcomes.first?.attachment)
+        let only = try #require(await first.process(alone).outcomes.first?.attachment)
+        let hit = try #require(await second.process(shared).outcomes.first)
+        #expect(hit.cached && hit.attachment?.id == stored.id, "b was sent a's copy")
+        let report = try first.store.purge(tenant: "a")
+        #expect(report.counts.handedOver >= 1 && report.counts.expired >= 1, "\(report)")
+        let kept = try #require(AttachmentID(hex: stored.id))
+        #expect(try second.store.attachment(kept)?.tenant == "b")
+        #expect(try first.store.attachment(try #require(AttachmentID(hex: only.id))) == nil)
+        #expect(try first.store.stats(tenant: "a") == (0, 0))
+    }
+
     /// Only the first `maxSources` media are fetched; the rest are reported, never requested.
     @Test func sourcesBeyondTheLimitAreReportedNotFetched() async throws {
         let pipeline = try makePipeline(directory) { $0.maxSources = 3 }

@@ -242,6 +242,41 @@ struct SharedStoreTests {
         #expect(try shared.totals(tenant: "a") == (0, 0) && (try shared.totals(tenant: "b")) == (0, 0))
     }
 
+    @Test func aPurgeOnOneReplicaRemovesWhatTheTenantAloneHeldFromTheBucketForBoth() throws {
+        let (one, two) = (try open(), try open())
+        let (a, b) = (StoreOwner(id: "a"), StoreOwner(id: "b", maxObjects: 10))
+        func put(_ store: AttachmentStore, _ size: Int, _ seed: UInt64, _ owner: StoreOwner?) throws -> StoredAttachment
+        {
+            try store.put(randomBytes(size, seed: seed), metadata: ObjectMetadata(kind: .jpeg), owner: owner)
+        }
+        let alone = [try put(one, 1_000, 500, a), try put(two, 1_500, 501, a)]
+        let both = try put(one, 2_000, 502, a)
+        _ = try put(two, 2_000, 502, b)
+        let sent = try put(one, 3_000, 503, a)
+        try two.hold([sent], for: "b")
+        let own = try put(two, 5_000, 504, b)
+        let token = try one.issueToken(for: alone[1].id, ttl: 1_000)
+        #expect(try one.stats(tenant: "a") == (4, 7_500) && (try two.stats(tenant: "b")) == (1, 5_000))
+
+        let report = try two.purge(tenant: "a")
+        #expect(report.counts == PurgeCounts(expired: 2, expiredBytes: 2_500, handedOver: 2), "\(report)")
+        #expect(Set(report.collection.removed) == Set(alone.map(\.id)))
+        let shared = try #require(one.backend as? SharedBackend)
+        for gone in alone {
+            #expect(try one.attachment(gone.id) == nil)
+            #expect(try !shared.blobs.exists(key: SharedBackend.objectKey(gone.id.hex, "jpg")))
+        }
+        #expect(failure { try one.open(alone[1].id, token: token) } != nil, "its token opens nothing")
+        for kept in [both, sent, own] {
+            let lease = try one.open(kept.id, token: try one.issueToken(for: kept.id, ttl: 100))
+            #expect(try lease.read().count == Int(kept.bytes))
+            lease.close()
+        }
+        #expect(try one.stats(tenant: "a") == (0, 0) && (try one.stats(tenant: "b")) == (3, 10_000))
+        let verify = try one.verify()
+        #expect(verify.isClean && verify.objects == 3, "\(verify)")
+    }
+
     @Test func verifyFindsDamagedAndMissingBytes() throws {
         let store = try open()
         let a = try store.put(randomBytes(2000, seed: 11), metadata: ObjectMetadata(kind: .png))

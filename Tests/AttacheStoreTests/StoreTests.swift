@@ -237,6 +237,45 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path + "/store/tmp").isEmpty)
     }
 
+    @Test func aPurgedTenantLosesWhatItAloneHeldAndHandsOnWhatOthersHold() throws {
+        let store = try makeStore()
+        let (a, b) = (StoreOwner(id: "a"), StoreOwner(id: "b"))
+        func put(_ size: Int, _ seed: UInt64, _ owner: StoreOwner?) throws -> StoredAttachment {
+            try store.put(randomBytes(size, seed: seed), metadata: ObjectMetadata(kind: .jpeg), owner: owner)
+        }
+        let alone = try put(1_000, 400, a)
+        let token = try store.issueToken(for: alone.id, ttl: 1_000)
+        // b stores the same bytes itself; b is sent a's copy (a cache hit); a caller with no
+        // tenant is sent another; b's own object.
+        let both = try put(2_000, 401, a)
+        _ = try put(2_000, 401, b)
+        let sent = try put(3_000, 402, a)
+        try store.hold([sent], for: "b")
+        let untenanted = try put(4_000, 403, a)
+        try store.hold([untenanted], for: nil)
+        let own = try put(5_000, 404, b)
+        #expect(try store.stats(tenant: "a") == (4, 10_000) && (try store.stats(tenant: "b")) == (1, 5_000))
+
+        let report = try store.purge(tenant: "a")
+        #expect(report.counts == PurgeCounts(expired: 1, expiredBytes: 1_000, handedOver: 3), "\(report)")
+        #expect(report.collection.removed == [alone.id] && report.collection.leased.isEmpty)
+        #expect(try store.attachment(alone.id) == nil)
+        #expect(!FileManager.default.fileExists(atPath: store.path(of: alone)))
+        #expect(failure { try store.open(alone.id, token: token) } != nil, "its token opens nothing")
+        for kept in [both, sent, untenanted, own] { #expect(try store.attachment(kept.id) != nil) }
+        // What b holds is counted as b's now; the copy only a caller with no tenant holds is no one's.
+        #expect(try store.stats(tenant: "a") == (0, 0) && (try store.stats(tenant: "b")) == (3, 10_000))
+        #expect(try store.attachment(both.id)?.tenant == "b")
+        #expect(try store.attachment(untenanted.id)?.tenant == nil)
+
+        #expect(try store.purge(tenant: "a").counts == PurgeCounts(expired: 0, expiredBytes: 0, handedOver: 0))
+        let second = try store.purge(tenant: "b")
+        #expect(second.counts == PurgeCounts(expired: 3, expiredBytes: 10_000, handedOver: 0), "\(second)")
+        let verify = try store.verify()
+        #expect(verify.isClean && verify.objects == 1)
+        #expect(try store.attachment(untenanted.id) != nil)
+    }
+
     @Test func quotaCollectsFirstThenRefuses() throws {
         let store = try makeStore(maxBytes: 10_000, maxObjects: 100)
         _ = try store.put(randomBytes(4_000, seed: 14), metadata: ObjectMetadata(kind: .jpeg), ttl: 10)

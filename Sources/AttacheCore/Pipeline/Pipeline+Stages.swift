@@ -252,17 +252,23 @@ extension Pipeline {
                 case .media(let kind) = stored.kind
             else { return nil }
             var found: [TargetEntry] = []
+            var sent = [stored]
             for (target, key) in zip(targets, keys.targets) {
                 guard let (picture, reference) = try self.store.lookup(url: source.url, spec: key) else { return nil }
                 var entry = try describeTarget(picture, target: target.target)
                 entry.cached = true
                 entry.read(note: reference.note)
                 found.append(entry)
+                sent.append(picture)
             }
             var entry = try describe(stored, kind: kind, source: source)
             if let smallKey = keys.small, let (small, _) = try self.store.lookup(url: source.url, spec: smallKey) {
                 entry.small = try describeSmall(small, seal: nil, of: kind)
+                sent.append(small)
             }
+            // Copies another tenant stored first are this one's too from now: a purge of that
+            // tenant keeps them.
+            try self.store.hold(sent, for: configuration.storeOwner?.id)
             return (entry, found)
         }
     }
