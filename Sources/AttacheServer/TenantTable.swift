@@ -24,12 +24,15 @@ struct Tenant: Sendable, Hashable {
     /// Its own store quota, within the store's (nil: none of its own).
     var storeMaxBytes: Int64? = nil
     var storeMaxObjects: Int? = nil
+    /// The memory its transforms may hold at once (nil: the workers' budget alone).
+    var decodeMemory: Int? = nil
 
     /// `configuration` with this tenant's settings over it (checked when the file was read).
     func applied(to configuration: PipelineConfiguration) -> PipelineConfiguration {
         var configuration = configuration
         if !settings.isEmpty { _ = PipelineSettings.read({ settings[$0] }, into: &configuration) }
         configuration.coreShare = share
+        configuration.decodeMemory = decodeMemory
         configuration.storeOwner = StoreOwner(id: id, maxBytes: storeMaxBytes, maxObjects: storeMaxObjects)
         return configuration
     }
@@ -77,6 +80,7 @@ struct TenantTable: Sendable, Hashable {
     /// The keys a tenant row may have.
     static let rowKeys = [
         "id", "keys", "share", "rate", "burst", "sources", "settings", "storeMaxBytes", "storeMaxObjects",
+        "decodeMemory",
     ]
 
     static func parse(_ bytes: [UInt8], name: String) -> Result<TenantTable, TenantFileError> {
@@ -178,6 +182,8 @@ struct TenantTable: Sendable, Hashable {
         tenant.storeMaxBytes = whole("storeMaxBytes", 1...Int.max, "a whole number of bytes, at least 1").map(
             Int64.init)
         tenant.storeMaxObjects = whole("storeMaxObjects", 1...Int.max, "a whole number of objects, at least 1")
+        tenant.decodeMemory = whole(
+            "decodeMemory", (16 << 20)...(1 << 40), "a whole number of bytes from 16777216 (16 MiB) to 2^40")
         if let settings = row["settings"] {
             switch Self.settings(settings) {
             case .success(let values): tenant.settings = values

@@ -333,6 +333,45 @@ import Testing
         #expect(scheduler.load == .init(running: 0, waiting: 0, queued: 0, memory: 0))
     }
 
+    @Test("a tenant's jobs hold at most its own memory at once; another tenant's job passes the one waiting for it")
+    func tenantMemory() async throws {
+        let scheduler = WorkScheduler(.init(cores: 2, memory: 1 << 30))
+        let limited = { WorkGroup.payload(of: "a", memory: 100 << 20) }
+        let firstHolds = Flag()
+        let release = Flag()
+        let (secondPassed, otherPassed) = (Flag(), Flag())
+        func job(_ group: WorkGroup, _ done: Flag?, until: Flag? = nil) -> Task<Void, Never> {
+            Task {
+                let deadline = WorkDeadline.none
+                await scheduler.run(group: group, estimate: .unread(bytes: 0), deadline: deadline) {
+                    try? deadline.expect(.init(seconds: 1, memory: 80 << 20))
+                    done?.set()
+                    while let until, !until.isSet { usleep(1000) }
+                }
+            }
+        }
+        let first = job(limited(), firstHolds, until: release)
+        await Self.eventually { firstHolds.isSet }
+        let second = job(limited(), secondPassed)
+        await Self.eventually { scheduler.load.waiting == 1 }
+        #expect(!secondPassed.isSet, "a's second job waits: 160 MB would pass a's 100 MB")
+        // Another tenant's job, as large, is not held up by it: the budget has room.
+        let other = job(.payload(of: "b"), otherPassed)
+        await other.value
+        #expect(otherPassed.isSet && !secondPassed.isSet)
+        release.set()
+        await first.value
+        await second.value
+        #expect(secondPassed.isSet)
+        // Alone, a job larger than its tenant's memory still runs.
+        let deadline = WorkDeadline.none
+        let ran = await scheduler.run(
+            group: .payload(of: "a", memory: 16 << 20), estimate: .unread(bytes: 0), deadline: deadline
+        ) { (try? deadline.expect(.init(seconds: 1, memory: 64 << 20))) != nil }
+        #expect(ran)
+        #expect(scheduler.load == .init(running: 0, waiting: 0, queued: 0, memory: 0))
+    }
+
     @Test("a job larger than the whole budget still runs when it is alone")
     func aloneOverBudget() async throws {
         let scheduler = WorkScheduler(.init(cores: 1, memory: 8 << 20))

@@ -1,4 +1,5 @@
 import AttacheBase
+import AttacheCore
 import AttacheFetch
 import AttacheTestSupport
 import Crypto
@@ -38,7 +39,7 @@ import Testing
         let good = """
             {"tenants": [
               {"id": "acme", "keys": ["\(Self.digest(Self.acmeKey))"], "share": 2, "rate": 5, "burst": 10,
-               "sources": {"allow": ["cdn.acme.test", ".acme-media.test"], "deny": ["bad.acme-media.test"]}},
+               "decodeMemory": 67108864, "sources": {"allow": ["cdn.acme.test", ".acme-media.test"], "deny": ["bad.acme-media.test"]}},
               {"id": "media", "keys": ["\(Self.digest(Self.mediaKey))", "\(Self.digest(Self.lateKey))"]}
             ]}
             """
@@ -46,6 +47,8 @@ import Testing
         #expect(table.tenants.map(\.id) == ["acme", "media"])
         let acme = table.tenants[0]
         #expect(acme.share == 2 && acme.rate == 5 && acme.burst == 10 && acme.keys.count == 1)
+        #expect(acme.decodeMemory == 64 << 20 && acme.applied(to: PipelineConfiguration()).decodeMemory == 64 << 20)
+        #expect(table.tenants[1].decodeMemory == nil)
         let hosts = try #require(acme.sources)
         #expect(hosts.permits("cdn.acme.test") && hosts.permits("img.acme-media.test"))
         #expect(!hosts.permits("bad.acme-media.test") && !hosts.permits("acme-media.test") && !hosts.permits("x.test"))
@@ -54,7 +57,7 @@ import Testing
         let bad = """
             {"tenants": [
               {"id": "acme", "keys": ["\(Self.digest(Self.acmeKey))"], "rat": 5},
-              {"id": "acme", "keys": ["sha256:12"]},
+              {"id": "acme", "keys": ["sha256:12"], "decodeMemory": 1000},
               {"id": "Bad Id", "keys": ["\(Self.digest(Self.acmeKey))"], "burst": 3,
                "sources": {"allow": ["http://x.test/"]}}
             ]}
@@ -68,6 +71,7 @@ import Testing
             text.contains("tenants.json:2: tenant 1: \"rat\" is not a tenant key; did you mean \"rate\"?"), "\(text)")
         #expect(text.contains("tenants.json:3: tenant 2 \"id\": 'acme' is another tenant's too"), "\(text)")
         #expect(text.contains("tenants.json:3: tenant 2 \"keys\": each key is \"sha256:\""), "\(text)")
+        #expect(text.contains("tenant 2 \"decodeMemory\": a whole number of bytes from 16777216"), "\(text)")
         #expect(text.contains("tenants.json:4: tenant 3 \"id\""), "\(text)")
         #expect(text.contains("tenant 3 \"keys\": a key is listed twice"), "\(text)")
         #expect(text.contains("tenant 3 \"burst\": a burst needs a rate"), "\(text)")

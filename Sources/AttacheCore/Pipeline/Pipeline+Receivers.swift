@@ -62,7 +62,8 @@ extension Pipeline {
         let (ran, unfinished) = await runAll(sources, deadline: deadline) { [self] source in
             await run(
                 source, deadline: deadline, budgets: budgets, sealed: false,
-                group: WorkGroup.payload(of: tenant, weight: configuration.coreShare),
+                group: WorkGroup.payload(
+                    of: tenant, weight: configuration.coreShare, memory: configuration.decodeMemory),
                 targets: targetsFor[source.url] ?? [], focus: focus)
         }
 

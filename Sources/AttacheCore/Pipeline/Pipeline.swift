@@ -222,7 +222,8 @@ public final class Pipeline: Sendable {
         let (outcomes, unfinished) = await runAll(sources, deadline: deadline) { [self] source in
             await run(
                 source, deadline: deadline, budgets: budgets, sealed: sealed,
-                group: WorkGroup.payload(of: tenant, weight: configuration.coreShare))
+                group: WorkGroup.payload(
+                    of: tenant, weight: configuration.coreShare, memory: configuration.decodeMemory))
         }
         return written(outcomes + skipped, unfinished: unfinished)
     }

@@ -17,6 +17,9 @@ public struct PipelineConfiguration: Sendable {
     /// The sender's weight in the cores' share between senders (a tenant's `share`, 1 to 64):
     /// the workers' scheduler gives busy senders the cores in proportion to theirs.
     public var coreShare = 1
+    /// The memory the sender's transforms may hold at once (a tenant's `decodeMemory`, bytes;
+    /// nil: the workers' budget alone).
+    public var decodeMemory: Int? = nil
     /// Whom what this payload stores is charged to, within that tenant's own store quota (nil:
     /// the store's quota alone).
     public var storeOwner: StoreOwner? = nil

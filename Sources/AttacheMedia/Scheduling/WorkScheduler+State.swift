@@ -204,7 +204,7 @@ extension WorkScheduler {
             switch job.phase {
             case .ready: return true
             case .queued:
-                return started < settings.started && fits(job, settings, held: held)
+                return started < settings.started && fits(job, settings, held: held) && fitsTenant(job)
                     && (job.isLight(settings) || heavyHeld() < settings.heavy)
             case .admission: return admissible(job, settings, held: held)
             case .running, .leaving: return false
@@ -219,7 +219,7 @@ extension WorkScheduler {
         /// Whether `job` may go on with what it says it costs: its memory fits beside the
         /// others', and a heavy job has (or finds) a heavy place.
         func admissible(_ job: Job, _ settings: Settings, held: Held? = nil) -> Bool {
-            guard fits(job, settings, held: held) else { return false }
+            guard fits(job, settings, held: held), fitsTenant(job) else { return false }
             return job.heavy || job.isLight(settings) || heavyHeld(besides: job) < settings.heavy
         }
 
@@ -289,6 +289,18 @@ extension WorkScheduler {
             return others + need <= settings.memory && held.large + need <= settings.largeShare
         }
 
+        /// Whether the memory `job` says it needs fits within its tenant's own limit
+        /// (``WorkGroup/memory``) beside what the tenant's other jobs hold — or none of them
+        /// holds any, so a job larger than the limit still runs, alone.
+        func fitsTenant(_ job: Job) -> Bool {
+            guard let limit = job.group.memory else { return true }
+            var others = 0
+            for other in jobs.values where other !== job && other.group.tenant == job.group.tenant {
+                others += other.reserved
+            }
+            return others == 0 || others + job.estimate.memory <= limit
+        }
+
         /// Whether `job` is small and fits within the small jobs' quarter beside what the others
         /// hold (`held`, without the job's own).
         func fitsSmallShare(_ job: Job, _ settings: Settings, held: Held) -> Bool {
@@ -342,7 +354,8 @@ extension WorkScheduler {
         func best(_ settings: Settings, now: UInt64) -> Job? {
             let all = held(settings)
             var head: Job?
-            for job in jobs.values where job.phase == .admission {
+            // A job waiting for its own tenant's memory holds no one else up.
+            for job in jobs.values where job.phase == .admission && fitsTenant(job) {
                 if head == nil || precedes(job, head!, settings, now: now) { head = job }
             }
             let blocked = head.map { !fits($0, settings, held: all) } ?? false

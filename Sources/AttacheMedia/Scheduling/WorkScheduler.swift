@@ -16,11 +16,16 @@ public struct WorkGroup: Hashable, Sendable {
     public var payload: UInt64
     /// The tenant's weight: busy tenants share the cores in proportion to theirs (1 to 64).
     public var weight = 1
+    /// The memory the tenant's jobs may hold at once, in bytes (nil: the budget's alone). A job
+    /// that would pass it waits until the tenant's others give theirs back; alone, it runs.
+    public var memory: Int? = nil
 
-    /// A group of its own for a new payload of `tenant`, whose share of the cores is `weight`.
-    public static func payload(of tenant: String = "", weight: Int = 1) -> WorkGroup {
+    /// A group of its own for a new payload of `tenant`, whose share of the cores is `weight`
+    /// and whose jobs hold at most `memory` together.
+    public static func payload(of tenant: String = "", weight: Int = 1, memory: Int? = nil) -> WorkGroup {
         WorkGroup(
-            tenant: tenant, payload: nextPayload.add(1, ordering: .relaxed).newValue, weight: min(64, max(1, weight)))
+            tenant: tenant, payload: nextPayload.add(1, ordering: .relaxed).newValue, weight: min(64, max(1, weight)),
+            memory: memory)
     }
 
     private static let nextPayload = Atomic<UInt64>(0)
