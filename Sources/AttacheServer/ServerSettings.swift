@@ -98,7 +98,7 @@ public enum ServerSettings {
             .init(
                 "maxDecodeMemory",
                 "Bytes the decodes may hold together: one waits, before it allocates, until it fits (not the clients' count).",
-                .integer(\.maxDecodeMemory, (16 << 20)...(1 << 40)),
+                .integer(\.maxDecodeMemory, PipelineWorkers.memoryRange),
                 default: "\(PipelineWorkers.defaultMemory) (96 MiB × the cores, at most a quarter of the memory)"),
             .init("retryAfter", "Retry-After of a 503 (seconds).", .integer(\.retryAfterSeconds, 1...3600)),
             .init(

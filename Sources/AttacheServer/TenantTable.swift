@@ -183,7 +183,8 @@ struct TenantTable: Sendable, Hashable {
             Int64.init)
         tenant.storeMaxObjects = whole("storeMaxObjects", 1...Int.max, "a whole number of objects, at least 1")
         tenant.decodeMemory = whole(
-            "decodeMemory", (16 << 20)...(1 << 40), "a whole number of bytes from 16777216 (16 MiB) to 2^40")
+            "decodeMemory", PipelineWorkers.memoryRange,
+            "a whole number of bytes from \(PipelineWorkers.memoryRange.lowerBound) (16 MiB) to 2^40")
         if let settings = row["settings"] {
             switch Self.settings(settings) {
             case .success(let values): tenant.settings = values

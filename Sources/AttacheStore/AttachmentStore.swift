@@ -171,13 +171,15 @@ public final class AttachmentStore: Sendable {
     /// first stored for another: a purge of that other keeps them (``purge(tenant:_:)``). A
     /// write only for a copy this process has not recorded yet.
     public func hold(_ attachments: [StoredAttachment], for tenant: String?) throws(AttacheError) {
-        let keys = attachments.filter { $0.tenant != tenant }.map { $0.id.hex + "|" + (tenant ?? "") }
-        let new = recordedHolds.withLock { held in keys.filter { !held.contains($0) } }
-        guard !new.isEmpty else { return }
-        try backend.hold(new.map { String($0.prefix(64)) }, tenant: tenant)
+        let suffix = "|" + (tenant ?? "")
+        let ids = recordedHolds.withLock { held in
+            attachments.filter { $0.tenant != tenant && !held.contains($0.id.hex + suffix) }.map(\.id.hex)
+        }
+        guard !ids.isEmpty else { return }
+        try backend.hold(ids, tenant: tenant)
         recordedHolds.withLock { held in
             if held.count >= 50_000 { held.removeAll(keepingCapacity: true) }
-            held.formUnion(new)
+            held.formUnion(ids.map { $0 + suffix })
         }
     }
 

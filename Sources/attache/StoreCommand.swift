@@ -13,6 +13,14 @@ struct StoreCommand: ParsableCommand {
         subcommands: [Put.self, Open.self, Stats.self, Purge.self, Verify.self, Revoke.self, Storm.self]
     )
 
+    /// A tenant id as the tenants file writes it (key-N and anonymous included).
+    static func check(tenant: String) throws {
+        guard StoreOwner.isValidID(tenant) else {
+            throw ValidationError(
+                "--tenant '\(tenant)' is not a tenant id (1-64 of a-z 0-9 . _ -, from a letter or digit)")
+        }
+    }
+
     struct Put: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Validate files and store each once; print its id and a read token.",
@@ -147,11 +155,7 @@ struct StoreCommand: ParsableCommand {
         var tenant: String?
 
         func validate() throws {
-            // A tenant id as the tenants file writes it (key-N and anonymous included).
-            if let tenant, !StoreOwner.isValidID(tenant) {
-                throw ValidationError(
-                    "--tenant '\(tenant)' is not a tenant id (1-64 of a-z 0-9 . _ -, from a letter or digit)")
-            }
+            if let tenant { try StoreCommand.check(tenant: tenant) }
         }
 
         func run() throws {
@@ -207,10 +211,7 @@ struct StoreCommand: ParsableCommand {
         var maxDeletesPerSecond: Double?
 
         func validate() throws {
-            if !StoreOwner.isValidID(tenant) {
-                throw ValidationError(
-                    "--tenant '\(tenant)' is not a tenant id (1-64 of a-z 0-9 . _ -, from a letter or digit)")
-            }
+            try StoreCommand.check(tenant: tenant)
             if let maxDeletesPerSecond {
                 try Ranges.check(maxDeletesPerSecond, 0.001...1_000_000, "--max-deletes-per-second")
             }

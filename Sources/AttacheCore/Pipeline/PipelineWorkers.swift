@@ -193,6 +193,8 @@ public enum PipelineWorkers {
     /// The budget a service uses unless told otherwise: 96 MiB per worker, at most a quarter of
     /// the machine's memory.
     public static var defaultMemory: Int { OffPool.defaultMemory(perWorker: 96 << 20) }
+    /// The decode memory a setting may give (the service's and a tenant's): 16 MiB to 2^40 bytes.
+    public static let memoryRange = (16 << 20)...(1 << 40)
 
     /// What the workers are doing now.
     public static var load: WorkScheduler.Load { OffPool.scheduler.load }
