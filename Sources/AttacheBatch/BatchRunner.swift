@@ -21,8 +21,11 @@ public final class BatchRunner: Sendable {
         public var finished: Bool = false
 
         /// Items per second in this run.
-        public var rate: Double {
-            let seconds = (ContinuousClock.now - started).milliseconds / 1000
+        public var rate: Double { rate(at: .now) }
+
+        /// Items per second in this run, as of `now`.
+        public func rate(at now: ContinuousClock.Instant) -> Double {
+            let seconds = (now - started).milliseconds / 1000
             return seconds > 0 ? Double(done) / seconds : 0
         }
     }

@@ -120,10 +120,12 @@ public struct BatchSummary: Sendable {
 /// The progress line: a bar on a terminal, a plain line in a log.
 public enum ProgressLine {
     /// `[#########...........]  912/2000  45.2 items/s  ETA 0:24  3 failed`, fitted to `width`.
-    public static func bar(_ progress: BatchRunner.Progress, width: Int) -> String {
+    public static func bar(
+        _ progress: BatchRunner.Progress, width: Int, now: ContinuousClock.Instant = .now
+    ) -> String {
         let todo = max(0, progress.total - progress.skipped)
         let fraction = todo > 0 ? min(1, Double(progress.done) / Double(todo)) : 1
-        let text = "  " + counts(progress)
+        let text = "  " + counts(progress, now: now)
         let barWidth = max(10, min(40, width - text.count - 3))
         let filled = Int((fraction * Double(barWidth)).rounded(.down))
         let line =
@@ -133,13 +135,13 @@ public enum ProgressLine {
     }
 
     /// `batch: 912/2000 done, 45.2 items/s, ETA 0:24, 3 failed`.
-    public static func log(_ progress: BatchRunner.Progress) -> String {
-        "batch: " + counts(progress).replacingOccurrences(of: "  ", with: ", ")
+    public static func log(_ progress: BatchRunner.Progress, now: ContinuousClock.Instant = .now) -> String {
+        "batch: " + counts(progress, now: now).replacingOccurrences(of: "  ", with: ", ")
     }
 
-    static func counts(_ progress: BatchRunner.Progress) -> String {
+    static func counts(_ progress: BatchRunner.Progress, now: ContinuousClock.Instant) -> String {
         let todo = max(0, progress.total - progress.skipped)
-        let rate = progress.rate
+        let rate = progress.rate(at: now)
         let left = todo - progress.done
         let eta = rate > 0 && !progress.finished ? clock(Double(left) / rate) : "-"
         var text = "\(progress.done)/\(todo)" + String(format: "  %.1f items/s", rate) + "  ETA \(eta)"
