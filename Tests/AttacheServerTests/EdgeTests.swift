@@ -37,10 +37,11 @@ import Testing
                 #expect(text.contains(from), "the edge file no longer says \(from)")
                 text = text.replacingOccurrences(of: from, with: to)
             }
-            // nginx cannot listen on port 0 and say which it took: try free-looking ports.
+            // nginx cannot listen on port 0 and say which it took: try free-looking ports below
+            // the kernel's ephemeral range (where the test servers' port-0 listeners land).
             var lastError = ""
             for _ in 0..<20 {
-                let port = Int.random(in: 40_000..<48_000)
+                let port = Int.random(in: 20_000..<32_000)
                 let site = text.replacingOccurrences(of: "listen 127.0.0.1:0;", with: "listen 127.0.0.1:\(port);")
                 try Data(site.utf8).write(to: URL(fileURLWithPath: directory.path + "/edge.conf"))
                 let temp = directory.path + "/temp"
@@ -65,10 +66,15 @@ import Testing
                     EdgeTests.nginx,
                     ["-e", directory.path + "/error.log", "-c", directory.path + "/nginx.conf", "-g", "daemon off;"],
                     outputs: .discarded)
-                // Listening, or gone (the port was taken).
+                // Listening, or gone (the port was taken). nginx writes its pid file once it
+                // holds its port (while it retries a taken one, another server there answers).
                 var up = false
+                let pidFile = directory.path + "/nginx.pid"
+                let pid = "\(process.process.processIdentifier)"
                 for _ in 0..<600 where process.isRunning {
-                    if (try? await curl("GET", "http://127.0.0.1:\(port)/"))?.status == 404 {
+                    let written = (try? String(contentsOfFile: pidFile, encoding: .utf8))?
+                        .trimmingCharacters(in: .whitespacesAndNewlines)
+                    if written == pid, (try? await curl("GET", "http://127.0.0.1:\(port)/"))?.status == 404 {
                         up = true
                         break
                     }
