@@ -5,9 +5,10 @@ import Testing
 
 @testable import AttacheMedia
 
-/// `--quality auto`: each picture at the lowest quality that reaches a perceptual score, the
-/// score checked against the public SSIMULACRA2 where it is installed, and the byte caps of the
-/// other receivers' pictures searched in size and quality together.
+/// `--quality auto`: each picture at the quality a typical photo needs for its target, kept when
+/// its score is in the band around it and moved into the band when not, the score checked
+/// against the public SSIMULACRA2 where it is installed, and the byte caps of the other
+/// receivers' pictures searched in size and quality together.
 struct QualityTests {
     /// A picture of `width` × `height`: a smooth sky when `busy` is false, else leaves and
     /// grass (fine texture at every scale).
@@ -93,7 +94,7 @@ struct QualityTests {
         let (_, choice) = try QualitySearch.encode(sky, as: .jpeg, quality: .default)
         let blocking = try #require(choice.blocking)
         #expect(blocking <= QualitySearch.maxBlocking, "\(choice)")
-        #expect((choice.score ?? 0) >= Quality.defaultTarget, "\(choice)")
+        #expect((choice.score ?? 0) >= QualitySearch.band(target: Quality.defaultTarget).lowerBound, "\(choice)")
         let judge = try #require(try QualitySearch.Judge(sky))
         let coarse = try QualitySearch.encode(sky, .jpeg, 40, tables: .robidoux)
         _ = try judge.score(coarse, .jpeg)
@@ -114,7 +115,7 @@ struct QualityTests {
         let (data, stripesChoice) = try QualitySearch.encode(stripes, as: .jpeg, quality: .auto(target: 90))
         #expect(stripesChoice.fullChroma, "\(stripesChoice)")
         #expect(Self.lumaSampling(data) == 0x11, "written 4:4:4: luma not subsampled against chroma")
-        let reached = try #require(stripesChoice.score) >= 90
+        let reached = try #require(stripesChoice.score) >= QualitySearch.band(target: 90).lowerBound
         #expect(reached == (stripesChoice.missed == nil), "\(stripesChoice)")
         #expect(reached || stripesChoice.missed == "highest_quality", "\(stripesChoice)")
         let tiny = PixelImage(width: 6, height: 6, channels: 3, pixels: [UInt8](repeating: 128, count: 108))
@@ -122,7 +123,7 @@ struct QualityTests {
         #expect(small.missed == "too_small" && small.score == nil && small.quality == 85)
         let (_, met) = try QualitySearch.encode(
             Self.picture(width: 512, height: 384, busy: false), as: .jpeg, quality: .auto(target: 75))
-        #expect(met.missed == nil && (met.score ?? 0) >= 75)
+        #expect(met.missed == nil && (met.score ?? 0) >= QualitySearch.band(target: 75).lowerBound)
     }
 
     /// A fixed quality is today's encode, byte for byte: the search is not in its path.
@@ -139,30 +140,40 @@ struct QualityTests {
         #expect(rendition.data == (try Encoders.jpeg(decoded, quality: 85)))
     }
 
-    /// At the same target the flat picture takes a lower quality number and fewer bytes than
-    /// fixed 85 gives it; the busy one takes what it needs. Both reach the target, and the
-    /// search encodes at most three times at 4:2:0 (a target met there is never tried at 4:4:4).
-    @Test func aFlatPictureGetsFewerBytesThanABusyOneAtTheSameTarget() throws {
+    /// At the same target the flat picture takes fewer bytes than the busy one, and fewer than
+    /// fixed 85 gives it; both land in the band, each in at most three encodes at 4:2:0 (a
+    /// floor met there is never tried at 4:4:4). A picture whose score at the typical quality
+    /// is over the band is brought down into it, one under it up.
+    @Test func eachPictureLandsInTheBandAroundItsTarget() throws {
         let flat = Self.picture(width: 1024, height: 768, busy: false)
         let busy = Self.picture(width: 1024, height: 768, busy: true)
         let target = 75.0
+        let band = QualitySearch.band(target: target)
+        let typical = QualitySearch.guess(target: target)
         let (flatData, flatChoice) = try QualitySearch.encode(flat, as: .jpeg, quality: .auto(target: target))
         let (busyData, busyChoice) = try QualitySearch.encode(busy, as: .jpeg, quality: .auto(target: target))
-        for (name, choice) in [("flat", flatChoice), ("busy", busyChoice)] {
-            #expect(try #require(choice.score) >= target, "\(name): \(choice)")
+        for (name, image, choice) in [("flat", flat, flatChoice), ("busy", busy, busyChoice)] {
+            #expect(band.contains(try #require(choice.score)), "\(name): \(choice)")
             #expect(choice.encodes <= QualitySearch.maxEncodes && !choice.fullChroma, "\(name): \(choice)")
+            // Where the typical quality's own encode was out of the band, the quality moved the
+            // way the band lies; where it was in, it was kept in one encode.
+            let judge = try #require(try QualitySearch.Judge(image))
+            let first = try judge.score(try QualitySearch.encode(image, .jpeg, typical, tables: .robidoux), .jpeg)
+            if first > band.upperBound { #expect(choice.quality < typical, "\(name): \(first) at \(typical)") }
+            if first < band.lowerBound { #expect(choice.quality > typical, "\(name): \(first) at \(typical)") }
+            print("quality: \(name) scores \(first) at the typical \(typical); chose \(choice)")
         }
         #expect(Self.lumaSampling(flatData) == 0x22 && Self.lumaSampling(busyData) == 0x22)
         #expect(flatData.count < busyData.count)
-        #expect(flatChoice.quality < busyChoice.quality, "flat \(flatChoice), busy \(busyChoice)")
         let flatAt85 = try Encoders.jpeg(flat, quality: 85)
         #expect(flatData.count < flatAt85.count, "flat: \(flatData.count) bytes at auto, \(flatAt85.count) at 85")
-        print("quality: flat \(flatChoice) \(flatData.count) bytes; busy \(busyChoice) \(busyData.count) bytes")
+        print("quality: flat \(flatData.count) bytes; busy \(busyData.count) bytes")
     }
 
     /// Every JPEG and PNG sample and a run of corpus photos, at three targets: each rendition
-    /// reaches its target in-process, and within a point of it by the public SSIMULACRA2 where
-    /// that is installed (the in-process score tracks it to within 0.8 on the photo benchmark).
+    /// reaches its band's floor in-process, and within a point of it by the public SSIMULACRA2
+    /// where that is installed (the in-process score tracks it to within 0.8 on the photo
+    /// benchmark).
     @Test func theTargetIsMetOnEveryTestPicture() throws {
         var names = ["gray.jpg", "cmyk-adobe.jpg", "waterfall-rotated.jpg", "portrait-progressive.jpg"].map {
             Paths.samples + "/" + $0
@@ -178,7 +189,8 @@ struct QualityTests {
                 let score = try #require(choice.score)
                 // Met, or (a saturated red that 4:2:0 chroma cannot carry) the best the search can
                 // write: its highest quality, or the source JPEG's own at about its size.
-                let met = score >= target && (choice.blocking ?? 0) <= QualitySearch.maxBlocking(target: target)
+                let floor = QualitySearch.band(target: target).lowerBound
+                let met = score >= floor && (choice.blocking ?? 0) <= QualitySearch.maxBlocking(target: target)
                 #expect(
                     met || choice.quality == QualitySearch.highest || choice.missed == "source_quality",
                     "\(file) at \(target): \(choice)")
@@ -187,12 +199,34 @@ struct QualityTests {
                 let reference = try #require(rendition.pixels)
                 if let judge = try Self.publicScore(reference: reference, encoded: rendition.data, kind: .jpeg) {
                     judged += 1
-                    #expect(!met || judge >= target - 1, "\(file) at \(target): public \(judge), in-process \(score)")
+                    #expect(!met || judge >= floor - 1, "\(file) at \(target): public \(judge), in-process \(score)")
                     #expect(abs(judge - score) <= 1.5, "\(file) at \(target): public \(judge), in-process \(score)")
                 }
             }
         }
         print("quality: targets met on \(names.count) pictures, \(judged) checked with the public SSIMULACRA2")
+    }
+
+    /// Photos neither the band nor the prediction were fitted on (the samples' and the corpus's
+    /// photos, at the service's default size): at the default the first encode lands in the band
+    /// for at least four in five, and none is written under the floor.
+    @Test func theFirstEncodeLandsInTheBandOnPhotosItWasNotFittedOn() throws {
+        var names = ["waterfall-rotated.jpg", "portrait-progressive.jpg"].map { Paths.samples + "/" + $0 }
+        names += ["jpeg-variants/pillow__flower.jpg", "jpeg-variants/pillow__flower2.jpg", "exif-orientation/Portrait_3.jpg"]
+            .map(Corpus.path)
+        let band = QualitySearch.band(target: Quality.defaultTarget)
+        var (photos, inOne) = (0, 0)
+        for file in names where FileManager.default.fileExists(atPath: file) {
+            var spec = RenditionSpec(quality: .default)
+            spec.outputFormat = .jpeg
+            let rendition = try ImageProcessor.render(try MediaBytes(contentsOfFile: file), spec: spec)
+            let choice = try #require(rendition.quality, "\(file)")
+            photos += 1
+            if choice.encodes == 1 { inOne += 1 }
+            #expect(try #require(choice.score) >= band.lowerBound || choice.missed != nil, "\(file): \(choice)")
+            print("quality: \(file) \(rendition.width)x\(rendition.height): \(choice)")
+        }
+        #expect(photos >= 3 && inOne * 5 >= photos * 4, "\(inOne) of \(photos) in one encode")
     }
 
     /// The in-process score against the public one over a range of qualities, JPEG and WebP.

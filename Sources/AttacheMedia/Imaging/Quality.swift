@@ -2,14 +2,16 @@ internal import AttacheBase
 internal import CAttacheCodecs
 internal import Foundation
 
-/// How a lossy still (JPEG, WebP) is encoded: at a fixed quality number, or at the lowest
-/// quality whose picture reaches a perceptual score (``auto(target:)``).
+/// How a lossy still (JPEG, WebP) is encoded: at a fixed quality number, or at the quality a
+/// typical photo needs for a perceptual score, checked on each picture (``auto(target:)``).
 public enum Quality: Hashable, Sendable, CustomStringConvertible {
     /// libjpeg's or libwebp's quality, 1–100, for every picture alike.
     case fixed(Int)
-    /// The lowest quality whose encode scores at least `target` on SSIMULACRA2's scale (100
-    /// identical, 90 visually lossless, 80 very high, 70 high) against the pixels it was made
-    /// from, found in at most ``QualitySearch/maxEncodes`` encodes.
+    /// `target` on SSIMULACRA2's scale (100 identical, 90 visually lossless, 80 very high, 70
+    /// high) against the pixels it was made from: the quality a typical photo reaches it at,
+    /// kept when the picture's own score is within ``QualitySearch/band(target:)`` (10 below to 8
+    /// above) with no blocking in its flat parts, else moved into the band in at most
+    /// ``QualitySearch/maxEncodes`` encodes.
     case auto(target: Double)
 
     /// The default: `auto` at ``defaultTarget``.
@@ -153,8 +155,6 @@ enum QualitySearch {
     static let maxEncodes = 3
     /// And in all: two more at 4:4:4 for a picture whose colour 4:2:0 cannot carry.
     static let mostEncodes = maxEncodes + 2
-    /// A score this close above the target is good enough (no further encode to save bytes).
-    static let closeEnough = 2.0
     /// What the in-process score reads above the public SSIMULACRA2 on average (+0.20 over 76
     /// encodes of the photo benchmark; docs/quality.md): taken off every score, so that a
     /// target is a target by the public judge.
@@ -203,15 +203,18 @@ enum QualitySearch {
         }
     }
 
-    /// The guess, then at most two more, each aimed on a line through the last two tries (or
-    /// at the picture's predicted slope after one) in ``step(_:)``'s units, where scores move
-    /// about evenly; the smallest encode that met the target (its score, and no blocking in its
-    /// flat parts past ``maxBlocking``) wins, else the best scored.
+    /// One encode at the quality a typical photo needs for the target (or the one the
+    /// prediction says lands in the band), kept when its score is in the ``band(target:)`` and
+    /// its flat parts show no blocking; outside the band, at most two more, each aimed on a line
+    /// through the last two tries (or at the picture's predicted slope after one) in
+    /// ``step(_:)``'s units, where scores move about evenly. The smallest encode in the band
+    /// wins, else the smallest that met its floor, else the best scored.
     private static func search(
         _ image: PixelImage, _ format: MediaKind, target: Double, judge: Judge, deadline: WorkDeadline,
         hint: QualityHint
     ) throws(AttacheError) -> (data: [UInt8], choice: QualityChoice) {
-        var tries: [(quality: Int, score: Double, blocking: Double, data: [UInt8])] = []
+        typealias Try = (quality: Int, score: Double, blocking: Double, data: [UInt8])
+        var tries: [Try] = []
         // The tries from this index on are 4:4:4.
         var fullFrom = Int.max
         let tables = hint.tables.resolved(for: .auto(target: target))
@@ -221,29 +224,35 @@ enum QualitySearch {
         let top = max(lowest, min(highest, ceiling ?? highest))
         let features = features(image)
         let predicted = Prediction(features)
-        var quality = min(
-            top, hint.guess.map { min(highest, max(lowest, $0)) } ?? predicted.quality(for: target + aimAbove))
+        let band = band(target: target)
+        var quality = min(top, hint.guess.map { min(highest, max(lowest, $0)) } ?? firstGuess(target, predicted))
         let blockingAllowed = maxBlocking(target: target)
-        func met(_ attempt: (quality: Int, score: Double, blocking: Double, data: [UInt8])) -> Bool {
-            attempt.score >= target && attempt.blocking <= blockingAllowed
-        }
+        func met(_ attempt: Try) -> Bool { attempt.score >= band.lowerBound && attempt.blocking <= blockingAllowed }
+        func inBand(_ attempt: Try) -> Bool { met(attempt) && attempt.score <= band.upperBound }
         while true {
             try deadline.check()
             let data = try encode(image, format, quality, tables: tables)
             let score = try judge.score(data, format)
             tries.append((quality, score, judge.lastBlocking, data))
-            if tries.count == maxEncodes || (met(tries[tries.count - 1]) && score - target <= closeEnough) { break }
+            let last = tries[tries.count - 1]
+            if tries.count == maxEncodes || inBand(last) { break }
             var slope = predicted.slope
             if tries.count >= 2 {
                 let (a, b) = (tries[tries.count - 2], tries[tries.count - 1])
                 let run = step(a.quality) - step(b.quality)
                 if run != 0, (a.score - b.score) / run < -0.5 { slope = -(a.score - b.score) / run }
+                // Under the floor twice and climbing slowly: the loss is in the colour that 4:2:0
+                // cannot carry, and a higher quality buys little of it (below).
+                if run != 0, !tries.contains(where: met), -(a.score - b.score) / run < chromaSlope { break }
             }
-            // Blocking in the flat parts is a miss, whatever the score: a step up.
+            // Blocking in the flat parts is a miss, whatever the score: a step up. Below the band,
+            // aim just inside its floor; above it, just inside its ceiling.
+            let aim = score < band.lowerBound ? band.lowerBound + aimInside : band.upperBound - aimInside
             var next =
-                score >= target && !met(tries[tries.count - 1])
-                ? quality + blockingStep : Self.quality(atStep: step(quality) - (target + aimAbove - score) / slope)
-            // Never a number already tried, never at or below a miss, never at or above a hit.
+                score >= band.lowerBound && !met(last)
+                ? quality + blockingStep : Self.quality(atStep: step(quality) - (aim - score) / slope)
+            // Never a number already tried, never at or below a miss, never at or above a try
+            // over the band or in it.
             if let lowestMet = tries.filter(met).map(\.quality).min() { next = min(next, lowestMet - 1) }
             if let highestMissed = tries.filter({ !met($0) }).map(\.quality).max() {
                 next = max(next, highestMissed + 1)
@@ -252,12 +261,13 @@ enum QualitySearch {
             guard !tries.contains(where: { $0.quality == next }) else { break }
             quality = next
         }
-        // Missed at the highest quality it may write: chroma that 4:2:0 cannot carry (a saturated
-        // red, fine coloured text). Then 4:4:4 chroma, at the first guess and, if that misses too,
+        // Missed at the highest quality it may write, or climbing too slowly to reach the floor:
+        // chroma that 4:2:0 cannot carry (a saturated red, fine coloured text, a flat colour
+        // with a thin outline). Then 4:4:4 chroma, at the first guess and, if that misses too,
         // at the highest quality: at most two encodes more, for these pictures alone. (Not when a
         // source JPEG's own quality is the top: its coarseness is not in its chroma.)
-        if !tries.contains(where: met), top == highest, tries.contains(where: { $0.quality == top }),
-            format == .jpeg, image.channels == 3
+        if !tries.contains(where: met), top == highest, format == .jpeg, image.channels == 3,
+            tries.contains(where: { $0.quality == top }) || tries.count < maxEncodes
         {
             fullFrom = tries.count
             for attempt in Set([tries[0].quality, top]).sorted() {
@@ -268,9 +278,10 @@ enum QualitySearch {
                 if met(tries[tries.count - 1]) { break }
             }
         }
+        func smallest(_ indices: [Int]) -> Int? { indices.min { tries[$0].data.count < tries[$1].data.count } }
         let metting = tries.indices.filter { met(tries[$0]) }
         let index =
-            metting.min { tries[$0].data.count < tries[$1].data.count }
+            smallest(metting.filter { inBand(tries[$0]) }) ?? smallest(metting)
             ?? tries.indices.max { tries[$0].score < tries[$1].score }!
         let chosen = tries[index]
         var missed: Missed? = nil
@@ -285,8 +296,34 @@ enum QualitySearch {
         return (chosen.data, choice)
     }
 
-    /// Where the first encode aims: this far above the target (within ``closeEnough``).
-    static let aimAbove = 1.0
+    /// The scores an encode for `target` is kept at without another: from ``floorBelow`` under
+    /// it (no picture lower) to ``ceilingAbove`` over it (none spending more). Within the band
+    /// each picture gets the one quality a typical photo needs, so pictures spread as a fixed
+    /// quality spreads them: that spends each byte where it buys the most score (an equal score
+    /// for every picture costs 15–60% more bytes for the same mean; docs/quality.md).
+    static func band(target: Double) -> ClosedRange<Double> { (target - floorBelow)...(target + ceilingAbove) }
+    /// 10 below 80 is 70, SSIMULACRA2's "high quality".
+    static let floorBelow = 10.0
+    static let ceilingAbove = 8.0
+    /// Where a search out of the band aims: this far inside its floor or ceiling.
+    static let aimInside = 1.0
+    /// Score points a unit of ``step(_:)`` under which a picture below its floor is taken to be
+    /// limited by its chroma (a typical photo gains 3.7–5.2; `2004default.jpg` of the Ubuntu
+    /// wallpapers, flat orange with a thin white outline, 2.1 at 4:2:0).
+    static let chromaSlope = 2.5
+
+    /// The first quality: the typical photo's for `target` (``guess(target:)``), unless the
+    /// picture's predicted score there is out of the band by more than the prediction's own
+    /// error (``Prediction/error``); then the quality predicted to land inside it.
+    static func firstGuess(_ target: Double, _ predicted: Prediction) -> Int {
+        let typical = guess(target: target)
+        let band = band(target: target)
+        let expected = predicted.score(at: typical)
+        if expected < band.lowerBound + Prediction.error { return predicted.quality(for: band.lowerBound + Prediction.error) }
+        if expected > band.upperBound - Prediction.error { return predicted.quality(for: band.upperBound - Prediction.error) }
+        return typical
+    }
+
     /// The most blocking an encode that meets its target may show in its flat parts (luma levels
     /// at the ``blockingPercentile``): at 2 the 8 × 8 tiles of a sky are seen at 2×, at 1.5 not
     /// (docs/quality.md). That is the gate from a target of 80 (very high quality) up; a lower
@@ -318,6 +355,12 @@ enum QualitySearch {
             score80 = zip(x, scoreWeights).reduce(0) { $0 + $1.0 * $1.1 }
             slope = max(1.5, min(8, zip(x, slopeWeights).reduce(0) { $0 + $1.0 * $1.1 }))
         }
+
+        /// The standard error of ``score80`` on the pictures it was fitted on (docs/quality.md).
+        static let error = 2.5
+
+        /// The score predicted at `quality`.
+        func score(at quality: Int) -> Double { score80 + (step(80) - step(quality)) * slope }
 
         /// The quality predicted to reach `score`.
         func quality(for score: Double) -> Int {
