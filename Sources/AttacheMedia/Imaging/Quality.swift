@@ -264,18 +264,46 @@ enum QualitySearch {
         // Missed at the highest quality it may write, or climbing too slowly to reach the floor:
         // chroma that 4:2:0 cannot carry (a saturated red, fine coloured text, a flat colour
         // with a thin outline). Then 4:4:4 chroma, at the first guess and, if that misses too,
-        // at the highest quality: at most two encodes more, for these pictures alone. (Not when a
-        // source JPEG's own quality is the top: its coarseness is not in its chroma.)
+        // at the highest quality, or if it is well over the floor, at the quality that should
+        // just reach it: at most two encodes more, for these pictures alone. (Not when a source
+        // JPEG's own quality is the top: its coarseness is not in its chroma.)
         if !tries.contains(where: met), top == highest, format == .jpeg, image.channels == 3,
             tries.contains(where: { $0.quality == top }) || tries.count < maxEncodes
         {
             fullFrom = tries.count
-            for attempt in Set([tries[0].quality, top]).sorted() {
+            func full(_ attempt: Int) throws(AttacheError) {
                 try deadline.check()
                 let data = try encode(image, format, attempt, tables: tables, fullChroma: true)
                 let score = try judge.score(data, format)
                 tries.append((attempt, score, judge.lastBlocking, data))
-                if met(tries[tries.count - 1]) { break }
+            }
+            try full(tries[0].quality)
+            let first = tries[tries.count - 1]
+            if !met(first), first.quality < top {
+                try full(top)
+            } else if met(first), first.score > band.lowerBound + 2 * aimInside {
+                // 4:4:4 costs more bytes a quality than 4:2:0: down to just inside the floor, on
+                // the line through the last two 4:4:4 tries once there are two.
+                var (above, below) = (first, nil as Try?)
+                while tries.count < mostEncodes {
+                    var slope = typicalSlope
+                    if let below, step(below.quality) != step(above.quality) {
+                        slope = max(0.5, (above.score - below.score) / (step(below.quality) - step(above.quality)))
+                    }
+                    let aim = band.lowerBound + aimInside
+                    let floorQuality = (below?.quality ?? lowest - 1) + 1
+                    // Blocked in its flat parts (the score was enough): a step up, as above.
+                    let aimed =
+                        below.map { $0.score >= band.lowerBound } == true
+                        ? below!.quality + blockingStep
+                        : Self.quality(atStep: step(above.quality) + (above.score - aim) / slope)
+                    let down = max(max(lowest, floorQuality), min(above.quality - 1, aimed))
+                    if down >= above.quality || down < floorQuality { break }
+                    try full(down)
+                    let last = tries[tries.count - 1]
+                    if inBand(last), last.score <= aim + 2 * aimInside { break }
+                    if met(last) { above = last } else { below = last }
+                }
             }
         }
         func smallest(_ indices: [Int]) -> Int? { indices.min { tries[$0].data.count < tries[$1].data.count } }
