@@ -212,8 +212,10 @@ struct QualityTests {
     /// for at least four in five, and none is written under the floor.
     @Test func theFirstEncodeLandsInTheBandOnPhotosItWasNotFittedOn() throws {
         var names = ["waterfall-rotated.jpg", "portrait-progressive.jpg"].map { Paths.samples + "/" + $0 }
-        names += ["jpeg-variants/pillow__flower.jpg", "jpeg-variants/pillow__flower2.jpg", "exif-orientation/Portrait_3.jpg"]
-            .map(Corpus.path)
+        names += [
+            "jpeg-variants/pillow__flower.jpg", "jpeg-variants/pillow__flower2.jpg", "exif-orientation/Portrait_3.jpg",
+        ]
+        .map(Corpus.path)
         let band = QualitySearch.band(target: Quality.defaultTarget)
         var (photos, inOne) = (0, 0)
         for file in names where FileManager.default.fileExists(atPath: file) {

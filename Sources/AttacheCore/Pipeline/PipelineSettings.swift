@@ -169,11 +169,13 @@ public enum PipelineSettings {
 
     // MARK: - Rows read together
 
-    /// `auto` (the lowest quality that reaches the target) or a fixed 1 to 100, for the rendition
+    /// `auto` (the quality a typical photo needs for the target, each picture kept in the band
+    /// around it) or a fixed 1 to 100, for the rendition
     /// and every receiver's picture; `auto` keeps the target given beside it, else the one in force.
     static let quality = row(
         "quality",
-        "JPEG and WebP quality: auto (each picture at the lowest quality that reaches the quality target) or a "
+        "JPEG and WebP quality: auto (the quality a typical photo needs for the quality target, each picture "
+            + "checked and kept within 10 below to 8 above it) or a "
             + "fixed \(Quality.fixedRange.lowerBound)-\(Quality.fixedRange.upperBound).",
         Reader(
             read: { text, configuration, given in
@@ -187,11 +189,11 @@ public enum PipelineSettings {
                 configuration.setQuality(quality)
             }, shown: { $0.rendition.quality.setting }), term: "quality")
 
-    /// The score `auto` reaches; given without a quality it means `auto` at this target.
+    /// The score `auto` aims at; given without a quality it means `auto` at this target.
     static let qualityTarget = row(
         "qualityTarget",
-        "With quality auto: the SSIMULACRA2 score each picture reaches (\(Quality.trimmedRange); 90 visually "
-            + "lossless, 70 high).",
+        "With quality auto: the SSIMULACRA2 score a typical photo gets, none more than 10 under it "
+            + "(\(Quality.trimmedRange); 90 visually lossless, 80 very high, 70 high).",
         Reader(
             read: { text, configuration, given in
                 guard let target = DecimalText.number(text),

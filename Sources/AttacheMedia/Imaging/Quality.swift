@@ -205,123 +205,14 @@ enum QualitySearch {
 
     /// One encode at the quality a typical photo needs for the target (or the one the
     /// prediction says lands in the band), kept when its score is in the ``band(target:)`` and
-    /// its flat parts show no blocking; outside the band, at most two more, each aimed on a line
-    /// through the last two tries (or at the picture's predicted slope after one) in
-    /// ``step(_:)``'s units, where scores move about evenly. The smallest encode in the band
-    /// wins, else the smallest that met its floor, else the best scored.
+    /// its flat parts show no blocking; outside the band, at most two more (``BandSearch``).
     private static func search(
         _ image: PixelImage, _ format: MediaKind, target: Double, judge: Judge, deadline: WorkDeadline,
         hint: QualityHint
     ) throws(AttacheError) -> (data: [UInt8], choice: QualityChoice) {
-        typealias Try = (quality: Int, score: Double, blocking: Double, data: [UInt8])
-        var tries: [Try] = []
-        // The tries from this index on are 4:4:4.
-        var fullFrom = Int.max
-        let tables = hint.tables.resolved(for: .auto(target: target))
-        // The source's quality (an IJG number) as a number of these tables; a JPEG's only (a
-        // WebP's numbers are libwebp's own).
-        let ceiling = format == .jpeg ? hint.ceiling.map { tables.equivalent(ijg: $0) } : nil
-        let top = max(lowest, min(highest, ceiling ?? highest))
-        let features = features(image)
-        let predicted = Prediction(features)
-        let band = band(target: target)
-        var quality = min(top, hint.guess.map { min(highest, max(lowest, $0)) } ?? firstGuess(target, predicted))
-        let blockingAllowed = maxBlocking(target: target)
-        func met(_ attempt: Try) -> Bool { attempt.score >= band.lowerBound && attempt.blocking <= blockingAllowed }
-        func inBand(_ attempt: Try) -> Bool { met(attempt) && attempt.score <= band.upperBound }
-        while true {
-            try deadline.check()
-            let data = try encode(image, format, quality, tables: tables)
-            let score = try judge.score(data, format)
-            tries.append((quality, score, judge.lastBlocking, data))
-            let last = tries[tries.count - 1]
-            if tries.count == maxEncodes || inBand(last) { break }
-            var slope = predicted.slope
-            if tries.count >= 2 {
-                let (a, b) = (tries[tries.count - 2], tries[tries.count - 1])
-                let run = step(a.quality) - step(b.quality)
-                if run != 0, (a.score - b.score) / run < -0.5 { slope = -(a.score - b.score) / run }
-                // Under the floor twice and climbing slowly: the loss is in the colour that 4:2:0
-                // cannot carry, and a higher quality buys little of it (below).
-                if run != 0, !tries.contains(where: met), -(a.score - b.score) / run < chromaSlope { break }
-            }
-            // Blocking in the flat parts is a miss, whatever the score: a step up. Below the band,
-            // aim just inside its floor; above it, just inside its ceiling.
-            let aim = score < band.lowerBound ? band.lowerBound + aimInside : band.upperBound - aimInside
-            var next =
-                score >= band.lowerBound && !met(last)
-                ? quality + blockingStep : Self.quality(atStep: step(quality) - (aim - score) / slope)
-            // Never a number already tried, never at or below a miss, never at or above a try
-            // over the band or in it.
-            if let lowestMet = tries.filter(met).map(\.quality).min() { next = min(next, lowestMet - 1) }
-            if let highestMissed = tries.filter({ !met($0) }).map(\.quality).max() {
-                next = max(next, highestMissed + 1)
-            }
-            next = min(top, max(lowest, next))
-            guard !tries.contains(where: { $0.quality == next }) else { break }
-            quality = next
-        }
-        // Missed at the highest quality it may write, or climbing too slowly to reach the floor:
-        // chroma that 4:2:0 cannot carry (a saturated red, fine coloured text, a flat colour
-        // with a thin outline). Then 4:4:4 chroma, at the first guess and, if that misses too,
-        // at the highest quality, or if it is well over the floor, at the quality that should
-        // just reach it: at most two encodes more, for these pictures alone. (Not when a source
-        // JPEG's own quality is the top: its coarseness is not in its chroma.)
-        if !tries.contains(where: met), top == highest, format == .jpeg, image.channels == 3,
-            tries.contains(where: { $0.quality == top }) || tries.count < maxEncodes
-        {
-            fullFrom = tries.count
-            func full(_ attempt: Int) throws(AttacheError) {
-                try deadline.check()
-                let data = try encode(image, format, attempt, tables: tables, fullChroma: true)
-                let score = try judge.score(data, format)
-                tries.append((attempt, score, judge.lastBlocking, data))
-            }
-            try full(tries[0].quality)
-            let first = tries[tries.count - 1]
-            if !met(first), first.quality < top {
-                try full(top)
-            } else if met(first), first.score > band.lowerBound + 2 * aimInside {
-                // 4:4:4 costs more bytes a quality than 4:2:0: down to just inside the floor, on
-                // the line through the last two 4:4:4 tries once there are two.
-                var (above, below) = (first, nil as Try?)
-                while tries.count < mostEncodes {
-                    var slope = typicalSlope
-                    if let below, step(below.quality) != step(above.quality) {
-                        slope = max(0.5, (above.score - below.score) / (step(below.quality) - step(above.quality)))
-                    }
-                    let aim = band.lowerBound + aimInside
-                    let floorQuality = (below?.quality ?? lowest - 1) + 1
-                    // Blocked in its flat parts (the score was enough): a step up, as above.
-                    let aimed =
-                        below.map { $0.score >= band.lowerBound } == true
-                        ? below!.quality + blockingStep
-                        : Self.quality(atStep: step(above.quality) + (above.score - aim) / slope)
-                    let down = max(max(lowest, floorQuality), min(above.quality - 1, aimed))
-                    if down >= above.quality || down < floorQuality { break }
-                    try full(down)
-                    let last = tries[tries.count - 1]
-                    if inBand(last), last.score <= aim + 2 * aimInside { break }
-                    if met(last) { above = last } else { below = last }
-                }
-            }
-        }
-        func smallest(_ indices: [Int]) -> Int? { indices.min { tries[$0].data.count < tries[$1].data.count } }
-        let metting = tries.indices.filter { met(tries[$0]) }
-        let index =
-            smallest(metting.filter { inBand(tries[$0]) }) ?? smallest(metting)
-            ?? tries.indices.max { tries[$0].score < tries[$1].score }!
-        let chosen = tries[index]
-        var missed: Missed? = nil
-        if metting.isEmpty {
-            let atTop = tries.contains { $0.quality == top }
-            missed = !atTop ? .encodes : (top < highest ? .sourceQuality : .highestQuality)
-        }
-        var choice = QualityChoice(
-            quality: chosen.quality, score: chosen.score, encodes: tries.count, missed: missed?.rawValue)
-        (choice.blocking, choice.features) = (chosen.blocking, features)
-        choice.fullChroma = index >= fullFrom
-        return (chosen.data, choice)
+        var search = BandSearch(image, format, target: target, judge: judge, deadline: deadline, hint: hint)
+        try search.run()
+        return search.result()
     }
 
     /// The scores an encode for `target` is kept at without another: from ``floorBelow`` under
@@ -347,8 +238,12 @@ enum QualitySearch {
         let typical = guess(target: target)
         let band = band(target: target)
         let expected = predicted.score(at: typical)
-        if expected < band.lowerBound + Prediction.error { return predicted.quality(for: band.lowerBound + Prediction.error) }
-        if expected > band.upperBound - Prediction.error { return predicted.quality(for: band.upperBound - Prediction.error) }
+        if expected < band.lowerBound + Prediction.error {
+            return predicted.quality(for: band.lowerBound + Prediction.error)
+        }
+        if expected > band.upperBound - Prediction.error {
+            return predicted.quality(for: band.upperBound - Prediction.error)
+        }
         return typical
     }
 
