@@ -45,6 +45,9 @@ extension QualitySearch {
             start = min(top, hint.guess.map { min(highest, max(lowest, $0)) } ?? firstGuess(target, predicted))
         }
 
+        /// A colour JPEG not bounded by its source's own quality may be written 4:4:4.
+        var mayGoFull: Bool { top == highest && format == .jpeg && image.channels == 3 }
+
         func met(_ attempt: Try) -> Bool { attempt.score >= band.lowerBound && attempt.blocking <= blockingAllowed }
         func inBand(_ attempt: Try) -> Bool { met(attempt) && attempt.score <= band.upperBound }
 
@@ -61,7 +64,7 @@ extension QualitySearch {
             // floor: chroma that 4:2:0 cannot carry (a saturated red, fine coloured text, a flat
             // colour with a thin outline). (Not when a source JPEG's own quality is the top: its
             // coarseness is not in its chroma.)
-            if !tries.contains(where: met), top == highest, format == .jpeg, image.channels == 3,
+            if !tries.contains(where: met), mayGoFull,
                 tries.contains(where: { $0.quality == top }) || tries.count < maxEncodes
             {
                 try fullChroma()
@@ -81,8 +84,11 @@ extension QualitySearch {
                     let run = step(a.quality) - step(b.quality)
                     if run != 0, (a.score - b.score) / run < -0.5 { slope = -(a.score - b.score) / run }
                     // Under the floor twice and climbing slowly: the loss is in the colour that
-                    // 4:2:0 cannot carry, and a higher quality buys little of it.
-                    if run != 0, !tries.contains(where: met), -(a.score - b.score) / run < chromaSlope { return }
+                    // 4:2:0 cannot carry, and a higher quality buys little of it (a colour JPEG's
+                    // 4:4:4 stage follows).
+                    if run != 0, mayGoFull, !tries.contains(where: met), -(a.score - b.score) / run < chromaSlope {
+                        return
+                    }
                 }
                 // Blocking in the flat parts is a miss, whatever the score: a step up. Below the
                 // band, aim just inside its floor; above it, just inside its ceiling.
