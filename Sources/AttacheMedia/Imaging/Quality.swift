@@ -219,7 +219,8 @@ enum QualitySearch {
     /// it (no picture lower) to ``ceilingAbove`` over it (none spending more). Within the band
     /// each picture gets the one quality a typical photo needs, so pictures spread as a fixed
     /// quality spreads them: that spends each byte where it buys the most score (an equal score
-    /// for every picture costs 15–60% more bytes for the same mean; docs/quality.md).
+    /// for every picture cost 5–12% more bytes for the same mean on the photo sets;
+    /// docs/quality.md).
     static func band(target: Double) -> ClosedRange<Double> { (target - floorBelow)...(target + ceilingAbove) }
     /// 10 below 80 is 70, SSIMULACRA2's "high quality".
     static let floorBelow = 10.0

@@ -45,6 +45,12 @@ extension QualitySearch {
             start = min(top, hint.guess.map { min(highest, max(lowest, $0)) } ?? firstGuess(target, predicted))
         }
 
+        /// Score points a unit of ``step(_:)`` from `a` to `b`; nil when both are at one step.
+        static func slope(_ a: Try, _ b: Try) -> Double? {
+            let run = step(a.quality) - step(b.quality)
+            return run == 0 ? nil : (b.score - a.score) / run
+        }
+
         /// A colour JPEG not bounded by its source's own quality may be written 4:4:4.
         var mayGoFull: Bool { top == highest && format == .jpeg && image.channels == 3 }
 
@@ -79,16 +85,12 @@ extension QualitySearch {
                 let last = tries[tries.count - 1]
                 if tries.count == maxEncodes || inBand(last) { return }
                 var slope = predicted.slope
-                if tries.count >= 2 {
-                    let (a, b) = (tries[tries.count - 2], last)
-                    let run = step(a.quality) - step(b.quality)
-                    if run != 0, (a.score - b.score) / run < -0.5 { slope = -(a.score - b.score) / run }
+                if tries.count >= 2, let measured = Self.slope(tries[tries.count - 2], last) {
+                    if measured > 0.5 { slope = measured }
                     // Under the floor twice and climbing slowly: the loss is in the colour that
                     // 4:2:0 cannot carry, and a higher quality buys little of it (a colour JPEG's
                     // 4:4:4 stage follows).
-                    if run != 0, mayGoFull, !tries.contains(where: met), -(a.score - b.score) / run < chromaSlope {
-                        return
-                    }
+                    if mayGoFull, !tries.contains(where: met), measured < chromaSlope { return }
                 }
                 // Blocking in the flat parts is a miss, whatever the score: a step up. Below the
                 // band, aim just inside its floor; above it, just inside its ceiling.
@@ -124,15 +126,11 @@ extension QualitySearch {
             guard first.score > aim + aimInside else { return }
             var (above, below) = (first, nil as Try?)
             while tries.count < mostEncodes {
-                var slope = typicalSlope
-                if let below, step(below.quality) != step(above.quality) {
-                    slope = max(0.5, (above.score - below.score) / (step(below.quality) - step(above.quality)))
-                }
+                let slope = below.flatMap { Self.slope($0, above) }.map { max(0.5, $0) } ?? typicalSlope
                 let least = max(lowest, (below?.quality ?? lowest - 1) + 1)
-                let aimed =
-                    below.map { $0.score >= band.lowerBound } == true
-                    ? below!.quality + blockingStep
-                    : QualitySearch.quality(atStep: step(above.quality) + (above.score - aim) / slope)
+                // Blocked (its score was enough): a step up, as at 4:2:0.
+                var aimed = QualitySearch.quality(atStep: step(above.quality) + (above.score - aim) / slope)
+                if let below, below.score >= band.lowerBound { aimed = below.quality + blockingStep }
                 let down = max(least, min(above.quality - 1, aimed))
                 if down >= above.quality { return }
                 try attempt(down, fullChroma: true)
