@@ -5,7 +5,7 @@
 #   quick   1 when BENCH_QUICK=1 asks for the small subset, else 0
 # and defines `figure NAME VALUE UNIT [--peer P --peer-value V] [--lower] [--goal G]`, which
 # records a figure in $BENCH_FIGURES for Benchmarks/run.sh (nothing when it is unset), and the
-# helpers `need_packages`, `build_product`, `photos_5_20mp` and `media_host` below.
+# helpers `need_packages`, `build_product`, `photos_5_20mp`, `photo_sets` and `media_host` below.
 quick=${BENCH_QUICK:-0}
 bench_dir=$(pwd)
 # A binary newer than every source and the manifest is used as it is: asking SwiftPM costs up to
@@ -41,6 +41,23 @@ for f in sorted(glob.glob("work/jpeg/*.jpg")):
     if 5e6 <= w * h <= 20e6:
         print(f[len("work/"):])
 PY
+}
+# photo_sets: copies the three photo sets of the quality benchmarks into work/lomiri, work/plasma
+# and work/ukui (needs prepare.sh's work/jpeg): the photo benchmark (lomiri-wallpapers, which the
+# defaults were calibrated on) and two the calibration never saw, chosen by a rule before any
+# result: every JPEG of plasma-workspace-wallpapers (each theme's largest) and of ukui-wallpapers.
+photo_sets() {
+    need_packages plasma-workspace-wallpapers ukui-wallpapers
+    mkdir -p work/lomiri work/plasma work/ukui
+    local f d largest
+    for f in work/jpeg/*.jpg; do
+        case "$f" in *_baseline.jpg) ;; *) cp -n "$f" work/lomiri/ ;; esac
+    done
+    for d in /usr/share/wallpapers/*/contents/images; do
+        largest=$(ls "$d" | grep '\.jpg$' | sort -t x -k1,1n | tail -1 || true)
+        [ -n "$largest" ] && cp -n "$d/$largest" "work/plasma/$(basename "$(dirname "$(dirname "$d")")").jpg"
+    done
+    for f in $(dpkg -L ukui-wallpapers | grep '^/usr/share/backgrounds/.*\.jpg$'); do cp -n "$f" work/ukui/; done
 }
 # BENCH_SLOWDOWN=0.1 (run.sh --slowdown 0.1): each attache command that ends takes 10% longer
 # (it sleeps a tenth of its own time after it), so that `run.sh --compare` can be checked on a

@@ -14,19 +14,11 @@ bash prepare.sh >/dev/null
 python3 -c "import ssimulacra2" 2>/dev/null || pip install -q ssimulacra2==0.3.0
 command -v thumbor >/dev/null || pip install -q thumbor
 . ./binary.sh
-need_packages plasma-workspace-wallpapers ukui-wallpapers libvips-tools
+need_packages libvips-tools
 # BENCH_QUICK=1: the peers on four photos of the benchmark set, nothing else.
 [ "$quick" = 1 ] || python3 quality.py work/jpeg --attache "$bin" "$@"
 [ "${PEERS:-1}" = 0 ] && exit 0
-mkdir -p work/lomiri work/plasma work/ukui
-for f in work/jpeg/*.jpg; do
-    case "$f" in *_baseline.jpg) ;; *) cp -n "$f" work/lomiri/ ;; esac
-done
-for d in /usr/share/wallpapers/*/contents/images; do
-    largest=$(ls "$d" | grep '\.jpg$' | sort -t x -k1,1n | tail -1 || true)
-    [ -n "$largest" ] && cp -n "$d/$largest" "work/plasma/$(basename "$(dirname "$(dirname "$d")")").jpg"
-done
-for f in $(dpkg -L ukui-wallpapers | grep '^/usr/share/backgrounds/.*\.jpg$'); do cp -n "$f" work/ukui/; done
+photo_sets
 if [ "$quick" = 1 ]; then
     python3 quality_peers.py --attache "$bin" --set lomiri=work/lomiri --limit 4
 else

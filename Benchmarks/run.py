@@ -62,6 +62,8 @@ STEPS = [
     Step("quality", "quality.sh", "the defaults' pictures: thumbor, vipsthumbnail (SSIMULACRA2)", 900, 20, [
         "lomiri photos at the defaults: lowest SSIMULACRA2", "lomiri photos at the defaults: mean SSIMULACRA2",
         "lomiri photos at the defaults: bytes", "lomiri photos at the defaults: encodes per picture"]),
+    Step("auto", "auto-cost.sh", "quality auto: the same first encode at a fixed quality", 120, 15, [
+        "quality auto: CPU against one fixed encode"]),
     Step("service", "serve-load.sh", "the service under load: thumbor, nginx", 900, 35, [
         "service, 16 clients, 5-20 MP photos: throughput", "service, 16 clients, 5-20 MP photos: p99",
         "service: peak RSS through 64 clients", "service: tiny payloads beside 16 heavy clients, attached in 300 ms",

@@ -53,6 +53,55 @@ static float step_across(const uint8_t *pixels, size_t stride, int channels, con
     return (float)sum / (256.0f * BLOCK);
 }
 
+// A row of luma (1/256 levels) from `count` pixels.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+luma_row(const uint8_t *restrict row, uint16_t *restrict out, size_t count, int channels) {
+    if (channels >= 3) {
+        for (size_t x = 0; x < count; x++) out[x] = (uint16_t)luma256(row + x * channels, 3);
+    } else {
+        for (size_t x = 0; x < count; x++) out[x] = (uint16_t)luma256(row + x * channels, 1);
+    }
+}
+
+// Each block's sums of the steps between neighbours inside it across (`h`) and down (`v`), for
+// one row of `blocks` blocks (`width` luma values a row): the steps of each column summed down
+// the block's rows first (in `across` and `down`, `width` each), so the inner loops run along
+// whole rows.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+inner_steps(const uint16_t *restrict top, size_t width, int blocks, int32_t *restrict across, int32_t *restrict down,
+            int32_t *restrict h, int32_t *restrict v) {
+    memset(across, 0, sizeof(int32_t) * width);
+    memset(down, 0, sizeof(int32_t) * width);
+    for (int j = 0; j < BLOCK; j++) {
+        const uint16_t *row = top + (size_t)j * width;
+        // The step to the right of x (none across a block's right edge).
+        for (size_t x = 0; x + 1 < width; x++) across[x] += (x % BLOCK != BLOCK - 1) * abs(row[x + 1] - row[x]);
+        if (j + 1 < BLOCK)
+            for (size_t x = 0; x < width; x++) down[x] += abs(row[x + width] - row[x]);
+    }
+    for (int b = 0; b < blocks; b++) {
+        int32_t sh = 0, sv = 0;
+        for (int i = 0; i < BLOCK; i++) {
+            sh += across[b * BLOCK + i];
+            sv += down[b * BLOCK + i];
+        }
+        h[b] = sh;
+        v[b] = sv;
+    }
+}
+
+// The mean signed step across `segment` from the luma rows `rows` (`rows[0]` the row above
+// the block row the segment is in, `width` values a row; 1/256 levels).
+static float luma_step_across(const uint16_t *rows, size_t width, const att_segment *segment) {
+    const uint16_t *top = rows + width + segment->x;
+    int sum = 0;
+    for (int k = 0; k < BLOCK; k++) {
+        const uint16_t *at = segment->vertical ? top + (size_t)k * width : top + k;
+        sum += at[0] - (segment->vertical ? at[-1] : at[-(ptrdiff_t)width]);
+    }
+    return (float)sum / (256.0f * BLOCK);
+}
+
 att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, uint32_t width, uint32_t height,
                                        int32_t channels, double flat) {
     att_blocking_ref *ref = calloc(1, sizeof *ref);
@@ -62,67 +111,55 @@ att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, 
     ref->channels = channels;
     if (width < 2 * BLOCK || height < 2 * BLOCK) return ref;
     int bw = (int)width / BLOCK, bh = (int)height / BLOCK;
-    size_t blocks = (size_t)bw * bh;
-    // Luma once (1/256 levels), then each block's sums of steps between neighbours inside it,
-    // across (h) and down (v): a segment's area (two blocks) is their sums and the steps
-    // between the two blocks, so each pixel is read a few times, not once per segment.
-    uint16_t *luma = malloc(sizeof(uint16_t) * (size_t)bw * BLOCK * bh * BLOCK);
-    int32_t *inner_h = malloc(sizeof(int32_t) * blocks), *inner_v = malloc(sizeof(int32_t) * blocks);
-    ref->flat = malloc(sizeof(att_segment) * blocks * 2);
-    if (!luma || !inner_h || !inner_v || !ref->flat) {
-        free(luma);
-        free(inner_h);
-        free(inner_v);
+    size_t lw = (size_t)bw * BLOCK;
+    // One row of blocks at a time: its luma (1/256 levels) with the row above it, then each
+    // block's sums of steps between neighbours inside it, across (h) and down (v), kept for
+    // this row of blocks and the one above: a segment's area (two blocks) is their sums and the
+    // steps between the two blocks, so each pixel is read a few times, not once per segment.
+    uint16_t *rows = malloc(sizeof(uint16_t) * (BLOCK + 1) * lw);
+    int32_t *sums = malloc(sizeof(int32_t) * 4 * (size_t)bw), *columns = malloc(sizeof(int32_t) * 2 * lw);
+    ref->flat = malloc(sizeof(att_segment) * (size_t)bw * bh * 2);
+    if (!rows || !sums || !columns || !ref->flat) {
+        free(rows);
+        free(sums);
+        free(columns);
         att_blocking_free(ref);
         return NULL;
-    }
-    size_t lw = (size_t)bw * BLOCK;
-    for (int y = 0; y < bh * BLOCK; y++) {
-        const uint8_t *row = reference + (size_t)y * stride;
-        for (size_t x = 0; x < lw; x++) luma[y * lw + x] = (uint16_t)luma256(row + x * channels, channels);
-    }
-    for (int by = 0; by < bh; by++) {
-        for (int bx = 0; bx < bw; bx++) {
-            int32_t h = 0, v = 0;
-            const uint16_t *top = luma + (size_t)by * BLOCK * lw + (size_t)bx * BLOCK;
-            for (int j = 0; j < BLOCK; j++) {
-                const uint16_t *row = top + (size_t)j * lw;
-                for (int i = 0; i + 1 < BLOCK; i++) h += abs(row[i + 1] - row[i]);
-                if (j + 1 < BLOCK)
-                    for (int i = 0; i < BLOCK; i++) v += abs(row[i + lw] - row[i]);
-            }
-            inner_h[(size_t)by * bw + bx] = h;
-            inner_v[(size_t)by * bw + bx] = v;
-        }
     }
     // A two-block area's mean step: 8 x 7 + 8 x 7 inside, 8 between them, and 7 x 8 x 2 the
     // other way.
     const float per = 1.0f / (256.0f * (2 * BLOCK * (BLOCK - 1) + BLOCK + 2 * BLOCK * (BLOCK - 1)));
     for (int by = 0; by < bh; by++) {
+        // This row's sums and the row above's swap places.
+        int32_t *inner_h = sums + (size_t)(by % 2) * 2 * bw, *inner_v = inner_h + bw;
+        int32_t *above_h = sums + (size_t)((by + 1) % 2) * 2 * bw, *above_v = above_h + bw;
+        if (by > 0) memcpy(rows, rows + BLOCK * lw, sizeof(uint16_t) * lw);
+        for (int j = 0; j < BLOCK; j++)
+            luma_row(reference + (size_t)(by * BLOCK + j) * stride, rows + (size_t)(j + 1) * lw, lw, channels);
+        inner_steps(rows + lw, lw, bw, columns, columns + lw, inner_h, inner_v);
         for (int bx = 0; bx < bw; bx++) {
-            size_t here = (size_t)by * bw + bx;
-            const uint16_t *top = luma + (size_t)by * BLOCK * lw + (size_t)bx * BLOCK;
+            const uint16_t *top = rows + lw + (size_t)bx * BLOCK;
             // The edge to the left (between block bx-1 and bx), then the edge above.
             for (int edge = 0; edge < 2; edge++) {
                 if ((edge == 0 && bx == 0) || (edge == 1 && by == 0)) continue;
                 ref->segments++;
-                size_t other = edge == 0 ? here - 1 : here - (size_t)bw;
+                int32_t other = edge == 0 ? inner_h[bx - 1] + inner_v[bx - 1] : above_h[bx] + above_v[bx];
                 int32_t between = 0;
                 for (int k = 0; k < BLOCK; k++) {
                     const uint16_t *at = edge == 0 ? top + (size_t)k * lw : top + k;
                     between += abs(at[0] - (edge == 0 ? at[-1] : at[-(ptrdiff_t)lw]));
                 }
-                int32_t sum = inner_h[here] + inner_h[other] + inner_v[here] + inner_v[other] + between;
+                int32_t sum = inner_h[bx] + inner_v[bx] + other + between;
                 if ((float)sum * per >= flat) continue;
                 att_segment segment = {(uint32_t)(bx * BLOCK), (uint32_t)(by * BLOCK), (uint8_t)(edge == 0), 0};
-                segment.own = fabsf(step_across(reference, stride, channels, &segment));
+                segment.own = fabsf(luma_step_across(rows, lw, &segment));
                 ref->flat[ref->count++] = segment;
             }
         }
     }
-    free(luma);
-    free(inner_h);
-    free(inner_v);
+    free(rows);
+    free(sums);
+    free(columns);
     return ref;
 }
 

@@ -11,7 +11,8 @@
 //     and mirrored at the sides, as the public Python implementation does;
 //   - each scale runs in bands of rows, so memory is a few rows of the picture per plane plus
 //     the smaller scales' linear RGB (a third of a picture's floats per image), not a dozen
-//     whole planes.
+//     whole planes;
+//   - the two largest scales pool a sample of their rows: every fourth band of 16 (docs/quality.md).
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -20,6 +21,11 @@
 #include "attache_codecs.h"
 
 enum { SCALES = 6, RADIUS = 5, TAPS = 2 * RADIUS + 1, BAND = 64 };
+// The two largest scales pool SAMPLE rows of every SAMPLE * EVERY: short bands, spread evenly,
+// read each part of a picture where one long band in two missed whole regions (the score of a
+// photo whose artefacts sit in a few rows moved by up to 2 points; by under 0.6 so, in half the
+// rows pooled, docs/quality.md).
+enum { SAMPLE = 16, EVERY = 4 };
 
 // SSIMULACRA2's weights, in its order: channel (X, Y, B), scale, norm (1, 4), term (ssim,
 // artifact, detail lost). Its index runs over the scales a picture has: a picture under 256 px
@@ -153,14 +159,12 @@ static int needed(int scales, int channel, int scale) {
     return 0;
 }
 
-// One image at one scale: its 8-bit pixels (scale 0), the 2 × 2 means of its pixels made as
-// each row is read (scale 1: `halved`, the pixels `full_width` × `full_height`), or three
-// planes of linear RGB (the smaller scales).
+// One image at one scale: its 8-bit pixels (scale 0) or three planes of linear RGB (the
+// smaller scales).
 typedef struct {
     const uint8_t *pixels;
     size_t stride;
     int channels;
-    int halved, full_width, full_height;
     float *linear[3];
 } source;
 
@@ -171,9 +175,9 @@ struct att_quality_ref {
     // The picture's scales (as SSIMULACRA2 counts them, at most six) and those computed.
     int width, height, scales, levels;
     int sizes[SCALES][2];
-    // The reference's planes from scale 2 (its scales 0 and 1 are read from its pixels).
+    // The reference's planes from scale 1 (its scale 0 is read from its pixels).
     source reference[SCALES];
-    // The candidate's planes from scale 2.
+    // The candidate's planes from scale 1.
     float *candidate[SCALES][3];
     float kernel[TAPS];
     // Band scratch, sized for scale 0: linear rows of both images, the XYB rows of both per
@@ -182,6 +186,7 @@ struct att_quality_ref {
     float *rows_linear[2][3];
     float *xyb[3][2];
     float *zeros;
+    float *squares[3];
     float *vertical[QUANTITIES];
     float *blurred[QUANTITIES];
 };
@@ -202,17 +207,26 @@ static void init_tables(void) {
 }
 
 // Cube root of x > 0 (x is at least the opsin bias here): a bit-level first guess (within 4%)
-// and two Newton steps (within 1e-5 relative), free of branches so that it vectorises.
+// and one Halley step (within 3e-5 relative; one division, where two Newton steps take two),
+// free of branches so that it vectorises.
 static inline float cube_root(float x) {
     union {
         float f;
         uint32_t i;
     } u = {x};
     u.i = u.i / 3 + 709921077u;
-    float y = u.f;
-    y = (2.0f * y + x / (y * y)) * (1.0f / 3.0f);
-    y = (2.0f * y + x / (y * y)) * (1.0f / 3.0f);
-    return y;
+    float y = u.f, y3 = y * y * y;
+    return y * (y3 + 2.0f * x) / (2.0f * y3 + x);
+}
+
+// Three planes of linear RGB from a row of 8-bit RGB.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+rgb_linear(const uint8_t *restrict src, float *restrict r, float *restrict g, float *restrict b, int width) {
+    for (int x = 0; x < width; x++) {
+        r[x] = srgb_linear[src[3 * x]];
+        g[x] = srgb_linear[src[3 * x + 1]];
+        b[x] = srgb_linear[src[3 * x + 2]];
+    }
 }
 
 // Row `y` of `image` as linear RGB: `out` points at it (in the image's planes, or in `buffer`,
@@ -224,56 +238,12 @@ static void linear_row(const source *image, int y, int width, float *buffer[3], 
     }
     for (int c = 0; c < 3; c++) out[c] = buffer[c];
     float *dst[3] = {buffer[0], buffer[1], buffer[2]};
-    if (image->halved) {
-        // Scale 1 from the pixels: each value the mean of a 2 × 2 block in linear light (a block
-        // at an edge repeats its last row or column, as halving a plane does).
-        const int channels = image->channels, last_x = image->full_width - 1;
-        const uint8_t *a = image->pixels + (size_t)(2 * y) * image->stride;
-        const uint8_t *b = 2 * y + 1 < image->full_height ? a + image->stride : a;
-        if (channels == 3) {
-            for (int x = 0; x < width; x++) {
-                const uint8_t *p = a + 6 * x, *q = b + 6 * x;
-                int step = 2 * x + 1 <= last_x ? 3 : 0;
-                dst[0][x] =
-                    0.25f * (srgb_linear[p[0]] + srgb_linear[p[step]] + srgb_linear[q[0]] + srgb_linear[q[step]]);
-                dst[1][x] = 0.25f * (srgb_linear[p[1]] + srgb_linear[p[step + 1]] + srgb_linear[q[1]] +
-                                     srgb_linear[q[step + 1]]);
-                dst[2][x] = 0.25f * (srgb_linear[p[2]] + srgb_linear[p[step + 2]] + srgb_linear[q[2]] +
-                                     srgb_linear[q[step + 2]]);
-            }
-            return;
-        }
-        for (int x = 0; x < width; x++) {
-            int x0 = 2 * x, x1 = 2 * x + 1 <= last_x ? 2 * x + 1 : 2 * x;
-            for (int c = 0; c < 3; c++) {
-                int k = channels < 3 ? 0 : c;
-                float v0 = srgb_linear[a[x0 * channels + k]], v1 = srgb_linear[a[x1 * channels + k]];
-                float v2 = srgb_linear[b[x0 * channels + k]], v3 = srgb_linear[b[x1 * channels + k]];
-                if (channels == 4) {
-                    float a0 = a[x0 * 4 + 3] / 255.0f, a1 = a[x1 * 4 + 3] / 255.0f;
-                    float a2 = b[x0 * 4 + 3] / 255.0f, a3 = b[x1 * 4 + 3] / 255.0f;
-                    v0 = a0 * v0 + (1 - a0) * 0.5f;
-                    v1 = a1 * v1 + (1 - a1) * 0.5f;
-                    v2 = a2 * v2 + (1 - a2) * 0.5f;
-                    v3 = a3 * v3 + (1 - a3) * 0.5f;
-                }
-                dst[c][x] = 0.25f * (v0 + v1 + v2 + v3);
-            }
-        }
-        return;
-    }
     const uint8_t *src = image->pixels + (size_t)y * image->stride;
     switch (image->channels) {
     case 1:
         for (int x = 0; x < width; x++) dst[0][x] = dst[1][x] = dst[2][x] = srgb_linear[src[x]];
         break;
-    case 3:
-        for (int x = 0; x < width; x++) {
-            dst[0][x] = srgb_linear[src[3 * x]];
-            dst[1][x] = srgb_linear[src[3 * x + 1]];
-            dst[2][x] = srgb_linear[src[3 * x + 2]];
-        }
-        break;
+    case 3: rgb_linear(src, dst[0], dst[1], dst[2], width); break;
     default:
         // Over mid grey, as SSIMULACRA2 compares pictures with transparency.
         for (int x = 0; x < width; x++) {
@@ -325,58 +295,41 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) static void blur_row
         mid[-1 - i] = mid[i < width ? i : width - 1];
         mid[width + i] = mid[width - 1 - i >= 0 ? width - 1 - i : 0];
     }
-    for (int x = 0; x < width; x++) out[x] = kernel[RADIUS] * mid[x];
-    for (int k = 1; k <= RADIUS; k++) {
-        const float w = kernel[RADIUS + k];
-        for (int x = 0; x < width; x++) out[x] += w * (mid[x - k] + mid[x + k]);
+    const float k0 = kernel[RADIUS], k1 = kernel[RADIUS + 1], k2 = kernel[RADIUS + 2], k3 = kernel[RADIUS + 3],
+                k4 = kernel[RADIUS + 4], k5 = kernel[RADIUS + 5];
+    for (int x = 0; x < width; x++) {
+        const float *m = mid + x;
+        out[x] = k0 * m[0] + k1 * (m[-1] + m[1]) + k2 * (m[-2] + m[2]) + k3 * (m[-3] + m[3]) + k4 * (m[-4] + m[4]) +
+                 k5 * (m[-5] + m[5]);
     }
 }
 
-// The vertical pass at one row for all five quantities at once, from the taps' rows of both
-// images (`a[k]`, `b[k]`; a row past the image's ends is a row of zeros): their means, mean
-// squares and mean product, with no plane of squares or products kept.
+// The products of a band's rows of both images (`count` values): their squares and product,
+// made once for the eleven rows of the vertical pass that read each.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void products(const float *restrict a,
+                                                                                 const float *restrict b,
+                                                                                 float *restrict aa, float *restrict bb,
+                                                                                 float *restrict ab, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        aa[i] = a[i] * a[i];
+        bb[i] = b[i] * b[i];
+        ab[i] = a[i] * b[i];
+    }
+}
+
+// The vertical pass at one row of one quantity, from its taps' rows (a row past the image's
+// ends is a row of zeros), the kernel's symmetry taken: each pair of rows summed, then weighed.
 __attribute__((target_clones("arch=x86-64-v3", "default"))) static void
-vertical_row(const float *const a[TAPS], const float *const b[TAPS], const float kernel[TAPS], int width,
-             float *out[QUANTITIES]) {
-    typedef float lanes __attribute__((ext_vector_type(8)));
-    float *ma = out[Q_A], *mb = out[Q_B], *maa = out[Q_AA], *mbb = out[Q_BB], *mab = out[Q_AB];
-    int x = 0;
-    // Eight columns at a time, the five sums in registers.
-    for (; x + 8 <= width; x += 8) {
-        lanes sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
-        for (int k = 0; k < TAPS; k++) {
-            lanes va, vb;
-            memcpy(&va, a[k] + x, sizeof va);
-            memcpy(&vb, b[k] + x, sizeof vb);
-            lanes wa = kernel[k] * va, wb = kernel[k] * vb;
-            sa += wa;
-            sb += wb;
-            saa += wa * va;
-            sbb += wb * vb;
-            sab += wa * vb;
-        }
-        memcpy(ma + x, &sa, sizeof sa);
-        memcpy(mb + x, &sb, sizeof sb);
-        memcpy(maa + x, &saa, sizeof saa);
-        memcpy(mbb + x, &sbb, sizeof sbb);
-        memcpy(mab + x, &sab, sizeof sab);
-    }
-    for (; x < width; x++) {
-        float sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
-        for (int k = 0; k < TAPS; k++) {
-            float va = a[k][x], vb = b[k][x], wa = kernel[k] * va, wb = kernel[k] * vb;
-            sa += wa;
-            sb += wb;
-            saa += wa * va;
-            sbb += wb * vb;
-            sab += wa * vb;
-        }
-        ma[x] = sa;
-        mb[x] = sb;
-        maa[x] = saa;
-        mbb[x] = sbb;
-        mab[x] = sab;
-    }
+vertical_row(const float *const rows[TAPS], const float kernel[TAPS], int width, float *restrict out) {
+    const float *c = rows[RADIUS];
+    const float k0 = kernel[RADIUS], k1 = kernel[RADIUS + 1], k2 = kernel[RADIUS + 2], k3 = kernel[RADIUS + 3],
+                k4 = kernel[RADIUS + 4], k5 = kernel[RADIUS + 5];
+    const float *u1 = rows[RADIUS - 1], *d1 = rows[RADIUS + 1], *u2 = rows[RADIUS - 2], *d2 = rows[RADIUS + 2];
+    const float *u3 = rows[RADIUS - 3], *d3 = rows[RADIUS + 3], *u4 = rows[RADIUS - 4], *d4 = rows[RADIUS + 4];
+    const float *u5 = rows[RADIUS - 5], *d5 = rows[RADIUS + 5];
+    for (int x = 0; x < width; x++)
+        out[x] = k0 * c[x] + k1 * (u1[x] + d1[x]) + k2 * (u2[x] + d2[x]) + k3 * (u3[x] + d3[x]) + k4 * (u4[x] + d4[x]) +
+                 k5 * (u5[x] + d5[x]);
 }
 
 // One band's rows of the pooled sums: ssim, artifact and detail lost, 1- and 4-norm.
@@ -442,8 +395,10 @@ void att_quality_free(att_quality_ref *ref) {
     }
     for (int i = 0; i < 2; i++)
         for (int c = 0; c < 3; c++) free(ref->rows_linear[i][c]);
-    for (int c = 0; c < 3; c++)
+    for (int c = 0; c < 3; c++) {
         for (int i = 0; i < 2; i++) free(ref->xyb[c][i]);
+        free(ref->squares[c]);
+    }
     for (int q = 0; q < QUANTITIES; q++) {
         free(ref->blurred[q]);
         free(ref->vertical[q]);
@@ -455,14 +410,13 @@ void att_quality_free(att_quality_ref *ref) {
 
 static float *floats(size_t count) { return malloc(sizeof(float) * (count ? count : 1)); }
 
-// The sources of `pixels` at every scale: 0 and 1 read from the pixels, and from scale 2 the
-// planes `planes[s]` (filled here by halving the scale above).
+// The sources of `pixels` at every scale: 0 read from the pixels, and from scale 1 the planes
+// `planes[s]` (filled here by halving the scale above).
 static void scales_of(att_quality_ref *ref, const uint8_t *pixels, size_t stride, int channels, source out[SCALES],
                       float *planes[SCALES][3]) {
-    out[0] = (source){pixels, stride, channels, 0, 0, 0, {NULL, NULL, NULL}};
-    out[1] = (source){pixels, stride, channels, 1, ref->width, ref->height, {NULL, NULL, NULL}};
-    for (int s = 2; s < ref->levels; s++) {
-        out[s] = (source){NULL, 0, channels, 0, 0, 0, {planes[s][0], planes[s][1], planes[s][2]}};
+    out[0] = (source){pixels, stride, channels, {NULL, NULL, NULL}};
+    for (int s = 1; s < ref->levels; s++) {
+        out[s] = (source){NULL, 0, channels, {planes[s][0], planes[s][1], planes[s][2]}};
         halve(&out[s - 1], ref->sizes[s - 1][0], ref->sizes[s - 1][1], out[s].linear, ref->rows_linear[0]);
     }
 }
@@ -487,9 +441,11 @@ att_quality_ref *att_quality_prepare(const uint8_t *pixels, uint32_t width, uint
     for (int i = 0; i < 2; i++)
         for (int c = 0; c < 3; c++)
             if (!(ref->rows_linear[i][c] = floats(2 * (size_t)width))) goto no_memory;
-    for (int c = 0; c < 3; c++)
+    for (int c = 0; c < 3; c++) {
         for (int i = 0; i < 2; i++)
             if (!(ref->xyb[c][i] = floats(band))) goto no_memory;
+        if (!(ref->squares[c] = floats(band))) goto no_memory;
+    }
     for (int q = 0; q < QUANTITIES; q++)
         if (!(ref->blurred[q] = floats(width)) || !(ref->vertical[q] = floats(width + 2 * RADIUS))) goto no_memory;
     if (!(ref->zeros = calloc(width, sizeof(float)))) goto no_memory;
@@ -510,19 +466,17 @@ att_quality_ref *att_quality_prepare(const uint8_t *pixels, uint32_t width, uint
         if (s == last) break;
         w = half_w;
         h = half_h;
-        // Scales 0 and 1 are read from the pixels; planes from scale 2.
-        if (s == 0) continue;
         for (int c = 0; c < 3; c++) {
             ref->reference[s + 1].linear[c] = floats((size_t)half_w * half_h);
             ref->candidate[s + 1][c] = floats((size_t)half_w * half_h);
             if (!ref->reference[s + 1].linear[c] || !ref->candidate[s + 1][c]) goto no_memory;
         }
     }
-    // The reference's planes from scale 2, made once from its pixels.
+    // The reference's planes from scale 1, made once from its pixels.
     ref->reference[0].channels = channels;
     source levels[SCALES];
     float *planes[SCALES][3] = {{NULL}};
-    for (int s = 2; s < ref->levels; s++)
+    for (int s = 1; s < ref->levels; s++)
         for (int c = 0; c < 3; c++) planes[s][c] = ref->reference[s].linear[c];
     scales_of(ref, pixels, stride, channels, levels, planes);
     return ref;
@@ -539,11 +493,12 @@ static double score_scale(att_quality_ref *ref, int s, const source *a, const so
     for (int c = 0; c < 3; c++) want[c] = needed(ref->scales, c, s);
     double sum[3][3] = {{0}}, sum4[3][3] = {{0}};
     double counted = 0;
-    // The two largest scales are sampled: every other band of rows (what a band's pooled sums
-    // say of the picture differs little from its neighbour's; measured in docs/quality.md).
-    int step = s <= 1 && h >= 4 * BAND ? 2 * BAND : BAND;
+    // The two largest scales are sampled (SAMPLE, EVERY) from 256 rows (a smaller one pools too
+    // few rows of too few places to stand for the picture).
+    int sampled = s <= 1 && h >= 4 * BAND;
+    int band = sampled ? SAMPLE : BAND, step = sampled ? SAMPLE * EVERY : BAND;
     for (int y0 = 0; y0 < h; y0 += step) {
-        int y1 = y0 + BAND < h ? y0 + BAND : h;
+        int y1 = y0 + band < h ? y0 + band : h;
         counted += (double)(y1 - y0) * w;
         int r0 = y0 - RADIUS > 0 ? y0 - RADIUS : 0, r1 = y1 + RADIUS < h ? y1 + RADIUS : h;
         // XYB rows of both images (the reference's Y at scale 0 is made already).
@@ -559,19 +514,22 @@ static double score_scale(att_quality_ref *ref, int s, const source *a, const so
         }
         for (int c = 0; c < 3; c++) {
             if (!want[c]) continue;
+            // The band's five quantities before the blur: both images, their squares, their product.
+            const float *plane[QUANTITIES] = {ref->xyb[c][0], ref->xyb[c][1], ref->squares[0], ref->squares[1],
+                                              ref->squares[2]};
+            products(ref->xyb[c][0], ref->xyb[c][1], ref->squares[0], ref->squares[1], ref->squares[2],
+                     (size_t)(r1 - r0) * w);
             for (int y = y0; y < y1; y++) {
                 // Vertical pass (rows past the ends are zero), then horizontal, per quantity.
-                const float *ta[TAPS], *tb[TAPS];
-                for (int k = -RADIUS; k <= RADIUS; k++) {
-                    int from = y + k;
-                    int inside = from >= 0 && from < h;
-                    ta[k + RADIUS] = inside ? ref->xyb[c][0] + (size_t)(from - r0) * w : ref->zeros;
-                    tb[k + RADIUS] = inside ? ref->xyb[c][1] + (size_t)(from - r0) * w : ref->zeros;
+                for (int q = 0; q < QUANTITIES; q++) {
+                    const float *taps[TAPS];
+                    for (int k = -RADIUS; k <= RADIUS; k++) {
+                        int from = y + k;
+                        taps[k + RADIUS] = from >= 0 && from < h ? plane[q] + (size_t)(from - r0) * w : ref->zeros;
+                    }
+                    vertical_row(taps, ref->kernel, w, ref->vertical[q] + RADIUS);
+                    blur_row(ref->vertical[q] + RADIUS, ref->blurred[q], w, ref->kernel);
                 }
-                float *vertical[QUANTITIES];
-                for (int q = 0; q < QUANTITIES; q++) vertical[q] = ref->vertical[q] + RADIUS;
-                vertical_row(ta, tb, ref->kernel, w, vertical);
-                for (int q = 0; q < QUANTITIES; q++) blur_row(vertical[q], ref->blurred[q], w, ref->kernel);
                 size_t at = (size_t)(y - r0) * w;
                 pool_row((const float **)ref->blurred, ref->xyb[c][0] + at, ref->xyb[c][1] + at, w, sum[c], sum4[c]);
             }
@@ -597,11 +555,9 @@ int32_t att_quality_score(att_quality_ref *ref, const uint8_t *reference, size_t
     }
     source mine[SCALES], theirs[SCALES];
     scales_of(ref, pixels, stride, channels, mine, ref->candidate);
-    // The reference's scales 0 and 1 from its pixels, its smaller ones from its planes.
+    // The reference's scale 0 from its pixels, its smaller ones from its planes.
     for (int s = 0; s < SCALES; s++) theirs[s] = ref->reference[s];
-    const int own = ref->reference[0].channels;
-    theirs[0] = (source){reference, reference_stride, own, 0, 0, 0, {NULL, NULL, NULL}};
-    theirs[1] = (source){reference, reference_stride, own, 1, ref->width, ref->height, {NULL, NULL, NULL}};
+    theirs[0] = (source){reference, reference_stride, ref->reference[0].channels, {NULL, NULL, NULL}};
     double total = 0;
     for (int s = 0; s < ref->levels; s++) total += score_scale(ref, s, &theirs[s], &mine[s]);
     double v = total * 0.9562382616834844;

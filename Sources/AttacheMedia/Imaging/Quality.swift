@@ -384,7 +384,9 @@ enum QualitySearch {
         func score(_ data: [UInt8], _ format: MediaKind) throws(AttacheError) -> Double {
             let channels = format == .webp ? (image.channels == 4 ? 4 : 3) : (image.channels == 1 ? 1 : 3)
             let stride = image.width * channels
-            if scratch.count != stride * image.height { scratch = [UInt8](repeating: 0, count: stride * image.height) }
+            // Uninitialised: the decode writes every byte or fails.
+            let size = stride * image.height
+            if scratch.count != size { scratch = [UInt8](unsafeUninitializedCapacity: size) { $1 = size } }
             var error = att_error()
             var score = 0.0
             let status = data.withUnsafeBufferPointer { input in
