@@ -13,7 +13,8 @@ struct Resize: ParsableCommand {
         discussion: """
             Writes DIR/<name>.<ext> for each file (JPEG stays JPEG, PNG stays PNG) and prints \
             the output width, height, bytes and milliseconds, or the error. Exits 0 even when \
-            files are rejected. The output fits --max-side x --max-side, aspect kept, never             enlarged.
+            files are rejected. The output fits --max-side x --max-side, aspect kept, never \
+            enlarged.
 
 
             Settings shared with attache process, batch and serve (flag, default):

@@ -40,8 +40,6 @@ struct QualityTests {
         return PixelImage(width: width, height: height, channels: 3, pixels: pixels)
     }
 
-    /// The public SSIMULACRA2 of `encoded` against `reference` (nil when the PyPI package is
-    /// not installed).
     /// The first component's sampling factors in a JPEG's frame header (0x22: 4:2:0, 0x11:
     /// 4:4:4), nil when there is none.
     static func lumaSampling(_ data: [UInt8]) -> UInt8? {
@@ -55,6 +53,8 @@ struct QualityTests {
         return nil
     }
 
+    /// The public SSIMULACRA2 of `encoded` against `reference` (nil when the PyPI package is
+    /// not installed).
     static func publicScore(reference: PixelImage, encoded: [UInt8], kind: MediaKind) throws -> Double? {
         guard ChildProcess.pythonHas("ssimulacra2") else { return nil }
         let directory = try TemporaryDirectory()
