@@ -1,6 +1,6 @@
 // The parts of one `--quality auto` encode timed alone, from the C functions the search calls
-// (Sources/CAttacheCodecs): the reference's preparation, the blocking gate's, the picture
-// statistics, one encode (quality 80, Robidoux's tables, 4:2:0), the candidate's decode, its
+// (Sources/CAttacheCodecs): the reference's preparation, the blocking gate's (with the picture
+// statistics), one encode (quality 80, Robidoux's tables, 4:2:0), the candidate's decode, its
 // score and its blocking. Each photo is decoded, cut to 1024 px on its longer side (2 x 2 ... n x n
 // means after libjpeg's DCT scaling) and timed ROUNDS times. Built and run by score-parts.sh.
 //   score-parts ROUNDS FILE...
@@ -77,9 +77,13 @@ int main(int argc, char **argv) {
         return 2;
     }
     int rounds = atoi(argv[1]), pictures = 0;
-    enum { PARTS = 7 };
-    const char *names[PARTS] = {"prepare the reference", "prepare the blocking gate", "picture statistics",
-                                "encode (q80)", "decode the candidate", "score", "blocking"};
+    enum { PARTS = 6, ENCODE = 2 };
+    const char *names[PARTS] = {"prepare the reference",
+                                "the gate and statistics",
+                                "encode (q80)",
+                                "decode the candidate",
+                                "score",
+                                "blocking"};
     double spent[PARTS] = {0};
     for (int i = 2; i < argc; i++) {
         int w, h;
@@ -96,18 +100,16 @@ int main(int argc, char **argv) {
             t[0] = now();
             att_quality_ref *ref = att_quality_prepare(pixels, w, h, stride, 3, &error);
             t[1] = now();
-            att_blocking_ref *flat = att_blocking_prepare(pixels, stride, w, h, 3, 1.0);
+            att_blocking_ref *flat = att_blocking_prepare(pixels, stride, w, h, 3, 1.0, features);
             t[2] = now();
-            att_picture_features(pixels, w, h, stride, 3, features);
-            t[3] = now();
             att_jpeg_encode(pixels, w, h, stride, 3, 80, ATT_JPEG_TABLES_ROBIDOUX, 0, &data, &length, &error);
-            t[4] = now();
+            t[3] = now();
             att_jpeg_decode_into(data, length, w, h, 3, decoded, stride, &error);
-            t[5] = now();
+            t[4] = now();
             att_quality_score(ref, pixels, stride, decoded, stride, 3, &score, &error);
-            t[6] = now();
+            t[5] = now();
             att_blocking_measure(flat, decoded, stride, 95.0);
-            t[7] = now();
+            t[6] = now();
             for (int p = 0; p < PARTS; p++) spent[p] += t[p + 1] - t[p];
             free(data);
             att_quality_free(ref);
@@ -120,8 +122,8 @@ int main(int argc, char **argv) {
     double over = 0;
     for (int p = 0; p < PARTS; p++) {
         printf("%-26s %6.2f ms a picture\n", names[p], 1e3 * spent[p] / (pictures * rounds));
-        if (p != 3) over += spent[p];
+        if (p != ENCODE) over += spent[p];
     }
-    printf("%d pictures, %d rounds: the score's parts are %.2fx the encode\n", pictures, rounds, over / spent[3]);
+    printf("%d pictures, %d rounds: the score's parts are %.2fx the encode\n", pictures, rounds, over / spent[ENCODE]);
     return 0;
 }

@@ -90,6 +90,65 @@ inner_steps(const uint16_t *restrict top, size_t width, int blocks, int32_t *res
     }
 }
 
+// What att_blocking_prepare's picture statistics sum over the blocks they read.
+typedef struct {
+    double gradient, chroma, detail;
+    size_t steps, flats, blocks;
+} feature_sums;
+
+// One block's part of the picture statistics: its luma steps between neighbours, its fine
+// detail (what is left after its 2 x 2 means), whether it is flat (a luma spread under 1.5
+// levels) and its chroma steps; `top` is its first row of luma (`width` values a row), `pixels`
+// its first pixel.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+block_features(const uint16_t *top, size_t width, const uint8_t *pixels, size_t stride, int channels,
+               feature_sums *sums) {
+    int values[BLOCK * BLOCK], cb[BLOCK * BLOCK], cr[BLOCK * BLOCK], mean = 0;
+    for (int j = 0; j < BLOCK; j++)
+        for (int i = 0; i < BLOCK; i++) {
+            values[j * BLOCK + i] = top[(size_t)j * width + i];
+            mean += values[j * BLOCK + i];
+        }
+    if (channels >= 3) {
+        int steps = 0;
+        for (int j = 0; j < BLOCK; j++) {
+            const uint8_t *row = pixels + (size_t)j * stride;
+            for (int i = 0; i < BLOCK; i++) {
+                const uint8_t *p = row + (size_t)i * channels;
+                cb[j * BLOCK + i] = -43 * p[0] - 85 * p[1] + 128 * p[2];
+                cr[j * BLOCK + i] = 128 * p[0] - 107 * p[1] - 21 * p[2];
+            }
+        }
+        for (int j = 0; j < BLOCK; j++)
+            for (int i = 0; i + 1 < BLOCK; i++) {
+                int at = j * BLOCK + i;
+                steps += abs(cb[at + 1] - cb[at]) + abs(cr[at + 1] - cr[at]);
+            }
+        sums->chroma += steps;
+    }
+    mean /= BLOCK * BLOCK;
+    int spread = 0, fine = 0, gradient = 0;
+    for (int j = 0; j < BLOCK; j++)
+        for (int i = 0; i < BLOCK; i++) {
+            int v = values[j * BLOCK + i];
+            spread += abs(v - mean);
+            if (i + 1 < BLOCK) gradient += abs(values[j * BLOCK + i + 1] - v);
+            if (j + 1 < BLOCK) gradient += abs(values[(j + 1) * BLOCK + i] - v);
+        }
+    sums->gradient += gradient;
+    for (int j = 0; j < BLOCK; j += 2)
+        for (int i = 0; i < BLOCK; i += 2) {
+            int a = values[j * BLOCK + i], b = values[j * BLOCK + i + 1];
+            int c = values[(j + 1) * BLOCK + i], d = values[(j + 1) * BLOCK + i + 1];
+            int quad = (a + b + c + d) / 4;
+            fine += abs(a - quad) + abs(b - quad) + abs(c - quad) + abs(d - quad);
+        }
+    sums->steps += 2 * BLOCK * (BLOCK - 1);
+    sums->detail += fine / (256.0 * BLOCK * BLOCK);
+    if (spread < 1.5 * 256 * BLOCK * BLOCK) sums->flats++;
+    sums->blocks++;
+}
+
 // The mean signed step across `segment` from the luma rows `rows` (`rows[0]` the row above
 // the block row the segment is in, `width` values a row; 1/256 levels).
 static float luma_step_across(const uint16_t *rows, size_t width, const att_segment *segment) {
@@ -103,7 +162,8 @@ static float luma_step_across(const uint16_t *rows, size_t width, const att_segm
 }
 
 att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, uint32_t width, uint32_t height,
-                                       int32_t channels, double flat) {
+                                       int32_t channels, double flat, double features[ATT_PICTURE_FEATURES]) {
+    for (int i = 0; i < ATT_PICTURE_FEATURES; i++) features[i] = 0;
     att_blocking_ref *ref = calloc(1, sizeof *ref);
     if (!ref) return NULL;
     ref->width = width;
@@ -129,6 +189,7 @@ att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, 
     // A two-block area's mean step: 8 x 7 + 8 x 7 inside, 8 between them, and 7 x 8 x 2 the
     // other way.
     const float per = 1.0f / (256.0f * (2 * BLOCK * (BLOCK - 1) + BLOCK + 2 * BLOCK * (BLOCK - 1)));
+    feature_sums stats = {0};
     for (int by = 0; by < bh; by++) {
         // This row's sums and the row above's swap places.
         int32_t *inner_h = sums + (size_t)(by % 2) * 2 * bw, *inner_v = inner_h + bw;
@@ -137,6 +198,12 @@ att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, 
         for (int j = 0; j < BLOCK; j++)
             luma_row(reference + (size_t)(by * BLOCK + j) * stride, rows + (size_t)(j + 1) * lw, lw, channels);
         inner_steps(rows + lw, lw, bw, columns, columns + lw, inner_h, inner_v);
+        // The statistics read a quarter of the blocks (every other one across and down).
+        if (by % 2 == 0)
+            for (int bx = 0; bx < bw; bx += 2)
+                block_features(rows + lw + (size_t)bx * BLOCK, lw,
+                               reference + (size_t)by * BLOCK * stride + (size_t)bx * BLOCK * channels, stride,
+                               channels, &stats);
         for (int bx = 0; bx < bw; bx++) {
             const uint16_t *top = rows + lw + (size_t)bx * BLOCK;
             // The edge to the left (between block bx-1 and bx), then the edge above.
@@ -160,6 +227,10 @@ att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, 
     free(rows);
     free(sums);
     free(columns);
+    features[0] = stats.steps ? stats.gradient / (256.0 * stats.steps) : 0;
+    features[1] = stats.blocks ? stats.detail / stats.blocks : 0;
+    features[2] = stats.blocks ? (double)stats.flats / stats.blocks : 0;
+    features[3] = stats.blocks ? stats.chroma / (256.0 * stats.blocks * BLOCK * (BLOCK - 1) * 2) : 0;
     return ref;
 }
 
@@ -187,58 +258,4 @@ void att_blocking_free(att_blocking_ref *ref) {
     if (!ref) return;
     free(ref->flat);
     free(ref);
-}
-
-int32_t att_picture_features(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
-                             double features[ATT_PICTURE_FEATURES]) {
-    for (int i = 0; i < ATT_PICTURE_FEATURES; i++) features[i] = 0;
-    if (width < 2 * BLOCK || height < 2 * BLOCK) return ATT_OK;
-    double gradient = 0, chroma = 0, detail = 0;
-    size_t steps = 0, flats = 0, blocks = 0;
-    // A quarter of the blocks (every other one across and down) stands for the picture: what is
-    // measured is each block's own luma and chroma steps, its fine detail (what is left after
-    // its 2 x 2 means) and whether it is flat (a luma spread under 1.5 levels).
-    for (uint32_t by = 0; by + BLOCK <= height; by += 2 * BLOCK) {
-        for (uint32_t bx = 0; bx + BLOCK <= width; bx += 2 * BLOCK) {
-            int values[BLOCK * BLOCK], mean = 0;
-            for (int j = 0; j < BLOCK; j++) {
-                const uint8_t *row = pixels + (size_t)(by + j) * stride + (size_t)bx * channels;
-                for (int i = 0; i < BLOCK; i++) {
-                    values[j * BLOCK + i] = luma256(row + (size_t)i * channels, channels);
-                    mean += values[j * BLOCK + i];
-                    if (channels >= 3 && i + 1 < BLOCK) {
-                        const uint8_t *p = row + (size_t)i * channels, *r = p + channels;
-                        int cb = -43 * p[0] - 85 * p[1] + 128 * p[2], cr = 128 * p[0] - 107 * p[1] - 21 * p[2];
-                        int cbr = -43 * r[0] - 85 * r[1] + 128 * r[2], crr = 128 * r[0] - 107 * r[1] - 21 * r[2];
-                        chroma += abs(cbr - cb) + abs(crr - cr);
-                    }
-                }
-            }
-            mean /= BLOCK * BLOCK;
-            int spread = 0, fine = 0;
-            for (int j = 0; j < BLOCK; j++)
-                for (int i = 0; i < BLOCK; i++) {
-                    int v = values[j * BLOCK + i];
-                    spread += abs(v - mean);
-                    if (i + 1 < BLOCK) gradient += abs(values[j * BLOCK + i + 1] - v);
-                    if (j + 1 < BLOCK) gradient += abs(values[(j + 1) * BLOCK + i] - v);
-                }
-            for (int j = 0; j < BLOCK; j += 2)
-                for (int i = 0; i < BLOCK; i += 2) {
-                    int a = values[j * BLOCK + i], b = values[j * BLOCK + i + 1];
-                    int c = values[(j + 1) * BLOCK + i], d = values[(j + 1) * BLOCK + i + 1];
-                    int quad = (a + b + c + d) / 4;
-                    fine += abs(a - quad) + abs(b - quad) + abs(c - quad) + abs(d - quad);
-                }
-            steps += 2 * BLOCK * (BLOCK - 1);
-            detail += fine / (256.0 * BLOCK * BLOCK);
-            if (spread < 1.5 * 256 * BLOCK * BLOCK) flats++;
-            blocks++;
-        }
-    }
-    features[0] = steps ? gradient / (256.0 * steps) : 0;
-    features[1] = blocks ? detail / blocks : 0;
-    features[2] = blocks ? (double)flats / blocks : 0;
-    features[3] = blocks ? chroma / (256.0 * blocks * BLOCK * (BLOCK - 1) * 2) : 0;
-    return ATT_OK;
 }

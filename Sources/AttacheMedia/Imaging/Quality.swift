@@ -89,7 +89,7 @@ public struct QualityChoice: Sendable, Hashable {
     /// The blocking in the picture's flat parts (luma levels; ``QualitySearch/blocking(_:_:)``),
     /// when it was scored.
     public var blocking: Double? = nil
-    /// What the first guess was made from (``QualitySearch/features(_:)``), when it was scored.
+    /// What the first guess was made from (``QualitySearch/Judge/features``), when it was scored.
     public var features: [Double]? = nil
     /// The JPEG was written with 4:4:4 chroma (its colour needed it), not 4:2:0.
     public var fullChroma = false
@@ -189,7 +189,7 @@ enum QualitySearch {
                 return (data, QualityChoice(quality: number, score: nil, encodes: 1))
             }
             var choice = QualityChoice(quality: number, score: try judge.score(data, format), encodes: 1)
-            (choice.blocking, choice.features) = (judge.lastBlocking, features(image))
+            (choice.blocking, choice.features) = (judge.lastBlocking, judge.features)
             return (data, choice)
         case .auto(let target):
             guard let judge = try Judge(image) else {
@@ -259,7 +259,7 @@ enum QualitySearch {
     static let blockingStep = 4
 
     /// A picture's score at quality 80 and its slope (points a unit of ``step(_:)``), predicted
-    /// from its ``features(_:)`` by a linear fit on the photo benchmark's photos and crops (76
+    /// from its ``Judge/features`` by a linear fit on the photo benchmark's photos and crops (76
     /// pictures at 1024 px, Robidoux's tables; docs/quality.md): the search's first guess, and
     /// its aim after one encode.
     struct Prediction {
@@ -330,20 +330,6 @@ enum QualitySearch {
     /// The percentile of the flat segments' block-edge steps that is gated.
     static let blockingPercentile = 95.0
 
-    /// What makes a picture hard to encode (att_picture_features): its mean luma step, its fine
-    /// detail, its share of flat blocks, its mean chroma step.
-    static func features(_ image: PixelImage) -> [Double] {
-        var out = [Double](repeating: 0, count: Int(ATT_PICTURE_FEATURES))
-        _ = image.pixels.withUnsafeBufferPointer { p in
-            out.withUnsafeMutableBufferPointer { f in
-                att_picture_features(
-                    p.baseAddress, UInt32(image.width), UInt32(image.height), image.width * image.channels,
-                    Int32(image.channels), f.baseAddress)
-            }
-        }
-        return out
-    }
-
     /// The reference pixels, prepared once for every candidate's score.
     final class Judge {
         let reference: OpaquePointer
@@ -351,6 +337,10 @@ enum QualitySearch {
         private var scratch: [UInt8]
         /// The reference's flat segments, found once (nil when it could not be made).
         private let flat: OpaquePointer?
+        /// What makes the picture hard to encode, read with its flat segments: its mean luma
+        /// step, its fine detail, its share of flat blocks, its mean chroma step
+        /// (att_blocking_prepare).
+        let features: [Double]
         /// The blocking in the flat parts of the last JPEG scored: the ``blockingPercentile``-th
         /// step across a flat segment of the block grid, less the reference's own (luma levels).
         private(set) var lastBlocking = 0.0
@@ -368,11 +358,15 @@ enum QualitySearch {
             reference = made
             self.image = image
             scratch = []
+            var features = [Double](repeating: 0, count: Int(ATT_PICTURE_FEATURES))
             flat = image.pixels.withUnsafeBufferPointer { p in
-                att_blocking_prepare(
-                    p.baseAddress, image.width * image.channels, UInt32(image.width), UInt32(image.height),
-                    Int32(image.channels), QualitySearch.flatStep)
+                features.withUnsafeMutableBufferPointer { f in
+                    att_blocking_prepare(
+                        p.baseAddress, image.width * image.channels, UInt32(image.width), UInt32(image.height),
+                        Int32(image.channels), QualitySearch.flatStep, f.baseAddress)
+                }
             }
+            self.features = features
         }
 
         deinit {

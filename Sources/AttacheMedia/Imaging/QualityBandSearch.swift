@@ -36,7 +36,7 @@ extension QualitySearch {
             // WebP's numbers are libwebp's own).
             let ceiling = format == .jpeg ? hint.ceiling.map { tables.equivalent(ijg: $0) } : nil
             top = max(lowest, min(highest, ceiling ?? highest))
-            let features = QualitySearch.features(image)
+            let features = judge.features
             self.features = features
             let predicted = Prediction(features)
             self.predicted = predicted

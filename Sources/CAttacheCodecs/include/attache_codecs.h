@@ -438,18 +438,16 @@ void att_quality_free(att_quality_ref *ref);
 /// each, less the reference's own (0 with fewer than 64 flat segments, or a twentieth of them).
 /// blocking.c.
 typedef struct att_blocking_ref att_blocking_ref;
+/// Statistics of a picture that say how hard it is to encode, for the quality search's first
+/// guess, written by att_blocking_prepare from the luma it reads (a quarter of the blocks: every
+/// other one across and down): the mean luma step between neighbours, the mean fine detail in
+/// 8 x 8 blocks (what is left after 2 x 2 means), the share of flat blocks (luma spread under
+/// 1.5), the mean chroma step; zeros for a picture under 16 px on a side.
+enum { ATT_PICTURE_FEATURES = 4 };
 att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, uint32_t width, uint32_t height,
-                                       int32_t channels, double flat);
+                                       int32_t channels, double flat, double features[ATT_PICTURE_FEATURES]);
 double att_blocking_measure(const att_blocking_ref *ref, const uint8_t *candidate, size_t stride, double percentile);
 void att_blocking_free(att_blocking_ref *ref);
-
-/// Statistics of a picture that say how hard it is to encode, for the quality search's first
-/// guess: the mean luma step between neighbours, the mean fine detail in 8 x 8 blocks (what is
-/// left after 2 x 2 means), the share of flat blocks (luma spread under 1.5), the mean chroma
-/// step (blocking.c).
-enum { ATT_PICTURE_FEATURES = 4 };
-int32_t att_picture_features(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
-                             double features[ATT_PICTURE_FEATURES]);
 
 // MARK: - Resampling loops (resample.c)
 //
