@@ -63,13 +63,12 @@ luma_row(const uint8_t *restrict row, uint16_t *restrict out, size_t count, int 
     }
 }
 
-// Each block's sums of the steps between neighbours inside it across (`h`) and down (`v`), for
-// one row of `blocks` blocks (`width` luma values a row): the steps of each column summed down
-// the block's rows first (in `across` and `down`, `width` each), so the inner loops run along
-// whole rows.
+// Each block's sum of the steps between neighbours inside it, across and down, for one row of
+// `blocks` blocks (`width` luma values a row): the steps of each column summed down the block's
+// rows first (in `across` and `down`, `width` each), so the inner loops run along whole rows.
 __attribute__((target_clones("arch=x86-64-v3", "default"))) static void
 inner_steps(const uint16_t *restrict top, size_t width, int blocks, int32_t *restrict across, int32_t *restrict down,
-            int32_t *restrict h, int32_t *restrict v) {
+            int32_t *restrict inner) {
     memset(across, 0, sizeof(int32_t) * width);
     memset(down, 0, sizeof(int32_t) * width);
     for (int j = 0; j < BLOCK; j++) {
@@ -80,13 +79,9 @@ inner_steps(const uint16_t *restrict top, size_t width, int blocks, int32_t *res
             for (size_t x = 0; x < width; x++) down[x] += abs(row[x + width] - row[x]);
     }
     for (int b = 0; b < blocks; b++) {
-        int32_t sh = 0, sv = 0;
-        for (int i = 0; i < BLOCK; i++) {
-            sh += across[b * BLOCK + i];
-            sv += down[b * BLOCK + i];
-        }
-        h[b] = sh;
-        v[b] = sv;
+        int32_t sum = 0;
+        for (int i = 0; i < BLOCK; i++) sum += across[b * BLOCK + i] + down[b * BLOCK + i];
+        inner[b] = sum;
     }
 }
 
@@ -96,12 +91,12 @@ typedef struct {
     size_t steps, flats, blocks;
 } feature_sums;
 
-// One block's part of the picture statistics: its luma steps between neighbours, its fine
-// detail (what is left after its 2 x 2 means), whether it is flat (a luma spread under 1.5
-// levels) and its chroma steps; `top` is its first row of luma (`width` values a row), `pixels`
-// its first pixel.
+// One block's part of the picture statistics: its luma steps between neighbours (`inner`, from
+// inner_steps), its fine detail (what is left after its 2 x 2 means), whether it is flat (a luma
+// spread under 1.5 levels) and its chroma steps; `top` is its first row of luma (`width` values
+// a row), `pixels` its first pixel.
 __attribute__((target_clones("arch=x86-64-v3", "default"))) static void
-block_features(const uint16_t *top, size_t width, const uint8_t *pixels, size_t stride, int channels,
+block_features(const uint16_t *top, size_t width, int32_t inner, const uint8_t *pixels, size_t stride, int channels,
                feature_sums *sums) {
     int values[BLOCK * BLOCK], cb[BLOCK * BLOCK], cr[BLOCK * BLOCK], mean = 0;
     for (int j = 0; j < BLOCK; j++)
@@ -127,15 +122,9 @@ block_features(const uint16_t *top, size_t width, const uint8_t *pixels, size_t 
         sums->chroma += steps;
     }
     mean /= BLOCK * BLOCK;
-    int spread = 0, fine = 0, gradient = 0;
-    for (int j = 0; j < BLOCK; j++)
-        for (int i = 0; i < BLOCK; i++) {
-            int v = values[j * BLOCK + i];
-            spread += abs(v - mean);
-            if (i + 1 < BLOCK) gradient += abs(values[j * BLOCK + i + 1] - v);
-            if (j + 1 < BLOCK) gradient += abs(values[(j + 1) * BLOCK + i] - v);
-        }
-    sums->gradient += gradient;
+    int spread = 0, fine = 0;
+    for (int i = 0; i < BLOCK * BLOCK; i++) spread += abs(values[i] - mean);
+    sums->gradient += inner;
     for (int j = 0; j < BLOCK; j += 2)
         for (int i = 0; i < BLOCK; i += 2) {
             int a = values[j * BLOCK + i], b = values[j * BLOCK + i + 1];
@@ -147,18 +136,6 @@ block_features(const uint16_t *top, size_t width, const uint8_t *pixels, size_t 
     sums->detail += fine / (256.0 * BLOCK * BLOCK);
     if (spread < 1.5 * 256 * BLOCK * BLOCK) sums->flats++;
     sums->blocks++;
-}
-
-// The mean signed step across `segment` from the luma rows `rows` (`rows[0]` the row above
-// the block row the segment is in, `width` values a row; 1/256 levels).
-static float luma_step_across(const uint16_t *rows, size_t width, const att_segment *segment) {
-    const uint16_t *top = rows + width + segment->x;
-    int sum = 0;
-    for (int k = 0; k < BLOCK; k++) {
-        const uint16_t *at = segment->vertical ? top + (size_t)k * width : top + k;
-        sum += at[0] - (segment->vertical ? at[-1] : at[-(ptrdiff_t)width]);
-    }
-    return (float)sum / (256.0f * BLOCK);
 }
 
 att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, uint32_t width, uint32_t height,
@@ -173,11 +150,11 @@ att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, 
     int bw = (int)width / BLOCK, bh = (int)height / BLOCK;
     size_t lw = (size_t)bw * BLOCK;
     // One row of blocks at a time: its luma (1/256 levels) with the row above it, then each
-    // block's sums of steps between neighbours inside it, across (h) and down (v), kept for
-    // this row of blocks and the one above: a segment's area (two blocks) is their sums and the
-    // steps between the two blocks, so each pixel is read a few times, not once per segment.
+    // block's sum of steps between neighbours inside it, kept for this row of blocks and the one
+    // above: a segment's area (two blocks) is their sums and the steps between the two blocks, so
+    // each pixel is read a few times, not once per segment.
     uint16_t *rows = malloc(sizeof(uint16_t) * (BLOCK + 1) * lw);
-    int32_t *sums = malloc(sizeof(int32_t) * 4 * (size_t)bw), *columns = malloc(sizeof(int32_t) * 2 * lw);
+    int32_t *sums = malloc(sizeof(int32_t) * 2 * (size_t)bw), *columns = malloc(sizeof(int32_t) * 2 * lw);
     ref->flat = malloc(sizeof(att_segment) * (size_t)bw * bh * 2);
     if (!rows || !sums || !columns || !ref->flat) {
         free(rows);
@@ -192,16 +169,15 @@ att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, 
     feature_sums stats = {0};
     for (int by = 0; by < bh; by++) {
         // This row's sums and the row above's swap places.
-        int32_t *inner_h = sums + (size_t)(by % 2) * 2 * bw, *inner_v = inner_h + bw;
-        int32_t *above_h = sums + (size_t)((by + 1) % 2) * 2 * bw, *above_v = above_h + bw;
+        int32_t *inner = sums + (size_t)(by % 2) * bw, *above = sums + (size_t)((by + 1) % 2) * bw;
         if (by > 0) memcpy(rows, rows + BLOCK * lw, sizeof(uint16_t) * lw);
         for (int j = 0; j < BLOCK; j++)
             luma_row(reference + (size_t)(by * BLOCK + j) * stride, rows + (size_t)(j + 1) * lw, lw, channels);
-        inner_steps(rows + lw, lw, bw, columns, columns + lw, inner_h, inner_v);
+        inner_steps(rows + lw, lw, bw, columns, columns + lw, inner);
         // The statistics read a quarter of the blocks (every other one across and down).
         if (by % 2 == 0)
             for (int bx = 0; bx < bw; bx += 2)
-                block_features(rows + lw + (size_t)bx * BLOCK, lw,
+                block_features(rows + lw + (size_t)bx * BLOCK, lw, inner[bx],
                                reference + (size_t)by * BLOCK * stride + (size_t)bx * BLOCK * channels, stride,
                                channels, &stats);
         for (int bx = 0; bx < bw; bx++) {
@@ -210,16 +186,19 @@ att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, 
             for (int edge = 0; edge < 2; edge++) {
                 if ((edge == 0 && bx == 0) || (edge == 1 && by == 0)) continue;
                 ref->segments++;
-                int32_t other = edge == 0 ? inner_h[bx - 1] + inner_v[bx - 1] : above_h[bx] + above_v[bx];
-                int32_t between = 0;
+                // The steps across the edge: their sizes for the area's flatness, their signed
+                // mean for the reference's own step.
+                int32_t between = 0, across = 0;
                 for (int k = 0; k < BLOCK; k++) {
                     const uint16_t *at = edge == 0 ? top + (size_t)k * lw : top + k;
-                    between += abs(at[0] - (edge == 0 ? at[-1] : at[-(ptrdiff_t)lw]));
+                    int step = at[0] - (edge == 0 ? at[-1] : at[-(ptrdiff_t)lw]);
+                    between += abs(step);
+                    across += step;
                 }
-                int32_t sum = inner_h[bx] + inner_v[bx] + other + between;
+                int32_t sum = inner[bx] + (edge == 0 ? inner[bx - 1] : above[bx]) + between;
                 if ((float)sum * per >= flat) continue;
                 att_segment segment = {(uint32_t)(bx * BLOCK), (uint32_t)(by * BLOCK), (uint8_t)(edge == 0), 0};
-                segment.own = fabsf(luma_step_across(rows, lw, &segment));
+                segment.own = fabsf((float)across / (256.0f * BLOCK));
                 ref->flat[ref->count++] = segment;
             }
         }

@@ -23,121 +23,36 @@
 enum { SCALES = 6, RADIUS = 5, TAPS = 2 * RADIUS + 1, BAND = 64 };
 // The two largest scales pool SAMPLE rows of every SAMPLE * EVERY: short bands, spread evenly,
 // read each part of a picture where one long band in two missed whole regions (the score of a
-// photo whose artefacts sit in a few rows moved by up to 2 points; by under 0.6 so, in half the
-// rows pooled, docs/quality.md).
+// photo whose artefacts sit in a few rows moved by up to 2 points; by under 0.6 so, with half
+// as many rows pooled, docs/quality.md).
 enum { SAMPLE = 16, EVERY = 4 };
 
 // SSIMULACRA2's weights, in its order: channel (X, Y, B), scale, norm (1, 4), term (ssim,
-// artifact, detail lost). Its index runs over the scales a picture has: a picture under 256 px
-// on a side has fewer than six, and its weights shift, as in libjxl's implementation.
-static const double weights[108] = {0.0,
-                                    0.0007376606707406586,
-                                    0.0,
-                                    0.0,
-                                    0.0007793481682867309,
-                                    0.0,
-                                    0.0,
-                                    0.0004371155730107379,
-                                    0.0,
-                                    1.1041726426657346,
-                                    0.00066284834129271,
-                                    0.00015231632783718752,
-                                    0.0,
-                                    0.0016406437456599754,
-                                    0.0,
-                                    1.8422455520539298,
-                                    11.441172603757666,
-                                    0.0,
-                                    0.0007989109436015163,
-                                    0.000176816438078653,
-                                    0.0,
-                                    1.8787594979546387,
-                                    10.94906990605142,
-                                    0.0,
-                                    0.0007289346991508072,
-                                    0.9677937080626833,
-                                    0.0,
-                                    0.00014003424285435884,
-                                    0.9981766977854967,
-                                    0.00031949755934435053,
-                                    0.0004550992113792063,
-                                    0.0,
-                                    0.0,
-                                    0.0013648766163243398,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    7.466890328078848,
-                                    0.0,
-                                    17.445833984131262,
-                                    0.0006235601634041466,
-                                    0.0,
-                                    0.0,
-                                    6.683678146179332,
-                                    0.00037724407979611296,
-                                    1.027889937768264,
-                                    225.20515300849274,
-                                    0.0,
-                                    0.0,
-                                    19.213238186143016,
-                                    0.0011401524586618361,
-                                    0.001237755635509985,
-                                    176.39317598450694,
-                                    0.0,
-                                    0.0,
-                                    24.43300999870476,
-                                    0.28520802612117757,
-                                    0.0004485436923833408,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    34.77906344483772,
-                                    44.835625328877896,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    0.0008680556573291698,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    0.0005313191874358747,
-                                    0.0,
-                                    0.00016533814161379112,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    0.0004179171803251336,
-                                    0.0017290828234722833,
-                                    0.0,
-                                    0.0020827005846636437,
-                                    0.0,
-                                    0.0,
-                                    8.826982764996862,
-                                    23.19243343998926,
-                                    0.0,
-                                    95.1080498811086,
-                                    0.9863978034400682,
-                                    0.9834382792465353,
-                                    0.0012286405048278493,
-                                    171.2667255897307,
-                                    0.9807858872435379,
-                                    0.0,
-                                    0.0,
-                                    0.0,
-                                    0.0005130064588990679,
-                                    0.0,
-                                    0.00010854057858411537};
+// artifact, detail lost), a line per (channel, scale). Its index runs over the scales a picture
+// has: a picture under 256 px on a side has fewer than six, and its weights shift, as in
+// libjxl's implementation.
+// clang-format off
+static const double weights[108] = {
+    0.0, 0.0007376606707406586, 0.0, 0.0, 0.0007793481682867309, 0.0,
+    0.0, 0.0004371155730107379, 0.0, 1.1041726426657346, 0.00066284834129271, 0.00015231632783718752,
+    0.0, 0.0016406437456599754, 0.0, 1.8422455520539298, 11.441172603757666, 0.0,
+    0.0007989109436015163, 0.000176816438078653, 0.0, 1.8787594979546387, 10.94906990605142, 0.0,
+    0.0007289346991508072, 0.9677937080626833, 0.0, 0.00014003424285435884, 0.9981766977854967, 0.00031949755934435053,
+    0.0004550992113792063, 0.0, 0.0, 0.0013648766163243398, 0.0, 0.0,
+    0.0, 0.0, 0.0, 7.466890328078848, 0.0, 17.445833984131262,
+    0.0006235601634041466, 0.0, 0.0, 6.683678146179332, 0.00037724407979611296, 1.027889937768264,
+    225.20515300849274, 0.0, 0.0, 19.213238186143016, 0.0011401524586618361, 0.001237755635509985,
+    176.39317598450694, 0.0, 0.0, 24.43300999870476, 0.28520802612117757, 0.0004485436923833408,
+    0.0, 0.0, 0.0, 34.77906344483772, 44.835625328877896, 0.0,
+    0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+    0.0, 0.0008680556573291698, 0.0, 0.0, 0.0, 0.0,
+    0.0, 0.0005313191874358747, 0.0, 0.00016533814161379112, 0.0, 0.0,
+    0.0, 0.0, 0.0, 0.0004179171803251336, 0.0017290828234722833, 0.0,
+    0.0020827005846636437, 0.0, 0.0, 8.826982764996862, 23.19243343998926, 0.0,
+    95.1080498811086, 0.9863978034400682, 0.9834382792465353, 0.0012286405048278493, 171.2667255897307, 0.9807858872435379,
+    0.0, 0.0, 0.0, 0.0005130064588990679, 0.0, 0.00010854057858411537,
+};
+// clang-format on
 
 // The weight of (channel, scale, norm 0 or 1, term) for a picture of `scales` scales.
 static double weight_of(int scales, int channel, int scale, int norm, int term) {
@@ -181,8 +96,9 @@ struct att_quality_ref {
     float *candidate[SCALES][3];
     float kernel[TAPS];
     // Band scratch, sized for scale 0: linear rows of both images, the XYB rows of both per
-    // channel (with the blur's margin), a row of zeros, the vertical pass and the blurred rows
-    // of each quantity (the vertical with the horizontal pass's margins).
+    // channel (with the blur's margin), their squares and product for one channel at a time, a
+    // row of zeros, the vertical pass and the blurred rows of each quantity (the vertical with
+    // the horizontal pass's margins).
     float *rows_linear[2][3];
     float *xyb[3][2];
     float *zeros;
@@ -287,21 +203,32 @@ to_xyb(const float *const linear[3], float *xyb[3], int count, const int want[3]
     }
 }
 
+// The kernel over eleven rows (`rows[k]` the k-th tap's), its symmetry taken: each pair of rows
+// summed, then weighed. The vertical pass gives it a quantity's rows (a row past the image's
+// ends a row of zeros), the horizontal one the same row shifted.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+kernel_row(const float *const rows[TAPS], const float kernel[TAPS], int width, float *restrict out) {
+    const float *c = rows[RADIUS];
+    const float k0 = kernel[RADIUS], k1 = kernel[RADIUS + 1], k2 = kernel[RADIUS + 2], k3 = kernel[RADIUS + 3],
+                k4 = kernel[RADIUS + 4], k5 = kernel[RADIUS + 5];
+    const float *u1 = rows[RADIUS - 1], *d1 = rows[RADIUS + 1], *u2 = rows[RADIUS - 2], *d2 = rows[RADIUS + 2];
+    const float *u3 = rows[RADIUS - 3], *d3 = rows[RADIUS + 3], *u4 = rows[RADIUS - 4], *d4 = rows[RADIUS + 4];
+    const float *u5 = rows[RADIUS - 5], *d5 = rows[RADIUS + 5];
+    for (int x = 0; x < width; x++)
+        out[x] = k0 * c[x] + k1 * (u1[x] + d1[x]) + k2 * (u2[x] + d2[x]) + k3 * (u3[x] + d3[x]) + k4 * (u4[x] + d4[x]) +
+                 k5 * (u5[x] + d5[x]);
+}
+
 // The horizontal pass of the blur over `mid` (width floats with RADIUS free on each side) into
 // `out`, mirrored at the sides (scipy's "reflect": d c b a | a b c d | d c b a).
-__attribute__((target_clones("arch=x86-64-v3", "default"))) static void blur_row(float *mid, float *restrict out,
-                                                                                 int width, const float kernel[TAPS]) {
+static void blur_row(float *mid, float *restrict out, int width, const float kernel[TAPS]) {
     for (int i = 0; i < RADIUS; i++) {
         mid[-1 - i] = mid[i < width ? i : width - 1];
         mid[width + i] = mid[width - 1 - i >= 0 ? width - 1 - i : 0];
     }
-    const float k0 = kernel[RADIUS], k1 = kernel[RADIUS + 1], k2 = kernel[RADIUS + 2], k3 = kernel[RADIUS + 3],
-                k4 = kernel[RADIUS + 4], k5 = kernel[RADIUS + 5];
-    for (int x = 0; x < width; x++) {
-        const float *m = mid + x;
-        out[x] = k0 * m[0] + k1 * (m[-1] + m[1]) + k2 * (m[-2] + m[2]) + k3 * (m[-3] + m[3]) + k4 * (m[-4] + m[4]) +
-                 k5 * (m[-5] + m[5]);
-    }
+    const float *taps[TAPS];
+    for (int k = -RADIUS; k <= RADIUS; k++) taps[k + RADIUS] = mid + k;
+    kernel_row(taps, kernel, width, out);
 }
 
 // The products of a band's rows of both images (`count` values): their squares and product,
@@ -315,21 +242,6 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) static void products
         bb[i] = b[i] * b[i];
         ab[i] = a[i] * b[i];
     }
-}
-
-// The vertical pass at one row of one quantity, from its taps' rows (a row past the image's
-// ends is a row of zeros), the kernel's symmetry taken: each pair of rows summed, then weighed.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
-vertical_row(const float *const rows[TAPS], const float kernel[TAPS], int width, float *restrict out) {
-    const float *c = rows[RADIUS];
-    const float k0 = kernel[RADIUS], k1 = kernel[RADIUS + 1], k2 = kernel[RADIUS + 2], k3 = kernel[RADIUS + 3],
-                k4 = kernel[RADIUS + 4], k5 = kernel[RADIUS + 5];
-    const float *u1 = rows[RADIUS - 1], *d1 = rows[RADIUS + 1], *u2 = rows[RADIUS - 2], *d2 = rows[RADIUS + 2];
-    const float *u3 = rows[RADIUS - 3], *d3 = rows[RADIUS + 3], *u4 = rows[RADIUS - 4], *d4 = rows[RADIUS + 4];
-    const float *u5 = rows[RADIUS - 5], *d5 = rows[RADIUS + 5];
-    for (int x = 0; x < width; x++)
-        out[x] = k0 * c[x] + k1 * (u1[x] + d1[x]) + k2 * (u2[x] + d2[x]) + k3 * (u3[x] + d3[x]) + k4 * (u4[x] + d4[x]) +
-                 k5 * (u5[x] + d5[x]);
 }
 
 // One band's rows of the pooled sums: ssim, artifact and detail lost, 1- and 4-norm.
@@ -501,7 +413,7 @@ static double score_scale(att_quality_ref *ref, int s, const source *a, const so
         int y1 = y0 + band < h ? y0 + band : h;
         counted += (double)(y1 - y0) * w;
         int r0 = y0 - RADIUS > 0 ? y0 - RADIUS : 0, r1 = y1 + RADIUS < h ? y1 + RADIUS : h;
-        // XYB rows of both images (the reference's Y at scale 0 is made already).
+        // XYB rows of both images.
         for (int r = r0; r < r1; r++) {
             size_t at = (size_t)(r - r0) * w;
             for (int i = 0; i < 2; i++) {
@@ -527,7 +439,7 @@ static double score_scale(att_quality_ref *ref, int s, const source *a, const so
                         int from = y + k;
                         taps[k + RADIUS] = from >= 0 && from < h ? plane[q] + (size_t)(from - r0) * w : ref->zeros;
                     }
-                    vertical_row(taps, ref->kernel, w, ref->vertical[q] + RADIUS);
+                    kernel_row(taps, ref->kernel, w, ref->vertical[q] + RADIUS);
                     blur_row(ref->vertical[q] + RADIUS, ref->blurred[q], w, ref->kernel);
                 }
                 size_t at = (size_t)(y - r0) * w;

@@ -18,7 +18,6 @@ extension QualitySearch {
         let blockingAllowed: Double
         /// The highest quality it may write: ``highest``, or the source JPEG's own.
         let top: Int
-        let features: [Double]
         let predicted: Prediction
         let start: Int
         private(set) var tries: [Try] = []
@@ -36,9 +35,7 @@ extension QualitySearch {
             // WebP's numbers are libwebp's own).
             let ceiling = format == .jpeg ? hint.ceiling.map { tables.equivalent(ijg: $0) } : nil
             top = max(lowest, min(highest, ceiling ?? highest))
-            let features = judge.features
-            self.features = features
-            let predicted = Prediction(features)
+            let predicted = Prediction(judge.features)
             self.predicted = predicted
             band = QualitySearch.band(target: target)
             blockingAllowed = maxBlocking(target: target)
@@ -156,7 +153,7 @@ extension QualitySearch {
             }
             var choice = QualityChoice(
                 quality: chosen.quality, score: chosen.score, encodes: tries.count, missed: missed?.rawValue)
-            (choice.blocking, choice.features) = (chosen.blocking, features)
+            (choice.blocking, choice.features) = (chosen.blocking, judge.features)
             choice.fullChroma = index >= fullFrom
             return (chosen.data, choice)
         }
