@@ -51,8 +51,10 @@ public struct AttacheService: Sendable {
         let metrics = self.metrics
         // The file's tenants and one per plain key; callers without a key have places kept
         // only when they are let in.
-        let tenants = Tenants(
-            configuration.tenants.adding(.keys(configuration.apiKeys)), allowAnonymous: configuration.allowAnonymous)
+        let table =
+            configuration.tenantsInCatalog
+            ? try Self.catalogTenants(store, keys: configuration.apiKeys) : configuration.tenants
+        let tenants = Tenants(table.adding(.keys(configuration.apiKeys)), allowAnonymous: configuration.allowAnonymous)
         self.tenants = tenants
         let admission = Admission(
             slots: configuration.maxConcurrent, queue: configuration.maxQueued, shares: tenants.shares)
@@ -70,6 +72,25 @@ public struct AttacheService: Sendable {
         self.metricsText = metricsText
         if let stats = try? store.stats() { metrics.store(objects: stats.objects, bytes: stats.bytes) }
         metrics.quotas(objects: configuration.store.maxObjects, bytes: configuration.store.maxBytes)
+    }
+
+    /// Where the tenants are read again from, if anywhere.
+    var tenantOrigin: TenantOrigin? {
+        configuration.tenantsInCatalog ? .catalog(store) : configuration.tenantsFile.map(TenantOrigin.file)
+    }
+
+    /// The tenants the catalog keeps, read whole at start: a problem stops the service, as a bad
+    /// tenants file does.
+    static func catalogTenants(_ store: AttachmentStore, keys: [String]) throws(AttacheError) -> TenantTable {
+        switch TenantOrigin.catalog(store).read() {
+        case .success(let table):
+            guard table.with(plainKeys: keys) != nil else {
+                throw AttacheError(.invalidInput, "--tenants catalog: " + TenantTable.sharedKeyProblem)
+            }
+            return table
+        case .failure(let error):
+            throw AttacheError(.invalidInput, "--tenants catalog: " + error.problems.joined(separator: "; "))
+        }
     }
 
     /// The routes, behind the request log.
@@ -175,10 +196,11 @@ public struct AttacheService: Sendable {
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             services: [collection, DependencyWatch(store: store, logger: logger)]
-                + (configuration.tenantsFile.map {
+                + (tenantOrigin.map {
                     [
                         TenantReload(
-                            path: $0, keys: configuration.apiKeys, tenants: tenants, metrics: metrics, logger: logger)
+                            origin: $0, keys: configuration.apiKeys, tenants: tenants, metrics: metrics,
+                            logger: logger)
                     ]
                 } ?? []),
             onServerRunning: { [pipelines] channel in

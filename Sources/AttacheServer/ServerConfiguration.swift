@@ -28,6 +28,10 @@ public struct ServerConfiguration: Sendable {
     /// media hosts (docs/tenants.md), read again on SIGHUP and when it changes. Each
     /// ``apiKeys`` key is a tenant of its own beside them (`key-N`).
     public var tenantsFile: String?
+    /// Read the tenants a shared store keeps in its catalog for every replica (`--tenants
+    /// catalog`) instead of a file: read when the service starts and again when their version
+    /// changes.
+    public var tenantsInCatalog = false
     /// The tenants the file held when the service was set up.
     var tenants = TenantTable()
     /// Run `POST /v1/notifications` without caller authentication (tests, demos on loopback).

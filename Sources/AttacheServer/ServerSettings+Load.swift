@@ -164,7 +164,15 @@ final class SettingsReading {
             problem("apiKeys", "every API key must be at least 16 printable ASCII characters")
         }
         configuration.apiKeys = keys
-        if let path = text("tenants"), !path.isEmpty {
+        if text("tenants") == TenantOrigin.catalogName {
+            configuration.tenantsInCatalog = true
+            if configuration.store.shared == nil {
+                problem(
+                    "tenants",
+                    "'catalog' reads the tenants a postgres:// store keeps for its replicas; "
+                        + "this store is a directory: give a tenants file (./catalog for a file of that name)")
+            }
+        } else if let path = text("tenants"), !path.isEmpty {
             configuration.tenantsFile = path
             switch TenantTable.load(path) {
             case .success(let table):
@@ -174,7 +182,9 @@ final class SettingsReading {
                 for line in error.problems { problem("tenants", line) }
             }
         }
-        if keys.isEmpty && configuration.tenants.tenants.isEmpty && !configuration.allowAnonymous {
+        if keys.isEmpty && configuration.tenants.tenants.isEmpty && !configuration.tenantsInCatalog
+            && !configuration.allowAnonymous
+        {
             problems.append(
                 "no API key: give \(ServerSettings.setting("apiKeys").environment) or \(named("apiKeyFiles")), "
                     + "or allow anonymous callers with --allow-anonymous")

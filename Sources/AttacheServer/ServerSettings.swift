@@ -78,7 +78,7 @@ public enum ServerSettings {
             .init(
                 key: "tenants",
                 help:
-                    "A tenants file: named tenants with key digests, shares, rates and media hosts (read again on SIGHUP and on change).",
+                    "A tenants file: named tenants with key digests, shares, rates and media hosts (read again on SIGHUP and on change); catalog: those a postgres:// store keeps for its replicas.",
                 defaultText: "none", secret: false),
             .init(
                 "allowAnonymous", "Accept POST /v1/notifications without an API key (loopback demos).",

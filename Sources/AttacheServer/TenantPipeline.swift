@@ -1,7 +1,7 @@
 public import AttacheBase
 public import AttacheCore
 public import AttacheFetch
-import AttacheStore
+public import AttacheStore
 
 /// A tenant's pipeline outside the service (`attache batch --tenant ID [--tenants FILE]`): the
 /// same row of the same tenants file the service reads, applied the same way, so a campaign
@@ -10,9 +10,10 @@ import AttacheStore
 public enum TenantPipeline {
     /// `configuration` as tenant `id` gets it, and the hosts it may fetch from (nil: the
     /// policy's). Without `file`, the tenant owns what it stores and has no settings, hosts or
-    /// quota of its own.
+    /// quota of its own. A `file` of `catalog` reads the tenants `store` keeps for its replicas
+    /// (without `store`, it is only checked later).
     public static func configuration(
-        for id: String, file: String?, over configuration: PipelineConfiguration
+        for id: String, file: String?, store: AttachmentStore? = nil, over configuration: PipelineConfiguration
     ) throws(AttacheError) -> (PipelineConfiguration, SourceRules?) {
         guard StoreOwner.isValidID(id) else {
             throw AttacheError(
@@ -23,8 +24,15 @@ public enum TenantPipeline {
             configuration.storeOwner = StoreOwner(id: id)
             return (configuration, nil)
         }
+        let origin: TenantOrigin
+        if file == TenantOrigin.catalogName {
+            guard let store else { return (configuration, nil) }
+            origin = .catalog(store)
+        } else {
+            origin = .file(file)
+        }
         let table: TenantTable
-        switch TenantTable.load(file) {
+        switch origin.read() {
         case .success(let read): table = read
         case .failure(let error):
             throw AttacheError(.invalidInput, "--tenants \(file): " + error.problems.joined(separator: "; "))

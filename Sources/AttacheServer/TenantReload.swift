@@ -1,16 +1,84 @@
+import AttacheBase
+import AttacheStore
 import Foundation
 import Logging
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
 
-/// Reads the tenants file again on SIGHUP and when it changes (its size, time or inode, looked
-/// at every ``interval``), as a lifecycle service. A file that reads whole replaces the tenants
-/// at once (a request already under way keeps the tenant it was given; a key taken out is
-/// refused from the next request); one with a problem is refused with each problem's line and
-/// key named, and the tenants in use stay.
+/// Where the service reads its tenants: a file (`--tenants FILE`), or the rows a shared store
+/// keeps in its catalog for every replica (`--tenants catalog`, written by `attache store
+/// tenants push`).
+enum TenantOrigin: Sendable {
+    case file(String)
+    case catalog(AttachmentStore)
+
+    /// The `--tenants` value that names the catalog.
+    static let catalogName = "catalog"
+
+    /// What changes when the tenants do: the file's size, time and inode; the catalog's version.
+    enum Look: Equatable, @unchecked Sendable {
+        case file(size: Int64, modified: timespec, inode: UInt64)
+        case version(Int64)
+
+        static func == (a: Look, b: Look) -> Bool {
+            switch (a, b) {
+            case (.file(let s1, let m1, let i1), .file(let s2, let m2, let i2)):
+                s1 == s2 && m1.tv_sec == m2.tv_sec && m1.tv_nsec == m2.tv_nsec && i1 == i2
+            case (.version(let v1), .version(let v2)): v1 == v2
+            default: false
+            }
+        }
+    }
+
+    /// How it looks now; nil when it cannot be looked at (no file, the catalog away): then
+    /// nothing is read and the tenants in use stay.
+    func look() -> Look? {
+        switch self {
+        case .file(let path):
+            var info = stat()
+            guard stat(path, &info) == 0 else { return nil }
+            return .file(size: Int64(info.st_size), modified: info.st_mtim, inode: UInt64(info.st_ino))
+        case .catalog(let store):
+            return (try? store.catalogTenantsVersion())?.map(Look.version)
+        }
+    }
+
+    /// The tenants it holds, whole, or each problem on a line of its own.
+    func read() -> Result<TenantTable, TenantFileError> {
+        switch self {
+        case .file(let path):
+            return TenantTable.load(path)
+        case .catalog(let store):
+            let found: CatalogTenants?
+            do throws(AttacheError) {
+                found = try store.catalogTenants()
+            } catch {
+                return .failure(TenantFileError(problems: ["the catalog's tenants: " + error.message]))
+            }
+            guard let found else {
+                return .failure(TenantFileError(problems: ["a directory store keeps no tenants for replicas"]))
+            }
+            return TenantTable.parse(TenantTable.document(found.rows), name: Self.catalogName)
+        }
+    }
+
+    /// How the log and the problems name it.
+    var name: String {
+        switch self {
+        case .file(let path): path
+        case .catalog: Self.catalogName
+        }
+    }
+}
+
+/// Reads the tenants again on SIGHUP and when they change (the file's look or the catalog's
+/// version, looked at every ``interval``), as a lifecycle service. Tenants that read whole
+/// replace those in use at once (a request already under way keeps the tenant it was given; a
+/// key taken out is refused from the next request); with a problem they are refused, each
+/// problem's line and key named, and the tenants in use stay.
 struct TenantReload: Service {
-    let path: String
+    let origin: TenantOrigin
     /// The `--api-keys` keys, tenants of their own beside the file's.
     let keys: [String]
     let tenants: Tenants
@@ -18,44 +86,27 @@ struct TenantReload: Service {
     let logger: Logger
     var interval: Duration = .seconds(1)
 
-    /// What the file looked like when last read.
-    struct Look: Equatable, @unchecked Sendable {
-        var size: Int64
-        var modified: timespec
-        var inode: UInt64
-
-        static func == (a: Look, b: Look) -> Bool {
-            a.size == b.size && a.modified.tv_sec == b.modified.tv_sec && a.modified.tv_nsec == b.modified.tv_nsec
-                && a.inode == b.inode
-        }
-    }
-
-    static func look(_ path: String) -> Look? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return Look(size: Int64(info.st_size), modified: info.st_mtim, inode: UInt64(info.st_ino))
-    }
-
     private final class Seen: Sendable {
-        let look: Mutex<Look?>
-        init(_ look: Look?) { self.look = Mutex(look) }
+        let look: Mutex<TenantOrigin.Look?>
+        init(_ look: TenantOrigin.Look?) { self.look = Mutex(look) }
     }
 
     func run() async throws {
-        let last = Seen(Self.look(path))
+        let last = Seen(origin.look())
         let signals = await UnixSignalsSequence(trapping: .sighup)
         try await cancelWhenGracefulShutdown {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     for await _ in signals {
-                        last.look.withLock { $0 = Self.look(path) }
+                        let now = origin.look()
+                        last.look.withLock { $0 = now }
                         reload(because: "SIGHUP")
                     }
                 }
                 group.addTask {
                     while true {
                         try await Task.sleep(for: interval)
-                        let now = Self.look(path)
+                        let now = origin.look()
                         let changed = last.look.withLock { seen -> Bool in
                             guard now != nil, now != seen else { return false }
                             seen = now
@@ -70,12 +121,12 @@ struct TenantReload: Service {
         }
     }
 
-    /// Reads the file; applies it whole or keeps what is in use.
+    /// Reads the tenants; applies them whole or keeps what is in use.
     func reload(because reason: String) {
-        switch TenantTable.load(path) {
+        switch origin.read() {
         case .success(let table):
             guard let combined = table.with(plainKeys: keys) else {
-                refused(reason, ["\(path): " + TenantTable.sharedKeyProblem])
+                refused(reason, ["\(origin.name): " + TenantTable.sharedKeyProblem])
                 return
             }
             tenants.replace(combined)
@@ -83,7 +134,7 @@ struct TenantReload: Service {
             logger.info(
                 "tenants read again",
                 metadata: [
-                    "path": "\(path)", "reason": "\(reason)", "tenants": "\(table.tenants.count)",
+                    "path": "\(origin.name)", "reason": "\(reason)", "tenants": "\(table.tenants.count)",
                     "keys": "\(table.tenants.reduce(0) { $0 + $1.keys.count })",
                 ])
         case .failure(let error):
@@ -94,7 +145,9 @@ struct TenantReload: Service {
     private func refused(_ reason: String, _ problems: [String]) {
         metrics.tenantsReload("refused")
         logger.error(
-            "tenants file refused; the tenants in use stay",
-            metadata: ["path": "\(path)", "reason": "\(reason)", "problems": "\(problems.joined(separator: "; "))"])
+            "tenants refused; the tenants in use stay",
+            metadata: [
+                "path": "\(origin.name)", "reason": "\(reason)", "problems": "\(problems.joined(separator: "; "))",
+            ])
     }
 }

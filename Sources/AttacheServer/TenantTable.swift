@@ -77,6 +77,21 @@ struct TenantTable: Sendable, Hashable {
         return parse(Array(data), name: path)
     }
 
+    /// The rows a catalog keeps as a tenants file: each row on a line of its own, so a problem's
+    /// line is its row's number plus one.
+    static func document(_ rows: [String]) -> [UInt8] {
+        Array(("{\"tenants\": [\n" + rows.joined(separator: ",\n") + "\n]}\n").utf8)
+    }
+
+    /// A tenants file's rows, each as compact JSON text (for the catalog); the file must read
+    /// whole first (``parse(_:name:)``), so this finds what that found.
+    static func rows(_ bytes: [UInt8]) -> [String] {
+        guard case .object(let top)? = try? JSONParser.parse(bytes),
+            case .array(let rows)? = top.first(where: { $0.key == "tenants" })?.value
+        else { return [] }
+        return rows.map(\.text)
+    }
+
     /// The keys a tenant row may have.
     static let rowKeys = [
         "id", "keys", "share", "rate", "burst", "sources", "settings", "storeMaxBytes", "storeMaxObjects",

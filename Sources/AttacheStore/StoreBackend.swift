@@ -60,6 +60,12 @@ package protocol StoreBackend: Sendable {
     func keyRing(within interval: Duration) -> KeyRing
     /// Applies `change` to the key ring, serialised with every other change.
     func updateKeys(_ change: (KeyRing) throws(AttacheError) -> KeyRing) throws(AttacheError) -> KeyRing
+    /// The tenants the catalog keeps for every replica (a directory store: nil, by default).
+    func catalogTenants() throws(AttacheError) -> CatalogTenants?
+    /// Their version alone.
+    func catalogTenantsVersion() throws(AttacheError) -> Int64?
+    /// Replaces them whole; the new version.
+    func replaceCatalogTenants(_ rows: [String]) throws(AttacheError) -> Int64
     /// Checks that the store takes writes now (the service's readiness).
     func checkWritable() throws(AttacheError)
     /// What the store depends on, by name (`disk`; `catalog` and `bucket`).

@@ -127,6 +127,12 @@ final class SharedBackend: StoreBackend {
             CREATE TABLE IF NOT EXISTS attache_keyring (
                 one integer PRIMARY KEY CHECK (one = 1), version bigint NOT NULL, sealed text NOT NULL)
             """,
+            """
+            CREATE TABLE IF NOT EXISTS attache_tenant_rows (
+                one integer PRIMARY KEY CHECK (one = 1), version bigint NOT NULL)
+            """,
+            "INSERT INTO attache_tenant_rows VALUES (1, 0) ON CONFLICT DO NOTHING",
+            "CREATE TABLE IF NOT EXISTS attache_tenant (position integer PRIMARY KEY, row text NOT NULL)",
         ]
         for statement in statements + CampaignSchema.statements {
             try connection.query(statement)

@@ -60,7 +60,10 @@ struct BatchCommand: AsyncParsableCommand {
             discussion: "With --tenants FILE, its row's settings, media hosts and quota apply too, as in the service."))
     var tenant: String?
 
-    @Option(help: "The service's tenants file, for --tenant's settings, media hosts and store quota.")
+    @Option(
+        help:
+            "The service's tenants file (catalog: those a shared store keeps), for --tenant's settings, media hosts and store quota."
+    )
     var tenants: String?
 
     @Option(help: "Items in flight at once (their fetches overlap). Default: 8 per worker.")
@@ -196,7 +199,7 @@ struct BatchCommand: AsyncParsableCommand {
         let pipeline = try options.pipeline(store: store)
         guard let tenant else { return pipeline }
         let (configuration, sources) = try TenantPipeline.configuration(
-            for: tenant, file: tenants, over: pipeline.configuration)
+            for: tenant, file: tenants, store: store, over: pipeline.configuration)
         return pipeline.configured(configuration).fetching(from: sources)
     }
 

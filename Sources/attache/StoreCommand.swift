@@ -10,7 +10,7 @@ struct StoreCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "store",
         abstract: "Put, open and check attachments in the managed store.",
-        subcommands: [Put.self, Open.self, Stats.self, Purge.self, Verify.self, Revoke.self, Storm.self]
+        subcommands: [Put.self, Open.self, Stats.self, Purge.self, Tenants.self, Verify.self, Revoke.self, Storm.self]
     )
 
     /// A tenant id as the tenants file writes it (key-N and anonymous included).

@@ -47,6 +47,7 @@ import Testing
         [
             "AttacheServerTests.SharedReplicaTests", "AttacheBatchTests.SharedCampaignTests",
             "AttacheCoreTests.SharedPipelineTests", "AttacheServerTests.SharedRawDownloadsTests",
+            "AttacheServerTests.SharedTenantsTests",
         ],
     ]
 

@@ -81,6 +81,30 @@ import Testing
         #expect(throws: TenantFileError.self) { try TenantTable.parse(Array(twice.utf8), name: "t").get() }
     }
 
+    @Test("--tenants catalog needs a shared store, and a directory store keeps no tenants to push")
+    func theCatalogsTenantsNeedASharedStore() async throws {
+        let loaded = ServerSettings.load(
+            try await ServerSettings.reader(
+                flags: ["tenants": "catalog", "apiKeys": Self.acmeKey], environment: [:], file: nil),
+            environment: ["HOME": "/nonexistent"])
+        #expect(loaded.problems.contains { $0.contains("this store is a directory") }, "\(loaded.problems)")
+        let directory = try TemporaryDirectory()
+        try Self.write(#"{"tenants": []}"#, to: directory.path + "/tenants.json")
+        let pushed = await runProcess(
+            try attacheExecutable(),
+            ["store", "tenants", "push", directory.path + "/tenants.json", "--store", directory.path + "/store"])
+        #expect(pushed.status != 0 && pushed.output.contains("keeps no tenants for replicas"), "\(pushed.output)")
+        // The rows a catalog keeps read back as the file they came from, a problem's line its row's.
+        let rows = TenantTable.rows(Array(#"{"tenants": [{"id": "a", "keys": []},\#n {"id": "b"}]}"#.utf8))
+        #expect(rows == [#"{"id":"a","keys":[]}"#, #"{"id":"b"}"#])
+        var problems: [String] = []
+        if case .failure(let error) = TenantTable.parse(TenantTable.document(rows), name: "catalog") {
+            problems = error.problems
+        }
+        #expect(problems.contains { $0.hasPrefix("catalog:2: tenant 1 \"keys\"") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("catalog:3: tenant 2") }, "\(problems)")
+    }
+
     @Test("a tenant's rate answers 429 past its burst, and another tenant is not slowed")
     func aTenantOverItsRateGets429() async throws {
         let directory = try TemporaryDirectory()
