@@ -111,7 +111,7 @@ public struct AttacheService: Sendable {
         router.get("/v1/preview", use: notifications.preview)
 
         let attachments = AttachmentRoute(
-            store: store, metrics: metrics, edge: EdgeCaching(configuration))
+            store: store, metrics: metrics, edge: EdgeCaching(configuration), tenants: tenants)
         let base = configuration.attachmentsPath
         // One catch-all route: `<token>/<id>.<ext>`, and a URL missing its token is a 401.
         router.get("\(base)/**", use: attachments.handle)
@@ -168,7 +168,7 @@ public struct AttacheService: Sendable {
         let collection = CollectionService(
             store: store, interval: configuration.collectionInterval, metrics: metrics, logger: logger)
         let downloads = AttachmentRoute(
-            store: store, metrics: metrics, edge: EdgeCaching(configuration))
+            store: store, metrics: metrics, edge: EdgeCaching(configuration), tenants: tenants)
         let attachmentsPath = configuration.attachmentsPath
         let metrics = self.metrics
         let (limits, connections) = (configuration.connections, self.connections)

@@ -16,8 +16,10 @@ import NIOPosix
 struct AttachmentRoute: Sendable {
     let store: AttachmentStore
     let metrics: ServerMetrics
-    /// How long a shared cache may keep a download, and serve it past that.
+    /// How long a shared cache may keep a download, and serve it past that (the service's).
     let edge: EdgeCaching
+    /// The tenants: those with an edge time of their own shorten or lengthen their objects'.
+    var tenants: Tenants? = nil
     /// Bytes read from the object per write (a local file).
     static let chunk = 64 << 10
     /// Bytes per ranged GET when the object is in a shared store's bucket.
@@ -44,7 +46,7 @@ struct AttachmentRoute: Sendable {
         /// 304, with the validators.
         case notModified(HTTPFields)
         /// 200 or 206: `length` bytes from `start` of the leased object.
-        case send(AttachmentLease, HTTPResponse.Status, HTTPFields, start: Int64, length: Int64)
+        case send(AttachmentLease, HTTPResponse.Status, HTTPFields, start: Int64, length: Int64, edge: EdgeCaching)
     }
 
     /// Checks the token and the request's conditions for `<token>/<id>.<ext>` (`segments`
@@ -95,6 +97,13 @@ struct AttachmentRoute: Sendable {
             throw Problem(.notFound, .notFound, "no such attachment")
         }
 
+        let edge: EdgeCaching
+        do {
+            edge = try self.edge(for: stored.id, immediately: immediately)
+        } catch {
+            lease.close()
+            throw error
+        }
         let now = store.configuration.clock()
         var headers: HTTPFields = [:]
         let etag = "\"\(stored.id.hex)\""
@@ -130,7 +139,19 @@ struct AttachmentRoute: Sendable {
         let start = range?.lowerBound ?? 0
         let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? size
         headers[.contentLength] = String(length)
-        return .send(lease, range == nil ? .ok : .partialContent, headers, start: start, length: length)
+        return .send(lease, range == nil ? .ok : .partialContent, headers, start: start, length: length, edge: edge)
+    }
+
+    /// How long a shared cache may keep this object's downloads: the service's edge time, or
+    /// when tenants have their own, the shortest of its holders' (a holder without one: the
+    /// service's), so that no tenant's copy outlives the time it asked for. Who holds it is a
+    /// catalog read: a shared store's is not made `immediately`.
+    func edge(for id: AttachmentID, immediately: Bool) throws -> EdgeCaching {
+        guard let ages = tenants?.edgeMaxAges, !ages.isEmpty else { return edge }
+        if immediately && store.isShared { throw WouldWait() }
+        // Who holds it cannot be said now: the shortest of all.
+        let holders = (try? store.holders(of: id)) ?? Set(ages.keys).union([""])
+        return edge.held(by: holders, ages: ages)
     }
 
     /// `POST <attachments path>/<token>/<id>.<ext>` (when receipts are on): what the device
@@ -143,7 +164,7 @@ struct AttachmentRoute: Sendable {
         let (segments, logger) = (context.parameters.getCatchAll(), context.logger)
         let prepared = try await blocking { try prepare(segments: segments, headers: HTTPFields(), logger: logger) }
         switch prepared {
-        case .send(let lease, _, _, _, _): lease.close()
+        case .send(let lease, _, _, _, _, _): lease.close()
         case .notModified: break
         }
         let body: ByteBuffer
@@ -197,7 +218,7 @@ struct AttachmentRoute: Sendable {
         switch prepared {
         case .notModified(let fields):
             return Response(status: .notModified, headers: fields)
-        case .send(let open, let code, let fields, let from, let count):
+        case .send(let open, let code, let fields, let from, let count, _):
             (lease, status, headers, start, length) = (open, code, fields, from, count)
         }
         if request.method == .head {

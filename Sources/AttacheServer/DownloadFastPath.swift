@@ -471,7 +471,9 @@ extension AttachmentRoute {
     )
         -> CheckedDownload?
     {
-        guard case .send(let lease, let status, let fields, let start, let length)? = prepared else { return nil }
+        guard case .send(let lease, let status, let fields, let start, let length, let edge)? = prepared else {
+            return nil
+        }
         guard lease.sendableDescriptor >= 0 else {
             lease.close()
             return nil

@@ -18,6 +18,18 @@ struct EdgeCaching: Sendable {
             maxAge: configuration.edgeMaxAge.components.seconds, stale: configuration.edgeStale.components.seconds)
     }
 
+    /// The longest edge time a setting may give (a day), the service's or a tenant's.
+    static let maxAgeLimit: Int64 = 86_400
+
+    /// This with the edge time of an object `holders` hold (tenant ids, `""` for a caller with
+    /// none): the shortest of theirs, each holder without an age of its own in `ages` taking
+    /// the service's.
+    func held(by holders: Set<String>, ages: [String: Int64]) -> EdgeCaching {
+        var held = self
+        held.maxAge = holders.map { ages[$0] ?? maxAge }.min() ?? maxAge
+        return held
+    }
+
     /// A download's `Cache-Control` when its access ends at `ends`: the device may keep it
     /// until then (`max-age`); a shared cache for ``maxAge`` within that (`s-maxage`), and for
     /// ``stale`` more within what is left (`stale-while-revalidate`, `stale-if-error`: RFC

@@ -142,7 +142,7 @@ public enum ServerSettings {
             .init(
                 "edgeMaxAge",
                 "How long a shared cache (an edge, a CDN) may keep a download, within its token's life (0s: private).",
-                .wholeSeconds(\.edgeMaxAge, .zero...(.seconds(86_400)))),
+                .wholeSeconds(\.edgeMaxAge, .zero...(.seconds(EdgeCaching.maxAgeLimit)))),
             .init(
                 "edgeStale",
                 "How long past that a shared cache may serve a download while the origin cannot answer or is asked "

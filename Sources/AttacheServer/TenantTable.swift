@@ -26,6 +26,9 @@ struct Tenant: Sendable, Hashable {
     var storeMaxObjects: Int? = nil
     /// The memory its transforms may hold at once (nil: the workers' budget alone).
     var decodeMemory: Int? = nil
+    /// Seconds a shared cache may keep its downloads (nil: the service's `--edge-max-age`); an
+    /// object several tenants hold gets the shortest of theirs.
+    var edgeMaxAge: Int64? = nil
 
     /// `configuration` with this tenant's settings over it (checked when the file was read).
     func applied(to configuration: PipelineConfiguration) -> PipelineConfiguration {
@@ -95,7 +98,7 @@ struct TenantTable: Sendable, Hashable {
     /// The keys a tenant row may have.
     static let rowKeys = [
         "id", "keys", "share", "rate", "burst", "sources", "settings", "storeMaxBytes", "storeMaxObjects",
-        "decodeMemory",
+        "decodeMemory", "edgeMaxAge",
     ]
 
     static func parse(_ bytes: [UInt8], name: String) -> Result<TenantTable, TenantFileError> {
@@ -200,6 +203,10 @@ struct TenantTable: Sendable, Hashable {
         tenant.decodeMemory = whole(
             "decodeMemory", PipelineWorkers.memoryRange,
             "a whole number of bytes from \(PipelineWorkers.memoryRange.lowerBound) (16 MiB) to 2^40")
+        tenant.edgeMaxAge = whole(
+            "edgeMaxAge", 0...Int(EdgeCaching.maxAgeLimit),
+            "a whole number of seconds from 0 (no shared cache keeps its downloads) to \(EdgeCaching.maxAgeLimit)"
+        ).map(Int64.init)
         if let settings = row["settings"] {
             switch Self.settings(settings) {
             case .success(let values): tenant.settings = values

@@ -11,6 +11,16 @@ final class Tenants: Sendable {
     struct Current: Sendable {
         var table: TenantTable
         var keys: APIKeys
+        /// The edge times of the tenants with one of their own, in seconds.
+        var edgeMaxAges: [String: Int64]
+
+        init(_ table: TenantTable) {
+            self.table = table
+            keys = APIKeys(digests: table.byDigest)
+            edgeMaxAges = Dictionary(
+                table.tenants.compactMap { tenant in tenant.edgeMaxAge.map { (tenant.id, $0) } },
+                uniquingKeysWith: min)
+        }
     }
 
     private let current: Mutex<Current>
@@ -22,10 +32,13 @@ final class Tenants: Sendable {
 
     init(_ table: TenantTable, allowAnonymous: Bool) {
         self.allowAnonymous = allowAnonymous
-        current = Mutex(Current(table: table, keys: APIKeys(digests: table.byDigest)))
+        current = Mutex(Current(table))
     }
 
     var table: TenantTable { current.withLock { $0.table } }
+
+    /// The edge times of the tenants that have their own (empty: every download the service's).
+    var edgeMaxAges: [String: Int64] { current.withLock { $0.edgeMaxAges } }
 
     /// Each tenant's share of the places, callers without a key counted only when let in.
     var shares: [String: Int] { Self.shares(table, allowAnonymous: allowAnonymous) }
@@ -47,7 +60,7 @@ final class Tenants: Sendable {
 
     /// Replaces the table; the gate and the admission take the new shares.
     func replace(_ table: TenantTable) {
-        current.withLock { $0 = Current(table: table, keys: APIKeys(digests: table.byDigest)) }
+        current.withLock { $0 = Current(table) }
         let ids = Set(table.tenants.map(\.id))
         buckets.withLock { buckets in buckets = buckets.filter { ids.contains($0.key) } }
         let shares = self.shares

@@ -244,6 +244,10 @@ extension AttachmentStore {
 
     /// What one tenant's objects hold: those it stored first (a copy another had stored costs
     /// it nothing), expired ones until they are collected — what its quota counts.
+    /// The tenants that hold `id`: the one it was first stored for and each sent it since
+    /// (`""`: a caller with no tenant).
+    public func holders(of id: AttachmentID) throws(AttacheError) -> Set<String> { try backend.holders(id.hex) }
+
     public func stats(tenant: String) throws(AttacheError) -> (objects: Int, bytes: Int64) {
         try backend.totals(tenant: tenant)
     }

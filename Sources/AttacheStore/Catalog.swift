@@ -274,6 +274,18 @@ final class Catalog: Sendable {
         }
     }
 
+    func holders(_ id: String) throws(AttacheError) -> Set<String> {
+        try read { db in
+            Set(
+                try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT IFNULL(tenant, '') FROM object WHERE id = ?1
+                        UNION SELECT tenant FROM object_holder WHERE object_id = ?1
+                        """, arguments: [id]))
+        }
+    }
+
     func sourceCount() throws(AttacheError) -> Int {
         try read { try SourceRow.fetchCount($0) }
     }

@@ -48,6 +48,8 @@ final class DirectoryBackend: StoreBackend {
         try catalog.totals(tenant: tenant)
     }
 
+    func holders(_ id: String) throws(AttacheError) -> Set<String> { try catalog.holders(id) }
+
     func hold(_ ids: [String], tenant: String?) throws(AttacheError) {
         try catalog.hold(ids, tenant: tenant)
     }

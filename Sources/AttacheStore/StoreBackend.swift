@@ -51,6 +51,9 @@ package protocol StoreBackend: Sendable {
     /// Records that `tenant` (nil: a caller with no tenant) holds each object of `ids` first
     /// stored for another (a stored copy it was sent): what ``purge(tenant:now:)`` keeps.
     func hold(_ ids: [String], tenant: String?) throws(AttacheError)
+    /// Who holds the object: the tenant it was first stored for and each that holds it too
+    /// (`""` for a caller with no tenant); empty when there is no such object.
+    func holders(_ id: String) throws(AttacheError) -> Set<String>
     /// Takes `tenant` off every object: one another holds too is handed to it (and counted as
     /// its), the rest expire at `now`. Collection removes their bytes.
     func purge(tenant: String, now: Int64) throws(AttacheError) -> PurgeCounts

@@ -45,6 +45,16 @@ extension SharedBackend {
     }
 
     /// What one tenant's objects hold (expired ones too, until they are collected).
+    func holders(_ id: String) throws(AttacheError) -> Set<String> {
+        let rows = try pool.query(
+            """
+            SELECT COALESCE(tenant, '') FROM attache_object WHERE id = $1
+            UNION SELECT tenant FROM attache_object_holder WHERE object_id = $1
+            """, [id]
+        ).rows
+        return Set(rows.compactMap { $0[0] })
+    }
+
     func totals(tenant: String) throws(AttacheError) -> (objects: Int, bytes: Int64) {
         try pool.with { (connection) throws(AttacheError) in try Self.totals(tenant: tenant, on: connection) }
     }

@@ -30,7 +30,7 @@ struct SharedTenantsTests {
         try TenantsTests.write(
             """
             {"tenants": [
-              {"id": "acme", "keys": [\(digests)], "share": 2, "settings": {"qualityTarget": 85}}
+              {"id": "acme", "keys": [\(digests)], "share": 2, "edgeMaxAge": 7, "settings": {"qualityTarget": 85}}
             ]}
             """, to: file)
         return try await attache(["store", "tenants", "push", file])
@@ -86,6 +86,19 @@ struct SharedTenantsTests {
         let table = try TenantTable.parse(Array(text.utf8), name: "shown").get()
         #expect(table.tenants.map(\.id) == ["acme"] && table.tenants[0].share == 2)
         for replica in [a, b] { #expect(try await Self.status(replica, lateKey) == 200) }
+
+        // The tenant's edge time is its downloads' on every replica (a shared store's holders
+        // are read from the catalog).
+        let media = try ServiceTests.mediaServer()
+        let posted = try await curl(
+            "POST", a.base + "/v1/notifications", headers: ["Authorization": "Bearer \(lateKey)"],
+            body: payload(image: media.url("/photo.jpg")))
+        let entries = try posted.json()["attachments"] as? [[String: Any]]
+        let url = try #require(entries?.first?["url"] as? String, "\(posted.text)")
+        for replica in [a, b] {
+            let control = try await curl("GET", replica.url(url)).headers["cache-control"] ?? ""
+            #expect(control.contains("s-maxage=7,") || control.hasSuffix("s-maxage=7"), "\(control)")
+        }
 
         // A campaign for a tenant reads the same rows: one the catalog does not have is refused
         // before anything runs.

@@ -330,3 +330,48 @@ import Testing
         #expect(try other.json()["outcome"] as? String == "mutated", "\(other.text)")
     }
 }
+
+extension TenantsTests {
+    @Test("a tenant's edgeMaxAge is its downloads' s-maxage; an object two tenants hold gets the shorter")
+    func aTenantsEdgeTime() async throws {
+        let media = try ServiceTests.mediaServer()
+        let directory = try TemporaryDirectory()
+        let file = directory.path + "/tenants.json"
+        try Self.write(
+            """
+            {"tenants": [
+              {"id": "short", "keys": ["\(Self.digest(Self.acmeKey))"], "edgeMaxAge": 5},
+              {"id": "long", "keys": ["\(Self.digest(Self.mediaKey))"], "edgeMaxAge": 600}
+            ]}
+            """, to: file)
+        let service = try await Self.service(tenants: file)
+        defer { Task { await service.stop() } }
+        func stored(_ key: String, _ path: String) async throws -> String {
+            let answer = try await curl(
+                "POST", service.base + "/v1/notifications", headers: ["Authorization": "Bearer \(key)"],
+                body: payload(image: media.url(path)))
+            let entries = try answer.json()["attachments"] as? [[String: Any]]
+            let url = try #require(entries?.first?["url"] as? String, "\(answer.text)")
+            return ServiceTests.local(url, service)
+        }
+        func edgeAge(_ url: String) async throws -> String? {
+            let control = try await curl("GET", url).headers["cache-control"] ?? ""
+            return control.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                .first { $0.hasPrefix("s-maxage=") }
+        }
+        let long = try await stored(Self.mediaKey, "/photo.jpg?n=1")
+        #expect(try await edgeAge(long) == "s-maxage=600")
+        // A caller with no edge time of its own: the service's (60 s by default).
+        let plain = try await stored(RunningService.apiKey, "/photo.jpg?n=2")
+        #expect(try await edgeAge(plain) == "s-maxage=60")
+        // The short tenant is sent the long one's stored copy: from then, the shorter time.
+        let shared = try await stored(Self.acmeKey, "/photo.jpg?n=1")
+        #expect(shared == long)
+        #expect(await eventually { try await edgeAge(long) == "s-maxage=5" })
+
+        var problems: [String] = []
+        let bad = #"{"tenants": [{"id": "a", "keys": ["\#(Self.digest(Self.lateKey))"], "edgeMaxAge": 90000}]}"#
+        if case .failure(let error) = TenantTable.parse(Array(bad.utf8), name: "t") { problems = error.problems }
+        #expect(problems.contains { $0.contains("\"edgeMaxAge\": a whole number of seconds from 0") }, "\(problems)")
+    }
+}
