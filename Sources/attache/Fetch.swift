@@ -20,9 +20,6 @@ struct Fetch: AsyncParsableCommand {
 
     @OptionGroup var address: AddressOptions
 
-    @Flag(help: "Only https, on the first request and on every redirect.")
-    var httpsOnly = false
-
     @Option(help: "Write each body to DIR/<n>.<ext> (the extension from the sniffed kind).")
     var out: String?
 
@@ -94,7 +91,6 @@ struct Fetch: AsyncParsableCommand {
     func policy() -> FetchPolicy {
         var policy = FetchPolicy()
         address.apply(to: &policy)
-        policy.httpsOnly = httpsOnly
         policy.maxBytes = maxBytes
         policy.totalTimeout = .milliseconds(Int64(timeout * 1000))
         policy.maxRedirects = maxRedirects

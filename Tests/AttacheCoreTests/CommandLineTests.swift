@@ -140,6 +140,31 @@ import Testing
         #expect(bad.status != 0 && bad.out.isEmpty && bad.err.contains("--seal-key"))
     }
 
+    /// `--https-only` in the commands that run the pipeline, as in `fetch` and the service: an
+    /// http URL is refused before any request, the payload still printed.
+    @Test func processAndBatchFetchOnlyHTTPSWhenTold() async throws {
+        let server = try sampleMediaServer()
+        let directory = try TemporaryDirectory()
+        let payload = Array(#"{"aps":{"alert":"a","mutable-content":1},"image":"\#(server.url("/gray.jpg"))"}"#.utf8)
+        let store = directory.path + "/store"
+        let plain = try await Self.run(["process", "--store", store, "--allow-loopback", "-"], input: payload)
+        #expect(plain.status == 0 && plain.out.contains("\"attachments\""), "\(plain.err)")
+        let refused = try await Self.run(
+            ["process", "--store", directory.path + "/other", "--allow-loopback", "--https-only", "--report", "-"],
+            input: payload)
+        #expect(refused.status == 0 && !refused.out.contains("\"attachments\""), "\(refused.out)")
+        #expect(refused.err.contains("scheme_not_allowed"), "\(refused.err)")
+        let list = directory.path + "/urls.txt"
+        try Data((server.url("/gray.jpg") + "\n").utf8).write(to: URL(fileURLWithPath: list))
+        let batch = try await Self.run([
+            "batch", "--store", directory.path + "/third", "--allow-loopback", "--https-only", "--json",
+            "--out", directory.path + "/out.jsonl", list,
+        ])
+        let written = (try? String(contentsOfFile: directory.path + "/out.jsonl", encoding: .utf8)) ?? ""
+        #expect((batch.out + batch.err + written).contains("scheme_not_allowed"), "\(batch.out)\n\(batch.err)")
+        #expect(!written.contains("\"attachments\""), "\(written)")
+    }
+
     /// `attache preview`: the page of a payload on standard output or in a file, the payload
     /// read as `process` reads it (standard input included); one payload only.
     @Test func previewWritesThePageOfOnePayload() async throws {
