@@ -121,11 +121,13 @@ struct NotificationRoute: Sendable {
                 "this tenant's requests a second (\(tenant.rate ?? 0), burst \(tenant.burst)) are spent",
                 limit: .tenantRate, headers: [.retryAfter: String(wait)])
         }
-        let deadline = arrived + (try requestedDeadline(request, terms))
-        let seal = try requestedSeal(request)
         // The service's settings, the tenant's over them, the request's terms over those.
         let pipeline = pipelines.current
-        let asked = try requestedSettings(terms, tenant?.applied(to: pipeline.configuration) ?? pipeline.configuration)
+        let asked = try requestedSettings(
+            terms, tenant?.applied(to: pipeline.configuration) ?? pipeline.configuration,
+            deadline: request.headers[.attacheDeadline])
+        let deadline = arrived + min(asked.deadline, configuration.maxDeadline)
+        let seal = try requestedSeal(request)
         let focus = try requestedFocus(terms)
 
         let bytes: [UInt8]
@@ -237,34 +239,31 @@ struct NotificationRoute: Sendable {
         return tenant
     }
 
-    /// `Attache-Deadline` header or `deadline` query (`800ms`, `2s`, or seconds), capped by
-    /// the configured maximum; the pipeline's own deadline (capped too) when neither is given.
-    private func requestedDeadline(_ request: Request, _ terms: QueryTerms) throws -> Duration {
-        // Both are checked when both are given; the query wins.
-        let given = [terms.value("deadline"), request.headers[.attacheDeadline]].compactMap { $0 }
-        guard !given.isEmpty else { return min(configuration.pipeline.deadline, configuration.maxDeadline) }
-        let durations = given.compactMap(DeadlineText.parse)
-        guard durations.count == given.count else {
-            throw Problem(
-                .badRequest, .invalidRequest,
-                "the deadline must be a positive number of milliseconds (800ms) or seconds (2s)")
-        }
-        return min(durations[0], configuration.maxDeadline)
-    }
-
     /// The sender's own terms over the service's settings, each read by its row in
     /// ``PipelineSettings/all`` (the row's `term`): `format`, `quality`, `quality_target`,
     /// `android_max_bytes`, `web_max_bytes`, `android_aspect` and `faces`. A value a row refuses
     /// is 400, saying what the term must be.
+    ///
+    /// The `Attache-Deadline` header is the `deadline` term's value when the query has none (the
+    /// query wins; both are read by the row when both are given). The deadline asked for is
+    /// capped by `--max-deadline` where it is used.
     private func requestedSettings(
-        _ terms: QueryTerms, _ service: PipelineConfiguration
+        _ terms: QueryTerms, _ service: PipelineConfiguration, deadline header: String?
     ) throws -> PipelineConfiguration {
+        if let header {
+            var probe = service
+            for refused in PipelineSettings.read({ $0 == "deadline" ? header : nil }, into: &probe) {
+                throw Problem(
+                    .badRequest, .invalidRequest,
+                    "Attache-Deadline must be \(refused.refusal.accepted ?? refused.refusal.message)")
+            }
+        }
         var asked = service
         // A yes-or-no term is `true` or `false` (bare: true), as every term of the request.
         for row in PipelineSettings.all where row.boolean { _ = try row.term.map(terms.flag) }
         func given(_ key: String) -> String? {
             guard let row = PipelineSettings.named(key), let term = row.term, let value = terms.value(term) else {
-                return nil
+                return key == "deadline" ? header : nil
             }
             // A bare yes-or-no term (`?faces`) is true.
             return row.boolean && value.isEmpty ? "true" : value
@@ -359,19 +358,6 @@ struct QueryTerms {
         case "false": return false
         default: throw Problem(.badRequest, .invalidRequest, "\(name) must be true or false")
         }
-    }
-}
-
-/// `800ms`, `2s` or a bare number of seconds.
-enum DeadlineText {
-    static func parse(_ text: String) -> Duration? {
-        let text = text.trimmingCharacters(in: .whitespaces)
-        if text.hasSuffix("ms"), let value = Int64(text.dropLast(2)), value > 0, value < 1 << 40 {
-            return .milliseconds(value)
-        }
-        let seconds = text.hasSuffix("s") ? String(text.dropLast()) : text
-        if let value = Int64(seconds), value > 0, value < 1 << 30 { return .seconds(value) }
-        return nil
     }
 }
 

@@ -375,3 +375,43 @@ extension TenantsTests {
         #expect(problems.contains { $0.contains("\"edgeMaxAge\": a whole number of seconds from 0") }, "\(problems)")
     }
 }
+
+extension TenantsTests {
+    /// The deadline is a row like the others: a tenant's `deadline` setting is its payloads'
+    /// when the request names none, and a request's `?deadline=` (or `Attache-Deadline`) is read
+    /// by the same row (`1m` as the flag takes it), over the tenant's.
+    @Test("a tenant's deadline setting holds its payloads, and a request's term is read by the row")
+    func aTenantsDeadline() async throws {
+        let media = try ServiceTests.mediaServer()
+        let held = HeldRoute(on: media, path: "/held.jpg", body: [0xFF, 0xD8, 0xFF])
+        defer { held.release() }
+        let directory = try TemporaryDirectory()
+        let file = directory.path + "/tenants.json"
+        try Self.write(
+            #"{"tenants": [{"id": "hurried", "keys": ["\#(Self.digest(Self.acmeKey))"], "settings": {"deadline": "300ms"}}]}"#,
+            to: file)
+        // The service's own deadline is 120 s: a payload held past that would not come back
+        // within curl's time, so the answer coming at all is the tenant's deadline at work.
+        let service = try await Self.service(tenants: file)
+        defer { Task { await service.stop() } }
+        func post(_ query: String, headers: [String: String] = [:]) async throws -> HTTPAnswer {
+            try await curl(
+                "POST", service.base + "/v1/notifications?envelope=true" + query,
+                headers: headers.merging(["Authorization": "Bearer \(Self.acmeKey)"]) { a, _ in a },
+                body: payload(image: media.url("/held.jpg")))
+        }
+        let hurried = try await post("")
+        #expect(hurried.status == 200, "\(hurried.text)")
+        #expect(try hurried.json()["outcome"] as? String == "passed_through", "\(hurried.text)")
+        let report = try hurried.json()["report"] as? [String: Any]
+        #expect(report?["best_attempt"] as? Bool == true, "\(hurried.text)")
+        // The request's term over the tenant's, in the row's units; the header the same.
+        let refused = try await post("&deadline=0s")
+        #expect(refused.status == 400 && refused.text.contains("deadline must be a duration"), "\(refused.text)")
+        let header = try await post("", headers: ["Attache-Deadline": "2h0"])
+        #expect(header.status == 400 && header.text.contains("Attache-Deadline must be a duration"), "\(header.text)")
+        let minute = try await post("&deadline=1ms", headers: ["Attache-Deadline": "1m"])
+        let minuteReport = try minute.json()["report"] as? [String: Any]
+        #expect(minute.status == 200 && minuteReport?["best_attempt"] as? Bool == true, "\(minute.text)")
+    }
+}

@@ -82,7 +82,7 @@ public enum PipelineSettings {
     public static let all: [PipelineSetting] = [
         row(
             "deadline", "Time allowed per payload (800ms, 2s).",
-            duration(\.deadline, .milliseconds(1)...(.seconds(3600)))),
+            duration(\.deadline, .milliseconds(1)...(.seconds(3600))), term: "deadline"),
         row(
             "baseUrl", "Public base URL of the attachments (their path is where the service serves them).",
             text(\.baseURL, accepted: "an http(s) URL with a host and without query or fragment", baseURL)),
