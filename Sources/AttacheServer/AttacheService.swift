@@ -133,6 +133,7 @@ public struct AttacheService: Sendable {
         let metrics = self.metrics
         let admission = self.admission
         let downloads = attachments
+        let tenants = self.tenants
         router.get("/metrics") { _, _ in
             guard let metricsText else { throw Problem(.notFound, .notFound, "metrics are not enabled") }
             // Gauges that are cheapest to read at scrape time (a shared store's off the event loop).
@@ -147,6 +148,18 @@ public struct AttacheService: Sendable {
             if !text.isEmpty && !text.hasSuffix("\n") { text += "\n" }
             text += ServerMetrics.admission(running: running, waiting: waiting)
             text += ServerMetrics.decodes(PipelineWorkers.load, limit: PipelineWorkers.memory)
+            // Each tenant's store use beside its quota, for the tenants with a quota.
+            let held = tenants.table.tenants.filter { $0.storeMaxBytes != nil || $0.storeMaxObjects != nil }
+            if !held.isEmpty,
+                let used = try? await downloads.blocking({
+                    try held.map { tenant in
+                        let (objects, bytes) = try store.stats(tenant: tenant.id)
+                        return (tenant: tenant, objects: objects, bytes: bytes)
+                    }
+                })
+            {
+                text += ServerMetrics.tenantStores(used)
+            }
             var headers: HTTPFields = [.contentType: "text/plain; version=0.0.4; charset=utf-8"]
             headers[.cacheControl] = "no-store"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))

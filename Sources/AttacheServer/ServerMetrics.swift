@@ -72,9 +72,34 @@ final class ServerMetrics: Sendable {
         Counter(label: "attache_tenant_rate_limited_total", dimensions: [("tenant", tenant)]).increment()
     }
 
-    /// A tenants file read again: `applied`, or `refused` (the old one kept).
+    /// A tenants file read again: `applied`, or `refused` (the old one kept). The gauge
+    /// `attache_tenants_last_reload_successful` says whether the last read was applied (1) or
+    /// the tenants in use are older than the file or catalog rows (0).
     func tenantsReload(_ result: String) {
         Counter(label: "attache_tenants_reloads_total", dimensions: [("result", result)]).increment()
+        tenantsInStep(result == "applied")
+    }
+
+    /// Whether the tenants in use are those of the file or the catalog rows as they are now.
+    func tenantsInStep(_ inStep: Bool) {
+        Gauge(label: "attache_tenants_last_reload_successful").record(inStep ? 1 : 0)
+    }
+
+    /// What each tenant with a store quota holds and its quota, as Prometheus text: written at
+    /// scrape time for the tenants in use only (one that left the file leaves the metrics), as
+    /// the admission counts are.
+    static func tenantStores(_ used: [(tenant: Tenant, objects: Int, bytes: Int64)]) -> String {
+        guard !used.isEmpty else { return "" }
+        func lines(_ name: String, _ value: (Tenant, Int, Int64) -> String?) -> String {
+            let samples = used.compactMap { entry in
+                value(entry.tenant, entry.objects, entry.bytes).map { "\(name){tenant=\"\(entry.tenant.id)\"} \($0)\n" }
+            }
+            return samples.isEmpty ? "" : "# TYPE \(name) gauge\n" + samples.joined()
+        }
+        return lines("attache_tenant_store_objects") { _, objects, _ in String(objects) }
+            + lines("attache_tenant_store_bytes") { _, _, bytes in String(bytes) }
+            + lines("attache_tenant_store_max_objects") { tenant, _, _ in tenant.storeMaxObjects.map(String.init) }
+            + lines("attache_tenant_store_max_bytes") { tenant, _, _ in tenant.storeMaxBytes.map(String.init) }
     }
 
     /// Per attachment of a processed payload: stage times, outcomes, refusals and bytes.

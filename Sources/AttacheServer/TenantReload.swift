@@ -93,6 +93,7 @@ struct TenantReload: Service {
 
     func run() async throws {
         let last = Seen(origin.look())
+        metrics.tenantsInStep(true)
         let signals = await UnixSignalsSequence(trapping: .sighup)
         try await cancelWhenGracefulShutdown {
             try await withThrowingTaskGroup(of: Void.self) { group in

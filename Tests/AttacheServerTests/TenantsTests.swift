@@ -248,6 +248,20 @@ import Testing
         #expect(try await status(Self.acmeKey) == 401)
         #expect(
             logged().contains("tenants read again") && logged().contains("reason=SIGHUP"), "\(logged().suffix(1000))")
+        // A bad file read on the signal: the gauge the alert reads says so, the tenants in use stay.
+        func inStep() async throws -> String? {
+            let text = try await curl("GET", "http://127.0.0.1:\(port)/metrics").text
+            return text.split(separator: "\n").first { $0.hasPrefix("attache_tenants_last_reload_successful ") }
+                .map { String($0.split(separator: " ")[1]) }
+        }
+        #expect(try await inStep().flatMap(Double.init) == 1)
+        try Self.write(#"{"tenants": [{"id": "acme", "keys": ["sha256:0"]}]}"#, to: file)
+        child.send(SIGHUP)
+        #expect(await eventually { try await inStep().flatMap(Double.init) == 0 }, "\(logged().suffix(1000))")
+        #expect(try await status(Self.lateKey) == 200, "the tenants in use stay")
+        try Self.write(second, to: file)
+        child.send(SIGHUP)
+        #expect(await eventually { try await inStep().flatMap(Double.init) == 1 }, "\(logged().suffix(1000))")
 
         // At start a bad file is the service's problem to name, not one to run with.
         try Self.write(#"{"tenants": [{"id": "acme", "keys": ["sha256:0"], "sharee": 2}]}"#, to: file)
@@ -328,6 +342,12 @@ import Testing
             "POST", service.base + "/v1/notifications?envelope=true&quality=85", headers: ServiceTests.auth,
             body: payload(image: media.url("/photo.jpg?n=4")))
         #expect(try other.json()["outcome"] as? String == "mutated", "\(other.text)")
+        // What it holds beside its quota, for the tenants with one only (the plain keys have none).
+        let metrics = try await curl("GET", service.base + "/metrics").text
+        #expect(metrics.contains("attache_tenant_store_objects{tenant=\"small\"} 2\n"), "\(metrics)")
+        #expect(metrics.contains("attache_tenant_store_max_objects{tenant=\"small\"} 2\n"), "\(metrics)")
+        #expect(metrics.contains("attache_tenant_store_bytes{tenant=\"small\"} "), "\(metrics)")
+        #expect(!metrics.contains("attache_tenant_store_max_bytes") && !metrics.contains("tenant=\"key-0\"} "))
     }
 }
 
