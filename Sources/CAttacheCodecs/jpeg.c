@@ -2,6 +2,7 @@
 // setjmp before calling libjpeg; warnings are fatal (djpeg -strict semantics).
 #include "attache_codecs.h"
 #include "jpeg_coefficients.h"
+#include "jpeg_trellis.h"
 
 #include <setjmp.h>
 #include <stdatomic.h>
@@ -450,8 +451,8 @@ int32_t att_jpeg_equivalent_quality(int32_t ijg_quality, int32_t tables) {
 }
 
 int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
-                        int32_t quality, int32_t tables, int32_t full_chroma, uint8_t **output, size_t *output_length,
-                        att_error *error) {
+                        int32_t quality, int32_t tables, int32_t full_chroma, int32_t trellis, uint8_t **output,
+                        size_t *output_length, att_error *error) {
     *output = NULL;
     *output_length = 0;
     if (channels != 1 && channels != 3) {
@@ -497,12 +498,16 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
         cinfo.comp_info[2].v_samp_factor = 1;
     }
     cinfo.write_JFIF_header = TRUE;
-    jpeg_start_compress(&cinfo, TRUE);
-    while (cinfo.next_scanline < cinfo.image_height) {
-        JSAMPROW row = (JSAMPROW)(pixels + (size_t)cinfo.next_scanline * stride);
-        jpeg_write_scanlines(&cinfo, &row, 1);
+    if (trellis) {
+        att_jpeg_write_trellis(&cinfo, pixels, stride);
+    } else {
+        jpeg_start_compress(&cinfo, TRUE);
+        while (cinfo.next_scanline < cinfo.image_height) {
+            JSAMPROW row = (JSAMPROW)(pixels + (size_t)cinfo.next_scanline * stride);
+            jpeg_write_scanlines(&cinfo, &row, 1);
+        }
+        jpeg_finish_compress(&cinfo);
     }
-    jpeg_finish_compress(&cinfo);
     jpeg_destroy_compress(&cinfo);
     *output = buffer;
     *output_length = size;

@@ -120,6 +120,7 @@ struct Resize: ParsableCommand {
         spec.gifDither = dither
         spec.outputFormat = asked.outputFormat
         spec.jpegTables = asked.jpegTables
+        spec.jpegEncoder = asked.jpegEncoder
         let limits = self.limits.imageLimits
         let clock = ContinuousClock()
         let targets = try chosenTargets()
@@ -284,7 +285,8 @@ struct Resize: ParsableCommand {
 /// and the other receivers' pictures.
 enum ResizeRows: SettingRows {
     static let keys: Set<String>? = [
-        "maxSide", "format", "quality", "qualityTarget", "jpegTables", "androidMaxBytes", "webMaxBytes", "webFormat",
+        "maxSide", "format", "quality", "qualityTarget", "jpegTables", "jpegEncoder", "androidMaxBytes", "webMaxBytes",
+        "webFormat",
         "androidAspect", "targetWidth", "faces",
     ]
     static var base: PipelineConfiguration { PipelineConfiguration() }

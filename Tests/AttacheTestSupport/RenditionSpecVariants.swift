@@ -17,4 +17,5 @@ public let renditionSpecVariants: [(field: String, change: @Sendable (inout Rend
     ("gifAllowPartial", { $0.gifAllowPartial = true }),
     ("outputFormat", { $0.outputFormat = .webp }),
     ("jpegTables", { $0.jpegTables = .ijg }),
+    ("jpegEncoder", { $0.jpegEncoder = .thorough }),
 ]

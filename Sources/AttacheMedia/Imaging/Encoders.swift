@@ -11,14 +11,15 @@ enum Encoders {
     ) throws(AttacheError) -> (kind: MediaKind, data: [UInt8], image: PixelImage) {
         let image = image.droppingOpaqueAlpha()
         if image.channels == 4 { return (.png, try png(image, level: spec.pngCompressionLevel), image) }
-        let hint = QualityHint(tables: spec.jpegTables)
+        let hint = QualityHint(tables: spec.jpegTables, encoder: spec.jpegEncoder)
         return (.jpeg, try QualitySearch.encode(image, as: .jpeg, quality: spec.quality, hint: hint).data, image)
     }
 
     /// Baseline JPEG, optimised Huffman tables, 4:2:0 chroma (4:4:4 with `fullChroma`); gray
-    /// stays one channel. `quality` scales `tables` (the IJG's unless told).
+    /// stays one channel. `quality` scales `tables` (the IJG's unless told); `trellis` chooses
+    /// each block's coefficients for bits and distortion together (the thorough encoder).
     static func jpeg(
-        _ image: PixelImage, quality: Int, tables: JPEGTables = .ijg, fullChroma: Bool = false
+        _ image: PixelImage, quality: Int, tables: JPEGTables = .ijg, fullChroma: Bool = false, trellis: Bool = false
     ) throws(AttacheError) -> [UInt8] {
         precondition(image.channels == 1 || image.channels == 3)
         var output: UnsafeMutablePointer<UInt8>?
@@ -27,7 +28,8 @@ enum Encoders {
         let status = image.pixels.withUnsafeBufferPointer { p in
             att_jpeg_encode(
                 p.baseAddress, UInt32(image.width), UInt32(image.height), image.width * image.channels,
-                Int32(image.channels), Int32(quality), tables.shim, fullChroma ? 1 : 0, &output, &length, &error)
+                Int32(image.channels), Int32(quality), tables.shim, fullChroma ? 1 : 0, trellis ? 1 : 0,
+                &output, &length, &error)
         }
         return try take(status: status, output: output, length: length, error: error, format: "jpeg")
     }

@@ -92,6 +92,8 @@ public struct Rendition: Sendable {
     var pixelsCeiling: Int? = nil
     /// The tables the rendition's quality scaled, for the other receivers' pictures.
     var pixelsTables: JPEGTables = .automatic
+    /// And how their JPEGs' coefficients are chosen.
+    var pixelsEncoder: JPEGEncoder = .fast
 }
 
 extension Rendition {

@@ -150,7 +150,8 @@ public enum ImageProcessor {
                 let ceiling = QualityHint.ceiling(jpegQuality: info.jpegQuality, width: image.width, sourceWidth: width)
                 let (data, choice) = try QualitySearch.encode(
                     image.droppingOpaqueAlpha(), as: output, quality: spec.quality, score: request.measuresScore,
-                    deadline: deadline, hint: QualityHint(ceiling: ceiling, tables: spec.jpegTables))
+                    deadline: deadline,
+                    hint: QualityHint(ceiling: ceiling, tables: spec.jpegTables, encoder: spec.jpegEncoder))
                 return (data, choice)
             case .png: return (try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel), nil)
             // ``outputKind(source:image:format:)`` answers JPEG, WebP or PNG only.
@@ -171,6 +172,7 @@ public enum ImageProcessor {
             size: (image.width, image.height))
         rendition.pixels = decoded
         rendition.pixelsTables = spec.jpegTables
+        rendition.pixelsEncoder = spec.jpegEncoder
         rendition.pixelsCeiling = QualityHint.ceiling(
             jpegQuality: info.jpegQuality, width: decoded.width, sourceWidth: info.displayWidth)
         // Never larger than it came: a source already within every limit (not downscaled,
@@ -195,7 +197,7 @@ public enum ImageProcessor {
                 let tables = spec.jpegTables.resolved(for: spec.quality)
                 data = try QualitySearch.encode(
                     small.droppingOpaqueAlpha(), output, min(QualitySearch.highest, chosen + smallQualityAbove),
-                    tables: tables)
+                    tables: tables, trellis: output == .jpeg && spec.jpegEncoder.trellis)
             } else {
                 data = try encode(small).data
             }

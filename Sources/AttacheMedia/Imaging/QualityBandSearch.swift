@@ -14,6 +14,8 @@ extension QualitySearch {
         let judge: Judge
         let deadline: WorkDeadline
         let tables: JPEGTables
+        /// Trellis quantisation (``JPEGEncoder/thorough``) for a JPEG.
+        let trellis: Bool
         let band: ClosedRange<Double>
         let blockingAllowed: Double
         /// The highest quality it may write: ``highest``, or the source JPEG's own.
@@ -31,6 +33,7 @@ extension QualitySearch {
             (self.image, self.format, self.judge, self.deadline) = (image, format, judge, deadline)
             let tables = hint.tables.resolved(for: .auto(target: target))
             self.tables = tables
+            trellis = format == .jpeg && hint.encoder.trellis
             // The source's quality (an IJG number) as a number of these tables; a JPEG's only (a
             // WebP's numbers are libwebp's own).
             let ceiling = format == .jpeg ? hint.ceiling.map { tables.equivalent(ijg: $0) } : nil
@@ -39,7 +42,10 @@ extension QualitySearch {
             self.predicted = predicted
             band = QualitySearch.band(target: target)
             blockingAllowed = maxBlocking(target: target)
-            start = min(top, hint.guess.map { min(highest, max(lowest, $0)) } ?? firstGuess(target, predicted))
+            // The thorough encoder's pictures score a little under the fast one's at a quality
+            // number: its first guess aims that much higher.
+            let aim = target + (trellis ? JPEGEncoder.scoreLoss : 0)
+            start = min(top, hint.guess.map { min(highest, max(lowest, $0)) } ?? firstGuess(aim, predicted))
         }
 
         /// Score points a unit of ``step(_:)`` from `a` to `b`; nil when both are at one step.
@@ -56,7 +62,7 @@ extension QualitySearch {
 
         private mutating func attempt(_ quality: Int, fullChroma: Bool = false) throws(AttacheError) {
             try deadline.check()
-            let data = try encode(image, format, quality, tables: tables, fullChroma: fullChroma)
+            let data = try encode(image, format, quality, tables: tables, fullChroma: fullChroma, trellis: trellis)
             let score = try judge.score(data, format)
             tries.append((quality, score, judge.lastBlocking, data))
         }

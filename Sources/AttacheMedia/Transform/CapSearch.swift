@@ -95,7 +95,8 @@ enum CapSearch {
             try deadline.check()
             quality = next
             let data = try QualitySearch.encode(
-                image, spec.format, quality, tables: hint.tables.resolved(for: spec.quality))
+                image, spec.format, quality, tables: hint.tables.resolved(for: spec.quality),
+                trellis: hint.encoder.trellis)
             added += 1
             tries.append((quality, image.width, data.count))
             if data.count <= spec.maxBytes,

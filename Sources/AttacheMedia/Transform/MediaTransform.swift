@@ -75,7 +75,7 @@ public enum MediaTransform {
             request.targets, from: pixels, focus: request.focus, deadline: request.deadline,
             hint: QualityHint(
                 guess: transformed.quality?.quality, ceiling: transformed.pixelsCeiling,
-                tables: request.spec.jpegTables),
+                tables: request.spec.jpegTables, encoder: request.spec.jpegEncoder),
             subject: subject)
         // With faces asked for, a still's collapsed square is on the face the crops are on.
         if let face = subject.face, media.kind.category == .image, (transformed.frames ?? 1) == 1,
@@ -250,7 +250,8 @@ public enum MediaTransform {
                 transformed.small = (
                     MediaBytes(
                         try QualitySearch.encode(
-                            small, as: .jpeg, quality: spec.quality, hint: QualityHint(tables: spec.jpegTables)
+                            small, as: .jpeg, quality: spec.quality,
+                            hint: QualityHint(tables: spec.jpegTables, encoder: spec.jpegEncoder)
                         ).data), small.width,
                     small.height, .jpeg
                 )

@@ -23,6 +23,8 @@ public struct RenditionSpec: Hashable, Sendable {
     /// The quantisation tables a JPEG's quality scales (``JPEGTables``: by default the
     /// perceptual one with `auto`, the IJG's with a fixed quality).
     public var jpegTables: JPEGTables = .automatic
+    /// How a JPEG's coefficients are chosen (``JPEGEncoder``; default `fast`).
+    public var jpegEncoder: JPEGEncoder = .fast
     /// The device's budget for a decoded image in bytes (width × height × 4): a rendition that
     /// would pass it is made smaller. nil (the default): no budget beyond ``maxSide``.
     public var decodedMemoryBudget: Int? = nil
@@ -77,6 +79,7 @@ public struct RenditionSpec: Hashable, Sendable {
         // Named only when not the default, so renditions stored before the option stay valid.
         if outputFormat != .auto { key += ",format=\(outputFormat.rawValue)" }
         if jpegTables != .automatic { key += ",tables=\(jpegTables.rawValue)" }
+        if jpegEncoder.trellis { key += ",encoder=thorough" }
         key += ",gif-partial=\(gifAllowPartial ? 1 : 0)"
         key += video.cacheKey
         return key

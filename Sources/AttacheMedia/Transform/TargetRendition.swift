@@ -220,7 +220,8 @@ extension Rendition {
         }
         return try TargetRendition.all(
             specs, from: image, focus: focus, deadline: deadline,
-            hint: QualityHint(guess: quality?.quality, ceiling: pixelsCeiling, tables: pixelsTables))
+            hint: QualityHint(
+                guess: quality?.quality, ceiling: pixelsCeiling, tables: pixelsTables, encoder: pixelsEncoder))
     }
 }
 

@@ -120,11 +120,12 @@ enum { ATT_JPEG_TABLES_IJG = 0, ATT_JPEG_TABLES_ROBIDOUX = 1 };
 
 /// Encodes `height` rows of 1 (gray) or 3 (RGB) channel pixels as a baseline JPEG with
 /// optimised Huffman tables and 4:2:0 chroma (4:4:4 with `full_chroma`), its tables
-/// (`ATT_JPEG_TABLES_…`) scaled by `quality` as libjpeg scales its own. On success `*output` is
-/// malloc'd (att_free).
+/// (`ATT_JPEG_TABLES_…`) scaled by `quality` as libjpeg scales its own; with `trellis`, each
+/// block's coefficients chosen for bits and distortion together (trellis quantisation, an
+/// order of magnitude slower). On success `*output` is malloc'd (att_free).
 int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
-                        int32_t quality, int32_t tables, int32_t full_chroma, uint8_t **output, size_t *output_length,
-                        att_error *error);
+                        int32_t quality, int32_t tables, int32_t full_chroma, int32_t trellis, uint8_t **output,
+                        size_t *output_length, att_error *error);
 
 /// The quality whose scaling of `tables` gives the same mean quantiser as the IJG tables at
 /// `ijg_quality` (the same quality for the IJG's own).

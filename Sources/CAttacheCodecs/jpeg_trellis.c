@@ -1,0 +1,319 @@
+// Trellis quantisation, after mozjpeg's quantize_trellis (jcdctmgr.c, its "mode 1"): in each
+// block the AC coefficients, in zigzag order, are chosen by dynamic programming over where each
+// run of zeros ends, minimising bits + λ·distortion. The bits are the Huffman code of each
+// (run, size) symbol and its magnitude bits; the distortion is each coefficient's squared error
+// over its quantiser squared; λ falls as the block's AC energy rises (mozjpeg's
+// 2^14.75 / (2^16.5 + energy)), so a busy block, where the eye forgives more, gives up more.
+// Where the block ends (its EOB) is chosen the same way. DC is rounded, as libjpeg rounds it.
+//
+// The symbols are priced in two passes: the first prices them by the standard tables and
+// counts what it chose on a quarter of the block rows, the second by -log2 of each symbol's
+// share of those counts, which the optimised tables libjpeg then writes come close to.
+//
+// The DCT is computed here in floating point on libjpeg's scale (8x the orthonormal DCT), from
+// samples converted and downsampled as libjpeg does (JFIF YCbCr, means of 2x2, edges repeated);
+// libjpeg writes the coefficients (jpeg_write_coefficients) with optimised Huffman tables. What
+// is held is libjpeg's own coefficient arrays, as its optimising encoder holds.
+#include "jpeg_trellis.h"
+
+#include <math.h>
+#include <string.h>
+
+enum {
+    MAX_AC = 1023,  // an 8-bit baseline file's AC magnitudes have at most 10 bits
+    MAX_DC = 1023,
+    EOB = 0x00,
+    ZRL = 0xF0,
+    SYMBOLS = 256,
+    // The first pass counts symbols on one block row in this many.
+    COUNT_EVERY = 4,
+};
+
+// λ = LAMBDA_SCALE / (LAMBDA_FLOOR + the block's mean squared AC coefficient). mozjpeg's
+// 2^14.75 / (2^16.5 + energy) for a flat block, falling more slowly as the energy rises:
+// 2^16.25 / (2^18 + energy) saved the most bytes at an equal SSIMULACRA2 on the photo benchmark
+// (lomiri, 19 photos at 1024 px, scores 70-88: 0.965x the fast encoder's bytes, against 0.968x
+// with mozjpeg's; docs/quality.md).
+static const float LAMBDA_SCALE = 77935.0f;   // 2^16.25
+static const float LAMBDA_FLOOR = 262144.0f;  // 2^18
+
+// Zigzag position -> natural (row-major) index.
+static const uint8_t zigzag[DCTSIZE2] = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,
+                                         12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28,
+                                         35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
+                                         58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63};
+
+// What each AC symbol costs in bits, per Huffman table, and what a pass chose.
+typedef struct {
+    float bits[NUM_HUFF_TBLS][SYMBOLS];
+    uint32_t counts[NUM_HUFF_TBLS][SYMBOLS];
+} rate_model;
+
+// One component as the encoder samples it.
+typedef struct {
+    const uint8_t *pixels;
+    size_t stride;
+    int channels;
+    uint32_t width, height;         // the picture's
+    uint32_t sx, sy;                // picture pixels per sample across and down (1 or 2)
+    uint32_t samples_w, samples_h;  // samples that hold the picture
+    int which;                      // 0 Y (or gray), 1 Cb, 2 Cr
+} plane;
+
+static int magnitude_bits(int value) {
+    int bits = 0;
+    while (value) {
+        bits++;
+        value >>= 1;
+    }
+    return bits;
+}
+
+static float pixel_value(const uint8_t *p, int channels, int which) {
+    if (channels == 1) return p[0];
+    float r = p[0], g = p[1], b = p[2];
+    switch (which) {
+    case 0: return 0.299f * r + 0.587f * g + 0.114f * b;
+    case 1: return -0.168736f * r - 0.331264f * g + 0.5f * b + 128.0f;
+    default: return 0.5f * r - 0.418688f * g - 0.081312f * b + 128.0f;
+    }
+}
+
+// The 8x8 samples of block (bx, by), level-shifted; past the picture the last sample repeats.
+static void block_samples(const plane *p, uint32_t bx, uint32_t by, float out[DCTSIZE2]) {
+    for (uint32_t y = 0; y < DCTSIZE; y++) {
+        uint32_t sy = by * DCTSIZE + y;
+        if (sy >= p->samples_h) sy = p->samples_h - 1;
+        for (uint32_t x = 0; x < DCTSIZE; x++) {
+            uint32_t sx = bx * DCTSIZE + x;
+            if (sx >= p->samples_w) sx = p->samples_w - 1;
+            float sum = 0;
+            for (uint32_t j = 0; j < p->sy; j++) {
+                uint32_t py = sy * p->sy + j;
+                if (py >= p->height) py = p->height - 1;
+                const uint8_t *row = p->pixels + (size_t)py * p->stride;
+                for (uint32_t i = 0; i < p->sx; i++) {
+                    uint32_t px = sx * p->sx + i;
+                    if (px >= p->width) px = p->width - 1;
+                    sum += pixel_value(row + (size_t)px * (size_t)p->channels, p->channels, p->which);
+                }
+            }
+            out[y * DCTSIZE + x] = sum / (float)(p->sx * p->sy) - 128.0f;
+        }
+    }
+}
+
+// The orthonormal 2-D DCT of `in`, times 8 (libjpeg's scale), with `basis[u][x]`.
+static void forward_dct(const float in[DCTSIZE2], const float basis[DCTSIZE][DCTSIZE], float out[DCTSIZE2]) {
+    float rows[DCTSIZE2];
+    for (int y = 0; y < DCTSIZE; y++) {
+        for (int u = 0; u < DCTSIZE; u++) {
+            float sum = 0;
+            for (int x = 0; x < DCTSIZE; x++) sum += basis[u][x] * in[y * DCTSIZE + x];
+            rows[y * DCTSIZE + u] = sum;
+        }
+    }
+    for (int v = 0; v < DCTSIZE; v++) {
+        for (int u = 0; u < DCTSIZE; u++) {
+            float sum = 0;
+            for (int y = 0; y < DCTSIZE; y++) sum += basis[v][y] * rows[y * DCTSIZE + u];
+            out[v * DCTSIZE + u] = 8.0f * sum;
+        }
+    }
+}
+
+// Counts the symbols the block's coefficients (natural order) are written with.
+static void count_symbols(const JCOEF *block, uint32_t counts[SYMBOLS]) {
+    int run = 0;
+    for (int i = 1; i < DCTSIZE2; i++) {
+        int value = block[zigzag[i]];
+        if (value == 0) {
+            run++;
+            continue;
+        }
+        for (; run > 15; run -= 16) counts[ZRL]++;
+        counts[16 * run + magnitude_bits(value < 0 ? -value : value)]++;
+        run = 0;
+    }
+    if (run > 0) counts[EOB]++;
+}
+
+// The block's coefficients (natural order) for `src` (libjpeg's scale), with `quant`'s steps
+// and `bits` the price of each AC symbol.
+static void trellis_block(const float src[DCTSIZE2], const UINT16 *quant, const float bits[SYMBOLS],
+                          JCOEF out[DCTSIZE2]) {
+    float norm = 0;
+    for (int i = 1; i < DCTSIZE2; i++) norm += src[i] * src[i];
+    const float lambda = LAMBDA_SCALE / (LAMBDA_FLOOR + norm / 63.0f);
+
+    const float dc_step = 8.0f * quant[0];
+    int dc = (int)(fabsf(src[0]) / dc_step + 0.5f);
+    if (dc > MAX_DC) dc = MAX_DC;
+    memset(out, 0, sizeof(JCOEF) * DCTSIZE2);
+    out[0] = (JCOEF)(src[0] < 0 ? -dc : dc);
+
+    // By zigzag position: the cost of zeroing every coefficient up to it, the best cost of a
+    // path ending with a nonzero coefficient there, where that path's zero run began, and the
+    // coefficient it chose.
+    float zero_dist[DCTSIZE2], cost[DCTSIZE2];
+    int run_start[DCTSIZE2], chosen[DCTSIZE2];
+    zero_dist[0] = 0;
+    cost[0] = 0;
+    chosen[0] = 0;
+    run_start[0] = 0;
+    for (int i = 1; i < DCTSIZE2; i++) {
+        const int z = zigzag[i];
+        const float x = fabsf(src[z]);
+        const float step = 8.0f * quant[z];
+        const float weight = lambda / ((float)quant[z] * (float)quant[z]);
+        zero_dist[i] = zero_dist[i - 1] + x * x * weight;
+        chosen[i] = 0;
+        cost[i] = 1e38f;
+        int rounded = (int)(x / step + 0.5f);
+        if (rounded == 0) continue;
+        if (rounded > MAX_AC) rounded = MAX_AC;
+        // Candidates: the largest value of each size up to the rounded one, and that one.
+        const int sizes = magnitude_bits(rounded);
+        int candidate[16];
+        float candidate_dist[16];
+        for (int k = 0; k < sizes; k++) {
+            candidate[k] = k < sizes - 1 ? (2 << k) - 1 : rounded;
+            const float delta = (float)candidate[k] * step - x;
+            candidate_dist[k] = delta * delta * weight;
+        }
+        for (int j = 0; j < i; j++) {
+            if (j != 0 && chosen[j] == 0) continue;
+            const float zeros = zero_dist[i - 1] - zero_dist[j] + cost[j];
+            const int run = i - 1 - j;
+            const float before = (float)(run >> 4) * bits[ZRL] + zeros;
+            const float *symbol = bits + 16 * (run & 15);
+            for (int k = 0; k < sizes; k++) {
+                const float total = before + symbol[k + 1] + (float)(k + 1) + candidate_dist[k];
+                if (total < cost[i]) {
+                    cost[i] = total;
+                    chosen[i] = candidate[k];
+                    run_start[i] = j;
+                }
+            }
+        }
+    }
+    // Where the block ends: after its last nonzero coefficient, an EOB unless that is the 63rd.
+    int last = 0;
+    float best = zero_dist[DCTSIZE2 - 1] + bits[EOB];
+    for (int i = 1; i < DCTSIZE2; i++) {
+        if (chosen[i] == 0) continue;
+        float total = cost[i] + zero_dist[DCTSIZE2 - 1] - zero_dist[i];
+        if (i < DCTSIZE2 - 1) total += bits[EOB];
+        if (total < best) {
+            best = total;
+            last = i;
+        }
+    }
+    for (int i = last; i > 0; i = run_start[i]) {
+        const int z = zigzag[i];
+        out[z] = (JCOEF)(src[z] < 0 ? -chosen[i] : chosen[i]);
+    }
+}
+
+// The standard table's code lengths (what jpeg_set_defaults installed); a symbol it lacks is
+// priced out of reach.
+static void prices_from_table(const JHUFF_TBL *table, float bits[SYMBOLS]) {
+    for (int s = 0; s < SYMBOLS; s++) bits[s] = 64.0f;
+    if (!table) return;
+    int p = 0;
+    for (int length = 1; length <= 16; length++) {
+        for (int k = 0; k < table->bits[length] && p < SYMBOLS; k++, p++) bits[table->huffval[p]] = (float)length;
+    }
+}
+
+// -log2 of each symbol's share of what the first pass chose (half a count for one unseen),
+// between 1 and 16 bits as a Huffman code's length is.
+static void prices_from_counts(const uint32_t counts[SYMBOLS], float bits[SYMBOLS]) {
+    double total = 0;
+    for (int s = 0; s < SYMBOLS; s++) total += counts[s] + 0.5;
+    for (int s = 0; s < SYMBOLS; s++) {
+        float price = (float)-log2((counts[s] + 0.5) / total);
+        bits[s] = price < 1.0f ? 1.0f : (price > 16.0f ? 16.0f : price);
+    }
+}
+
+void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride) {
+    const int components = cinfo->num_components;
+    int max_h = 1, max_v = 1;
+    for (int c = 0; c < components; c++) {
+        if (cinfo->comp_info[c].h_samp_factor > max_h) max_h = cinfo->comp_info[c].h_samp_factor;
+        if (cinfo->comp_info[c].v_samp_factor > max_v) max_v = cinfo->comp_info[c].v_samp_factor;
+    }
+    plane planes[MAX_COMPONENTS];
+    JDIMENSION blocks_w[MAX_COMPONENTS], blocks_h[MAX_COMPONENTS];
+    jvirt_barray_ptr arrays[MAX_COMPONENTS];
+    for (int c = 0; c < components; c++) {
+        const jpeg_component_info *comp = &cinfo->comp_info[c];
+        const uint32_t h = (uint32_t)comp->h_samp_factor, v = (uint32_t)comp->v_samp_factor;
+        plane *p = &planes[c];
+        p->pixels = pixels;
+        p->stride = stride;
+        p->channels = cinfo->input_components;
+        p->width = cinfo->image_width;
+        p->height = cinfo->image_height;
+        p->sx = (uint32_t)max_h / h;
+        p->sy = (uint32_t)max_v / v;
+        p->samples_w = (cinfo->image_width * h + (uint32_t)max_h - 1) / (uint32_t)max_h;
+        p->samples_h = (cinfo->image_height * v + (uint32_t)max_v - 1) / (uint32_t)max_v;
+        p->which = c;
+        // Whole MCUs: libjpeg reads v_samp_factor block rows at a time.
+        blocks_w[c] = ((p->samples_w + DCTSIZE - 1) / DCTSIZE + h - 1) / h * h;
+        blocks_h[c] = ((p->samples_h + DCTSIZE - 1) / DCTSIZE + v - 1) / v * v;
+        arrays[c] = cinfo->mem->request_virt_barray((j_common_ptr)cinfo, JPOOL_IMAGE, TRUE, blocks_w[c], blocks_h[c],
+                                                    (JDIMENSION)v);
+    }
+    cinfo->mem->realize_virt_arrays((j_common_ptr)cinfo);
+
+    float basis[DCTSIZE][DCTSIZE];
+    for (int u = 0; u < DCTSIZE; u++) {
+        const double scale = u == 0 ? sqrt(1.0 / DCTSIZE) : sqrt(2.0 / DCTSIZE);
+        for (int x = 0; x < DCTSIZE; x++) basis[u][x] = (float)(scale * cos((2 * x + 1) * u * M_PI / 16.0));
+    }
+
+    rate_model *model = cinfo->mem->alloc_small((j_common_ptr)cinfo, JPOOL_IMAGE, sizeof(rate_model));
+    memset(model, 0, sizeof *model);
+    for (int t = 0; t < NUM_HUFF_TBLS; t++) prices_from_table(cinfo->ac_huff_tbl_ptrs[t], model->bits[t]);
+
+    float samples[DCTSIZE2], coefficients[DCTSIZE2];
+    JCOEF block[DCTSIZE2];
+    // First pass: counts on a quarter of the rows, priced by the standard tables.
+    for (int c = 0; c < components; c++) {
+        const jpeg_component_info *comp = &cinfo->comp_info[c];
+        const JQUANT_TBL *quant = cinfo->quant_tbl_ptrs[comp->quant_tbl_no];
+        const int table = comp->ac_tbl_no;
+        for (JDIMENSION by = 0; by < blocks_h[c]; by += COUNT_EVERY) {
+            for (JDIMENSION bx = 0; bx < blocks_w[c]; bx++) {
+                block_samples(&planes[c], bx, by, samples);
+                forward_dct(samples, basis, coefficients);
+                trellis_block(coefficients, quant->quantval, model->bits[table], block);
+                count_symbols(block, model->counts[table]);
+            }
+        }
+    }
+    for (int t = 0; t < NUM_HUFF_TBLS; t++) {
+        uint32_t seen = 0;
+        for (int s = 0; s < SYMBOLS; s++) seen += model->counts[t][s];
+        if (seen > 0) prices_from_counts(model->counts[t], model->bits[t]);
+    }
+    // Second pass: every block, into libjpeg's arrays.
+    for (int c = 0; c < components; c++) {
+        const jpeg_component_info *comp = &cinfo->comp_info[c];
+        const JQUANT_TBL *quant = cinfo->quant_tbl_ptrs[comp->quant_tbl_no];
+        const float *bits = model->bits[comp->ac_tbl_no];
+        for (JDIMENSION by = 0; by < blocks_h[c]; by++) {
+            JBLOCKARRAY row = cinfo->mem->access_virt_barray((j_common_ptr)cinfo, arrays[c], by, 1, TRUE);
+            for (JDIMENSION bx = 0; bx < blocks_w[c]; bx++) {
+                block_samples(&planes[c], bx, by, samples);
+                forward_dct(samples, basis, coefficients);
+                trellis_block(coefficients, quant->quantval, bits, row[0][bx]);
+            }
+        }
+    }
+    jpeg_write_coefficients(cinfo, arrays);
+    jpeg_finish_compress(cinfo);
+}

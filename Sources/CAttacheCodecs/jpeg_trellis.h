@@ -1,0 +1,18 @@
+// The thorough JPEG encoder: coefficients chosen for rate and distortion together (trellis
+// quantisation), written through libjpeg's coefficient API. Private to the JPEG shim.
+#ifndef ATTACHE_JPEG_TRELLIS_H
+#define ATTACHE_JPEG_TRELLIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jpeglib.h>
+
+/// Writes `cinfo`'s picture from `pixels` (1 or 3 channels, as `cinfo` was set up: its size,
+/// components, sampling factors and quantisation tables), its coefficients chosen by trellis
+/// quantisation, then finishes the compression. Errors leave through `cinfo`'s error manager;
+/// what it allocates is in libjpeg's image pool.
+void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride);
+
+#endif
