@@ -66,7 +66,10 @@ import Testing
             let answer = try await rawExchange(port: service.port, Array(request.utf8))
             #expect((Self.status(answer) ?? 400) < 500, "\(String(decoding: answer, as: UTF8.self))")
         }
-        #expect(try await Self.counter(service, sample) == before + 2)
+        // The hang-up is counted when the service sees the close, which may be after the client
+        // is gone; the registry is the process's, and a suite beside this one (ServiceTests'
+        // client that hangs up) may add one of its own.
+        #expect(await eventually { try await Self.counter(service, sample) >= before + 2 })
         #expect(try await Self.counter(service, #"route="notifications",method="POST",status="500""#) == failedBefore)
     }
 
