@@ -284,7 +284,9 @@ import Testing
         media.route("/gray.jpg") { _, c in c.respond(headers: ["Content-Type": "image/jpeg"], body: gray) }
         let service = try await ServiceTests.start { configuration in
             configuration.edgeMaxAge = .seconds(2)
-            configuration.pipeline.tokenTTL = 8
+            // Long enough that the token outlives the edge time however slowly the URL is made
+            // and first fetched (at 8 s, 7 s went by on a busy machine: max-age=1, s-maxage=1).
+            configuration.pipeline.tokenTTL = 20
         }
         let edge = try await Edge(origin: service.port, readTimeout: gone == "hanging" ? 1 : nil)
         let url = edge.url(try await Self.urls(service, media, "/gray.jpg")[0])
