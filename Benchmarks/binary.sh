@@ -42,6 +42,15 @@ for f in sorted(glob.glob("work/jpeg/*.jpg")):
         print(f[len("work/"):])
 PY
 }
+# codec_harness OUT SOURCE: a C harness over the codec shim's JPEG and quality code (score-parts.c,
+# score-accuracy.c, encoder-gain.c), built with clang as SwiftPM builds the C targets (gcc -O2
+# does not vectorise them).
+codec_harness() {
+    local c=../Sources/CAttacheCodecs
+    clang -O2 -I"$c/include" -I../Sources/CAttacheShim/include -o "$1" "$2" "$c/quality.c" "$c/blocking.c" \
+        "$c/jpeg.c" "$c/jpeg_trellis.c" "$c/jpeg_coefficients.c" "$c/icc.c" "$c/util.c" \
+        ../Sources/CAttacheShim/shim.c -ljpeg -llcms2 -lm -lpthread
+}
 # photo_sets: copies the three photo sets of the quality benchmarks into work/lomiri, work/plasma
 # and work/ukui (needs prepare.sh's work/jpeg): the photo benchmark (lomiri-wallpapers, which the
 # defaults were calibrated on) and two the calibration never saw, chosen by a rule before any

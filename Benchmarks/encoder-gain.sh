@@ -11,10 +11,7 @@ cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
 . ./binary.sh
 photo_sets
-c=../Sources/CAttacheCodecs
-clang -O2 -I"$c/include" -I../Sources/CAttacheShim/include -o work/encoder-gain encoder-gain.c "$c/jpeg.c" \
-    "$c/jpeg_trellis.c" "$c/jpeg_coefficients.c" "$c/icc.c" "$c/util.c" "$c/quality.c" "$c/blocking.c" \
-    ../Sources/CAttacheShim/shim.c -ljpeg -llcms2 -lm -lpthread
+codec_harness work/encoder-gain encoder-gain.c
 python3 -c 'import ssimulacra2' 2>/dev/null || pip install -q ssimulacra2
 sets=("$@")
 [ ${#sets[@]} -gt 0 ] || sets=(lomiri plasma ukui)

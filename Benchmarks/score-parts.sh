@@ -7,10 +7,6 @@ cd "$(dirname "$0")"
 bash prepare.sh >/dev/null
 . ./binary.sh
 photo_sets
-c=../Sources/CAttacheCodecs
-# clang, as SwiftPM compiles the C targets (gcc -O2 does not vectorise them).
-clang -O2 -I"$c/include" -I../Sources/CAttacheShim/include -o work/score-parts score-parts.c "$c/quality.c" \
-    "$c/blocking.c" "$c/jpeg.c" "$c/jpeg_coefficients.c" "$c/icc.c" "$c/util.c" ../Sources/CAttacheShim/shim.c \
-    -ljpeg -llcms2 -lm -lpthread
+codec_harness work/score-parts score-parts.c
 photos=(work/lomiri/*.jpg work/plasma/*.jpg)
 work/score-parts "${1:-5}" "${photos[@]:0:16}"

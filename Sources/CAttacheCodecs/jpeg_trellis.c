@@ -237,37 +237,63 @@ static void prices_from_counts(const uint32_t counts[SYMBOLS], float bits[SYMBOL
     }
 }
 
-void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride) {
-    const int components = cinfo->num_components;
+// Each component's plane, its blocks (whole MCUs: libjpeg reads v_samp_factor block rows at a
+// time), its quantiser and Huffman table, and its coefficient array, requested from libjpeg.
+typedef struct {
+    plane plane;
+    JDIMENSION blocks_w, blocks_h;
+    const UINT16 *quant;
+    int table;
+    jvirt_barray_ptr array;
+} component;
+
+static void set_up(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, component *out) {
     int max_h = 1, max_v = 1;
-    for (int c = 0; c < components; c++) {
+    for (int c = 0; c < cinfo->num_components; c++) {
         if (cinfo->comp_info[c].h_samp_factor > max_h) max_h = cinfo->comp_info[c].h_samp_factor;
         if (cinfo->comp_info[c].v_samp_factor > max_v) max_v = cinfo->comp_info[c].v_samp_factor;
     }
-    plane planes[MAX_COMPONENTS];
-    JDIMENSION blocks_w[MAX_COMPONENTS], blocks_h[MAX_COMPONENTS];
-    jvirt_barray_ptr arrays[MAX_COMPONENTS];
-    for (int c = 0; c < components; c++) {
+    for (int c = 0; c < cinfo->num_components; c++) {
         const jpeg_component_info *comp = &cinfo->comp_info[c];
         const uint32_t h = (uint32_t)comp->h_samp_factor, v = (uint32_t)comp->v_samp_factor;
-        plane *p = &planes[c];
-        p->pixels = pixels;
-        p->stride = stride;
-        p->channels = cinfo->input_components;
-        p->width = cinfo->image_width;
-        p->height = cinfo->image_height;
-        p->sx = (uint32_t)max_h / h;
-        p->sy = (uint32_t)max_v / v;
-        p->samples_w = (cinfo->image_width * h + (uint32_t)max_h - 1) / (uint32_t)max_h;
-        p->samples_h = (cinfo->image_height * v + (uint32_t)max_v - 1) / (uint32_t)max_v;
-        p->which = c;
-        // Whole MCUs: libjpeg reads v_samp_factor block rows at a time.
-        blocks_w[c] = ((p->samples_w + DCTSIZE - 1) / DCTSIZE + h - 1) / h * h;
-        blocks_h[c] = ((p->samples_h + DCTSIZE - 1) / DCTSIZE + v - 1) / v * v;
-        arrays[c] = cinfo->mem->request_virt_barray((j_common_ptr)cinfo, JPOOL_IMAGE, TRUE, blocks_w[c], blocks_h[c],
-                                                    (JDIMENSION)v);
+        component *k = &out[c];
+        k->plane = (plane){
+            .pixels = pixels,
+            .stride = stride,
+            .channels = cinfo->input_components,
+            .width = cinfo->image_width,
+            .height = cinfo->image_height,
+            .sx = (uint32_t)max_h / h,
+            .sy = (uint32_t)max_v / v,
+            .samples_w = (cinfo->image_width * h + (uint32_t)max_h - 1) / (uint32_t)max_h,
+            .samples_h = (cinfo->image_height * v + (uint32_t)max_v - 1) / (uint32_t)max_v,
+            .which = c,
+        };
+        k->blocks_w = ((k->plane.samples_w + DCTSIZE - 1) / DCTSIZE + h - 1) / h * h;
+        k->blocks_h = ((k->plane.samples_h + DCTSIZE - 1) / DCTSIZE + v - 1) / v * v;
+        k->quant = cinfo->quant_tbl_ptrs[comp->quant_tbl_no]->quantval;
+        k->table = comp->ac_tbl_no;
+        k->array = cinfo->mem->request_virt_barray((j_common_ptr)cinfo, JPOOL_IMAGE, TRUE, k->blocks_w, k->blocks_h,
+                                                   (JDIMENSION)v);
     }
     cinfo->mem->realize_virt_arrays((j_common_ptr)cinfo);
+}
+
+// Block (bx, by) of `k`: its samples, their DCT, its coefficients priced by `bits`.
+static void encode_block(const component *k, const float basis[DCTSIZE][DCTSIZE], const float bits[SYMBOLS],
+                         JDIMENSION bx, JDIMENSION by, JCOEF out[DCTSIZE2]) {
+    float samples[DCTSIZE2], coefficients[DCTSIZE2];
+    block_samples(&k->plane, bx, by, samples);
+    forward_dct(samples, basis, coefficients);
+    trellis_block(coefficients, k->quant, bits, out);
+}
+
+void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride) {
+    const int components = cinfo->num_components;
+    component comps[MAX_COMPONENTS];
+    jvirt_barray_ptr arrays[MAX_COMPONENTS];
+    set_up(cinfo, pixels, stride, comps);
+    for (int c = 0; c < components; c++) arrays[c] = comps[c].array;
 
     float basis[DCTSIZE][DCTSIZE];
     for (int u = 0; u < DCTSIZE; u++) {
@@ -279,19 +305,14 @@ void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t 
     memset(model, 0, sizeof *model);
     for (int t = 0; t < NUM_HUFF_TBLS; t++) prices_from_table(cinfo->ac_huff_tbl_ptrs[t], model->bits[t]);
 
-    float samples[DCTSIZE2], coefficients[DCTSIZE2];
-    JCOEF block[DCTSIZE2];
     // First pass: counts on a quarter of the rows, priced by the standard tables.
+    JCOEF block[DCTSIZE2];
     for (int c = 0; c < components; c++) {
-        const jpeg_component_info *comp = &cinfo->comp_info[c];
-        const JQUANT_TBL *quant = cinfo->quant_tbl_ptrs[comp->quant_tbl_no];
-        const int table = comp->ac_tbl_no;
-        for (JDIMENSION by = 0; by < blocks_h[c]; by += COUNT_EVERY) {
-            for (JDIMENSION bx = 0; bx < blocks_w[c]; bx++) {
-                block_samples(&planes[c], bx, by, samples);
-                forward_dct(samples, basis, coefficients);
-                trellis_block(coefficients, quant->quantval, model->bits[table], block);
-                count_symbols(block, model->counts[table]);
+        const component *k = &comps[c];
+        for (JDIMENSION by = 0; by < k->blocks_h; by += COUNT_EVERY) {
+            for (JDIMENSION bx = 0; bx < k->blocks_w; bx++) {
+                encode_block(k, basis, model->bits[k->table], bx, by, block);
+                count_symbols(block, model->counts[k->table]);
             }
         }
     }
@@ -302,16 +323,11 @@ void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t 
     }
     // Second pass: every block, into libjpeg's arrays.
     for (int c = 0; c < components; c++) {
-        const jpeg_component_info *comp = &cinfo->comp_info[c];
-        const JQUANT_TBL *quant = cinfo->quant_tbl_ptrs[comp->quant_tbl_no];
-        const float *bits = model->bits[comp->ac_tbl_no];
-        for (JDIMENSION by = 0; by < blocks_h[c]; by++) {
-            JBLOCKARRAY row = cinfo->mem->access_virt_barray((j_common_ptr)cinfo, arrays[c], by, 1, TRUE);
-            for (JDIMENSION bx = 0; bx < blocks_w[c]; bx++) {
-                block_samples(&planes[c], bx, by, samples);
-                forward_dct(samples, basis, coefficients);
-                trellis_block(coefficients, quant->quantval, bits, row[0][bx]);
-            }
+        const component *k = &comps[c];
+        for (JDIMENSION by = 0; by < k->blocks_h; by++) {
+            JBLOCKARRAY row = cinfo->mem->access_virt_barray((j_common_ptr)cinfo, k->array, by, 1, TRUE);
+            for (JDIMENSION bx = 0; bx < k->blocks_w; bx++)
+                encode_block(k, basis, model->bits[k->table], bx, by, row[0][bx]);
         }
     }
     jpeg_write_coefficients(cinfo, arrays);

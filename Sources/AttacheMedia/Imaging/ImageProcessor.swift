@@ -197,7 +197,7 @@ public enum ImageProcessor {
                 let tables = spec.jpegTables.resolved(for: spec.quality)
                 data = try QualitySearch.encode(
                     small.droppingOpaqueAlpha(), output, min(QualitySearch.highest, chosen + smallQualityAbove),
-                    tables: tables, trellis: output == .jpeg && spec.jpegEncoder.trellis)
+                    tables: tables, trellis: spec.jpegEncoder.trellis)
             } else {
                 data = try encode(small).data
             }
