@@ -367,7 +367,7 @@ let package = Package(
             name: "AttacheCoreTests",
             dependencies: [
                 "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared", "AttacheSeal",
-                "AttacheTestSupport",
+                "AttacheTestSupport", "AttacheClient",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: testSettings

@@ -309,7 +309,7 @@ public struct AttacheClient: Sendable {
             Entry(
                 prepared: prepared, full: full, small: small, width: (entry["width"] as? NSNumber)?.int64Value,
                 height: (entry["height"] as? NSNumber)?.int64Value,
-                placeholder: (entry["thumbhash"] as? String).flatMap(Placeholder.hash(base64:))))
+                placeholder: (entry["th"] as? String).flatMap(Placeholder.hash(base64:))))
     }
 
     /// The ladder's last rung before the text alone: the entry's placeholder, drawn here with

@@ -274,6 +274,7 @@ struct Resize: ParsableCommand {
             line.add("placement", picture.placement)
             let crop = picture.crop
             line.addRaw("crop", "[\(crop.x),\(crop.y),\(crop.width),\(crop.height)]")
+            if let placeholder = picture.placeholder { line.add("thumbhash", ThumbHash.text(placeholder)) }
         case .failure(let error):
             line.add("error", object: JSONLine.error(error))
         }

@@ -6,6 +6,7 @@ import Foundation
 import Testing
 
 @testable import AttacheCore
+@testable import AttacheMedia
 
 /// The attach stage's trimming: linear, and the same answer as trying every size in turn.
 @Suite struct AttachmentBlockTests {
@@ -206,5 +207,35 @@ import Testing
             #expect(plain["aps"]?["alert"]?["title"] == .string("secret") && plain["image"] == .string("u"))
         }
         #expect(keptCounts.count >= 4, "the sweep keeps 0…5 entries: \(keptCounts)")
+    }
+
+    /// What a picture's placeholder adds to its entry, measured on the entry as written: every
+    /// corpus still's ThumbHash (alpha ones too) put into an entry, the entry with it against
+    /// the entry without.
+    @Test("a placeholder costs at most 40 bytes of payload per opaque picture, 42 with alpha")
+    func aPlaceholderCostsAtMost40Bytes() throws {
+        let rows = Corpus.jpegAndPNG.filter {
+            $0.expectOK && ($0.frames ?? 1) == 1 && ($0.width ?? 0) >= 8 && ($0.height ?? 0) >= 8
+        }
+        var opaque: [Int] = []
+        var alpha: [Int] = []
+        for row in rows {
+            guard let image = try? ImageProcessor.decode(MediaBytes(Corpus.bytes(row.file))).image else { continue }
+            let hash = ThumbHash.make(image)
+            var entry = try #require(Self.outcome(.png).attachment)
+            let without = entry.json(full: false).text.utf8.count
+            entry.placeholder = ThumbHash.text(hash)
+            let cost = entry.json(full: false).text.utf8.count - without
+            // ThumbHash's alpha flag: the top bit of its first 24-bit header.
+            if hash[2] & 0x80 != 0 { alpha.append(cost) } else { opaque.append(cost) }
+        }
+        #expect(opaque.count >= 100 && alpha.count >= 5, "\(opaque.count) opaque, \(alpha.count) alpha")
+        #expect(opaque.allSatisfy { $0 <= 40 }, "opaque up to \(opaque.max() ?? 0) bytes")
+        #expect(alpha.allSatisfy { $0 <= 42 }, "alpha up to \(alpha.max() ?? 0) bytes")
+        let all = opaque + alpha
+        print(
+            "placeholder cost: opaque \(opaque.min() ?? 0)-\(opaque.max() ?? 0) bytes (\(opaque.count)), "
+                + "alpha \(alpha.min() ?? 0)-\(alpha.max() ?? 0) (\(alpha.count)), mean "
+                + String(format: "%.1f", Double(all.reduce(0, +)) / Double(max(1, all.count))))
     }
 }

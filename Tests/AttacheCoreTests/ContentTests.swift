@@ -188,4 +188,25 @@ import Testing
             }
         }
     }
+
+    @Test("docs/receivers.md's placeholder table is the senders' data maps, and names those without")
+    func thePlaceholderTableIsTheSendersMaps() throws {
+        let docs = try String(contentsOfFile: Paths.package + "/docs/receivers.md", encoding: .utf8)
+        let lines = docs.split(separator: "\n").map(String.init)
+        let head = try #require(lines.firstIndex { $0.hasPrefix("| sender | Android | web push |") })
+        let rows = lines[(head + 2)...].prefix { $0.hasPrefix("|") }.map {
+            $0.split(separator: "|", omittingEmptySubsequences: false).dropFirst().dropLast()
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        let withMaps = SendShape.all.filter { !$0.placeholderMaps.isEmpty }
+        #expect(rows.count == withMaps.count)
+        for (shape, row) in zip(withMaps, rows) {
+            #expect(row[0].hasPrefix(shape.name), "\(shape.name) at its place: \(row[0])")
+            for (receiver, column) in [(Receiver.android, 1), (.web, 2)] {
+                for map in shape.placeholderMaps[receiver] ?? [] {
+                    #expect(row[column].contains("`\(map.path.joined(separator: "."))`"), "\(shape.name) \(receiver)")
+                }
+            }
+        }
+    }
 }

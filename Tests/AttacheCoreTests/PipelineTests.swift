@@ -363,7 +363,7 @@ func payload(_ members: [String: String], mutable: Bool = true) -> [UInt8] {
         #expect(
             items.count == attached.count
                 && items.allSatisfy {
-                    $0["options"] == nil && $0["small"] == nil && $0["thumbhash"] == nil && $0["url"] != nil
+                    $0["options"] == nil && $0["small"] == nil && $0["th"] == nil && $0["url"] != nil
                 })
 
         // With room to spare nothing is trimmed.

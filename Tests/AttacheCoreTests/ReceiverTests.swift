@@ -1,4 +1,5 @@
 import AttacheBase
+import AttacheClient
 import AttacheMedia
 import AttacheTestSupport
 import Foundation
@@ -58,6 +59,8 @@ import Testing
         var body: String
         var pictures: [([String], Picture)]
         var values: [([String], String)]
+        /// Where the Android and web pictures' placeholders must be, and whose they are.
+        var placeholders: [([String], TargetSpec.Target)] = []
         var testDescription: String { name }
     }
 
@@ -87,6 +90,13 @@ import Testing
                 (["message", "webpush", "headers", "Urgency"], "high"),
                 (["message", "data", "n"], "12345678901234567890"),
                 (["message", "apns", "payload", "aps", "alert", "title"], "T"),
+                // android.data and webpush.data override message.data: made, they carry it too.
+                (["message", "android", "data", "n"], "12345678901234567890"),
+                (["message", "webpush", "data", "n"], "12345678901234567890"),
+            ],
+            placeholders: [
+                (["message", "android", "data", "attache_thumbhash"], .android),
+                (["message", "webpush", "data", "attache_thumbhash"], .web),
             ]),
         Sender(
             name: "OneSignal body", shape: .oneSignal,
@@ -124,6 +134,10 @@ import Testing
             values: [
                 (["messages", "apple_push", "asset_file_type"], "jpg"),
                 (["messages", "android_push", "extra", "k"], "v"),
+            ],
+            placeholders: [
+                (["messages", "android_push", "extra", "attache_thumbhash"], .android),
+                (["messages", "web_push", "extra", "attache_thumbhash"], .web),
             ]),
         Sender(
             name: "Airship /api/push body", shape: .airship,
@@ -140,7 +154,12 @@ import Testing
                 (["notification", "amazon", "style", "big_picture"], .wide),
                 (["notification", "web", "image", "url"], .wide), (["notification", "web", "icon", "url"], .icon),
             ],
-            values: [(["notification", "android", "style", "type"], "big_picture"), (["audience"], "all")]),
+            values: [(["notification", "android", "style", "type"], "big_picture"), (["audience"], "all")],
+            placeholders: [
+                (["notification", "android", "extra", "attache_thumbhash"], .android),
+                (["notification", "amazon", "extra", "attache_thumbhash"], .android),
+                (["notification", "web", "extra", "attache_thumbhash"], .web),
+            ]),
         Sender(
             name: "CleverTap campaign body", shape: .cleverTap,
             body: """
@@ -197,6 +216,41 @@ import Testing
         for (path, value) in sender.values {
             #expect(out.value(at: path)?.stringValue == value, "\(path)")
         }
+        // Each Android and web picture's placeholder where its app reads it: the report's hash of
+        // that picture, a 2:1 picture decoded; none in a body whose sender has no such map.
+        let targets = result.outcomes.flatMap(\.targets)
+        for (path, target) in sender.placeholders {
+            let hash = try #require(out.value(at: path)?.stringValue, "\(path)")
+            #expect(targets.contains { $0.target == target && $0.placeholder == hash }, "\(path)")
+            let bytes = try #require(Placeholder.hash(base64: hash))
+            let image = try #require(Placeholder.decode(bytes))
+            #expect(abs(Double(image.width) / Double(image.height) - 2) < 0.4, "\(image.width)x\(image.height)")
+        }
+        let written = String(decoding: result.payload, as: UTF8.self).components(separatedBy: "attache_thumbhash")
+        #expect(written.count - 1 == sender.placeholders.count)
+        #expect(result.trimmed.isEmpty, "\(result.trimmed)")
+    }
+
+    /// A body that would pass the platforms' 4 KB (its iOS part aside) with the placeholders
+    /// gets its pictures without them, and says so.
+    @Test func aBodyWithNoRoomGetsItsPicturesWithoutPlaceholders() async throws {
+        let pad = String(repeating: "x", count: 4000)
+        let input = Array(
+            """
+            {"message":{"token":"t","android":{"notification":{"image":"\(server.url("/waterfall-rotated.jpg"))"}},\
+            "data":{"pad":"\(pad)"}}}
+            """.utf8)
+        let result = await pipeline.process(input)
+        let out = try NotificationContent(bytes: result.payload)
+        let url = try #require(out.value(at: ["message", "android", "notification", "image"])?.stringValue)
+        #expect(url.hasPrefix("https://cdn.test/a/") && out.value(at: ["message", "android", "data"]) == nil)
+        #expect(result.trimmed == ["send-body placeholders"])
+        // With room, the same picture gets its placeholder.
+        let roomy = await pipeline.process(
+            Array(String(decoding: input, as: UTF8.self).replacingOccurrences(of: pad, with: "x").utf8))
+        let kept = try NotificationContent(bytes: roomy.payload)
+        #expect(kept.value(at: ["message", "android", "data", "attache_thumbhash"])?.stringValue != nil)
+        #expect(kept.value(at: ["message", "android", "data", "pad"])?.stringValue == "x")
     }
 
     /// FCM's iOS side as before: the rendition at 1024 px in `fcm_options` and the attachment
@@ -295,8 +349,9 @@ import Testing
         let text = String(decoding: result.payload, as: UTF8.self)
         #expect(
             text.hasPrefix(#"{ "message" : { "apns" : { "payl\u006fad" :  { "aps" : { "mutable-content" : 1 }"#)
-                && text.hasSuffix(#"} } , "x" : 1.50 }"#),
-            "\(text)")
+                && text.range(of: #"\} ,"android":\{"data":\{"attache_thumbhash":"[A-Za-z0-9+/]+"\}\}\} , "x" : 1.50 \}$"#,
+                    options: .regularExpression) != nil,
+            "the Android placeholder is added at the end of the message, all else where it was: \(text)")
         #expect(text.contains(#""title" : "a\"b", "image" : "https://cdn.test/a/"#), "\(text)")
     }
 

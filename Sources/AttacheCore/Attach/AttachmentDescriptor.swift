@@ -30,6 +30,12 @@ public struct AttachmentDescriptor: Hashable, Sendable {
     /// thing left out when the payload would not fit.
     public var placeholder: String? = nil
 
+    /// The entry's member for ``placeholder``: two characters, as APNs' own compact keys, so
+    /// that a picture's placeholder costs at most 40 bytes of the 4 KB (`,"th":"` and `"` beside
+    /// an opaque picture's 32 characters at most). Reports and `resize --json`, which have no
+    /// such budget, spell it `thumbhash`.
+    public static let placeholderMember = "th"
+
     /// How a device opens a sealed attachment; travels only inside `encrypted-content`.
     public struct SealedObject: Hashable, Sendable {
         /// The object's 256-bit key.
@@ -69,7 +75,7 @@ public struct AttachmentDescriptor: Hashable, Sendable {
             .init(key: "url", value: .string(url)),
             .init(key: "type", value: .string(type)),
         ]
-        if withPlaceholder, let placeholder { members.append(.init(key: "thumbhash", value: .string(placeholder))) }
+        if withPlaceholder, let placeholder { members.append(.init(key: Self.placeholderMember, value: .string(placeholder))) }
         if let seal { members += [.init(key: "bytes", value: .number(String(bytes)))] + seal.members }
         if withSmall, let small { members.append(.init(key: "small", value: small.json)) }
         guard full else { return .object(members) }

@@ -155,6 +155,15 @@ public struct SendShape: Sendable {
         }
     }
 
+    /// A map of strings the app reads on one platform (FCM's `android.data`, Braze's `extra`),
+    /// where a receiver's placeholder is written as `attache_thumbhash`.
+    public struct DataMap: Sendable {
+        public var path: [String]
+        /// The map this one replaces on its platform when present (FCM's `message.data`, which
+        /// `android.data` and `webpush.data` override): its members are copied into a new one.
+        public var overrides: [String]? = nil
+    }
+
     public var shape: PayloadShape
     /// The sender's name, for reports.
     public var name: String
@@ -163,6 +172,12 @@ public struct SendShape: Sendable {
     /// Whether a body's top level carries this sender's marks.
     let matches: @Sendable (JSONValue) -> Bool
     public var fields: [Field]
+    /// Where the Android and web pictures' placeholders go: every map whose platform object the
+    /// body has, else the first (made). A sender with no per-platform map has none: a map every
+    /// platform reads (OneSignal's `data`) would put them in the iOS payload too.
+    public var placeholderMaps: [Receiver: [DataMap]] = [:]
+    /// The member holding the iOS part, not counted in the body's room (it has its own 4 KB).
+    public var iosPart: [String]? = nil
 
     /// The send shapes in the order they are tried: a body that carries the marks of several is
     /// read as the first, and its report says which others it also matched. Each is its
@@ -178,7 +193,11 @@ public struct SendShape: Sendable {
             Field(["message", "apns", "fcm_options", "image"], .ios),
             Field(["message", "webpush", "notification", "image"], .web),
             Field(["message", "webpush", "headers", "image"], .web),
-        ])
+        ],
+        placeholderMaps: [
+            .android: [DataMap(path: ["message", "android", "data"], overrides: ["message", "data"])],
+            .web: [DataMap(path: ["message", "webpush", "data"], overrides: ["message", "data"])],
+        ], iosPart: ["message", "apns"])
 
     static let braze = SendShape(
         shape: .braze, name: "Braze", toldBy: "`messages` with `apple_push`, `android_push` or `web_push`",
@@ -194,7 +213,11 @@ public struct SendShape: Sendable {
             Field(["messages", "android_push", "push_icon_image_url"], .icon),
             Field(["messages", "web_push", "large_image_url"], .web),
             Field(["messages", "web_push", "image_url"], .icon),
-        ])
+        ],
+        placeholderMaps: [
+            .android: [DataMap(path: ["messages", "android_push", "extra"])],
+            .web: [DataMap(path: ["messages", "web_push", "extra"])],
+        ], iosPart: ["messages", "apple_push"])
 
     static let oneSignal = SendShape(
         shape: .oneSignal, name: "OneSignal", toldBy: "`app_id` with `contents`, `headings` or `template_id`",
@@ -219,7 +242,13 @@ public struct SendShape: Sendable {
             Field(["notification", "amazon", "style", "big_picture"], .android),
             Field(["notification", "web", "image", "url"], .web),
             Field(["notification", "web", "icon", "url"], .icon),
-        ])
+        ],
+        placeholderMaps: [
+            .android: [
+                DataMap(path: ["notification", "android", "extra"]), DataMap(path: ["notification", "amazon", "extra"]),
+            ],
+            .web: [DataMap(path: ["notification", "web", "extra"])],
+        ], iosPart: ["notification", "ios"])
 
     static let cleverTap: SendShape = {
         let platforms = ["content", "platform_specific"]

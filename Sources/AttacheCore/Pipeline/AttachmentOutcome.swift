@@ -94,6 +94,9 @@ public struct TargetEntry: Sendable {
     public var score: Double?
     /// Why `auto` did not reach its target (``QualityChoice/missed``).
     public var missed: String?
+    /// The picture's ThumbHash (base64 without padding): the report's, and the send body's
+    /// where its sender has a data member for it (``SendShape/placeholderMaps``).
+    public var placeholder: String?
     public var error: AttacheError?
     /// Reused from the store (made for this URL and spec before).
     public var cached = false
@@ -108,6 +111,7 @@ public struct TargetEntry: Sendable {
         if let quality { parts.append("quality=\(quality)") }
         if let score { parts.append("score=\((score * 100).rounded() / 100)") }
         if let missed { parts.append("missed=" + missed) }
+        if let placeholder { parts.append("thumbhash=" + placeholder) }
         return parts.joined(separator: ";")
     }
 
@@ -125,6 +129,7 @@ public struct TargetEntry: Sendable {
             case "quality": quality = Int(pair[1])
             case "score": score = Double(pair[1])
             case "missed": missed = pair[1]
+            case "thumbhash": placeholder = pair[1]
             default: continue
             }
         }

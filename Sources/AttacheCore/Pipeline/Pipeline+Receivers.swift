@@ -90,7 +90,19 @@ extension Pipeline {
             }
         }
         guard !edits.isEmpty else { return unchanged(outcomes + skipped, unfinished: unfinished) }
-        let payload = content.replacing(edits, removing: named ? [NotificationContent.focusMember] : [])
+        var payload = content.replacing(edits, removing: named ? [NotificationContent.focusMember] : [])
+        if let send = SendShape.of(shape), let edited = try? NotificationContent(bytes: payload) {
+            let added = BodyPlaceholders.insertions(Self.placeholders(fields, byURL), shape: send, in: edited)
+            if !added.isEmpty {
+                if let written = BodyPlaceholders.write(
+                    added, into: edited, shape: send, maxBytes: configuration.maxPayloadBytes)
+                {
+                    payload = written
+                } else {
+                    trimmed.append("send-body placeholders")
+                }
+            }
+        }
         // The iOS attachment trimmed away (over the APNs size) is said on its outcome.
         let reported = outcomes.map { outcome in
             guard let trimmedOne = iosOutcomes.first(where: { $0.url == outcome.url && $0.attachment == nil }),
@@ -139,6 +151,18 @@ extension Pipeline {
             }
         }
         return (edits, unnamed)
+    }
+
+    /// Each picture receiver's placeholder: its first field's picture's ThumbHash.
+    static func placeholders(_ fields: [ReceiverField], _ byURL: [String: AttachmentOutcome]) -> [Receiver: String] {
+        var hashes: [Receiver: String] = [:]
+        for field in fields where hashes[field.receiver] == nil {
+            guard field.receiver.target != nil, let outcome = byURL[field.url],
+                let hash = outcome.targets.first(where: { Receiver($0.target) == field.receiver })?.placeholder
+            else { continue }
+            hashes[field.receiver] = hash
+        }
+        return hashes
     }
 
     /// The iOS attachment block written into an FCM message's mutable APNs payload, under the

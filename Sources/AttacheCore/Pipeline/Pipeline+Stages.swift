@@ -405,6 +405,7 @@ extension Pipeline {
                 made.crop = [picture.crop.x, picture.crop.y, picture.crop.width, picture.crop.height]
                 (made.placement, made.encodes, made.quality, made.score, made.missed) =
                     (picture.placement, picture.encodes, picture.quality, picture.score, picture.missed)
+                made.placeholder = picture.placeholder.map(ThumbHash.text)
                 // What the making said is kept beside the picture, so that a reuse reports it too.
                 let reference = SourceReference(
                     url: source.url, spec: key, etag: media.etag, lastModified: media.lastModified, note: made.note)
@@ -413,8 +414,7 @@ extension Pipeline {
                     UnsafeRawBufferPointer(bytes.buffer), metadata: metadata, source: reference,
                     ttl: configuration.storeTTL, owner: configuration.storeOwner)
                 var entry = try describeTarget(stored, target: outcome.spec.target)
-                (entry.crop, entry.placement, entry.encodes, entry.quality, entry.score, entry.missed) =
-                    (made.crop, made.placement, made.encodes, made.quality, made.score, made.missed)
+                entry.read(note: made.note)
                 entries.append(entry)
             case .failure(let error):
                 entries.append(TargetEntry(target: outcome.spec.target, error: error))

@@ -93,6 +93,7 @@ extension TargetEntry {
         item.add("quality", quality)
         if let score { item.add("score", (score * 100).rounded() / 100) }
         if let missed { item.add("target_missed", missed) }
+        if let placeholder { item.add("thumbhash", placeholder) }
         if let error { item.add("error", object: JSONLine.error(error)) }
         return item
     }

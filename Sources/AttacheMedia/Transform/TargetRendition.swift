@@ -114,6 +114,8 @@ public struct TargetRendition: Sendable {
     public var score: Double? = nil
     /// Why `auto` did not reach its target (``QualityChoice/missed``).
     public var missed: String? = nil
+    /// The picture's ThumbHash (made from the pixels encoded, as the iOS rendition's is).
+    public var placeholder: [UInt8]? = nil
 }
 
 extension TargetRendition {
@@ -156,7 +158,8 @@ extension TargetRendition {
         return TargetRendition(
             spec: spec, data: fitted.data, kind: spec.format, width: fitted.width, height: fitted.height,
             crop: (origin.x, origin.y, cropWidth, cropHeight), placement: placement, encodes: fitted.choice.encodes,
-            quality: fitted.choice.quality, score: fitted.choice.score, missed: fitted.choice.missed)
+            quality: fitted.choice.quality, score: fitted.choice.score, missed: fitted.choice.missed,
+            placeholder: ThumbHash.make(picture))
     }
 }
 
