@@ -1,7 +1,7 @@
 public import Foundation
 
 /// The picture's placeholder, drawn from the ThumbHash its attachment entry carries
-/// (`thumbhash`, base64): a blurred picture of its colours and shape, made on the device with no
+/// (`th`, base64): a blurred picture of its colours and shape, made on the device with no
 /// network at all — the rung of the ladder between the small rendition and the text alone.
 public enum Placeholder {
     /// The decoded placeholder: RGBA pixels, at most 32 px a side, in the picture's aspect ratio.
