@@ -68,29 +68,7 @@ struct AttachmentRoute: Sendable {
         // (with an id no token opens) so that it is refused the same way.
         let name = file.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
         let id = AttachmentID(hex: name[0]) ?? AttachmentID(bytes: [UInt8](repeating: 0, count: 32))!
-        let refused = { (refusal: TokenRefusal) in
-            logger.debug("token refused", metadata: ["reason": "\(refusal.rawValue)"])
-        }
-        let opened = Result { () throws(AttacheError) -> AttachmentLease? in
-            immediately
-                ? try store.openWithoutWaiting(id, token: token, onRefusal: refused)
-                : try store.open(id, token: token, onRefusal: refused)
-        }
-        let lease: AttachmentLease
-        switch opened {
-        case .success(let open):
-            guard let open else { throw WouldWait() }
-            lease = open
-        case .failure(let error):
-            switch error.code {
-            case .accessDenied: throw Problem(.forbidden, .accessDenied, "the token does not open this attachment")
-            case .notFound: throw Problem(.notFound, .notFound, "no such attachment")
-            case .storeUnavailable:
-                logger.debug("store unavailable", metadata: ["error": "\(error.message)"])
-                throw Self.unavailable("the store's catalog cannot be reached now")
-            default: throw Problem(.internalServerError, .internalError, "the store could not open the attachment")
-            }
-        }
+        let lease = try open(id, token: token, logger: logger, immediately: immediately)
         let stored = lease.attachment
         guard name.count == 2, name[1] == stored.kind.fileExtension else {
             lease.close()
@@ -140,6 +118,54 @@ struct AttachmentRoute: Sendable {
         let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? size
         headers[.contentLength] = String(length)
         return .send(lease, range == nil ? .ok : .partialContent, headers, start: start, length: length, edge: edge)
+    }
+
+    /// Reads `want` bytes of `lease`'s object at `at`: a local file (a directory store's object,
+    /// a shared store's copy) in place, an object in a bucket with ranged GETs on the blocking
+    /// pool. The object is immutable and held open, so a short read means it was damaged.
+    func reader(_ lease: AttachmentLease) -> @Sendable (_ at: Int64, _ want: Int) async throws -> ByteBuffer {
+        let remote = lease.sendableDescriptor < 0
+        let route = self
+        return { at, want in
+            let read = { @Sendable () throws -> ByteBuffer in
+                var buffer = ByteBufferAllocator().buffer(capacity: want)
+                let count = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { pointer in
+                    try lease.read(into: UnsafeMutableRawBufferPointer(rebasing: pointer[..<want]), at: at)
+                }
+                guard count == want else {
+                    throw AttacheError(.ioError, "attachment \(lease.attachment.id) ended early")
+                }
+                return buffer
+            }
+            return remote ? try await route.blocking(read) : try read()
+        }
+    }
+
+    /// The lease on `id` that `token` opens, or the problem to answer (``WouldWait`` when
+    /// `immediately` and the catalog would have to be waited on).
+    func open(_ id: AttachmentID, token: String, logger: Logger, immediately: Bool) throws -> AttachmentLease {
+        let refused = { (refusal: TokenRefusal) in
+            logger.debug("token refused", metadata: ["reason": "\(refusal.rawValue)"])
+        }
+        let opened = Result { () throws(AttacheError) -> AttachmentLease? in
+            immediately
+                ? try store.openWithoutWaiting(id, token: token, onRefusal: refused)
+                : try store.open(id, token: token, onRefusal: refused)
+        }
+        switch opened {
+        case .success(let open):
+            guard let open else { throw WouldWait() }
+            return open
+        case .failure(let error):
+            switch error.code {
+            case .accessDenied: throw Problem(.forbidden, .accessDenied, "the token does not open this attachment")
+            case .notFound: throw Problem(.notFound, .notFound, "no such attachment")
+            case .storeUnavailable:
+                logger.debug("store unavailable", metadata: ["error": "\(error.message)"])
+                throw Self.unavailable("the store's catalog cannot be reached now")
+            default: throw Problem(.internalServerError, .internalError, "the store could not open the attachment")
+            }
+        }
     }
 
     /// How long a shared cache may keep this object's downloads: the service's edge time, or
@@ -226,25 +252,9 @@ struct AttachmentRoute: Sendable {
             return Response(status: status, headers: headers)
         }
         let metrics = self.metrics
-        let stored = lease.attachment
-        // A local file (a directory store's object, a shared store's copy) is read in place; an
-        // object in a bucket is read with ranged GETs on the blocking pool.
         let remote = lease.sendableDescriptor < 0
         let chunk = remote ? Self.remoteChunk : Self.chunk
-        let route = self
-        /// Reads `want` bytes at `at`: the object is immutable and held open, so a short read
-        /// means it was damaged.
-        let readChunk = { @Sendable (at: Int64, want: Int) async throws -> ByteBuffer in
-            let read = { @Sendable () throws -> ByteBuffer in
-                var buffer = ByteBufferAllocator().buffer(capacity: want)
-                let count = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { pointer in
-                    try lease.read(into: UnsafeMutableRawBufferPointer(rebasing: pointer[..<want]), at: at)
-                }
-                guard count == want else { throw AttacheError(.ioError, "attachment \(stored.id) ended early") }
-                return buffer
-            }
-            return remote ? try await route.blocking(read) : try read()
-        }
+        let readChunk = reader(lease)
         // The first bytes are read before the status line, so a bucket that cannot be read is
         // answered 503 with Retry-After, not a 200 whose body stops.
         let first: ByteBuffer
@@ -274,7 +284,7 @@ struct AttachmentRoute: Sendable {
                 // counted, so a body cut by the store is told from one the client left.
                 logger.warning(
                     "download cut by the store",
-                    metadata: ["id": "\(stored.id)", "sent": "\(offset - start)", "error": "\(error.message)"])
+                    metadata: ["id": "\(lease.attachment.id)", "sent": "\(offset - start)", "error": "\(error.message)"])
                 metrics.downloadCut()
                 throw error
             }

@@ -1,8 +1,7 @@
-// libjpeg-turbo (classic libjpeg API) decode and encode. Every entry point sets its own
-// setjmp before calling libjpeg; warnings are fatal (djpeg -strict semantics).
-#include "attache_codecs.h"
+// libjpeg-turbo (classic libjpeg API) decode. Every entry point sets its own setjmp before
+// calling libjpeg; warnings are fatal (djpeg -strict semantics).
 #include "jpeg_coefficients.h"
-#include "jpeg_trellis.h"
+#include "jpeg_private.h"
 
 #include <setjmp.h>
 #include <stdatomic.h>
@@ -14,91 +13,11 @@
 #include <jpeglib.h>
 #include <jerror.h>
 
-// MARK: - Error manager
-
-typedef struct {
-    struct jpeg_error_mgr base;
-    jmp_buf jump;
-    int32_t status;
-    char message[240];
-} att_jpeg_error_mgr;
-
-static int32_t status_for_code(int code) {
-    switch (code) {
-    case JWRN_JPEG_EOF:
-    case JERR_INPUT_EOF:
-    case JERR_INPUT_EMPTY: return ATT_ERR_TRUNCATED;
-    case JERR_BAD_PRECISION:
-    case JERR_SOF_UNSUPPORTED:
-    case JERR_NOT_COMPILED:
-    case JERR_ARITH_NOTIMPL: return ATT_ERR_UNSUPPORTED;
-    case JERR_NO_BACKING_STORE:
-    case JERR_OUT_OF_MEMORY: return ATT_ERR_MEMORY_LIMIT;
-    default: return ATT_ERR_CORRUPT;
-    }
-}
-
-static void fail_with(j_common_ptr cinfo, int32_t status) {
-    att_jpeg_error_mgr *err = (att_jpeg_error_mgr *)cinfo->err;
-    if (err->status == ATT_OK) {
-        err->status = status;
-        (*cinfo->err->format_message)(cinfo, err->message);
-    }
-    longjmp(err->jump, 1);
-}
-
-static void on_error_exit(j_common_ptr cinfo) { fail_with(cinfo, status_for_code(cinfo->err->msg_code)); }
-
-void att_jpeg_fail(j_common_ptr cinfo, int32_t status, const char *message) {
-    att_jpeg_error_mgr *err = (att_jpeg_error_mgr *)cinfo->err;
-    if (err->status == ATT_OK) {
-        err->status = status;
-        snprintf(err->message, sizeof err->message, "%s", message);
-    }
-    longjmp(err->jump, 1);
-}
-
-static void on_emit_message(j_common_ptr cinfo, int msg_level) {
-    // Level -1 is a warning: corrupt entropy data, premature end of file, bad progression.
-    // libjpeg would pad the image with grey and carry on; we refuse instead.
-    if (msg_level < 0) {
-        fail_with(cinfo, status_for_code(cinfo->err->msg_code));
-    }
-}
-
-static void on_output_message(j_common_ptr cinfo) { (void)cinfo; }
-
-static void install_error_manager(att_jpeg_error_mgr *err) {
-    jpeg_std_error(&err->base);
-    err->base.error_exit = on_error_exit;
-    err->base.emit_message = on_emit_message;
-    err->base.output_message = on_output_message;
-    err->status = ATT_OK;
-    err->message[0] = 0;
-}
-
-static void copy_error(const att_jpeg_error_mgr *err, att_error *error) {
-    if (!error) return;
-    error->status = err->status == ATT_OK ? ATT_ERR_INTERNAL : err->status;
-    snprintf(error->message, sizeof error->message, "%s", err->message);
-}
-
-static void set_error(att_error *error, int32_t status, const char *message) {
-    if (!error) return;
-    error->status = status;
-    snprintf(error->message, sizeof error->message, "%s", message);
-}
-
 // MARK: - Decoder
 
 // Decoders opened and not yet closed (a refusal must close its decoder too).
 static atomic_long open_decoders;
 
-// The standard luminance table (ITU-T T.81 Annex K), in natural order as libjpeg keeps it.
-static const unsigned att_std_luminance[DCTSIZE2] = {
-    16, 11,  10,  16, 24, 40, 51, 61, 12,  12,  14,  19,  26, 58, 60, 55,  14,  13,  16,  24, 40, 57,
-    69, 56,  14,  17, 22, 29, 51, 87, 80,  62,  18,  22,  37, 56, 68, 109, 103, 77,  24,  35, 55, 64,
-    81, 104, 113, 92, 49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98,  112, 100, 103, 99};
 
 // The quality libjpeg's jpeg_set_quality would have been given for a file's first table: its
 // scale of the standard table (the ratio of the sums), through jpeg_quality_scaling's inverse.
@@ -108,7 +27,7 @@ static int32_t estimate_quality(const j_decompress_ptr cinfo) {
     double own = 0, standard = 0;
     for (int i = 0; i < DCTSIZE2; i++) {
         own += table->quantval[i];
-        standard += att_std_luminance[i];
+        standard += att_jpeg_std_luminance[i];
     }
     double scale = 100.0 * own / standard;
     double quality = scale <= 100.0 ? (200.0 - scale) / 2.0 : 5000.0 / scale;
@@ -219,19 +138,19 @@ static uint8_t *assemble_icc(j_decompress_ptr cinfo, size_t *length) {
 att_jpeg_decoder *att_jpeg_open(const uint8_t *data, size_t length, att_jpeg_limits limits, att_jpeg_header *header,
                                 att_error *error) {
     if (length == 0) {
-        set_error(error, ATT_ERR_TRUNCATED, "empty input");
+        att_jpeg_set_error(error, ATT_ERR_TRUNCATED, "empty input");
         return NULL;
     }
     att_jpeg_decoder *d = calloc(1, sizeof *d);
     if (!d) {
-        set_error(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
+        att_jpeg_set_error(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
         return NULL;
     }
     atomic_fetch_add(&open_decoders, 1);
-    install_error_manager(&d->err);
+    att_jpeg_install_errors(&d->err);
     d->cinfo.err = &d->err.base;
     if (setjmp(d->err.jump)) {
-        copy_error(&d->err, error);
+        att_jpeg_copy_error(&d->err, error);
         att_jpeg_close(d);
         return NULL;
     }
@@ -290,11 +209,11 @@ att_jpeg_decoder *att_jpeg_open(const uint8_t *data, size_t length, att_jpeg_lim
 int32_t att_jpeg_start(att_jpeg_decoder *d, int32_t scale_num, int32_t channels, int32_t fancy_upsampling,
                        uint32_t *out_width, uint32_t *out_height, att_error *error) {
     if (channels != 1 && channels != 3) {
-        set_error(error, ATT_ERR_INTERNAL, "channels must be 1 or 3");
+        att_jpeg_set_error(error, ATT_ERR_INTERNAL, "channels must be 1 or 3");
         return ATT_ERR_INTERNAL;
     }
     if (setjmp(d->err.jump)) {
-        copy_error(&d->err, error);
+        att_jpeg_copy_error(&d->err, error);
         return error->status;
     }
     d->channels = channels;
@@ -312,7 +231,7 @@ int32_t att_jpeg_start(att_jpeg_decoder *d, int32_t scale_num, int32_t channels,
     if (d->compact_bound > 0 && d->coefficients == NULL) {
         d->coefficients = att_coef_store_install(&d->cinfo, d->compact_bound);
         if (!d->coefficients) {
-            set_error(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
+            att_jpeg_set_error(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
             return ATT_ERR_MEMORY_LIMIT;
         }
     }
@@ -328,7 +247,7 @@ int32_t att_jpeg_start(att_jpeg_decoder *d, int32_t scale_num, int32_t channels,
     if (d->cinfo.out_color_space == JCS_CMYK) {
         d->scratch = malloc((size_t)d->cinfo.output_width * 4);
         if (!d->scratch) {
-            set_error(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
+            att_jpeg_set_error(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
             return ATT_ERR_MEMORY_LIMIT;
         }
     }
@@ -362,7 +281,7 @@ int32_t att_jpeg_read_rows(att_jpeg_decoder *d, uint8_t *buffer, size_t stride, 
                            att_error *error) {
     *rows_read = 0;
     if (setjmp(d->err.jump)) {
-        copy_error(&d->err, error);
+        att_jpeg_copy_error(&d->err, error);
         return error->status;
     }
     if (d->cmyk && d->channels == 3) {
@@ -386,7 +305,7 @@ int32_t att_jpeg_read_rows(att_jpeg_decoder *d, uint8_t *buffer, size_t stride, 
         d->rows = malloc(sizeof(JSAMPROW) * (size_t)max_rows);
         if (!d->rows) {
             d->rows_capacity = 0;
-            set_error(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
+            att_jpeg_set_error(error, ATT_ERR_MEMORY_LIMIT, "out of memory");
             return ATT_ERR_MEMORY_LIMIT;
         }
         d->rows_capacity = max_rows;
@@ -404,7 +323,7 @@ int32_t att_jpeg_read_rows(att_jpeg_decoder *d, uint8_t *buffer, size_t stride, 
 
 int32_t att_jpeg_finish(att_jpeg_decoder *d, att_error *error) {
     if (setjmp(d->err.jump)) {
-        copy_error(&d->err, error);
+        att_jpeg_copy_error(&d->err, error);
         return error->status;
     }
     jpeg_finish_decompress(&d->cinfo);
@@ -424,125 +343,4 @@ void att_jpeg_close(att_jpeg_decoder *d) {
     free(d->icc);
     att_icc_free(d->cmyk_icc);
     free(d);
-}
-
-// MARK: - Encoder
-
-// N. Robidoux's table (ImageMagick's; mozjpeg's "ImageMagick" table), natural order. Steps over
-// 255 are clamped by libjpeg for a baseline file.
-static const unsigned att_robidoux[DCTSIZE2] = {
-    16, 16,  16,  18,  25, 37, 56, 85,  16,  17,  20,  27,  34, 40, 53,  75,  16,  20,  24,  31, 43, 62,
-    91, 135, 18,  27,  31, 40, 53, 74,  106, 156, 25,  34,  43, 53, 69,  94,  131, 189, 37,  40, 62, 74,
-    94, 124, 169, 238, 56, 53, 91, 106, 131, 169, 226, 311, 85, 75, 135, 156, 189, 238, 311, 418};
-
-static double table_sum(const unsigned table[DCTSIZE2]) {
-    double sum = 0;
-    for (int i = 0; i < DCTSIZE2; i++) sum += table[i];
-    return sum;
-}
-
-int32_t att_jpeg_equivalent_quality(int32_t ijg_quality, int32_t tables) {
-    if (tables != ATT_JPEG_TABLES_ROBIDOUX) return ijg_quality;
-    int q = ijg_quality < 1 ? 1 : (ijg_quality > 100 ? 100 : ijg_quality);
-    double scale = (q < 50 ? 5000.0 / q : 200.0 - 2.0 * q) * table_sum(att_std_luminance) / table_sum(att_robidoux);
-    double quality = scale <= 100.0 ? (200.0 - scale) / 2.0 : 5000.0 / scale;
-    int32_t rounded = (int32_t)(quality + 0.5);
-    return rounded < 1 ? 1 : (rounded > 100 ? 100 : rounded);
-}
-
-int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
-                        int32_t quality, int32_t tables, int32_t full_chroma, int32_t trellis, uint8_t **output,
-                        size_t *output_length, att_error *error) {
-    *output = NULL;
-    *output_length = 0;
-    if (channels != 1 && channels != 3) {
-        set_error(error, ATT_ERR_INTERNAL, "channels must be 1 or 3");
-        return ATT_ERR_INTERNAL;
-    }
-    struct jpeg_compress_struct cinfo;
-    att_jpeg_error_mgr err;
-    // Volatile: these change after setjmp and are read after a longjmp.
-    unsigned char *volatile buffer = NULL;
-    volatile unsigned long size = 0;
-    install_error_manager(&err);
-    cinfo.err = &err.base;
-    if (setjmp(err.jump)) {
-        copy_error(&err, error);
-        jpeg_destroy_compress(&cinfo);
-        free(buffer);
-        return error->status;
-    }
-    jpeg_create_compress(&cinfo);
-    jpeg_mem_dest(&cinfo, (unsigned char **)&buffer, (unsigned long *)&size);
-    cinfo.image_width = width;
-    cinfo.image_height = height;
-    cinfo.input_components = channels;
-    cinfo.in_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
-    jpeg_set_defaults(&cinfo);
-    int clamped = quality < 1 ? 1 : (quality > 100 ? 100 : quality);
-    jpeg_set_quality(&cinfo, clamped, TRUE);
-    if (tables == ATT_JPEG_TABLES_ROBIDOUX) {
-        int scale = jpeg_quality_scaling(clamped);
-        jpeg_add_quant_table(&cinfo, 0, att_robidoux, scale, TRUE);
-        jpeg_add_quant_table(&cinfo, 1, att_robidoux, scale, TRUE);
-    }
-    cinfo.optimize_coding = TRUE;
-    cinfo.dct_method = JDCT_ISLOW;
-    if (channels == 3) {
-        // 4:2:0: luma 2x2, chroma 1x1 (4:4:4: all 1x1).
-        cinfo.comp_info[0].h_samp_factor = full_chroma ? 1 : 2;
-        cinfo.comp_info[0].v_samp_factor = full_chroma ? 1 : 2;
-        cinfo.comp_info[1].h_samp_factor = 1;
-        cinfo.comp_info[1].v_samp_factor = 1;
-        cinfo.comp_info[2].h_samp_factor = 1;
-        cinfo.comp_info[2].v_samp_factor = 1;
-    }
-    cinfo.write_JFIF_header = TRUE;
-    if (trellis) {
-        att_jpeg_write_trellis(&cinfo, pixels, stride);
-    } else {
-        jpeg_start_compress(&cinfo, TRUE);
-        while (cinfo.next_scanline < cinfo.image_height) {
-            JSAMPROW row = (JSAMPROW)(pixels + (size_t)cinfo.next_scanline * stride);
-            jpeg_write_scanlines(&cinfo, &row, 1);
-        }
-        jpeg_finish_compress(&cinfo);
-    }
-    jpeg_destroy_compress(&cinfo);
-    *output = buffer;
-    *output_length = size;
-    return ATT_OK;
-}
-
-// MARK: - Reading back an encode
-
-int32_t att_jpeg_decode_into(const uint8_t *data, size_t length, uint32_t width, uint32_t height, int32_t channels,
-                             uint8_t *output, size_t stride, att_error *error) {
-    struct jpeg_decompress_struct cinfo;
-    att_jpeg_error_mgr err;
-    install_error_manager(&err);
-    cinfo.err = &err.base;
-    if (setjmp(err.jump)) {
-        copy_error(&err, error);
-        jpeg_destroy_decompress(&cinfo);
-        return error->status;
-    }
-    jpeg_create_decompress(&cinfo);
-    jpeg_mem_src(&cinfo, data, (unsigned long)length);
-    jpeg_read_header(&cinfo, TRUE);
-    cinfo.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
-    cinfo.dct_method = JDCT_ISLOW;
-    jpeg_start_decompress(&cinfo);
-    if (cinfo.output_width != width || cinfo.output_height != height || cinfo.output_components != channels) {
-        jpeg_destroy_decompress(&cinfo);
-        set_error(error, ATT_ERR_INTERNAL, "the encode read back is not the size it was written at");
-        return ATT_ERR_INTERNAL;
-    }
-    while (cinfo.output_scanline < cinfo.output_height) {
-        JSAMPROW row = (JSAMPROW)(output + (size_t)cinfo.output_scanline * stride);
-        jpeg_read_scanlines(&cinfo, &row, 1);
-    }
-    jpeg_finish_decompress(&cinfo);
-    jpeg_destroy_decompress(&cinfo);
-    return ATT_OK;
 }

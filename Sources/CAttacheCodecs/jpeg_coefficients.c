@@ -140,14 +140,20 @@ static size_t pack_row_scalar(const JBLOCK *blocks, JDIMENSION count, uint8_t *o
     return (size_t)(at - out);
 }
 
+// The mask of the packed block at `*at` (which coefficients follow it); `*at` moves past it.
+static inline uint64_t next_mask(const uint8_t **at) {
+    uint64_t mask;
+    memcpy(&mask, *at, MASK_BYTES);
+    *at += MASK_BYTES;
+    return mask;
+}
+
 // The blocks of a packed row back in `blocks`, zeros where nothing is kept.
 static void unpack_row_scalar(const uint8_t *packed, JBLOCK *blocks, JDIMENSION count) {
     memset(blocks, 0, (size_t)count * sizeof(JBLOCK));
     const uint8_t *at = packed;
     for (JDIMENSION b = 0; b < count; b++) {
-        uint64_t mask;
-        memcpy(&mask, at, MASK_BYTES);
-        at += MASK_BYTES;
+        uint64_t mask = next_mask(&at);
         JCOEF *coef = blocks[b];
         for (; mask != 0; mask &= mask - 1) {
             memcpy(&coef[__builtin_ctzll(mask)], at, sizeof(JCOEF));
@@ -220,9 +226,7 @@ __attribute__((target("ssse3,popcnt"))) static void unpack_row_shuffle(const uin
                                                                        JDIMENSION count) {
     const uint8_t *at = packed;
     for (JDIMENSION b = 0; b < count; b++) {
-        uint64_t mask;
-        memcpy(&mask, at, MASK_BYTES);
-        at += MASK_BYTES;
+        uint64_t mask = next_mask(&at);
         JCOEF *coef = blocks[b];
         for (int g = 0; g < DCTSIZE2 / 8; g++) {
             unsigned m = (unsigned)(mask >> (8 * g)) & 0xFF;

@@ -101,36 +101,11 @@ static size_t on_write(char *data, size_t size, size_t count, void *user) {
         }                                                                                                              \
     } while (0)
 
-att_s3_outcome att_s3_perform(att_s3 *h, const char *method, const char *url, const char *const *headers,
-                              size_t header_count, const uint8_t *body, int64_t body_count, const char *range,
-                              att_s3_sink sink, void *context, int64_t *status, att_error *error) {
+// The request's options; ATT_S3_FAILED, with the refused option named, when one is refused.
+static att_s3_outcome set_options(att_s3 *h, const char *method, const char *url, struct curl_slist *list,
+                                  int64_t body_count, const char *range, char *reason, att_error *error) {
     CURL *easy = h->easy;
-    curl_easy_reset(easy);
-    h->body = body;
-    h->body_count = body_count;
-    h->body_sent = 0;
-    h->sink = sink;
-    h->context = context;
-    h->small_count = 0;
-    h->small_overflow = 0;
-    h->stopped = 0;
-    h->small[0] = 0;
-    h->date[0] = 0;
-    *status = 0;
-    att_set_error(error, 0, "%s", "");
-    char reason[CURL_ERROR_SIZE] = {0};
     att_s3_outcome outcome = ATT_S3_ANSWERED;
-
-    struct curl_slist *list = NULL;
-    for (size_t i = 0; i < header_count; i++) {
-        struct curl_slist *next = curl_slist_append(list, headers[i]);
-        if (next == NULL) {
-            att_set_error(error, ATT_ERR_MEMORY_LIMIT, "no memory for the request's headers");
-            outcome = ATT_S3_FAILED;
-            goto done;
-        }
-        list = next;
-    }
     // No "Expect: 100-continue" wait before a body (a header-removing "Expect:" line would be
     // signed by SigV4 as an empty header that is never sent).
     SET(CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
@@ -165,6 +140,42 @@ att_s3_outcome att_s3_perform(att_s3 *h, const char *method, const char *url, co
     } else if (strcmp(method, "GET") != 0) {
         SET(CURLOPT_CUSTOMREQUEST, method);
     }
+done:
+    return outcome;
+}
+
+att_s3_outcome att_s3_perform(att_s3 *h, const char *method, const char *url, const char *const *headers,
+                              size_t header_count, const uint8_t *body, int64_t body_count, const char *range,
+                              att_s3_sink sink, void *context, int64_t *status, att_error *error) {
+    CURL *easy = h->easy;
+    curl_easy_reset(easy);
+    h->body = body;
+    h->body_count = body_count;
+    h->body_sent = 0;
+    h->sink = sink;
+    h->context = context;
+    h->small_count = 0;
+    h->small_overflow = 0;
+    h->stopped = 0;
+    h->small[0] = 0;
+    h->date[0] = 0;
+    *status = 0;
+    att_set_error(error, 0, "%s", "");
+    char reason[CURL_ERROR_SIZE] = {0};
+    att_s3_outcome outcome = ATT_S3_ANSWERED;
+
+    struct curl_slist *list = NULL;
+    for (size_t i = 0; i < header_count; i++) {
+        struct curl_slist *next = curl_slist_append(list, headers[i]);
+        if (next == NULL) {
+            att_set_error(error, ATT_ERR_MEMORY_LIMIT, "no memory for the request's headers");
+            outcome = ATT_S3_FAILED;
+            goto done;
+        }
+        list = next;
+    }
+    outcome = set_options(h, method, url, list, body_count, range, reason, error);
+    if (outcome != ATT_S3_ANSWERED) goto done;
     CURLcode code = curl_easy_perform(easy);
     struct curl_header *date = NULL;
     if (curl_easy_header(easy, "Date", 0, CURLH_HEADER, -1, &date) == CURLHE_OK && date != NULL &&

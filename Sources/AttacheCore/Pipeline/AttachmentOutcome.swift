@@ -135,3 +135,14 @@ public struct TargetEntry: Sendable {
         }
     }
 }
+
+extension AttachmentOutcome {
+    /// What the transform stage says of the source and of what it did.
+    mutating func record(_ transformed: TransformedMedia) {
+        (sourceWidth, sourceHeight) = (transformed.sourceWidth, transformed.sourceHeight)
+        warnings += transformed.warnings
+        keptSource = transformed.keptSource
+        quality = transformed.quality
+        actions += transformed.actions
+    }
+}

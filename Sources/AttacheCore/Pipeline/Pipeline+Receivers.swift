@@ -12,24 +12,12 @@ extension Pipeline {
         start: ContinuousClock.Instant, focus given: FocalPoint? = nil
     ) async -> PipelineResult {
         let shape = content.shape
-        var fields = content.receiverFields
         // The APNs payload an FCM message carries: a mutable one gets the attachment block of
         // the iOS picture (its own field's, else the one every platform shares).
         let apnsPath = content.apnsPath
         let inner = apnsPath.flatMap { content.valueBytes(at: $0) }.flatMap { try? NotificationContent(bytes: $0) }
         let mutableInner = inner?.isMutable == true ? inner : nil
-        if mutableInner != nil, !fields.contains(where: { $0.receiver == .ios }),
-            let shared = fields.first(where: { $0.path == ["message", "notification", "image"] })
-        {
-            fields.append(ReceiverField(path: [], receiver: .ios, url: shared.url))
-        }
-        // Distinct URLs in order, each with the receivers that want it.
-        var order: [String] = []
-        var wanted: [String: Set<Receiver>] = [:]
-        for field in fields {
-            if wanted[field.url] == nil { order.append(field.url) }
-            wanted[field.url, default: []].insert(field.receiver)
-        }
+        let fields = Self.fields(of: content, withIOS: mutableInner != nil)
         let focus = given ?? content.focus
         // The body's own member goes whatever it held (never sent on); one that is not a point
         // is said in the report.
@@ -41,17 +29,8 @@ extension Pipeline {
                 payload: payload, outcomes: outcomes, bestAttempt: unfinished, passedThrough: !named,
                 payloadError: nil, trimmed: [], elapsed: .now - start, notes: notes)
         }
-        guard !order.isEmpty else { return unchanged([]) }
-
-        // A URL's thumbnail options are those a field of it gives (Airship's iOS `options`).
-        let options = Dictionary(
-            fields.map { ($0.url, $0.options) }, uniquingKeysWith: { first, next in first == .init() ? next : first })
-        let found = order.map { url in
-            let receivers = Receiver.allCases.filter { wanted[url]!.contains($0) }.map(\.rawValue)
-            return AttachmentSource(
-                url: url, convention: shape.rawValue + ":" + receivers.joined(separator: "+"),
-                options: options[url] ?? ThumbnailOptions())
-        }
+        let (found, wanted) = Self.sources(fields, shape: shape)
+        guard !found.isEmpty else { return unchanged([]) }
         let sources = Array(found.prefix(max(0, configuration.maxSources)))
         let skipped = notFetched(found.dropFirst(sources.count))
         let budgets = payloadBudgets()
@@ -90,19 +69,8 @@ extension Pipeline {
             }
         }
         guard !edits.isEmpty else { return unchanged(outcomes + skipped, unfinished: unfinished) }
-        var payload = content.replacing(edits, removing: named ? [NotificationContent.focusMember] : [])
-        if let send = SendShape.of(shape), let edited = try? NotificationContent(bytes: payload) {
-            let added = BodyPlaceholders.insertions(Self.placeholders(fields, byURL), shape: send, in: edited)
-            if !added.isEmpty {
-                if let written = BodyPlaceholders.write(
-                    added, into: edited, shape: send, maxBytes: configuration.maxPayloadBytes)
-                {
-                    payload = written
-                } else {
-                    trimmed.append("send-body placeholders")
-                }
-            }
-        }
+        let edited = content.replacing(edits, removing: named ? [NotificationContent.focusMember] : [])
+        let payload = withPlaceholders(edited, shape: shape, hashes: Self.placeholders(fields, byURL), trimmed: &trimmed)
         // The iOS attachment trimmed away (over the APNs size) is said on its outcome.
         let reported = outcomes.map { outcome in
             guard let trimmedOne = iosOutcomes.first(where: { $0.url == outcome.url && $0.attachment == nil }),
@@ -115,6 +83,59 @@ extension Pipeline {
         return PipelineResult(
             payload: payload, outcomes: reported + skipped, bestAttempt: unfinished, passedThrough: false,
             payloadError: nil, trimmed: trimmed, elapsed: .now - start, notes: notes)
+    }
+
+    /// The body's picture fields; with `withIOS` and no iOS field of its own, the picture every
+    /// platform shares (`message.notification.image`) is the iOS one too.
+    static func fields(of content: NotificationContent, withIOS: Bool) -> [ReceiverField] {
+        var fields = content.receiverFields
+        if withIOS, !fields.contains(where: { $0.receiver == .ios }),
+            let shared = fields.first(where: { $0.path == ["message", "notification", "image"] })
+        {
+            fields.append(ReceiverField(path: [], receiver: .ios, url: shared.url))
+        }
+        return fields
+    }
+
+    /// The distinct picture URLs in the order the fields name them, each a source whose
+    /// convention names the receivers that want it (with the thumbnail options a field of it
+    /// gives: Airship's iOS `options`), and the receivers per URL.
+    static func sources(
+        _ fields: [ReceiverField], shape: PayloadShape
+    ) -> (found: [AttachmentSource], wanted: [String: Set<Receiver>]) {
+        var order: [String] = []
+        var wanted: [String: Set<Receiver>] = [:]
+        for field in fields {
+            if wanted[field.url] == nil { order.append(field.url) }
+            wanted[field.url, default: []].insert(field.receiver)
+        }
+        let options = Dictionary(
+            fields.map { ($0.url, $0.options) }, uniquingKeysWith: { first, next in first == .init() ? next : first })
+        let found = order.map { url in
+            let receivers = Receiver.allCases.filter { wanted[url]!.contains($0) }.map(\.rawValue)
+            return AttachmentSource(
+                url: url, convention: shape.rawValue + ":" + receivers.joined(separator: "+"),
+                options: options[url] ?? ThumbnailOptions())
+        }
+        return (found, wanted)
+    }
+
+    /// `payload` with the Android and web pictures' placeholders where their apps read them,
+    /// or as it is when the body has no room for them (and `trimmed` says so).
+    func withPlaceholders(
+        _ payload: [UInt8], shape: PayloadShape, hashes: [Receiver: String], trimmed: inout [String]
+    ) -> [UInt8] {
+        guard let send = SendShape.of(shape), let edited = try? NotificationContent(bytes: payload) else {
+            return payload
+        }
+        let added = BodyPlaceholders.insertions(hashes, shape: send, in: edited)
+        guard !added.isEmpty else { return payload }
+        guard let written = BodyPlaceholders.write(added, into: edited, shape: send, maxBytes: configuration.maxPayloadBytes)
+        else {
+            trimmed.append("send-body placeholders")
+            return payload
+        }
+        return written
     }
 
     /// Each field to its receiver's picture; a field whose picture could not be made keeps the

@@ -47,6 +47,12 @@ struct MadePieces: Sendable {
     var media: TransformedMedia
     var main: Piece
     var small: Piece?
+
+    /// The bytes storing it all takes: the rendition, its small one, the receivers' pictures.
+    var storedBytes: Int64 {
+        let pictures = media.targets.compactMap { try? $0.result.get() }
+        return Int64(main.storedCount + (small?.storedCount ?? 0) + pictures.reduce(0) { $0 + $1.data.count })
+    }
 }
 
 /// The store stage's entries: the rendition's (with its small rendition's) and the targets'.
@@ -183,23 +189,14 @@ extension Pipeline {
             let made = try await transform(
                 validated, source: source, deadline: deadline, sealed: sealed, group: group, targets: targets,
                 focus: focus)
-            let transformed = made.media
-            (outcome.sourceWidth, outcome.sourceHeight) = (transformed.sourceWidth, transformed.sourceHeight)
-            outcome.warnings += transformed.warnings
-            outcome.keptSource = transformed.keptSource
-            outcome.quality = transformed.quality
-            outcome.actions += transformed.actions
-            trace.transformed(transformed, from: validated)
+            outcome.record(made.media)
+            trace.transformed(made.media, from: validated)
             next(\.store)
             try Task.checkCancellation(or: .timedOut)
-            let pictures = transformed.targets.compactMap { try? $0.result.get() }
-            try budgets.store.take(
-                Int64(
-                    made.main.storedCount + (made.small?.storedCount ?? 0) + pictures.reduce(0) { $0 + $1.data.count }))
+            try budgets.store.take(made.storedBytes)
             let before = store.now
             let stored = try await store(made, source: source, media: media, keys: keys)
-            outcome.attachment = stored.entry
-            outcome.targets = stored.targets
+            (outcome.attachment, outcome.targets) = (stored.entry, stored.targets)
             // An object first stored during this write is new (content-addressed: the same bytes
             // stored earlier are not written again).
             trace.stored(backend: store.backendName, bytes: made.main.storedCount, new: stored.created >= before)

@@ -42,18 +42,8 @@ enum CapSearch {
         let soft = min(ceiling, softFloor)
         while added < maxEncodes {
             let last = tries[tries.count - 1]
-            // Bytes per quality step at this width (2.5% before two tries say otherwise).
-            var rate = 0.025
-            let same = tries.filter { $0.width == last.width }
-            if same.count >= 2 {
-                let (a, b) = (same[same.count - 2], same[same.count - 1])
-                if a.quality != b.quality, a.bytes != b.bytes {
-                    let measured = log(Double(a.bytes) / Double(b.bytes)) / Double(a.quality - b.quality)
-                    if measured > 0.003 { rate = measured }
-                }
-            }
+            let rate = Self.rate(tries)
             var next = quality
-            var width = image.width
             if let kept = best {
                 // Under the cap with room left: one step up, aimed at the cap.
                 let room = Double(kept.data.count)
@@ -70,26 +60,12 @@ enum CapSearch {
                 if last.quality > lowestHere {
                     next = max(lowestHere, min(last.quality - 1, Int(wanted.rounded(.down))))
                 } else if !narrowest {
-                    // Bytes follow the pixel count: the width that fits at this quality, or
-                    // the narrowest with the quality that fits there.
-                    let shrink = min(0.97, (aim / Double(last.bytes)).squareRoot())
-                    width = max(spec.minWidth, Int(Double(image.width) * shrink))
-                    if width == spec.minWidth {
-                        let ratio = Double(width * width) / Double(image.width * image.width)
-                        let there = Double(last.bytes) * ratio
-                        let fits = Double(last.quality) + log(aim / there) / rate
-                        next = max(floor, min(last.quality, Int(fits.rounded(.down))))
-                    }
-                    let height = max(1, Int((Double(width) * Double(cut.height) / Double(cut.width)).rounded()))
                     try deadline.check()
-                    image = try ImageProcessor.resampleImage(cut, target: (width, height))
+                    (image, next) = try narrower(cut, than: image, last: last, rate: rate, aim: aim, spec: spec)
                 } else {
-                    throw AttacheError(
-                        .tooLarge,
-                        "the \(spec.target.rawValue) picture is \(last.bytes) bytes at \(image.width)x\(image.height) "
-                            + "and quality \(last.quality), the smallest it may be (\(spec.minWidth) px wide, "
-                            + "quality \(floor)); it cannot fit its cap of \(spec.maxBytes) bytes",
-                        limit: .maxImageBytes)
+                    throw Self.tooLarge(
+                        spec, "\(last.bytes) bytes at \(image.width)x\(image.height) and quality \(last.quality), "
+                            + "the smallest it may be (\(spec.minWidth) px wide, quality \(floor)); it cannot fit")
                 }
             }
             try deadline.check()
@@ -108,11 +84,9 @@ enum CapSearch {
         }
         guard let best else {
             let last = tries[tries.count - 1]
-            throw AttacheError(
-                .tooLarge,
-                "the \(spec.target.rawValue) picture is \(last.bytes) bytes at quality \(last.quality) and "
-                    + "\(last.width) px wide after \(first.choice.encodes + added) encodes, over its cap of "
-                    + "\(spec.maxBytes)", limit: .maxImageBytes)
+            throw Self.tooLarge(
+                spec, "\(last.bytes) bytes at quality \(last.quality) and \(last.width) px wide after "
+                    + "\(first.choice.encodes + added) encodes, over")
         }
         // The score it reached, against the pixels it was encoded from.
         let score = try QualitySearch.Judge(best.image)?.score(best.data, spec.format)
@@ -121,5 +95,41 @@ enum CapSearch {
             choice: QualityChoice(
                 quality: best.quality, score: score, encodes: first.choice.encodes + added, missed: first.choice.missed)
         )
+    }
+
+    /// Fewer pixels: bytes follow the pixel count, so the width that fits at `last`'s quality,
+    /// or the narrowest the spec allows with the quality that fits there; resampled from `cut`.
+    static func narrower(
+        _ cut: PixelImage, than image: PixelImage, last: (quality: Int, width: Int, bytes: Int), rate: Double,
+        aim: Double, spec: TargetSpec
+    ) throws(AttacheError) -> (image: PixelImage, quality: Int) {
+        let shrink = min(0.97, (aim / Double(last.bytes)).squareRoot())
+        let width = max(spec.minWidth, Int(Double(image.width) * shrink))
+        var quality = last.quality
+        if width == spec.minWidth {
+            let there = Double(last.bytes) * Double(width * width) / Double(image.width * image.width)
+            let fits = Double(last.quality) + log(aim / there) / rate
+            quality = max(floor, min(last.quality, Int(fits.rounded(.down))))
+        }
+        let height = max(1, Int((Double(width) * Double(cut.height) / Double(cut.width)).rounded()))
+        return (try ImageProcessor.resampleImage(cut, target: (width, height)), quality)
+    }
+
+    /// Bytes per quality step at the last try's width, from its last two tries there (2.5%
+    /// before two tries say otherwise).
+    static func rate(_ tries: [(quality: Int, width: Int, bytes: Int)]) -> Double {
+        let same = tries.filter { $0.width == tries[tries.count - 1].width }
+        guard same.count >= 2 else { return 0.025 }
+        let (a, b) = (same[same.count - 2], same[same.count - 1])
+        guard a.quality != b.quality, a.bytes != b.bytes else { return 0.025 }
+        let measured = log(Double(a.bytes) / Double(b.bytes)) / Double(a.quality - b.quality)
+        return measured > 0.003 ? measured : 0.025
+    }
+
+    /// The picture that cannot be brought under its cap: `said` is where the search stopped.
+    static func tooLarge(_ spec: TargetSpec, _ said: String) -> AttacheError {
+        AttacheError(
+            .tooLarge, "the \(spec.target.rawValue) picture is \(said) its cap of \(spec.maxBytes) bytes",
+            limit: .maxImageBytes)
     }
 }
