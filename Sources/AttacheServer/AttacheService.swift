@@ -224,11 +224,16 @@ public struct AttacheService: Sendable {
             logger: logger)
     }
 
+    /// How a service runs the pipeline's work (its configuration's decode memory and worker
+    /// nice value): for the executable to apply once before ``run(logger:onServerRunning:)``.
+    public var runtime: PipelineRuntime {
+        .service(memory: configuration.maxDecodeMemory, workerNice: configuration.workerNice)
+    }
+
     /// Runs until SIGTERM or SIGINT: then stops accepting, lets in-flight requests finish for
-    /// up to the grace period, and returns. The pipeline's workers run at `workerNice`, the event
-    /// loops at `eventLoopNice`.
+    /// up to the grace period, and returns. The event loops run at `eventLoopNice`; the
+    /// pipeline's workers as the process's ``runtime`` set them.
     public func run(logger: Logger, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        PipelineWorkers.niceness = configuration.workerNice
         if configuration.eventLoopNice != 0 {
             let nice = configuration.eventLoopNice
             let outcomes = await EventLoopPriority.apply(nice, to: MultiThreadedEventLoopGroup.singleton)
@@ -238,11 +243,6 @@ public struct AttacheService: Sendable {
                 )
             }
         }
-        PipelineWorkers.useMemory(configuration.maxDecodeMemory)
-        // Two heaps, buffers of 2 MiB and up (fetched bodies, decoded rows) mapped apart: the
-        // peak follows the decodes admitted (docs/benchmarks.md: 223-256 MB through the 16- and
-        // 64-client runs, 260-301 MB with 8 MiB, where glibc's defaults kept 700-850 MB).
-        ImageProcessor.boundAllocator(arenas: 2, large: 2 << 20, trim: 8 << 20)
         let app = application(logger: logger, onServerRunning: onServerRunning)
         var group = ServiceGroupConfiguration(
             services: [.init(service: app)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

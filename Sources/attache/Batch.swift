@@ -204,12 +204,9 @@ struct BatchCommand: AsyncParsableCommand {
     }
 
     /// Sets the transforms' workers up as the options ask (before the first job) and returns
-    /// how many items go at once (the scheduler set for a batch: ``PipelineWorkers/useBatchScheduling()``).
+    /// how many items go at once (the scheduler set for a batch: ``PipelineRuntime/batch(workers:memory:)``).
     private func startWorkers() -> Int {
-        if let workers { PipelineWorkers.use(workers) }
-        if let workMemory { PipelineWorkers.useMemory(workMemory << 20) }
-        PipelineWorkers.useBatchScheduling()
-        ImageProcessor.boundAllocator(arenas: 4, large: 1 << 20, trim: 4 << 20)
+        PipelineRuntime.batch(workers: workers, memory: workMemory.map { $0 << 20 }).apply()
         return jobs ?? 8 * (workers ?? PipelineWorkers.count)
     }
 

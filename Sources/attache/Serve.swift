@@ -188,6 +188,7 @@ struct Serve: AsyncParsableCommand {
             // The setting would have stopped the start; a request's `faces=true` is what is left.
             logger.notice("faces not looked for when a request asks", metadata: ["reason": "\(why)"])
         }
+        service.runtime.apply()
         try await service.run(logger: logger) { port in
             logger.info(
                 "listening",

@@ -159,21 +159,22 @@ enum OffPool {
 
 }
 
-/// The threads that run the codecs and the store's writes for every pipeline in the process.
+/// The threads that run the codecs and the store's writes for every pipeline in the process,
+/// set up by ``PipelineRuntime/apply()``.
 public enum PipelineWorkers {
     /// How many there are: one per core unless ``use(_:)`` said otherwise first.
     public static var count: Int { OffPool.workers }
 
     /// Runs `count` workers instead of one per core. Only before the first job: the threads
     /// start with it and stay.
-    public static func use(_ count: Int) {
+    static func use(_ count: Int) {
         OffPool.requested.store(max(1, count), ordering: .relaxed)
     }
 
     /// Memory the transforms may hold together (bytes): a job goes past its header only while
     /// what it says it will hold fits beside the others'. Only before the first job. Default:
     /// 96 MiB per worker, at most a quarter of the machine's memory.
-    public static func useMemory(_ bytes: Int) {
+    static func useMemory(_ bytes: Int) {
         OffPool.requestedMemory.store(max(1 << 20, bytes), ordering: .relaxed)
     }
 
@@ -183,7 +184,7 @@ public enum PipelineWorkers {
     /// of the cores, and can still make it on a core of its own, first
     /// (``AttacheMedia/WorkScheduler/Settings/PayloadOrder/fairUntilLate``). Only before the
     /// first job.
-    public static func useBatchScheduling() {
+    static func useBatchScheduling() {
         OffPool.requestedBatch.store(true, ordering: .relaxed)
     }
 
@@ -203,7 +204,7 @@ public enum PipelineWorkers {
     /// service raises it so that request handling is never queued behind decoding; a batch
     /// job leaves it. Applied by each worker before its next job; lowering it once raised
     /// needs privilege.
-    public static var niceness: Int32 {
+    public internal(set) static var niceness: Int32 {
         get { OffPool.niceness.load(ordering: .relaxed) }
         set { OffPool.niceness.store(min(19, max(0, newValue)), ordering: .relaxed) }
     }
