@@ -145,20 +145,16 @@ public enum ImageProcessor {
         // source JPEG's own quality, whatever the target.
         let width = info.displayWidth
         func encode(_ image: PixelImage) throws(AttacheError) -> (data: [UInt8], choice: QualityChoice?) {
-            switch output {
-            case .jpeg, .webp:
-                let ceiling = QualityHint.ceiling(jpegQuality: info.jpegQuality, width: image.width, sourceWidth: width)
-                let (data, choice) = try QualitySearch.encode(
-                    image.droppingOpaqueAlpha(), as: output, quality: spec.quality, score: request.measuresScore,
-                    deadline: deadline,
-                    hint: QualityHint(ceiling: ceiling, tables: spec.jpegTables, encoder: spec.jpegEncoder))
-                return (data, choice)
-            case .png: return (try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel), nil)
-            // ``outputKind(source:image:format:)`` answers JPEG, WebP or PNG only.
-            case .gif, .heic, .avif, .jxl, .aiff, .aifc, .wav, .mp3, .m4a, .ogg, .flac, .mpeg, .mpeg2, .mp4, .m4v,
-                .avi, .mov, .webm:
-                return (try Encoders.png(image.droppingOpaqueAlpha(), level: spec.pngCompressionLevel), nil)
+            guard StillEncoders.lossy(output) != nil else {
+                // ``outputKind(source:image:format:)`` answers JPEG, WebP or PNG only.
+                let encoder = StillEncoders.of(output) ?? PNGOutput.self
+                let options = EncodeOptions(pngLevel: spec.pngCompressionLevel)
+                return (try encoder.encode(image.droppingOpaqueAlpha(), quality: 0, options: options), nil)
             }
+            let ceiling = QualityHint.ceiling(jpegQuality: info.jpegQuality, width: image.width, sourceWidth: width)
+            return try QualitySearch.encode(
+                image.droppingOpaqueAlpha(), as: output, quality: spec.quality, score: request.measuresScore,
+                deadline: deadline, hint: QualityHint(ceiling: ceiling, tables: spec.jpegTables, encoder: spec.jpegEncoder))
         }
         let (data, choice) = try encode(image)
         var rendition = Rendition(kind: output, width: image.width, height: image.height, data: data, source: info)
@@ -193,7 +189,7 @@ public enum ImageProcessor {
             // With `auto`, one encode without a score: the rendition's quality and 8 more (at
             // 320 px the same quality scores about 8 points lower; docs/quality.md).
             let data: [UInt8]
-            if case .auto = spec.quality, let chosen = rendition.quality?.quality, output == .jpeg || output == .webp {
+            if case .auto = spec.quality, let chosen = rendition.quality?.quality, StillEncoders.lossy(output) != nil {
                 let tables = spec.jpegTables.resolved(for: spec.quality)
                 data = try QualitySearch.encode(
                     small.droppingOpaqueAlpha(), output, min(QualitySearch.highest, chosen + smallQualityAbove),

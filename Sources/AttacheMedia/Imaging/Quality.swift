@@ -346,10 +346,11 @@ enum QualitySearch {
         _ image: PixelImage, _ format: MediaKind, _ quality: Int, tables: JPEGTables = .ijg, fullChroma: Bool = false,
         trellis: Bool = false
     ) throws(AttacheError) -> [UInt8] {
-        format == .webp
-            ? try Encoders.webp(image, quality: quality)
-            : try Encoders.jpeg(
-                image.droppingOpaqueAlpha(), quality: quality, tables: tables, fullChroma: fullChroma, trellis: trellis)
+        guard let encoder = StillEncoders.lossy(format) else {
+            throw AttacheError(.internalError, "\(format.rawValue) has no quality to search")
+        }
+        return try encoder.encode(
+            image, quality: quality, options: EncodeOptions(tables: tables, fullChroma: fullChroma, trellis: trellis))
     }
 
     /// Where a picture's flat parts are: a mean step between neighbours under this, in luma levels.
@@ -403,7 +404,10 @@ enum QualitySearch {
 
         /// The score of `data` (an encode of the reference, as `format`).
         func score(_ data: [UInt8], _ format: MediaKind) throws(AttacheError) -> Double {
-            let channels = format == .webp ? (image.channels == 4 ? 4 : 3) : (image.channels == 1 ? 1 : 3)
+            guard let encoder = StillEncoders.lossy(format) else {
+                throw AttacheError(.internalError, "\(format.rawValue) encodes are not scored")
+            }
+            let channels = encoder.readBackChannels(of: image)
             let stride = image.width * channels
             // Uninitialised: the decode writes every byte or fails.
             let size = stride * image.height
@@ -412,13 +416,9 @@ enum QualitySearch {
             var score = 0.0
             let status = data.withUnsafeBufferPointer { input in
                 scratch.withUnsafeMutableBufferPointer { output in
-                    format == .webp
-                        ? att_webp_decode(
-                            input.baseAddress, input.count, Int32(image.width), Int32(image.height), Int32(channels),
-                            output.baseAddress, stride, &error)
-                        : att_jpeg_decode_into(
-                            input.baseAddress, input.count, UInt32(image.width), UInt32(image.height),
-                            Int32(channels), output.baseAddress, stride, &error)
+                    encoder.readBack(
+                        input, width: image.width, height: image.height, channels: channels,
+                        into: output.baseAddress!, stride: stride, error: &error)
                 }
             }
             guard status == 0 else { throw AttacheError(shim: error, format: format.rawValue) }
