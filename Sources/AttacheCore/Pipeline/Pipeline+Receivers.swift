@@ -125,9 +125,10 @@ extension Pipeline {
     func withPlaceholders(
         _ payload: [UInt8], shape: PayloadShape, hashes: [Receiver: String], trimmed: inout [String]
     ) -> [UInt8] {
-        guard let send = SendShape.of(shape), let edited = try? NotificationContent(bytes: payload) else {
-            return payload
-        }
+        // Read again only when a sender's map can take a hash (the edits moved every offset).
+        guard !hashes.isEmpty, let send = SendShape.of(shape), !send.placeholderMaps.isEmpty,
+            let edited = try? NotificationContent(bytes: payload)
+        else { return payload }
         let added = BodyPlaceholders.insertions(hashes, shape: send, in: edited)
         guard !added.isEmpty else { return payload }
         guard let written = BodyPlaceholders.write(added, into: edited, shape: send, maxBytes: configuration.maxPayloadBytes)

@@ -411,7 +411,9 @@ extension Pipeline {
                     UnsafeRawBufferPointer(bytes.buffer), metadata: metadata, source: reference,
                     ttl: configuration.storeTTL, owner: configuration.storeOwner)
                 var entry = try describeTarget(stored, target: outcome.spec.target)
-                entry.read(note: made.note)
+                (entry.crop, entry.placement, entry.encodes, entry.quality, entry.score, entry.missed) =
+                    (made.crop, made.placement, made.encodes, made.quality, made.score, made.missed)
+                entry.placeholder = made.placeholder
                 entries.append(entry)
             case .failure(let error):
                 entries.append(TargetEntry(target: outcome.spec.target, error: error))

@@ -114,7 +114,8 @@ public struct TargetRendition: Sendable {
     public var score: Double? = nil
     /// Why `auto` did not reach its target (``QualityChoice/missed``).
     public var missed: String? = nil
-    /// The picture's ThumbHash (made from the pixels encoded, as the iOS rendition's is).
+    /// The picture's ThumbHash (made from the pixels encoded, as the iOS rendition's is); none
+    /// for a large icon, which no app draws a placeholder for.
     public var placeholder: [UInt8]? = nil
 }
 
@@ -159,7 +160,7 @@ extension TargetRendition {
             spec: spec, data: fitted.data, kind: spec.format, width: fitted.width, height: fitted.height,
             crop: (origin.x, origin.y, cropWidth, cropHeight), placement: placement, encodes: fitted.choice.encodes,
             quality: fitted.choice.quality, score: fitted.choice.score, missed: fitted.choice.missed,
-            placeholder: ThumbHash.make(picture))
+            placeholder: spec.target == .icon ? nil : ThumbHash.make(picture))
     }
 }
 
