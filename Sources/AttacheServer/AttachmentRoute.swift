@@ -284,7 +284,9 @@ struct AttachmentRoute: Sendable {
                 // counted, so a body cut by the store is told from one the client left.
                 logger.warning(
                     "download cut by the store",
-                    metadata: ["id": "\(lease.attachment.id)", "sent": "\(offset - start)", "error": "\(error.message)"])
+                    metadata: [
+                        "id": "\(lease.attachment.id)", "sent": "\(offset - start)", "error": "\(error.message)",
+                    ])
                 metrics.downloadCut()
                 throw error
             }

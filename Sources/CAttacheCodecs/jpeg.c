@@ -18,7 +18,6 @@
 // Decoders opened and not yet closed (a refusal must close its decoder too).
 static atomic_long open_decoders;
 
-
 // The quality libjpeg's jpeg_set_quality would have been given for a file's first table: its
 // scale of the standard table (the ratio of the sums), through jpeg_quality_scaling's inverse.
 static int32_t estimate_quality(const j_decompress_ptr cinfo) {

@@ -24,7 +24,8 @@ static double table_sum(const unsigned table[DCTSIZE2]) {
 int32_t att_jpeg_equivalent_quality(int32_t ijg_quality, int32_t tables) {
     if (tables != ATT_JPEG_TABLES_ROBIDOUX) return ijg_quality;
     int q = ijg_quality < 1 ? 1 : (ijg_quality > 100 ? 100 : ijg_quality);
-    double scale = (q < 50 ? 5000.0 / q : 200.0 - 2.0 * q) * table_sum(att_jpeg_std_luminance) / table_sum(att_robidoux);
+    double scale =
+        (q < 50 ? 5000.0 / q : 200.0 - 2.0 * q) * table_sum(att_jpeg_std_luminance) / table_sum(att_robidoux);
     double quality = scale <= 100.0 ? (200.0 - scale) / 2.0 : 5000.0 / scale;
     int32_t rounded = (int32_t)(quality + 0.5);
     return rounded < 1 ? 1 : (rounded > 100 ? 100 : rounded);

@@ -96,7 +96,8 @@ import Testing
         // The Android picture's placeholder is added at the end of the message; all else stays.
         let hash = try #require(result.outcomes.first?.targets.first { $0.target == .android }?.placeholder)
         let expected = body.replacingOccurrences(of: server.url("/gray.jpg"), with: url)
-            .replacingOccurrences(of: #""title":"x"}}}"#, with: #""title":"x"},"android":{"data":{"attache_thumbhash":"\#(hash)"}}}}"#)
+            .replacingOccurrences(
+                of: #""title":"x"}}}"#, with: #""title":"x"},"android":{"data":{"attache_thumbhash":"\#(hash)"}}}}"#)
         #expect(text == expected, "\(text)")
     }
 

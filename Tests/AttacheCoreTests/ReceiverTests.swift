@@ -349,7 +349,8 @@ import Testing
         let text = String(decoding: result.payload, as: UTF8.self)
         #expect(
             text.hasPrefix(#"{ "message" : { "apns" : { "payl\u006fad" :  { "aps" : { "mutable-content" : 1 }"#)
-                && text.range(of: #"\} ,"android":\{"data":\{"attache_thumbhash":"[A-Za-z0-9+/]+"\}\}\} , "x" : 1.50 \}$"#,
+                && text.range(
+                    of: #"\} ,"android":\{"data":\{"attache_thumbhash":"[A-Za-z0-9+/]+"\}\}\} , "x" : 1.50 \}$"#,
                     options: .regularExpression) != nil,
             "the Android placeholder is added at the end of the message, all else where it was: \(text)")
         #expect(text.contains(#""title" : "a\"b", "image" : "https://cdn.test/a/"#), "\(text)")

@@ -33,7 +33,8 @@ import Testing
         // What a still is written as has an encoder, whatever the spec asks.
         for format in [RenditionSpec.OutputFormat.auto, .jpeg, .webp] {
             for channels in [3, 4] {
-                let kind = ImageProcessor.outputKind(source: .heic, image: Self.picture(channels: channels), format: format)
+                let kind = ImageProcessor.outputKind(
+                    source: .heic, image: Self.picture(channels: channels), format: format)
                 #expect(StillEncoders.of(kind) != nil, "\(format) \(channels)")
             }
         }

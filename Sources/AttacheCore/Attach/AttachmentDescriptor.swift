@@ -75,7 +75,9 @@ public struct AttachmentDescriptor: Hashable, Sendable {
             .init(key: "url", value: .string(url)),
             .init(key: "type", value: .string(type)),
         ]
-        if withPlaceholder, let placeholder { members.append(.init(key: Self.placeholderMember, value: .string(placeholder))) }
+        if withPlaceholder, let placeholder {
+            members.append(.init(key: Self.placeholderMember, value: .string(placeholder)))
+        }
         if let seal { members += [.init(key: "bytes", value: .number(String(bytes)))] + seal.members }
         if withSmall, let small { members.append(.init(key: "small", value: small.json)) }
         guard full else { return .object(members) }

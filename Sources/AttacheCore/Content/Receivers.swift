@@ -245,7 +245,8 @@ public struct SendShape: Sendable {
         ],
         placeholderMaps: [
             .android: [
-                DataMap(path: ["notification", "android", "extra"]), DataMap(path: ["notification", "amazon", "extra"]),
+                DataMap(path: ["notification", "android", "extra"]),
+                DataMap(path: ["notification", "amazon", "extra"]),
             ],
             .web: [DataMap(path: ["notification", "web", "extra"])],
         ], iosPart: ["notification", "ios"])

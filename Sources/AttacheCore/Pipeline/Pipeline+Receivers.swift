@@ -70,7 +70,8 @@ extension Pipeline {
         }
         guard !edits.isEmpty else { return unchanged(outcomes + skipped, unfinished: unfinished) }
         let edited = content.replacing(edits, removing: named ? [NotificationContent.focusMember] : [])
-        let payload = withPlaceholders(edited, shape: shape, hashes: Self.placeholders(fields, byURL), trimmed: &trimmed)
+        let payload = withPlaceholders(
+            edited, shape: shape, hashes: Self.placeholders(fields, byURL), trimmed: &trimmed)
         // The iOS attachment trimmed away (over the APNs size) is said on its outcome.
         let reported = outcomes.map { outcome in
             guard let trimmedOne = iosOutcomes.first(where: { $0.url == outcome.url && $0.attachment == nil }),
@@ -131,7 +132,9 @@ extension Pipeline {
         else { return payload }
         let added = BodyPlaceholders.insertions(hashes, shape: send, in: edited)
         guard !added.isEmpty else { return payload }
-        guard let written = BodyPlaceholders.write(added, into: edited, shape: send, maxBytes: configuration.maxPayloadBytes)
+        guard
+            let written = BodyPlaceholders.write(
+                added, into: edited, shape: send, maxBytes: configuration.maxPayloadBytes)
         else {
             trimmed.append("send-body placeholders")
             return payload

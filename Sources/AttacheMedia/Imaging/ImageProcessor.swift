@@ -154,7 +154,8 @@ public enum ImageProcessor {
             let ceiling = QualityHint.ceiling(jpegQuality: info.jpegQuality, width: image.width, sourceWidth: width)
             return try QualitySearch.encode(
                 image.droppingOpaqueAlpha(), as: output, quality: spec.quality, score: request.measuresScore,
-                deadline: deadline, hint: QualityHint(ceiling: ceiling, tables: spec.jpegTables, encoder: spec.jpegEncoder))
+                deadline: deadline,
+                hint: QualityHint(ceiling: ceiling, tables: spec.jpegTables, encoder: spec.jpegEncoder))
         }
         let (data, choice) = try encode(image)
         var rendition = Rendition(kind: output, width: image.width, height: image.height, data: data, source: info)

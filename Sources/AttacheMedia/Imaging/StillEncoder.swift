@@ -79,7 +79,8 @@ enum WebPOutput: LossyEncoder {
         _ data: UnsafeBufferPointer<UInt8>, width: Int, height: Int, channels: Int,
         into output: UnsafeMutablePointer<UInt8>, stride: Int, error: inout att_error
     ) -> Int32 {
-        att_webp_decode(data.baseAddress, data.count, Int32(width), Int32(height), Int32(channels), output, stride, &error)
+        att_webp_decode(
+            data.baseAddress, data.count, Int32(width), Int32(height), Int32(channels), output, stride, &error)
     }
 }
 

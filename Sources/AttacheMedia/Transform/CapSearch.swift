@@ -64,7 +64,8 @@ enum CapSearch {
                     (image, next) = try narrower(cut, than: image, last: last, rate: rate, aim: aim, spec: spec)
                 } else {
                     throw Self.tooLarge(
-                        spec, "\(last.bytes) bytes at \(image.width)x\(image.height) and quality \(last.quality), "
+                        spec,
+                        "\(last.bytes) bytes at \(image.width)x\(image.height) and quality \(last.quality), "
                             + "the smallest it may be (\(spec.minWidth) px wide, quality \(floor)); it cannot fit")
                 }
             }
@@ -85,7 +86,8 @@ enum CapSearch {
         guard let best else {
             let last = tries[tries.count - 1]
             throw Self.tooLarge(
-                spec, "\(last.bytes) bytes at quality \(last.quality) and \(last.width) px wide after "
+                spec,
+                "\(last.bytes) bytes at quality \(last.quality) and \(last.width) px wide after "
                     + "\(first.choice.encodes + added) encodes, over")
         }
         // The score it reached, against the pixels it was encoded from.
