@@ -28,6 +28,7 @@ import Testing
         [
             "AttacheServerTests.ServiceTests", "AttacheServerTests.SealedServiceTests",
             "AttacheServerTests.FramingTests", "AttacheServerTests.FullDiskTests",
+            "AttacheServerTests.RequestTermsTests",
         ],
         // A real Prometheus reads the process's metrics, which every service in the process
         // adds to: alone, so that the failures other suites inject on purpose are not its.
