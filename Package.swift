@@ -35,7 +35,8 @@ let withoutX264 = Context.environment["ATTACHE_NO_X264"] == "1"
 
 // One target per stage, so the compiler keeps the data flow one-way:
 //   AttacheBase  ←  AttacheFetch (CAttacheFetch: libcurl)
-//                ←  AttacheMedia (CAttacheCodecs: libjpeg-turbo, libpng, giflib)
+//                ←  AttacheWork (the scheduler, deadlines, workers, runtime; knows no media)
+//                       ←  AttacheMedia (CAttacheCodecs: libjpeg-turbo, libpng, giflib)
 //                ←  AttacheStore (swift-crypto, GRDB)
 //   AttacheSeal (seal formats, categories; Foundation + swift-crypto)  ←  AttacheClient (device kit)
 //                ←  AttacheCore (content, attach, pipeline: uses all of the above)
@@ -74,6 +75,7 @@ let package = Package(
         .library(name: "AttacheBase", targets: ["AttacheBase"]),
         .library(name: "AttacheFetch", targets: ["AttacheFetch"]),
         .library(name: "AttacheMedia", targets: ["AttacheMedia"]),
+        .library(name: "AttacheWork", targets: ["AttacheWork"]),
         .library(name: "AttacheStore", targets: ["AttacheStore"]),
         .library(name: "AttacheStoreShared", targets: ["AttacheStoreShared"]),
         .library(name: "AttacheServer", targets: ["AttacheServer"]),
@@ -182,10 +184,19 @@ let package = Package(
             dependencies: ["AttacheBase", "CAttacheFetch"],
             swiftSettings: swiftSettings
         ),
+        // How the process runs its CPU work: the fair scheduler and its estimates, the deadlines
+        // work checks, the worker threads and the runtime (workers, memory, nice, allocator) the
+        // executable sets once. Knows nothing of media; -O in debug builds too, as the codecs
+        // it schedules, so that debug runs see the same slices.
+        .target(
+            name: "AttacheWork",
+            dependencies: ["AttacheBase", "CAttacheShim"],
+            swiftSettings: swiftSettings + pixelLoops
+        ),
         // Stages 2 and 3: validation and the transform (codecs, resampler, GIF).
         .target(
             name: "AttacheMedia",
-            dependencies: ["AttacheBase", "CAttacheShim", "CAttacheCodecs", "CAttacheAV", "CAttacheFaces"],
+            dependencies: ["AttacheBase", "AttacheWork", "CAttacheShim", "CAttacheCodecs", "CAttacheAV", "CAttacheFaces"],
             swiftSettings: swiftSettings + pixelLoops
         ),
         // Stage 4: content-addressed objects, catalog, key ring and scoped tokens, and the backend on
@@ -215,7 +226,7 @@ let package = Package(
         .target(
             name: "AttacheCore",
             dependencies: [
-                "AttacheBase", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheSeal", "CAttacheShim",
+                "AttacheBase", "AttacheFetch", "AttacheMedia", "AttacheWork", "AttacheStore", "AttacheSeal",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
@@ -248,8 +259,8 @@ let package = Package(
         .target(
             name: "AttacheBatch",
             dependencies: [
-                "AttacheBase", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared",
-                "AttachePreview",
+                "AttacheBase", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheWork", "AttacheStore",
+                "AttacheStoreShared", "AttachePreview",
                 .product(name: "ExtrasBase64", package: "swift-extras-base64"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
@@ -259,8 +270,8 @@ let package = Package(
         .target(
             name: "AttacheServer",
             dependencies: [
-                "AttacheBase", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared",
-                "AttacheSeal", "AttachePreview", "CAttacheShim",
+                "AttacheBase", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheWork", "AttacheStore",
+                "AttacheStoreShared", "AttacheSeal", "AttachePreview", "CAttacheShim",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -283,7 +294,7 @@ let package = Package(
             name: "attache",
             dependencies: [
                 "AttacheBatch", "AttacheCore", "AttacheServer", "AttacheSeal", "AttacheClient", "AttacheStoreShared",
-                "AttachePreview",
+                "AttachePreview", "AttacheWork",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -302,7 +313,7 @@ let package = Package(
             name: "AttacheTestSupport",
             dependencies: [
                 "AttacheBase", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared", "AttacheCore",
-                "CAttacheCodecs", "AttacheServer",
+                "CAttacheCodecs", "AttacheServer", "AttacheWork",
                 "CAttacheTestSupport", "AttacheSeal", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -322,7 +333,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AttacheMediaTests",
-            dependencies: ["AttacheMedia", "CAttacheCodecs", "AttacheTestSupport", "AttacheClient"],
+            dependencies: ["AttacheMedia", "AttacheWork", "CAttacheCodecs", "AttacheTestSupport", "AttacheClient"],
             swiftSettings: testSettings
         ),
         .testTarget(
@@ -342,7 +353,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
-                "AttacheMedia",
+                "AttacheMedia", "AttacheWork",
             ],
             swiftSettings: testSettings
         ),
@@ -359,14 +370,15 @@ let package = Package(
             name: "AttacheBatchTests",
             dependencies: [
                 "AttacheBatch", "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared",
-                "AttacheTestSupport", "AttachePreview", "AttacheClient", "AttacheSeal",
+                "AttacheTestSupport", "AttachePreview", "AttacheClient", "AttacheSeal", "AttacheWork",
             ],
             swiftSettings: testSettings
         ),
         .testTarget(
             name: "AttacheCoreTests",
             dependencies: [
-                "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheStore", "AttacheStoreShared", "AttacheSeal",
+                "AttacheCore", "AttacheFetch", "AttacheMedia", "AttacheWork", "AttacheStore", "AttacheStoreShared",
+                "AttacheSeal",
                 "AttacheTestSupport", "AttacheClient",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

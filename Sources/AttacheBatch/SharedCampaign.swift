@@ -2,6 +2,7 @@ public import AttacheBase
 import AttacheCore
 import AttacheStore
 public import AttacheStoreShared
+import AttacheWork
 import Foundation
 import Glibc
 

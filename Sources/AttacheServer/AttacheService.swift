@@ -4,6 +4,7 @@ import AttacheFetch
 import AttacheMedia
 public import AttacheStore
 import AttacheStoreShared
+public import AttacheWork
 import Foundation
 public import Hummingbird
 public import Logging

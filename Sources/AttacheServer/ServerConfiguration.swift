@@ -5,6 +5,7 @@ import Foundation
 
 #if canImport(Glibc)
 import Glibc
+import AttacheWork
 #endif
 
 /// Everything `attache serve` runs with. ``ServerSettings`` fills it from flags, the

@@ -1,6 +1,7 @@
 import AttacheBase
 import AttacheCore
 import AttacheMedia
+import AttacheWork
 import Metrics
 import Synchronization
 

@@ -4,6 +4,7 @@ import AttacheFetch
 import AttacheMedia
 import AttacheSeal
 import AttacheStore
+import AttacheWork
 public import Configuration
 public import Foundation
 

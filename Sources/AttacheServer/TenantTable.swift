@@ -2,6 +2,7 @@ import AttacheBase
 import AttacheCore
 import AttacheFetch
 import AttacheStore
+import AttacheWork
 import Crypto
 import Foundation
 

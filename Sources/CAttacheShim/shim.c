@@ -1,9 +1,10 @@
 // The error record and the deadline cells every shim shares (attache_shim.h), and the calling
-// thread's name, id and nice value.
+// thread's name, id and nice value, and the process's allocator bounds.
 #define _GNU_SOURCE
 #include "attache_shim.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -48,3 +49,24 @@ void att_thread_name(const char *name) {
 int32_t att_thread_id(void) { return (int32_t)syscall(SYS_gettid); }
 
 int32_t att_thread_nice(int32_t nice) { return setpriority(PRIO_PROCESS, 0, nice) == 0 ? 0 : errno; }
+
+void att_tune_allocator_for_batch(void) {
+#ifdef M_MMAP_THRESHOLD
+    mallopt(M_MMAP_THRESHOLD, 512 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+#endif
+}
+
+void att_bound_allocator(int arenas, long large, long trim) {
+#ifdef M_MMAP_THRESHOLD
+    mallopt(M_MMAP_THRESHOLD, (int)large);
+    mallopt(M_TRIM_THRESHOLD, (int)trim);
+    mallopt(M_ARENA_MAX, arenas);
+#endif
+}
+
+void att_release_free_memory(void) {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}

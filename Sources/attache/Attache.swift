@@ -1,5 +1,6 @@
 import ArgumentParser
 import AttacheMedia
+import AttacheWork
 
 @main
 struct Attache: AsyncParsableCommand {
@@ -38,6 +39,6 @@ struct Attache: AsyncParsableCommand {
     /// Batch commands decode one file after another: keep freed decoder buffers in the heap
     /// for the next file instead of returning them to the kernel and faulting them in again.
     static func tuneAllocatorForBatch() {
-        ImageProcessor.tuneAllocatorForBatch()
+        ProcessMemory.tuneForBatch()
     }
 }

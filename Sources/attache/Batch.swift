@@ -7,6 +7,7 @@ import AttacheMedia
 import AttacheServer
 import AttacheStore
 import AttacheStoreShared
+import AttacheWork
 import Foundation
 
 struct BatchCommand: AsyncParsableCommand {

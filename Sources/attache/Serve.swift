@@ -4,6 +4,7 @@ import AttacheCore
 import AttacheMedia
 import AttacheServer
 import AttacheStore
+import AttacheWork
 import Configuration
 import Foundation
 import Logging

@@ -2,6 +2,7 @@ import AttacheBase
 import AttacheFetch
 import AttacheMedia
 import AttacheTestSupport
+import AttacheWork
 import Foundation
 import Testing
 

@@ -1,5 +1,6 @@
 import AttacheBase
 import AttacheTestSupport
+import AttacheWork
 import Testing
 
 @testable import AttacheMedia

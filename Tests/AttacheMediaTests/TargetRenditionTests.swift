@@ -1,5 +1,6 @@
 import AttacheBase
 import AttacheTestSupport
+import AttacheWork
 import Foundation
 import Testing
 

@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 
 @testable import AttacheMedia
+@testable import AttacheWork
 
 /// Tenants in the scheduler: their weights in the cores' share and their own memory.
 extension WorkSchedulerTests {

@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 
 @testable import AttacheMedia
+@testable import AttacheWork
 
 /// The scheduler's order, slices and memory admission, with synthetic jobs that do CPU work and
 /// check their deadline as the decoders do. Every test asserts the order events happened in,

@@ -1,6 +1,7 @@
 import AttacheBase
 import AttacheCore
 import AttacheTestSupport
+import AttacheWork
 import Foundation
 import Synchronization
 import Testing

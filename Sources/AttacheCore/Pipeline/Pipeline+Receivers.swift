@@ -1,6 +1,7 @@
 internal import AttacheBase
 internal import AttacheFetch
 internal import AttacheMedia
+import AttacheWork
 
 /// A multi-platform send body (FCM v1, OneSignal, Braze, Airship, CleverTap): one fetch and
 /// one decode per distinct picture URL, and from it every receiver's picture — the iOS rendition (with the attachment block inside

@@ -3,6 +3,7 @@ internal import AttacheFetch
 internal import AttacheMedia
 internal import AttacheSeal
 internal import AttacheStore
+import AttacheWork
 internal import Crypto
 
 // One attachment through the stages, in order: fetch → validate → transform → store, then

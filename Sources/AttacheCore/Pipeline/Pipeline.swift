@@ -3,6 +3,7 @@ public import AttacheFetch
 public import AttacheMedia
 public import AttacheSeal
 public import AttacheStore
+import AttacheWork
 
 /// The result of processing one payload.
 public struct PipelineResult: Sendable {

@@ -1,4 +1,5 @@
 public import AttacheBase
+import AttacheWork
 
 /// What is made of an animation, the same for every ``AnimationSource``: a GIF within the
 /// frame, work and byte budgets; past every budget, the one fallback rule — a still of its

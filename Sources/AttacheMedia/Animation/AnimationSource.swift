@@ -1,4 +1,5 @@
 internal import AttacheBase
+internal import AttacheWork
 
 /// One animation, whatever its format, beside ``StillDecoder``: its canvas, its frames with
 /// their delays, its loop count — what every animated source answers (as libvips' loaders all

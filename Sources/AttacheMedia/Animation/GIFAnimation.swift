@@ -1,4 +1,5 @@
 internal import AttacheBase
+internal import AttacheWork
 
 /// A GIF as an ``AnimationSource``: its records scanned when it is made (no pixel decoded),
 /// its frames decoded by giflib and composed here as a browser shows them. Made a GIF again,

@@ -1,4 +1,5 @@
 internal import AttacheBase
+internal import AttacheWork
 internal import CAttacheCodecs
 
 /// One source frame as stored: its rectangle, palette indices and control data.

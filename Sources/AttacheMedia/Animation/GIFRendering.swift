@@ -1,4 +1,5 @@
 public import AttacheBase
+public import AttacheWork
 
 /// What a GIF holds, from a scan of its records (no pixel is decoded).
 public struct GIFInfo: Hashable, Sendable {

@@ -1,4 +1,5 @@
 internal import AttacheBase
+internal import AttacheWork
 internal import CAttacheCodecs
 
 /// A JPEG XL animation as an ``AnimationSource``: libjxl composes each frame on the canvas

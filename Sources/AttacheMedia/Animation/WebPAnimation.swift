@@ -1,4 +1,5 @@
 internal import AttacheBase
+internal import AttacheWork
 internal import CAttacheCodecs
 
 /// An animated WebP as an ``AnimationSource``: libwebpdemux composes each frame on its canvas

@@ -1,4 +1,5 @@
 internal import AttacheBase
+internal import AttacheWork
 internal import CAttacheCodecs
 
 /// A HEIC or AVIF still (the file's primary image) decoded by libheif, one tile at a time.

@@ -1,4 +1,5 @@
 public import AttacheBase
+import AttacheWork
 internal import CAttacheCodecs
 
 /// Decodes, downscales and re-encodes still images (JPEG, PNG, WebP, HEIC/AVIF, JPEG XL) in
@@ -264,13 +265,6 @@ public enum ImageProcessor {
 }
 
 extension ImageProcessor {
-    /// Gives the heap's free pages back to the kernel. Decoding leaves large freed buffers in
-    /// the allocator's per-thread arenas; a long-running process calls this when it goes idle
-    /// so that its resident size follows its work, not its history.
-    public static func releaseFreeMemory() {
-        att_release_free_memory()
-    }
-
     /// Where the lines the C libraries write to `stderr` go.
     public enum LibraryOutput: Int32, Sendable {
         /// Unchanged to standard error (the argument parser's messages).
@@ -283,23 +277,6 @@ extension ImageProcessor {
 
     public static func routeLibraryOutput(_ output: LibraryOutput) {
         att_route_library_output(output.rawValue)
-    }
-
-    /// For processes that decode one file after another: keeps freed decoder buffers in the
-    /// heap for the next file instead of returning them to the kernel and faulting them in
-    /// again. Process-wide; call once at start.
-    public static func tuneAllocatorForBatch() {
-        att_tune_allocator_for_batch()
-    }
-
-    /// For processes that run many jobs at once for a long time (a batch, a service): buffers
-    /// of `large` bytes and up (decoded rows, coefficient planes, fetched bodies) are always
-    /// mapped and unmapped instead of cached in per-thread heaps, free memory past `trim` bytes
-    /// at a heap's top goes back to the kernel, and the heaps are `arenas` (glibc otherwise
-    /// makes up to 8 per core, each keeping what its threads freed), so the resident size
-    /// follows the buffers alive, not every size once used. Process-wide; call once at start.
-    public static func boundAllocator(arenas: Int, large: Int, trim: Int) {
-        att_bound_allocator(Int32(arenas), large, trim)
     }
 }
 

@@ -1,4 +1,5 @@
 internal import AttacheBase
+internal import AttacheWork
 internal import CAttacheCodecs
 
 /// A JPEG being decoded through libjpeg-turbo, with limits checked from the header.

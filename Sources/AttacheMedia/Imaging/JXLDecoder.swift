@@ -1,4 +1,5 @@
 internal import AttacheBase
+internal import AttacheWork
 internal import CAttacheCodecs
 
 /// A JPEG XL still decoded by libjxl (an animation is a ``JXLAnimation``), rows streamed into the

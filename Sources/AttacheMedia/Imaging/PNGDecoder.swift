@@ -1,4 +1,5 @@
 internal import AttacheBase
+internal import AttacheWork
 internal import CAttacheCodecs
 
 /// A PNG being decoded through libpng, with limits checked from IHDR.

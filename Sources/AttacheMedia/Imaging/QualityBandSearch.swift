@@ -1,4 +1,5 @@
 internal import AttacheBase
+internal import AttacheWork
 
 extension QualitySearch {
     /// The tries of one ``Quality/auto(target:)`` encode: at 4:2:0 first, each aimed on a line

@@ -1,4 +1,5 @@
 internal import AttacheBase
+internal import AttacheWork
 
 /// One still-image decoder per format, behind one shape: the header is read and every limit
 /// checked when it is made (nothing large allocated before that passes), then rows stream into

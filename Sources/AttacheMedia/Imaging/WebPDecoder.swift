@@ -1,4 +1,5 @@
 internal import AttacheBase
+internal import AttacheWork
 internal import CAttacheCodecs
 
 /// A still WebP (lossy, lossless, with or without alpha) decoded by libwebp, scaled to its

@@ -1,4 +1,5 @@
 internal import AttacheBase
+internal import AttacheWork
 internal import Foundation
 
 /// A receiver's picture under its byte cap: encoded first as its ``Quality`` asks (a number, or

@@ -1,4 +1,5 @@
 public import AttacheBase
+import AttacheWork
 
 /// What the transform made of validated media: the bytes to store and what they are.
 public struct TransformedMedia: Sendable {

@@ -1,4 +1,5 @@
 public import AttacheBase
+public import AttacheWork
 internal import Foundation
 internal import Glibc
 

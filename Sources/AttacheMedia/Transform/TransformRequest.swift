@@ -1,4 +1,5 @@
 public import AttacheBase
+public import AttacheWork
 
 /// What one transform is asked to make: the one value every step of the transform reads
 /// (``MediaTransform/apply(_:_:)``, the image renderer, the video and poster steps). An option

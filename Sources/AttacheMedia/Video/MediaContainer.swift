@@ -1,4 +1,5 @@
 public import AttacheBase
+public import AttacheWork
 internal import CAttacheAV
 
 /// What a video or audio container holds, read by libavformat from the fetched bytes.

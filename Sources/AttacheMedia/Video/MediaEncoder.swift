@@ -1,4 +1,5 @@
 public import AttacheBase
+public import AttacheWork
 internal import CAttacheAV
 
 /// How video and audio are re-encoded when they must be: H.264 (libx264, High profile,

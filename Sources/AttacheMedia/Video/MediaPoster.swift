@@ -1,4 +1,5 @@
 public import AttacheBase
+public import AttacheWork
 internal import CAttacheAV
 
 /// A video's poster: the frame shown at a time, decoded by libavcodec from the keyframe before

@@ -17,16 +17,6 @@
 /// Frees memory returned by the encoders.
 void att_free(void *pointer);
 
-/// Keeps freed large buffers in the heap for reuse (batch work decodes one file after another)
-/// instead of unmapping them and faulting fresh pages in for the next file.
-void att_tune_allocator_for_batch(void);
-/// Blocks of `large` bytes and up always mapped and unmapped, a heap top past `trim` bytes
-/// given back, at most `arenas` heap arenas: resident memory follows the live buffers of a long
-/// run of concurrent decodes.
-void att_bound_allocator(int arenas, long large, long trim);
-/// Returns the heap's free pages to the kernel (glibc malloc_trim); a no-op elsewhere.
-void att_release_free_memory(void);
-
 /// Replaces C's `stderr` (once) with a stream that writes each line to descriptor 2: as it is
 /// (`how` 0), or as a log line (`attache.library`, level debug) hidden (1) or shown (2); a fatal
 /// error is always shown. Called again, it only changes `how`.

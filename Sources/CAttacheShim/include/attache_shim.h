@@ -59,6 +59,16 @@ void att_deadline_store(uint64_t *cell, uint64_t value);
 /// Nonzero once the cell's deadline has passed (a NULL cell never passes).
 int att_deadline_passed(const uint64_t *cell);
 
+/// Keeps freed large buffers in the heap for reuse (batch work decodes one file after another)
+/// instead of unmapping them and faulting fresh pages in for the next file.
+void att_tune_allocator_for_batch(void);
+/// Blocks of `large` bytes and up always mapped and unmapped, a heap top past `trim` bytes
+/// given back, at most `arenas` heap arenas: resident memory follows the live buffers of a long
+/// run of concurrent decodes.
+void att_bound_allocator(int arenas, long large, long trim);
+/// Returns the heap's free pages to the kernel (glibc malloc_trim); a no-op elsewhere.
+void att_release_free_memory(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,3 @@
-internal import AttacheMedia
-
 /// How this process runs the pipelines' work: the workers, the memory their transforms may hold
 /// together, the order their jobs are taken in, their nice value and the allocator. One value,
 /// made by the executable for `serve` or `batch` and applied once before the first job; the
@@ -14,7 +12,7 @@ public struct PipelineRuntime: Sendable, Equatable {
         case batch
     }
 
-    /// The allocator's bounds (``AttacheMedia/ImageProcessor/boundAllocator(arenas:large:trim:)``).
+    /// The allocator's bounds (``ProcessMemory/bound(arenas:large:trim:)``).
     public struct Allocator: Sendable, Equatable {
         public var arenas: Int
         public var large: Int
@@ -54,6 +52,6 @@ public struct PipelineRuntime: Sendable, Equatable {
         if let memory { PipelineWorkers.useMemory(memory) }
         if order == .batch { PipelineWorkers.useBatchScheduling() }
         PipelineWorkers.niceness = workerNice
-        ImageProcessor.boundAllocator(arenas: allocator.arenas, large: allocator.large, trim: allocator.trim)
+        ProcessMemory.bound(arenas: allocator.arenas, large: allocator.large, trim: allocator.trim)
     }
 }

@@ -1,5 +1,5 @@
 public import AttacheBase
-internal import CAttacheCodecs
+internal import CAttacheShim
 internal import Synchronization
 
 /// When a transform must stop: a point on the monotonic clock, which another thread may move
@@ -95,21 +95,21 @@ public final class WorkDeadline: Sendable {
     /// the deadline's check: C code that checks the cell itself calls it through
     /// ``checkpointFunction`` (libjpeg's progress monitor, while it reads a multi-scan file's
     /// scans before the first row comes out).
-    func checkpoint() {
+    package func checkpoint() {
         if let job = job.withLock({ $0 }) { job.scheduler.checkpoint(job) }
     }
 
     /// ``checkpoint()`` for C, its context ``checkpointContext``.
-    static let checkpointFunction: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
+    package static let checkpointFunction: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
         guard let context else { return }
         Unmanaged<WorkDeadline>.fromOpaque(context).takeUnretainedValue().checkpoint()
     }
 
     /// This deadline, unretained: whoever passes it to C holds the deadline for as long.
-    var checkpointContext: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+    package var checkpointContext: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
     /// The cell libjpeg's progress monitor reads.
-    var pointer: UnsafePointer<UInt64> { UnsafePointer(cell) }
+    package var pointer: UnsafePointer<UInt64> { UnsafePointer(cell) }
 
     private static func nanoseconds(_ duration: Duration) -> UInt64 {
         // A budget already spent (less than a second ago too: then the seconds are 0 and the

@@ -1,4 +1,4 @@
-internal import CAttacheCodecs
+internal import CAttacheShim
 import Dispatch
 import Foundation
 import Synchronization

@@ -1,5 +1,4 @@
 public import AttacheBase
-public import AttacheMedia
 internal import CAttacheShim
 import Dispatch
 import Foundation
@@ -11,7 +10,7 @@ import Glibc
 
 /// Runs blocking work (codecs, fsync) on threads of its own instead of Swift's cooperative
 /// pool, so deadlines, timers and fetch completions never wait behind a decode. The codecs run
-/// on a ``AttacheMedia/WorkScheduler``: one job per core at a time, the cores shared fairly
+/// on a ``WorkScheduler``: one job per core at a time, the cores shared fairly
 /// between tenants and payloads and, within a payload, the job expected to finish first going
 /// first; each job admitted by the memory it says it will hold. A service can run the workers
 /// at a lower scheduling priority (``PipelineWorkers/niceness``): then, when every core is
@@ -19,10 +18,10 @@ import Glibc
 /// core at once.
 ///
 /// Work handed over here cannot be interrupted from outside: each job is given a
-/// ``AttacheMedia/WorkDeadline`` that the pipeline cancels when its payload is answered, and
+/// ``WorkDeadline`` that the pipeline cancels when its payload is answered, and
 /// the job checks it between bands and frames — where it also gives its core up when its slice
 /// is over and another job comes first.
-enum OffPool {
+package enum OffPool {
     /// How much lower than the rest of the process the workers are scheduled (Linux nice).
     static let niceness = Atomic<Int32>(0)
     /// Workers asked for before the first job (0: one per core).
@@ -64,18 +63,18 @@ enum OffPool {
     private static let catalogs = ThreadQueue(workers: 4, name: "attache-catalog")
 
     /// Jobs submitted and not yet finished (queued or running).
-    static var inFlight: Int { scheduler.inFlight }
+    package static var inFlight: Int { scheduler.inFlight }
 
     /// The most recently finished job.
-    static var lastJob: WorkScheduler.JobRecord? { scheduler.lastJob }
+    package static var lastJob: WorkScheduler.JobRecord? { scheduler.lastJob }
 
     /// Waits until no job is queued or running; false when `timeout` passed first.
-    static func waitUntilIdle(timeout: Duration) -> Bool {
+    package static func waitUntilIdle(timeout: Duration) -> Bool {
         scheduler.waitUntilIdle(timeout: timeout)
     }
 
     /// Runs `body` (CPU work: codecs) on the scheduler, for `group`, under `deadline`.
-    static func run<T: Sendable>(
+    package static func run<T: Sendable>(
         group: WorkGroup, estimate: WorkEstimate, deadline: WorkDeadline, _ body: @escaping @Sendable () -> T
     ) async -> T {
         scheduler.niceness = niceness.load(ordering: .relaxed)
@@ -85,12 +84,12 @@ enum OffPool {
     }
 
     /// Runs `body` (a store write, mostly waiting for the disk) on a store thread.
-    static func write<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    package static func write<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await run(on: writes, body)
     }
 
     /// Runs `body` (catalog statements, mostly waiting for the network) on a catalog thread.
-    static func catalog<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    package static func catalog<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await run(on: catalogs, body)
     }
 
@@ -118,7 +117,7 @@ enum OffPool {
         }
         guard let wait else { return }
         if wait == .zero {
-            ImageProcessor.releaseFreeMemory()
+            ProcessMemory.releaseFree()
             return
         }
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + wait.milliseconds / 1000) {
@@ -182,7 +181,7 @@ public enum PipelineWorkers {
     /// matters more than a light item's wait: a budget of 64 MiB per worker unless
     /// ``useMemory(_:)`` says otherwise, and a job that would miss its deadline at its fair part
     /// of the cores, and can still make it on a core of its own, first
-    /// (``AttacheMedia/WorkScheduler/Settings/PayloadOrder/fairUntilLate``). Only before the
+    /// (``WorkScheduler/Settings/PayloadOrder/fairUntilLate``). Only before the
     /// first job.
     static func useBatchScheduling() {
         OffPool.requestedBatch.store(true, ordering: .relaxed)
