@@ -41,10 +41,6 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
-    /// Downloads answered here, and of them the ones sent from a remembered check (for tests).
-    static let answered = Atomic<Int>(0)
-    static let remembered = Atomic<Int>(0)
-
     private let route: AttachmentRoute
     private let prefix: String
     private let metrics: ServerMetrics
@@ -153,7 +149,7 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         let cache = DownloadCache.current
         let now = self.route.store.configuration.clock()
         if plain, let entry = cache.entry(for: path, now: now, changes: self.route.store.changes) {
-            Self.remembered.add(1, ordering: .relaxed)
+            metrics.downloadPaths.remembered.add(1, ordering: .relaxed)
             return send(context, entry, now: now, started: started)
         }
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
@@ -216,7 +212,7 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         _ context: ChannelHandlerContext, _ entry: CheckedDownload, now: Int64, started: ContinuousClock.Instant
     ) {
         held = nil
-        let (file, region) = entry.region()
+        let (file, region) = entry.region(counted: metrics)
         // Corked while the head and the file go out, so the head leaves in the file's first
         // segment rather than in a packet of its own (nginx's tcp_nopush).
         let options = context.channel.syncOptions
@@ -360,9 +356,9 @@ final class CheckedDownload {
         return buffer
     }
 
-    /// The file region of one more request sent from it (counted as answered).
-    func region() -> (NIOFileHandle, FileRegion) {
-        DownloadFastPath.answered.add(1, ordering: .relaxed)
+    /// The file region of one more request sent from it (counted as answered in `metrics`).
+    func region(counted metrics: ServerMetrics) -> (NIOFileHandle, FileRegion) {
+        metrics.downloadPaths.answered.add(1, ordering: .relaxed)
         users += 1
         let file = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: descriptor)
         return (file, FileRegion(fileHandle: file, readerIndex: Int(start), endIndex: Int(start + length)))

@@ -27,9 +27,6 @@ final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = IOData
     typealias OutboundOut = IOData
 
-    /// Downloads sent here after their check ran on the blocking pool (for tests).
-    static let checkedOnPool = Atomic<Int>(0)
-
     private let route: AttachmentRoute
     private let prefix: [UInt8]
     private let metrics: ServerMetrics
@@ -169,7 +166,7 @@ final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
         let store = route.store
         let now = store.configuration.clock()
         if let entry = cache.entry(for: path, now: now, changes: store.changes) {
-            DownloadFastPath.remembered.add(1, ordering: .relaxed)
+            metrics.downloadPaths.remembered.add(1, ordering: .relaxed)
             send(context, entry, now: now, started: started)
             return .sent
         }
@@ -195,7 +192,7 @@ final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
             checked.map { prepared in
                 let (handler, context) = bound.value
                 guard let entry = route.checked(prepared, since: since, started: started) else { return nil }
-                Self.checkedOnPool.add(1, ordering: .relaxed)
+                handler.metrics.downloadPaths.checkedOnPool.add(1, ordering: .relaxed)
                 handler.sent(context, entry, path: Substring(key), started: started)
                 return entry
             })
@@ -212,7 +209,7 @@ final class RawDownloads: ChannelDuplexHandler, RemovableChannelHandler {
     private func send(
         _ context: ChannelHandlerContext, _ entry: CheckedDownload, now: Int64, started: ContinuousClock.Instant
     ) {
-        let (file, region) = entry.region()
+        let (file, region) = entry.region(counted: metrics)
         // Corked as in ``DownloadFastPath``: measured against no cork, 5–15% more downloads a
         // second (the head otherwise leaves in a packet of its own).
         let options = context.channel.syncOptions

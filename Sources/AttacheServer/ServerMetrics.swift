@@ -14,6 +14,14 @@ import Synchronization
 /// the backend's registry under its lock, which the event-loop threads would otherwise take
 /// on every request.
 final class ServerMetrics: Sendable {
+    /// Downloads answered by the channel handlers, not the router; of them, the ones sent from a
+    /// remembered token check, and the ones whose check ran on the blocking pool.
+    final class DownloadPaths: Sendable {
+        let answered = Atomic<Int>(0)
+        let remembered = Atomic<Int>(0)
+        let checkedOnPool = Atomic<Int>(0)
+    }
+
     private struct RequestKey: Hashable {
         var route: String
         var method: String
@@ -21,6 +29,9 @@ final class ServerMetrics: Sendable {
     }
 
     private let requests = Mutex<[RequestKey: (count: Counter, time: Timer)]>([:])
+    /// Which way this service's downloads went (the channel handlers answer them before the
+    /// router sees them, so no route's counter says so; the tests read these).
+    let downloadPaths = DownloadPaths()
     private let servedBytes = Counter(label: "attache_bytes_total", dimensions: [("direction", "served")])
     private let connectionsOpen = Gauge(label: "attache_connections_open")
     private let connectionsRefused = Counter(label: "attache_connections_refused_total")

@@ -176,7 +176,7 @@ import Testing
         #expect(whole.status == 200 && !whole.body.isEmpty)
         let path = String(url.dropFirst("http://attache.test".count))
         let get = "GET \(path) HTTP/1.1\r\nHost: attache.test\r\n\r\n"
-        let before = DownloadFastPath.answered.load(ordering: .relaxed)
+        let before = service.service.metrics.downloadPaths.answered.load(ordering: .relaxed)
         let downloaded = #"route="attachment",method="GET",status="200""#
         let countedBefore = try await FramingTests.counter(service, downloaded)
         // Three downloads in one write, then a ranged one and a HEAD (the decoder's), then a
@@ -195,7 +195,7 @@ import Testing
         #expect(
             answers[4].body.isEmpty && answers[4].headers.lowercased().contains("content-length: \(whole.body.count)"))
         #expect(answers[0].headers.contains("Cache-Control: public, max-age="))
-        #expect(DownloadFastPath.answered.load(ordering: .relaxed) - before >= 3)
+        #expect(service.service.metrics.downloadPaths.answered.load(ordering: .relaxed) - before >= 3)
         // Each whole GET is counted once, here or by the router (the HEAD under its own method).
         #expect(try await FramingTests.counter(service, downloaded) - countedBefore >= 4)
 

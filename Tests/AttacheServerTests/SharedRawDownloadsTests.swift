@@ -32,7 +32,7 @@ struct SharedRawDownloadsTests {
         var pooled = 0
         for round in 0..<3 {
             try await Task.sleep(for: .milliseconds(1_200))
-            let before = RawDownloads.checkedOnPool.load(ordering: .relaxed)
+            let before = service.service.metrics.downloadPaths.checkedOnPool.load(ordering: .relaxed)
             let requests =
                 round == 2
                 ? "GET \(forged) HTTP/1.1\r\nHost: a\r\n\r\n" + get + get
@@ -48,7 +48,7 @@ struct SharedRawDownloadsTests {
                 for index in [0, 1, 3] { #expect(answers[index].body == whole.body, "\(round) \(index)") }
                 #expect(answers[2].body == Array(whole.body.prefix(10)))
             }
-            pooled += RawDownloads.checkedOnPool.load(ordering: .relaxed) - before
+            pooled += service.service.metrics.downloadPaths.checkedOnPool.load(ordering: .relaxed) - before
         }
         // The first download of the first two rounds was checked on the pool and sent here.
         #expect(pooled >= 2)
