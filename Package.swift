@@ -59,7 +59,6 @@ let releaseLink: [String] = [
     "-l_FoundationCollections", "-lswiftSynchronization", "-lswift_StringProcessing", "-lswift_RegexParser",
     "-lswift_Concurrency", "-lswiftDispatch", "-lswiftGlibc",
     "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Sources/attache/startup.order",
-    "-Xlinker", "--no-warn-symbol-ordering",
     // `-static-stdlib` exports every symbol of the program for Swift plug-ins; Attache loads none
     // (the face detector and FFmpeg are C and C++), and a 5 MB symbol table that every library's
     // symbol lookup at start probes first costs more than the 2 MB it maps.

@@ -2,6 +2,7 @@
 # The formatters in lint mode (what CI runs after the tests): swift-format on the Swift, and
 # clang-format (.clang-format; installed when missing) on the C and C++ shims, the fuzz and
 # benchmark helpers and scripts/functrace.c. `bash scripts/format.sh --fix` rewrites the files.
+# Lint mode also checks the size limits (scripts/limits.py: files ≤ 500 lines, functions ≤ 80).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v clang-format >/dev/null; then
@@ -19,4 +20,5 @@ if [ "${1:-}" = --fix ]; then
 else
     swift format lint --strict -r Sources Tests
     clang-format --dry-run --Werror "${c_files[@]}"
+    python3 scripts/limits.py
 fi

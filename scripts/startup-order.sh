@@ -1,14 +1,46 @@
 #!/usr/bin/env bash
 # Writes Sources/attache/startup.order: the functions of a release `attache` that its start runs
-# (`--version`, `serve` from start to ready and its stop, one `resize`), one symbol per line, in
-# the order they first run. The release link hands the file to lld (--symbol-ordering-file),
-# which puts those functions side by side at the front of the code: a start then maps a few dense
-# megabytes instead of a page (and the 64 KB the kernel maps around each fault) in every corner of
-# the program. How: scripts/functrace.c, preloaded, sets a breakpoint on every function and
+# (`--version`, `serve` from start to ready, its first answers and its stop, one `resize`), one
+# symbol per line, in the order they first run. The release link hands the file to lld
+# (--symbol-ordering-file), which puts those functions side by side at the front of the code: a
+# start then maps a few dense megabytes instead of a page (and the 64 KB the kernel maps around
+# each fault) in every corner of the program. How: scripts/functrace.c, preloaded, sets a breakpoint on every function and
 # records each the first time it runs. Symbols a build no longer has are skipped by the link, so
-# an old file costs memory, never a build; run this again after large changes.
+# an old file costs memory (and a linker warning per symbol), never a build; run this again
+# after large changes.
+#
+# `scripts/startup-order.sh --check` (CI, a fraction of a second, no build): fails when the file
+# names a type of this package that no longer exists where it says (a type moved to another
+# target or renamed since the file was written: its functions would be left out of the order).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --check ]; then
+    grep '^\$s' Sources/attache/startup.order | swift demangle --compact | python3 -c '
+import glob, re, sys
+
+# Every Module.Type of this package the demangled names mention, and the types each target
+# declares.
+named = set()
+for line in sys.stdin:
+    named.update(re.findall(r"(?<![A-Za-z0-9_])(Attache[A-Za-z]*|attache)\.([A-Z][A-Za-z0-9_]*)", line))
+declaration = re.compile(
+    r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|fileprivate|private|final|indirect"
+    r"|nonisolated)\s+)*(?:struct|class|enum|actor|protocol|typealias)\s+([A-Za-z_][A-Za-z0-9_]*)", re.M)
+declared = {}
+for module in {module for module, _ in named}:
+    declared[module] = set()
+    for path in glob.glob(f"Sources/{module}/**/*.swift", recursive=True):
+        declared[module].update(declaration.findall(open(path).read()))
+stale = sorted(f"{module}.{name}" for module, name in named if name not in declared[module])
+if stale:
+    listed = " ".join(stale)
+    print(f"startup-order: Sources/attache/startup.order names {len(stale)} types this package no "
+          f"longer has there: {listed}; run scripts/startup-order.sh", file=sys.stderr)
+    sys.exit(1)
+print(f"startup-order: the {len(named)} types Sources/attache/startup.order names are all where it says")
+'
+    exit
+fi
 bash scripts/release.sh --product attache >/dev/null
 bin=$(swift build -c release --show-bin-path)/attache
 tmp=$(mktemp -d)
@@ -33,6 +65,11 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 grep -q listening "$tmp/serve.log" || { cat "$tmp/serve.log" >&2; exit 1; }
+# Its first answers: a health check and a download's refusal (the connection's handlers, the
+# download path's check).
+port=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$tmp/serve.log" | head -1 | cut -d: -f2)
+curl -s -o /dev/null "http://127.0.0.1:$port/healthz"
+curl -s -o /dev/null "http://127.0.0.1:$port/attachments/AAAAAAAAAAAAAAAAAAAAAA/$(printf '0%.0s' $(seq 64)).jpg"
 sleep 2
 kill -TERM "$service"
 wait "$service"

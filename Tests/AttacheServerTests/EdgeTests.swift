@@ -193,18 +193,10 @@ import Testing
         #expect(head.status == 200 && head.headers["content-length"] == String(first.body.count))
         #expect(ContinuousClock.now - cachedAt >= .seconds(Self.edgeSeconds) || head.headers["x-cache-status"] == "HIT")
 
-        // A forged token: refused, and refused by the origin each time (never kept).
-        let segments = url.split(separator: "/", omittingEmptySubsequences: false)
-        let token = segments[segments.count - 2]
-        let flipped = (token.first == "A" ? "B" : "A") + token.dropFirst()
-        let forged = url.replacingOccurrences(of: String(token), with: flipped)
-        for _ in 0..<2 {
-            let refused = try await curl("GET", forged)
-            #expect(refused.status == 403 && refused.headers["cache-control"] == "no-store")
-            #expect(refused.headers["x-cache-status"] == "MISS", "a refusal is never answered from the edge")
-        }
+        try await Self.expectForgedTokensRefused(url)
 
         // Revoked at the origin: the edge stops serving it once the edge time has passed.
+        let segments = url.split(separator: "/", omittingEmptySubsequences: false)
         let id = try #require(AttachmentID(hex: String(segments.last!.prefix { $0 != "." })))
         try service.service.store.revokeTokens(for: id)
         let revokedAt = ContinuousClock.now
@@ -225,6 +217,19 @@ import Testing
         let stale = try await curl("GET", kept)
         #expect(stale.status == 200 && stale.body == cached.body, "the origin's absence is seen by a device")
         #expect(stale.headers["x-cache-status"] == "STALE")
+    }
+
+    /// `url` with its token forged: refused, and refused by the origin each time (never kept).
+    static func expectForgedTokensRefused(_ url: String) async throws {
+        let segments = url.split(separator: "/", omittingEmptySubsequences: false)
+        let token = segments[segments.count - 2]
+        let flipped = (token.first == "A" ? "B" : "A") + token.dropFirst()
+        let forged = url.replacingOccurrences(of: String(token), with: flipped)
+        for _ in 0..<2 {
+            let refused = try await curl("GET", forged)
+            #expect(refused.status == 403 && refused.headers["cache-control"] == "no-store")
+            #expect(refused.headers["x-cache-status"] == "MISS", "a refusal is never answered from the edge")
+        }
     }
 
     /// A listener on `port` that takes connections and never answers: an origin that hangs.

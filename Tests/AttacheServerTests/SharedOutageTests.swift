@@ -46,69 +46,9 @@ extension SharedReplicaTests {
             bucket: "http://127.0.0.1:\(bucketLink.port)", blobCache: false)
         defer { replica.stop() }
 
-        // Objects seen before the faults: four renditions, each downloaded once.
-        var seen: [(url: String, body: [UInt8])] = []
-        for sample in ["gray.jpg", "rgba-interlaced.png", "cmyk-adobe.jpg", "waterfall-rotated.jpg"] {
-            let bytes = try #require(FileManager.default.contents(atPath: Paths.samples + "/" + sample)).map { $0 }
-            media.route("/seen/" + sample) { _, c in c.respond(body: bytes) }
-            let answer = try await curl(
-                "POST", replica.base + "/v1/notifications", headers: ServiceTests.auth,
-                body: payload(image: media.url("/seen/" + sample)))
-            let url = try #require(
-                ((answer.json()["attachments"] as? [[String: Any]])?.first?["url"] as? String), "\(answer.text)")
-            let body = try await curl("GET", replica.url(url))
-            #expect(body.status == 200 && body.body.count > 100, "\(sample): \(body.status) \(body.body.count) bytes")
-            seen.append((replica.url(url), body.body))
-        }
-
         let load = Load()
-        let objects = seen
-        let media = self.media
-        let clients = Task {
-            await withTaskGroup(of: Void.self) { group in
-                for client in 0..<4 {
-                    group.addTask {
-                        var index = client
-                        while load.running.load(ordering: .relaxed) {
-                            let (url, body) = objects[index % objects.count]
-                            index += 1
-                            let start = ContinuousClock.now
-                            guard let got = try? await curl("GET", url) else { continue }
-                            let answered = Answered(
-                                kind: .download, start: start, end: .now, status: got.status,
-                                retryAfter: got.headers["retry-after"] != nil,
-                                cut: got.status == 200 && got.body != body)
-                            load.answers.withLock { $0.append(answered) }
-                        }
-                    }
-                }
-                for client in 0..<2 {
-                    group.addTask {
-                        var index = 0
-                        while load.running.load(ordering: .relaxed) {
-                            index += 1
-                            let start = ContinuousClock.now
-                            // A new source each time (fetched, made and stored; the rendition is
-                            // the same object).
-                            guard
-                                let got = try? await curl(
-                                    "POST", replica.base + "/v1/notifications?envelope=true",
-                                    headers: ServiceTests.auth,
-                                    body: payload(image: media.url("/photo.jpg?client=\(client)&n=\(index)")))
-                            else { continue }
-                            let envelope = try? got.json()
-                            let report = (envelope?["report"] as? [String: Any])?["attachments"] as? [[String: Any]]
-                            let error = report?.first?["error"] as? [String: Any]
-                            let answered = Answered(
-                                kind: .payload, start: start, end: .now, status: got.status,
-                                retryAfter: got.headers["retry-after"] != nil,
-                                attached: envelope?["outcome"] as? String == "mutated", code: error?["code"] as? String)
-                            load.answers.withLock { $0.append(answered) }
-                        }
-                    }
-                }
-            }
-        }
+        let clients = Self.startClients(
+            load, downloading: try await seenObjects(replica), posting: replica.base, media: media)
         func ready() async throws -> Int { try await curl("GET", replica.base + "/readyz").status }
         func served(after instant: ContinuousClock.Instant) -> (payload: Duration?, download: Duration?) {
             let list = load.answers.withLock { $0 }
@@ -159,18 +99,129 @@ extension SharedReplicaTests {
         let all = load.answers.withLock { $0 }
         let downloads = all.filter { $0.kind == .download }
         let payloads = all.filter { $0.kind == .payload }
-        // Never a 500 (or a dropped connection), never a 200 whose body is not the object.
+        Self.expectNoFailure(all)
+        Self.expectEachPhase(
+            phases, downloads: downloads, payloads: payloads, recoveries: recoveries, readiness: readiness,
+            recoveryBound: recoveryBound)
+
+        await Self.expectToldOncePerOutage(replica)
+        let verify = try await attache(["store", "verify", "--json"])
+        #expect(verify.status == 0, "\(verify.output)")
+    }
+
+    /// Never a 500 (or a dropped connection), never a 200 whose body is not the object, every 503
+    /// with Retry-After; payloads answered 200, their attachment failing store_unavailable when not
+    /// stored.
+    static func expectNoFailure(_ all: [Answered]) {
+        let downloads = all.filter { $0.kind == .download }
+        let payloads = all.filter { $0.kind == .payload }
         let failed = all.filter { $0.status == 0 || ($0.status >= 500 && $0.status != 503) }
         #expect(failed.isEmpty, "\(failed.count) answers 5xx or none: \(failed.prefix(5).map(\.status))")
         let cut = downloads.filter(\.cut)
         #expect(cut.isEmpty, "\(cut.count) downloads answered 200 with a body that is not the object")
         let unavailable = all.filter { $0.status == 503 }
         #expect(unavailable.allSatisfy { $0.retryAfter }, "every 503 says when to come back")
-        // Payloads are answered (200), their attachment failing store_unavailable when not stored.
         #expect(payloads.allSatisfy { $0.status == 200 }, "\(Set(payloads.map(\.status)))")
         let codes = Set(payloads.filter { !$0.attached }.compactMap(\.code))
         #expect(codes.isSubset(of: ["store_unavailable"]), "\(codes)")
+    }
 
+    /// The operator is told once per outage, and when it ended (the watch's next check after the
+    /// fault ends writes that line: waited for).
+    static func expectToldOncePerOutage(_ replica: Replica) async {
+        func logLines(_ text: String, _ dependency: String) -> Int {
+            replica.logged().split(separator: "\n").filter {
+                $0.contains(text) && $0.contains("dependency=\(dependency)")
+            }
+            .count
+        }
+        for (dependency, outages) in [("catalog", 2), ("bucket", 1)] {
+            #expect(
+                await eventually { logLines("store dependency back", dependency) == outages }, "\(dependency): back")
+            #expect(
+                logLines("store dependency unreachable", dependency) == outages,
+                "\(dependency): \(replica.logged().split(separator: "\n").filter { $0.contains("store dependency") })")
+        }
+    }
+
+    /// Objects seen before the faults: four renditions, each made by `replica` and downloaded once.
+    func seenObjects(_ replica: Replica) async throws -> [(url: String, body: [UInt8])] {
+        var seen: [(url: String, body: [UInt8])] = []
+        for sample in ["gray.jpg", "rgba-interlaced.png", "cmyk-adobe.jpg", "waterfall-rotated.jpg"] {
+            let bytes = try #require(FileManager.default.contents(atPath: Paths.samples + "/" + sample)).map { $0 }
+            media.route("/seen/" + sample) { _, c in c.respond(body: bytes) }
+            let answer = try await curl(
+                "POST", replica.base + "/v1/notifications", headers: ServiceTests.auth,
+                body: payload(image: media.url("/seen/" + sample)))
+            let url = try #require(
+                ((answer.json()["attachments"] as? [[String: Any]])?.first?["url"] as? String), "\(answer.text)")
+            let body = try await curl("GET", replica.url(url))
+            #expect(body.status == 200 && body.body.count > 100, "\(sample): \(body.status) \(body.body.count) bytes")
+            seen.append((replica.url(url), body.body))
+        }
+        return seen
+    }
+
+    /// Four clients downloading `objects` round and round and two posting payloads of new media
+    /// to the service at `base`, each answer in `load`, until `load` stops.
+    static func startClients(
+        _ load: Load, downloading objects: [(url: String, body: [UInt8])], posting base: String, media: TestHTTPServer
+    ) -> Task<Void, Never> {
+        Task {
+            await withTaskGroup(of: Void.self) { group in
+                for client in 0..<4 {
+                    group.addTask {
+                        var index = client
+                        while load.running.load(ordering: .relaxed) {
+                            let (url, body) = objects[index % objects.count]
+                            index += 1
+                            let start = ContinuousClock.now
+                            guard let got = try? await curl("GET", url) else { continue }
+                            let answered = Answered(
+                                kind: .download, start: start, end: .now, status: got.status,
+                                retryAfter: got.headers["retry-after"] != nil,
+                                cut: got.status == 200 && got.body != body)
+                            load.answers.withLock { $0.append(answered) }
+                        }
+                    }
+                }
+                for client in 0..<2 {
+                    group.addTask {
+                        var index = 0
+                        while load.running.load(ordering: .relaxed) {
+                            index += 1
+                            let start = ContinuousClock.now
+                            // A new source each time (fetched, made and stored; the rendition is
+                            // the same object).
+                            guard
+                                let got = try? await curl(
+                                    "POST", base + "/v1/notifications?envelope=true",
+                                    headers: ServiceTests.auth,
+                                    body: payload(image: media.url("/photo.jpg?client=\(client)&n=\(index)")))
+                            else { continue }
+                            let envelope = try? got.json()
+                            let report = (envelope?["report"] as? [String: Any])?["attachments"] as? [[String: Any]]
+                            let error = report?.first?["error"] as? [String: Any]
+                            let answered = Answered(
+                                kind: .payload, start: start, end: .now, status: got.status,
+                                retryAfter: got.headers["retry-after"] != nil,
+                                attached: envelope?["outcome"] as? String == "mutated", code: error?["code"] as? String)
+                            load.answers.withLock { $0.append(answered) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Each phase's downloads, payloads, readiness and recovery, printed and checked: seen objects
+    /// served through a catalog outage, none with the bucket away, each back within its bound.
+    static func expectEachPhase(
+        _ phases: [Phase], downloads: [Answered], payloads: [Answered],
+        recoveries: [String: (payload: Duration?, download: Duration?)],
+        readiness: [String: (away: Int, healthz: Int, back: Int)],
+        recoveryBound: (payload: Duration, download: Duration)
+    ) {
         var lines: [String] = []
         for phase in phases {
             let within = downloads.filter { $0.start >= phase.start && $0.end <= phase.end }
@@ -200,23 +251,6 @@ extension SharedReplicaTests {
         print(
             "outages under load: \(downloads.count) downloads, \(payloads.count) payloads; "
                 + lines.joined(separator: "; "))
-
-        // The operator is told once per outage, and when it ended (the watch's next check after
-        // the fault ends writes that line: waited for).
-        func logLines(_ text: String, _ dependency: String) -> Int {
-            replica.logged().split(separator: "\n").filter {
-                $0.contains(text) && $0.contains("dependency=\(dependency)")
-            }
-            .count
-        }
-        for (dependency, outages) in [("catalog", 2), ("bucket", 1)] {
-            #expect(
-                await eventually { logLines("store dependency back", dependency) == outages }, "\(dependency): back")
-            #expect(
-                logLines("store dependency unreachable", dependency) == outages,
-                "\(dependency): \(replica.logged().split(separator: "\n").filter { $0.contains("store dependency") })")
-        }
-        let verify = try await attache(["store", "verify", "--json"])
-        #expect(verify.status == 0, "\(verify.output)")
     }
+
 }

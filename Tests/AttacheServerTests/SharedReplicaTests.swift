@@ -260,19 +260,7 @@ struct SharedReplicaTests {
             let ready = try await curl("GET", replica.base + "/readyz")
             #expect(ready.status == 503 && ready.text.contains("store_writable"), "\(what): \(ready.text)")
             #expect(try await curl("GET", replica.base + "/healthz").status == 200)
-            // A payload meanwhile, of media the store has not seen: answered unchanged, in time,
-            // its attachment failing store_unavailable with the reason.
-            let started = ContinuousClock.now
-            let posted = try await curl(
-                "POST", replica.base + "/v1/notifications?envelope=true", headers: ServiceTests.auth,
-                body: payload(image: media.url("/" + what + ".png")))
-            #expect(posted.status == 200 && ContinuousClock.now - started < .seconds(60), "\(what): \(posted.status)")
-            let envelope = try posted.json()
-            let outcome = ((envelope["report"] as? [String: Any])?["attachments"] as? [[String: Any]])?.first
-            #expect(envelope["outcome"] as? String == "passed_through", "\(what): \(posted.text.prefix(600))")
-            #expect(
-                (outcome?["error"] as? [String: Any])?["code"] as? String == "store_unavailable",
-                "\(what): \(posted.text.prefix(600))")
+            try await expectPassedThroughWhileAway(replica, what)
             // The operator is told once that it went away.
             let warned = await eventually { replica.logged().contains("store dependency unreachable") }
             #expect(warned, "\(what): \(replica.logged().suffix(1000))")
@@ -295,6 +283,22 @@ struct SharedReplicaTests {
         // Nothing half-written: every object in the bucket has its row and hash, and none is lost.
         let verify = try await attache(["store", "verify", "--json"])
         #expect(verify.status == 0, "\(verify.output)")
+    }
+
+    /// A payload while `what` is away, of media the store has not seen: answered unchanged, in
+    /// time, its attachment failing store_unavailable with the reason.
+    func expectPassedThroughWhileAway(_ replica: Replica, _ what: String) async throws {
+        let started = ContinuousClock.now
+        let posted = try await curl(
+            "POST", replica.base + "/v1/notifications?envelope=true", headers: ServiceTests.auth,
+            body: payload(image: media.url("/" + what + ".png")))
+        #expect(posted.status == 200 && ContinuousClock.now - started < .seconds(60), "\(what): \(posted.status)")
+        let envelope = try posted.json()
+        let outcome = ((envelope["report"] as? [String: Any])?["attachments"] as? [[String: Any]])?.first
+        #expect(envelope["outcome"] as? String == "passed_through", "\(what): \(posted.text.prefix(600))")
+        #expect(
+            (outcome?["error"] as? [String: Any])?["code"] as? String == "store_unavailable",
+            "\(what): \(posted.text.prefix(600))")
     }
 
     func mutate(_ replica: Replica) async throws -> (HTTPAnswer, String) {

@@ -140,7 +140,32 @@ import Testing
         let attachment = try #require(traced.first { $0.name == "attachment" })
         #expect(attachment.parentID == server.spanID)
         #expect(attachment.status != 2)
-        // A child span per stage, each with what it is asked to say.
+        try Self.expectStageSpans(traced, under: attachment, photo: photo, media: media)
+        // The download: a server span of its own (a new trace), its route without the token.
+        let download = try #require(spans.first { $0.name == "GET /attachments/{token}/{file}" })
+        #expect(download.attributes["http.response.status_code"] as? Int == 200)
+
+        // The failure: the fetch span and the attachment's say why, in the status.
+        let failedFetch = try #require(spans.first { $0.name == "fetch" && $0.status == 2 }, "\(spans.map(\.text))")
+        #expect(failedFetch.statusMessage == "http_status")
+        let failedAttachment = try #require(spans.first { $0.spanID == failedFetch.parentID })
+        #expect(
+            failedAttachment.status == 2 && failedAttachment.attributes["attache.failed_stage"] as? String == "fetch")
+
+        Self.expectNoSecret(in: spans, [RunningService.apiKey, alert, "SECRET-QUERY", token])
+        // The request's JSON log line names its trace and span.
+        let line = try #require(
+            serve.logged.split(separator: "\n").first {
+                $0.contains(#""route":"notifications""#) && $0.contains(Self.callerTrace)
+            },
+            "\(serve.logged)")
+        #expect(line.contains(#""span_id":"\#(server.spanID)""#), "\(line)")
+    }
+
+    /// A child span of `attachment` per stage, each with what it is asked to say.
+    static func expectStageSpans(_ traced: [Span], under attachment: Span, photo: [UInt8], media: TestHTTPServer) throws
+    {
+        let stages = ["fetch", "validate", "transform", "store"]
         var byStage: [String: Span] = [:]
         for stage in stages {
             let found = traced.filter { $0.name == stage }
@@ -168,30 +193,15 @@ import Testing
         let store = try #require(byStage["store"]).attributes
         #expect(store["attache.store.backend"] as? String == "directory")
         #expect(store["attache.store.new"] as? Bool == true)
-        // The download: a server span of its own (a new trace), its route without the token.
-        let download = try #require(spans.first { $0.name == "GET /attachments/{token}/{file}" })
-        #expect(download.attributes["http.response.status_code"] as? Int == 200)
+    }
 
-        // The failure: the fetch span and the attachment's say why, in the status.
-        let failedFetch = try #require(spans.first { $0.name == "fetch" && $0.status == 2 }, "\(spans.map(\.text))")
-        #expect(failedFetch.statusMessage == "http_status")
-        let failedAttachment = try #require(spans.first { $0.spanID == failedFetch.parentID })
-        #expect(
-            failedAttachment.status == 2 && failedAttachment.attributes["attache.failed_stage"] as? String == "fetch")
-
-        // No secret in any span: the API key, the alert, a query, the token.
+    /// No secret in any span: the API key, the alert, a query, the token.
+    static func expectNoSecret(in spans: [Span], _ secrets: [String]) {
         for span in spans {
-            for secret in [RunningService.apiKey, alert, "SECRET-QUERY", token] {
+            for secret in secrets {
                 #expect(!span.text.contains(secret), "\(span.name) holds a secret: \(span.text)")
             }
         }
-        // The request's JSON log line names its trace and span.
-        let line = try #require(
-            serve.logged.split(separator: "\n").first {
-                $0.contains(#""route":"notifications""#) && $0.contains(Self.callerTrace)
-            },
-            "\(serve.logged)")
-        #expect(line.contains(#""span_id":"\#(server.spanID)""#), "\(line)")
     }
 
     @Test(
