@@ -41,10 +41,11 @@ print(f"startup-order: the {len(named)} types Sources/attache/startup.order name
 '
     exit
 fi
-bash scripts/release.sh --product attache >/dev/null
-bin=$(swift build -c release --show-bin-path)/attache
 tmp=$(mktemp -d)
 trap 'kill "${service:-}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+# The build's output only when it fails (SwiftPM writes its errors to standard output).
+bash scripts/release.sh --product attache >"$tmp/build.log" || { cat "$tmp/build.log" >&2; exit 1; }
+bin=$(swift build -c release --show-bin-path)/attache
 cc -O2 -shared -fPIC -o "$tmp/functrace.so" scripts/functrace.c
 # The program's functions (address, name), read once: their addresses for the tracer, their names
 # for the file.
