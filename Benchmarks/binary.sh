@@ -84,9 +84,10 @@ SLOW
     chmod +x "$slow/attache"
     bin=$slow/attache
 fi
-# media_host PORT ROOT [WORKERS]: nginx serving ROOT on 127.0.0.1:PORT as the media host (sendfile,
-# keep-alive, no access log; WORKERS processes, default 1), its config, pid and log in $work/ as
-# nginx.conf, nginx.pid, nginx-error.log; one left over from an interrupted run is stopped first.
+# media_host PORT ROOT [WORKERS] [DIRECTIVES]: nginx serving ROOT on 127.0.0.1:PORT as the media
+# host (sendfile, keep-alive, no access log; WORKERS processes, default 1; DIRECTIVES added to its
+# server block), its config, pid and log in $work/ as nginx.conf, nginx.pid, nginx-error.log; one
+# left over from an interrupted run is stopped first. The download benchmarks' nginx is this one.
 media_host() {
     cat > "$work/nginx.conf" <<CONF
 user root;
@@ -97,10 +98,11 @@ events { worker_connections 1024; }
 http {
     access_log off;
     sendfile on;
+    tcp_nopush on;
     keepalive_requests 1000000;
     types { image/jpeg jpg; image/png png; image/gif gif; }
     default_type application/octet-stream;
-    server { listen 127.0.0.1:$1; root $2; }
+    server { listen 127.0.0.1:$1; root $2; ${4:-} }
 }
 CONF
     if [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; then sleep 0.5; fi

@@ -34,22 +34,7 @@ trap cleanup EXIT
 
 vips thumbnail work/jpeg/Fossa_by_Jasper_Roks.jpg "$work/www/photo.jpg[Q=95,strip]" 2000
 size=$(stat -c %s "$work/www/photo.jpg")
-cat > "$work/nginx.conf" <<CONF
-user root;
-worker_processes 2;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_requests 1000000;
-    types { image/jpeg jpg; }
-    server { listen 127.0.0.1:$nginx_port; root $work/www; }
-}
-CONF
-nginx -c "$work/nginx.conf"
+media_host "$nginx_port" "$work/www" 2
 
 PG_PORT=21632 S3_PORT=25680 MON_PORT=29989 bash ../scripts/shared-servers.sh start "$servers"
 . "$servers/env"

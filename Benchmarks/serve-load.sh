@@ -52,27 +52,9 @@ requests=$((count * passes))
 echo "files: $count JPEGs of 5-20 MP ($(grep -c . "$work/files") listed), $requests requests per run"
 
 # nginx: the media host, and the download comparison.
-cat > "$work/nginx.conf" <<CONF
-user root;
-worker_processes 2;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_requests 1000000;
-    types { image/jpeg jpg; }
-    server {
-        listen 127.0.0.1:$media_port;
-        root $PWD/work;
-        # The load client's own floor: the service's path answered 503 at once.
-        location = /v1/notifications { add_header Retry-After 1 always; return 503; }
-    }
-}
-CONF
-nginx -c "$work/nginx.conf"
+# The load client's own floor: the service's path answered 503 at once.
+media_host "$media_port" "$PWD/work" 2 \
+    'location = /v1/notifications { add_header Retry-After 1 always; return 503; }'
 media="http://127.0.0.1:$media_port"
 
 wait_for() { for _ in $(seq 1 300); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "no answer from $1" >&2; exit 1; }
