@@ -195,7 +195,7 @@ public struct AttacheService: Sendable {
                             ConnectionClock(
                                 limits: limits, connections: connections, metrics: metrics, logger: logger),
                             RequestFraming(metrics: metrics, logger: logger),
-                            DownloadFastPath(
+                            DecodedDownloads(
                                 route: downloads, attachmentsPath: attachmentsPath, metrics: metrics, logger: logger,
                                 enabled: !Self.tracing),
                             // Off while requests are traced: each then goes through the router.

@@ -106,7 +106,7 @@ public struct LineLogHandler: LogHandler {
 
     /// A request's line, as ``log(event:)`` writes an `info` line `request` from source
     /// `AttacheServer` with these fields, built straight into bytes: no metadata dictionary, no
-    /// sort, no string per field (the download fast path writes one per download). The fields
+    /// sort, no string per field (the download responder writes one per download). The fields
     /// are ASCII without control characters, as a route, a method, a number and a request id
     /// are. False, and nothing written, when this handler has fields or a provider of its own:
     /// the caller then logs through swift-log.

@@ -79,7 +79,7 @@ final class RequestFraming: ChannelInboundHandler, RemovableChannelHandler {
             logger: logger)
     }
 
-    /// Puts ``ConnectionPhases``, ``RequestFraming``, the download fast path and
+    /// Puts ``ConnectionPhases``, ``RequestFraming``, ``DecodedDownloads`` and
     /// ``LoadShedding``, in that order, in front of the HTTP/1-to-HTTP-types codec, then leaves
     /// the pipeline (Hummingbird adds its extra handlers behind that codec).
     /// With `raw`, that handler goes in front of the HTTP/1 decoder, and the ``ConnectionClock``
@@ -88,12 +88,12 @@ final class RequestFraming: ChannelInboundHandler, RemovableChannelHandler {
         typealias InboundIn = Never
         private let clock: ConnectionClock
         private let framing: RequestFraming
-        private let downloads: DownloadFastPath
+        private let downloads: DecodedDownloads
         private let raw: RawDownloads?
         private let shedding: LoadShedding?
 
         init(
-            _ clock: ConnectionClock, _ framing: RequestFraming, _ downloads: DownloadFastPath,
+            _ clock: ConnectionClock, _ framing: RequestFraming, _ downloads: DecodedDownloads,
             raw: RawDownloads? = nil, shedding: LoadShedding? = nil
         ) {
             self.clock = clock

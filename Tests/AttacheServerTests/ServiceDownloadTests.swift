@@ -49,7 +49,7 @@ extension ServiceTests {
 
     /// Downloads go out with sendfile from the event loop; requests sent back to back on one
     /// connection (pipelined) are answered in order whichever path answers each.
-    @Test func downloadsTakeTheFastPathAndPipelinedAnswersStayInOrder() async throws {
+    @Test func downloadsGoOutWithSendfileAndPipelinedAnswersStayInOrder() async throws {
         let media = try Self.mediaServer()
         let service = try await Self.start()
         defer { Task { await service.stop() } }
@@ -59,9 +59,9 @@ extension ServiceTests {
         let before = paths.answered.load(ordering: .relaxed)
         let whole = try await curl("GET", local)
         #expect(whole.status == 200 && sha256Hex(whole.body) == url.split(separator: "/").last!.prefix(64).description)
-        #expect(paths.answered.load(ordering: .relaxed) > before, "answered by the fast path")
+        #expect(paths.answered.load(ordering: .relaxed) > before, "answered on the event loop")
 
-        // One connection, five requests written at once: the router and the fast path in turn.
+        // One connection, five requests written at once: the router and the event loop's responder in turn.
         let path = String(local.dropFirst(service.base.count))
         let answers = try await pipelined(
             port: service.port,
@@ -78,10 +78,10 @@ extension ServiceTests {
         #expect(answers.count == 5 && answers[1].body == Array(whole.body.prefix(10)) && answers[3].body == whole.body)
     }
 
-    /// The fast path answers through the HTTP/1 encoder, which pairs each answer with its
+    /// A download answered behind the decoder goes through the HTTP/1 encoder, which pairs each answer with its
     /// request's method: after a download it answered, a `HEAD` the router answers still has no
     /// body and the next answer keeps its own.
-    @Test func answersAfterAFastDownloadKeepTheirBodies() async throws {
+    @Test func answersAfterADownloadSentHereKeepTheirBodies() async throws {
         let media = try Self.mediaServer()
         let service = try await Self.start()
         defer { Task { await service.stop() } }

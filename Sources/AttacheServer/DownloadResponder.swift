@@ -8,18 +8,14 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 
-/// Attachment downloads answered on the connection's event loop, in front of the conversion to
-/// HTTP types, the body handed to the kernel with `sendfile` instead of being copied through
-/// the process.
-///
-/// It sits in each connection's pipeline right after the HTTP/1 decoder (and the framing
-/// checks), in front of the router. A keep-alive `GET` under the attachments path that the
-/// token opens is answered here: the head (made once a second per download, see below), then a
-/// file region of the leased object, corked into full segments, the lease released when the
-/// last byte is written. Everything else — `HEAD`, 304, every refusal,
-/// `Connection: close`, a request while the router still owes an answer on this connection —
-/// goes on to the router unchanged, which answers it the same way (`AttachmentRoute`), so the
-/// two paths cannot disagree on what is served.
+/// Attachment downloads answered on the connection's event loop: the check, remembered for a
+/// second; the head; the body handed to the kernel with `sendfile`; the counts and the log line;
+/// and a shutdown's request to close held while a download is checked or written. One per
+/// connection, behind each of two thin adapters that only read requests: ``RawDownloads``
+/// (beneath the HTTP/1 codec, on connections that only download) and ``DecodedDownloads``
+/// (behind the decoder, for ranges and the connections that also did something else). What it
+/// does not send — `HEAD`, 304, every refusal, an object without a local copy — the router
+/// answers through ``AttachmentRoute``, the same check, so the paths cannot disagree.
 ///
 /// **Checks remembered for a second.** A whole-object download's check (signature, key ring,
 /// expiry, scope, the catalog row, revocation) is remembered by the event loop that made it,
@@ -29,207 +25,159 @@ import Synchronization
 /// revocation, a key retirement or a collection by another process is honoured within a
 /// second, as a replica of a shared store honours them; one made through this process's store
 /// (its change count moves) ends every remembered check at once. The lease keeps the object
-/// from being collected meanwhile. Answers are written through the HTTP/1 encoder, which pairs
-/// each with its request's method (a `HEAD` answered by the router keeps no body).
+/// from being collected meanwhile.
 ///
 /// With a shared store a check that needs a catalog query runs on the blocking pool, never on
-/// the event loop; the connection's next request parts wait until it is answered. Objects with a
-/// local copy are sent from it; the others go to the router, which streams them.
-final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
+/// the event loop; the adapter holds the connection's next bytes until it is answered.
+final class DownloadResponder {
+    /// How an adapter's answers go on the wire.
+    enum Wire {
+        /// Through the HTTP/1 encoder (which pairs each answer with its request's method).
+        case parts
+        /// As bytes, beneath the codec.
+        case bytes
+    }
+
+    /// What became of a request.
+    enum Answer {
+        /// Sent here.
+        case sent
+        /// Not one to send here: the router's.
+        case router
+        /// Its check runs on the blocking pool: true when the download was then sent here.
+        case checking(EventLoopFuture<Bool>)
+    }
 
     private let route: AttachmentRoute
-    private let prefix: String
     private let metrics: ServerMetrics
     private let logger: Logger
-    /// The request being considered, held until its end.
-    private var held: [HTTPServerRequestPart]?
-    /// Requests passed to the router whose answers have not ended.
-    private var owed = 0
-    /// Downloads being written here.
-    private var sending = 0
-    /// A graceful shutdown asked the connection to close while a download was being written:
-    /// passed on (to the handler that closes idle connections) once the download is done.
-    private var quiesce: Any?
-    /// A shared store's check is running for the held request; parts that arrive meanwhile wait.
-    private var checking = false
-    private var waiting: [HTTPServerRequestPart] = []
-
     /// The log's handler when it is the service's own: each download's line is then built
     /// straight into bytes (``LineLogHandler/request(id:method:route:status:milliseconds:outcome:)``).
     private let lines: LineLogHandler?
-    /// Off while requests are traced: every request then goes through the router, whose
-    /// middleware gives it its server span.
-    private let enabled: Bool
+    private let wire: Wire
+    /// The event loop's remembered checks (a responder runs only on its channel's loop).
+    private lazy var cache = DownloadCache.current
+    /// Downloads being written, and whether a check runs on the pool.
+    private(set) var sending = 0
+    private(set) var checking = false
+    /// A shutdown's request to close, held while a download is checked or written.
+    private var quiesce: Any?
 
-    init(route: AttachmentRoute, attachmentsPath: String, metrics: ServerMetrics, logger: Logger, enabled: Bool = true)
-    {
-        self.enabled = enabled
-        self.lines = logger.handler as? LineLogHandler
+    init(route: AttachmentRoute, metrics: ServerMetrics, logger: Logger, wire: Wire) {
         self.route = route
-        self.prefix = attachmentsPath + "/"
         self.metrics = metrics
         self.logger = logger
+        self.lines = logger.handler as? LineLogHandler
+        self.wire = wire
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let part = unwrapInboundIn(data)
-        if checking {
-            waiting.append(part)
-            return
+    /// Answers a `GET` of `path` (after the attachments prefix, without the query) with the
+    /// request's `conditions` (nil: none, a whole object whose check is remembered) when its
+    /// check passes and the object has a local file.
+    func answer(_ context: ChannelHandlerContext, path: Substring, conditions: HTTPFields?) -> Answer {
+        let started = ContinuousClock.now
+        let store = route.store
+        let now = store.configuration.clock()
+        if conditions == nil, let entry = cache.entry(for: path, now: now, changes: store.changes) {
+            metrics.downloadPaths.remembered.add(1, ordering: .relaxed)
+            send(context, entry, now: now, started: started)
+            return .sent
         }
-        if held != nil {
-            held!.append(part)
-            // A GET has no body to speak of; one that does goes to the router.
-            if case .body = part { pass(context) }
-            if case .end = part { answer(context) }
-            return
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        let since = route.checkBegins(segments)
+        let (route, logger, fields) = (self.route, self.logger, conditions ?? HTTPFields())
+        let key = conditions == nil ? String(path) : nil
+        // A directory store answers here; a shared one too when it needs no query (the row read
+        // within the last second and a local copy at hand), else its check runs on the pool.
+        let immediate = Result {
+            try route.prepare(segments: segments, headers: fields, logger: logger, immediately: true)
         }
-        if case .head(let request) = part {
-            if enabled, owed == 0, quiesce == nil, Self.candidate(request, prefix: prefix) {
-                held = [part]
-                return
-            }
-            owed += 1
+        guard case .failure(let error) = immediate, error is AttachmentRoute.WouldWait else {
+            let entry = route.checked(try? immediate.get(), since: since, started: started)
+            return sent(context, entry, key: key, started: started) ? .sent : .router
         }
-        context.fireChannelRead(data)
+        checking = true
+        let checked = AttachmentRoute.blocking.runIfActive(eventLoop: context.eventLoop) {
+            try route.prepare(segments: segments, headers: fields, logger: logger)
+        }
+        let done = context.eventLoop.makePromise(of: Bool.self)
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        checked.whenComplete { result in
+            let (responder, context) = bound.value
+            responder.checking = false
+            let entry = route.checked(try? result.get(), since: since, started: started)
+            if entry != nil { responder.metrics.downloadPaths.checkedOnPool.add(1, ordering: .relaxed) }
+            done.succeed(responder.sent(context, entry, key: key, started: started))
+        }
+        return .checking(done.futureResult)
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // The next handler closes a connection it thinks idle; one writing a download is not.
-        if event is ChannelShouldQuiesceEvent, sending > 0 {
-            quiesce = event
-            return
+    /// Sends a download just checked; a whole object's check is remembered under `key`.
+    private func sent(
+        _ context: ChannelHandlerContext, _ entry: CheckedDownload?, key: String?, started: ContinuousClock.Instant
+    ) -> Bool {
+        // 304, refusals and objects without a local file: the router's.
+        guard let entry else { return false }
+        send(context, entry, now: route.store.configuration.clock(), started: started)
+        // Remembered once it is in use, so a full cache closes the lease only after this send.
+        if let key, entry.status == .ok {
+            cache.remember(entry, for: Substring(key), on: context.eventLoop)
+        } else {
+            entry.forget()
         }
-        context.fireUserInboundEventTriggered(event)
-    }
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { owed = max(0, owed - 1) }
-        context.write(data, promise: promise)
+        return true
     }
 
     static let cork = ChannelOptions.Types.SocketOption(
         level: NIOBSDSocket.OptionLevel(rawValue: CInt(IPPROTO_TCP)), name: NIOBSDSocket.Option(rawValue: TCP_CORK))
 
-    /// A plain keep-alive HTTP/1.1 `GET` of `<prefix><token>/<file>` (no escapes to decode).
-    static func candidate(_ request: HTTPRequestHead, prefix: String) -> Bool {
-        guard request.method == .GET, request.version == .http1_1 else { return false }
-        let uri = request.uri.utf8
-        guard uri.starts(with: prefix.utf8), !uri.contains(UInt8(ascii: "%")) else { return false }
-        return request.isKeepAlive
-    }
-
-    /// Whether the request asks for part of the object or sets a condition.
-    static func conditional(_ headers: HTTPHeaders) -> Bool {
-        headers.contains(name: "range") || headers.contains(name: "if-none-match")
-            || headers.contains(name: "if-range")
-    }
-
-    /// Hands the held request to the router.
-    private func pass(_ context: ChannelHandlerContext) {
-        guard let parts = held else { return }
-        held = nil
-        owed += 1
-        for part in parts { context.fireChannelRead(wrapInboundOut(part)) }
-    }
-
-    private func answer(_ context: ChannelHandlerContext) {
-        guard let parts = held, case .head(let request) = parts.first else { return pass(context) }
-        let started = ContinuousClock.now
-        // By bytes: the path is ASCII (a token, an id and an extension), and walking it by
-        // Characters would cost more than the rest of the answer.
-        let uri = request.uri.utf8
-        let from = uri.index(uri.startIndex, offsetBy: prefix.utf8.count)
-        let path = Substring(uri[from..<(uri[from...].firstIndex(of: UInt8(ascii: "?")) ?? uri.endIndex)])
-        let plain = !Self.conditional(request.headers)
-        let cache = DownloadCache.current
-        let now = self.route.store.configuration.clock()
-        if plain, let entry = cache.entry(for: path, now: now, changes: self.route.store.changes) {
-            metrics.downloadPaths.remembered.add(1, ordering: .relaxed)
-            return send(context, entry, now: now, started: started)
-        }
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        let since = route.checkBegins(segments)
-        // Only the conditions matter to the check; a plain GET has none.
-        var fields = HTTPFields()
-        if !plain {
-            for (name, value) in request.headers {
-                if let field = HTTPField.Name(name) { fields.append(HTTPField(name: field, value: value)) }
-            }
-        }
-        // A directory store answers here; a shared one too when it needs no query (the row read
-        // within the last second and a local copy at hand), else its check runs on the pool.
-        let immediate = Result {
-            try self.route.prepare(segments: segments, headers: fields, logger: self.logger, immediately: true)
-        }
-        if case .failure(let error) = immediate, error is AttachmentRoute.WouldWait {
-            // Checked below.
-        } else {
-            return prepared(context, try? immediate.get(), key: plain ? path : nil, since: since, started: started)
-        }
-        checking = true
-        let (route, logger, conditions, key) = (self.route, self.logger, fields, plain ? path : nil)
-        let checked = AttachmentRoute.blocking.runIfActive(eventLoop: context.eventLoop) {
-            try route.prepare(segments: segments, headers: conditions, logger: logger)
-        }
-        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        checked.whenComplete { result in
-            let (handler, context) = bound.value
-            handler.checking = false
-            handler.prepared(context, try? result.get(), key: key, since: since, started: started)
-            let waiting = handler.waiting
-            handler.waiting = []
-            for part in waiting { handler.channelRead(context: context, data: NIOAny(part)) }
-            // What was passed on outside a read cycle is delivered at the end of one.
-            context.fireChannelReadComplete()
-        }
-    }
-
-    /// Sends what `route.prepare` gave, when it is a body this handler can send; a whole
-    /// object's check is remembered under `key`.
-    private func prepared(
-        _ context: ChannelHandlerContext, _ prepared: AttachmentRoute.Prepared?, key: Substring?,
-        since: ContinuousClock.Instant?, started: ContinuousClock.Instant
-    ) {
-        // 304, refusals and objects without a local file: the router answers them (and runs
-        // the same checks again).
-        guard let entry = route.checked(prepared, since: since, started: started) else { return pass(context) }
-        send(context, entry, now: route.store.configuration.clock(), started: started)
-        // Remembered once it is in use, so a full cache closes the lease only after this send.
-        if let key, entry.status == .ok {
-            DownloadCache.current.remember(entry, for: key, on: context.eventLoop)
-        } else {
-            entry.forget()
-        }
-    }
-
     /// Writes the head and the file region of `entry`.
     private func send(
         _ context: ChannelHandlerContext, _ entry: CheckedDownload, now: Int64, started: ContinuousClock.Instant
     ) {
-        held = nil
         let (file, region) = entry.region(counted: metrics)
         // Corked while the head and the file go out, so the head leaves in the file's first
-        // segment rather than in a packet of its own (nginx's tcp_nopush).
+        // segment rather than in a packet of its own (nginx's tcp_nopush): measured against no
+        // cork, 5–15% more downloads a second.
         let options = context.channel.syncOptions
         try? options?.setOption(Self.cork, value: 1)
-        // Through the HTTP/1 encoder, which pairs each response with its request's method.
-        context.write(wrapOutboundOut(.head(entry.head(now: now))), promise: nil)
-        context.write(wrapOutboundOut(.body(.fileRegion(region))), promise: nil)
         let done = context.eventLoop.makePromise(of: Void.self)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: done)
+        switch wire {
+        case .parts:
+            context.write(NIOAny(HTTPServerResponsePart.head(entry.head(now: now))), promise: nil)
+            context.write(NIOAny(HTTPServerResponsePart.body(.fileRegion(region))), promise: nil)
+            context.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil)), promise: done)
+        case .bytes:
+            context.write(NIOAny(IOData.byteBuffer(entry.rawHead(now: now))), promise: nil)
+            context.writeAndFlush(NIOAny(IOData.fileRegion(region)), promise: done)
+        }
         try? options?.setOption(Self.cork, value: 0)
         let (metrics, logger, lines) = (self.metrics, self.logger, self.lines)
         sending += 1
-        // Completed on this event loop: the handler, its context and the entry stay on it.
+        // Completed on this event loop: the responder, its context and the entry stay on it.
         done.futureResult.assumeIsolated().whenComplete { result in
             entry.written(result, file: file, started: started, metrics: metrics, logger: logger, lines: lines)
-            self.sent(context)
+            self.sending -= 1
+            self.quiesceIfIdle(context)
         }
+    }
+
+    /// Whether `event` is a shutdown's request to close that is held here (a download is being
+    /// checked or written: the handler behind closes a connection it thinks idle).
+    func holds(_ event: Any) -> Bool {
+        guard event is ChannelShouldQuiesceEvent, sending > 0 || checking else { return false }
+        quiesce = event
+        return true
+    }
+
+    /// A shutdown asked the connection to close: no new download is taken here.
+    var holdsQuiesce: Bool { quiesce != nil }
+
+    /// Passes on a held request to close once no download is checked or written.
+    func quiesceIfIdle(_ context: ChannelHandlerContext) {
+        guard sending == 0, !checking, let event = quiesce else { return }
+        quiesce = nil
+        context.fireUserInboundEventTriggered(event)
     }
 
     /// The request's metrics and log line (built only when the log takes it).
@@ -264,15 +212,6 @@ final class DownloadFastPath: ChannelDuplexHandler, RemovableChannelHandler {
     static func requestID() -> String {
         let next = idCounter.add(1, ordering: .relaxed).newValue
         return idPrefix + "-" + String(next, radix: 16)
-    }
-
-    /// A download's last byte is written (or the client is gone).
-    private func sent(_ context: ChannelHandlerContext) {
-        sending -= 1
-        if sending == 0, let event = quiesce {
-            quiesce = nil
-            context.fireUserInboundEventTriggered(event)
-        }
     }
 }
 
@@ -373,7 +312,7 @@ final class CheckedDownload {
         _ = try? file.takeDescriptorOwnership()
         release()
         if case .success = result { metrics.served(bytes: Int(length)) }
-        DownloadFastPath.record(
+        DownloadResponder.record(
             status: status.code, gone: result.isFailure, started: started, metrics: metrics, logger: logger,
             lines: lines)
     }
