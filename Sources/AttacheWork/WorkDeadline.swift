@@ -7,15 +7,16 @@ internal import Synchronization
 ///
 /// Decoders check it between row bands, the GIF renderer between frames, and libjpeg's
 /// progress monitor during progressive scans (through the same memory cell), so a transform
-/// whose deadline passes stops within one band or frame and throws `timed_out`.
+/// whose deadline passes stops within one band or frame and throws `timed_out`. It carries the
+/// work's ``WorkTurn`` (its handle on the scheduler), so each of those checks is also a point
+/// where the work may give its core to another.
 public final class WorkDeadline: Sendable {
     /// The cell: CLOCK_MONOTONIC nanoseconds, 0 = none. Read and written atomically in C.
     private nonisolated(unsafe) let cell: UnsafeMutablePointer<UInt64>
     /// Deadlines made from this one (``leaving(_:)``): cancelled with it.
     private let children = Mutex<[WorkDeadline]>([])
-    /// The scheduler's job this deadline's work runs as, when it runs on a ``WorkScheduler``:
-    /// each check is also a point where the job may give its core to another.
-    private let job = Mutex<WorkScheduler.Job?>(nil)
+    /// The work's handle on the scheduler that runs it (admission and yield).
+    public let turn: WorkTurn
 
     /// No deadline (but ``cancel()`` still stops the work).
     public static var none: WorkDeadline { WorkDeadline(nanoseconds: 0) }
@@ -34,7 +35,8 @@ public final class WorkDeadline: Sendable {
         self.init(budget: ContinuousClock.now.duration(to: instant))
     }
 
-    private init(nanoseconds: UInt64) {
+    private init(nanoseconds: UInt64, turn: WorkTurn = WorkTurn()) {
+        self.turn = turn
         cell = .allocate(capacity: 1)
         cell.initialize(to: nanoseconds)
     }
@@ -45,20 +47,14 @@ public final class WorkDeadline: Sendable {
     public func cancel() {
         att_deadline_store(cell, 1)
         for child in children.withLock({ $0 }) { child.cancel() }
-        if let job = job.withLock({ $0 }) { job.scheduler.interrupt(job) }
+        turn.interrupt()
     }
 
-    /// Says what the work is now known to cost (read from its header, before the memory is
-    /// allocated): on a ``WorkScheduler`` the job waits here until its memory is admitted, and
-    /// gives its core up if the order now puts another job first. Nothing elsewhere.
+    /// The turn's admission (``WorkTurn/expect(_:)``), then the deadline's check: the work
+    /// goes on once its memory is admitted and only while there is time.
     public func expect(_ estimate: WorkEstimate) throws(AttacheError) {
-        if let job = job.withLock({ $0 }) { job.scheduler.expect(job, estimate) }
+        turn.expect(estimate)
         try check()
-    }
-
-    /// Runs the work under `job` from now on (nil: no longer).
-    func attach(_ job: WorkScheduler.Job?) {
-        self.job.withLock { $0 = job }
     }
 
     /// A deadline `share` of the time left before this one (all of it when there is none),
@@ -66,12 +62,10 @@ public final class WorkDeadline: Sendable {
     public func leaving(share: Double) -> WorkDeadline {
         let end = att_deadline_load(cell)
         let now = att_monotonic_ns()
-        let child =
-            end == 0
-            ? WorkDeadline(nanoseconds: 0)
-            : WorkDeadline(nanoseconds: end <= now ? 1 : now + UInt64(Double(end - now) * min(max(share, 0), 1)))
+        let child = WorkDeadline(
+            nanoseconds: end == 0 ? 0 : end <= now ? 1 : now + UInt64(Double(end - now) * min(max(share, 0), 1)),
+            turn: turn.split())
         children.withLock { $0.append(child) }
-        child.attach(job.withLock { $0 })
         if hasExpired { child.cancel() }
         return child
     }
@@ -91,18 +85,15 @@ public final class WorkDeadline: Sendable {
         if att_deadline_passed(cell) != 0 { throw AttacheError(.timedOut, "the transform's deadline passed") }
     }
 
-    /// A point where the work may give its core to another job (on a ``WorkScheduler``), without
-    /// the deadline's check: C code that checks the cell itself calls it through
-    /// ``checkpointFunction`` (libjpeg's progress monitor, while it reads a multi-scan file's
-    /// scans before the first row comes out).
-    package func checkpoint() {
-        if let job = job.withLock({ $0 }) { job.scheduler.checkpoint(job) }
-    }
+    /// The turn's yield point without the deadline's check: C code that checks the cell itself
+    /// calls it through ``checkpointFunction`` (libjpeg's progress monitor, while it reads a
+    /// multi-scan file's scans before the first row comes out).
+    package func checkpoint() { turn.checkpoint() }
 
     /// ``checkpoint()`` for C, its context ``checkpointContext``.
     package static let checkpointFunction: @convention(c) (UnsafeMutableRawPointer?) -> Void = { context in
         guard let context else { return }
-        Unmanaged<WorkDeadline>.fromOpaque(context).takeUnretainedValue().checkpoint()
+        Unmanaged<WorkDeadline>.fromOpaque(context).takeUnretainedValue().turn.checkpoint()
     }
 
     /// This deadline, unretained: whoever passes it to C holds the deadline for as long.

@@ -36,7 +36,7 @@ public struct WorkGroup: Hashable, Sendable {
 /// admitting work by the memory it will hold.
 ///
 /// **Classes** — every job starts *unread*: its first act is to read its header and say what it
-/// costs (``WorkDeadline/expect(_:)``), before it allocates anything. A job expected to need at
+/// costs (``WorkTurn/expect(_:)``), before it allocates anything. A job expected to need at
 /// most ``Settings/light`` of CPU, holding at most a sixteenth of the memory budget, is *light*;
 /// the others are *heavy*. At most ``Settings/heavy``
 /// heavy jobs (one per core) are admitted at once — each holding its memory — and a heavy job
@@ -210,7 +210,7 @@ public final class WorkScheduler: Sendable {
     /// - Parameters:
     ///   - group: whom the job is for (its tenant and payload).
     ///   - estimate: what it is expected to cost before its header is read; it says more with
-    ///     ``WorkDeadline/expect(_:)``.
+    ///     ``WorkTurn/expect(_:)``.
     ///   - deadline: the job's deadline: its checks are the job's checkpoints, and a job
     ///     waiting for its turn stops waiting when it passes or is cancelled.
     public func run<T: Sendable>(
@@ -220,9 +220,9 @@ public final class WorkScheduler: Sendable {
             let job = Job(scheduler: self, group: group, estimate: estimate, deadline: deadline)
             job.body = { [self] in
                 let cpuStart = Self.threadCPUTime()
-                deadline.attach(job)
+                deadline.turn.attach(job)
                 let value = body()
-                deadline.attach(nil)
+                deadline.turn.attach(nil)
                 let record = JobRecord(
                     started: job.firstRun ?? .now, finished: .now, cpu: Self.threadCPUTime() - cpuStart,
                     yields: job.yields)
