@@ -41,10 +41,11 @@ extension Pipeline {
         }
         let (ran, unfinished) = await runAll(sources, deadline: deadline) { [self] source in
             await run(
-                source, deadline: deadline, budgets: budgets, sealed: false,
-                group: WorkGroup.payload(
-                    of: tenant, weight: configuration.coreShare, memory: configuration.decodeMemory),
-                targets: targetsFor[source.url] ?? [], focus: focus)
+                AttachmentJob(
+                    source: source, deadline: deadline, budgets: budgets, sealed: false,
+                    group: WorkGroup.payload(
+                        of: tenant, weight: configuration.coreShare, memory: configuration.decodeMemory),
+                    targets: targetsFor[source.url] ?? [], focus: focus))
         }
 
         var byURL = Dictionary(ran.map { ($0.url, $0) }, uniquingKeysWith: { a, _ in a })

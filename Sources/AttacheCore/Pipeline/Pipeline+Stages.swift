@@ -57,6 +57,20 @@ struct MadePieces: Sendable {
 }
 
 /// The store stage's entries: the rendition's (with its small rendition's) and the targets'.
+/// One attachment's work for one payload: the source to fetch, by when, charged to which of the
+/// payload's budgets, for whom (its cores' share), sealed or not, and the receivers' pictures
+/// made beside the rendition, cropped around `focus` when given.
+struct AttachmentJob: Sendable {
+    let source: AttachmentSource
+    let deadline: ContinuousClock.Instant
+    let budgets: PayloadBudgets
+    let sealed: Bool
+    let group: WorkGroup
+    /// Not for a sealed payload (its objects are sealed under keys of their own).
+    var targets: [TargetSpec] = []
+    var focus: FocalPoint? = nil
+}
+
 struct StoredPieces: Sendable {
     var entry: AttachmentDescriptor
     var small: AttachmentDescriptor.SmallRendition?
@@ -80,15 +94,9 @@ extension Pipeline {
     /// Payloads that name the same URL for the same pieces at the same time share one run
     /// (``AttachmentFlights``); each is charged its budgets for it. A sealed payload's run is
     /// its own (its objects are sealed under keys of their own).
-    func run(
-        _ source: AttachmentSource, deadline: ContinuousClock.Instant, budgets: PayloadBudgets, sealed: Bool,
-        group: WorkGroup, targets: [TargetSpec] = [], focus: FocalPoint? = nil
-    ) async -> AttachmentOutcome {
-        let alone: @Sendable () async -> AttachmentOutcome = { [self] in
-            await runAlone(
-                source, deadline: deadline, budgets: budgets, sealed: sealed, group: group, targets: targets,
-                focus: focus)
-        }
+    func run(_ job: AttachmentJob) async -> AttachmentOutcome {
+        let (source, deadline, budgets) = (job.source, job.deadline, job.budgets)
+        let alone: @Sendable () async -> AttachmentOutcome = { [self] in await runAlone(job) }
         // A host the sender may not fetch from is refused before a stored rendition or another
         // payload's run could answer for it.
         if let hosts = configuration.mediaHosts, let refusal = fetcher.refusal(for: source.url, sources: hosts),
@@ -98,8 +106,8 @@ extension Pipeline {
             (outcome.error, outcome.failedStage) = (refusal, "fetch")
             return outcome
         }
-        guard !sealed else { return await alone() }
-        let keys = pieceKeys(source, targets: targets, focus: focus)
+        guard !job.sealed else { return await alone() }
+        let keys = pieceKeys(job)
         let key = AttachmentFlights.Key(
             url: source.url, rendition: keys.rendition, small: keys.small, targets: keys.targets,
             options: source.options, mediaHosts: configuration.mediaHosts)
@@ -130,15 +138,14 @@ extension Pipeline {
     }
 
     /// One attachment through the stages, for this payload alone.
-    func runAlone(
-        _ source: AttachmentSource, deadline: ContinuousClock.Instant, budgets: PayloadBudgets, sealed: Bool,
-        group: WorkGroup, targets: [TargetSpec] = [], focus: FocalPoint? = nil
-    ) async -> AttachmentOutcome {
+    func runAlone(_ job: AttachmentJob) async -> AttachmentOutcome {
+        var job = job
+        if job.sealed { job.targets = [] }
+        let (source, deadline, budgets, sealed) = (job.source, job.deadline, job.budgets, job.sealed)
         var outcome = AttachmentOutcome(url: source.url, convention: source.convention)
         var trace = AttachmentTrace(url: source.url, convention: source.convention)
         defer { trace.end(outcome) }
-        let targets = sealed ? [] : targets
-        let keys = pieceKeys(source, targets: targets, focus: focus)
+        let keys = pieceKeys(job)
         // The time of the stage under way goes to its field, whether it ends well or not.
         var stage: WritableKeyPath<StageTimings, Double> = \.fetch
         var started = ContinuousClock.now
@@ -153,7 +160,7 @@ extension Pipeline {
         do throws(AttacheError) {
             // A rendition already stored for this URL and spec skips every stage (not for a
             // sealed payload: its objects are sealed under keys of their own).
-            if !sealed, let entry = try await cached(source, targets: targets, keys: keys) {
+            if !sealed, let entry = try await cached(source, targets: job.targets, keys: keys) {
                 outcome.cached = true
                 (outcome.attachment, outcome.targets) = entry
                 return outcome
@@ -187,9 +194,7 @@ extension Pipeline {
             trace.validated(validated.kind)
             next(\.transform)
 
-            let made = try await transform(
-                validated, source: source, deadline: deadline, sealed: sealed, group: group, targets: targets,
-                focus: focus)
+            let made = try await transform(validated, job)
             outcome.record(made.media)
             trace.transformed(made.media, from: validated)
             next(\.store)
@@ -224,7 +229,8 @@ extension Pipeline {
     /// side; a video's small rendition is its poster, taken at the sender's thumbnail time) and of
     /// each target's picture (the rendition's, the target's, the focus, and the thumbnail time a
     /// video's frame is taken at). A time is named only when given, so keys without one stay.
-    func pieceKeys(_ source: AttachmentSource, targets: [TargetSpec], focus: FocalPoint?) -> PieceKeys {
+    func pieceKeys(_ job: AttachmentJob) -> PieceKeys {
+        let (source, focus) = (job.source, job.focus)
         let rendition = configuration.effectiveRendition.cacheKey
         let smallSide = configuration.smallSide > 0 ? configuration.smallSide : nil
         return PieceKeys(
@@ -232,7 +238,7 @@ extension Pipeline {
             small: smallSide.map { side in
                 rendition + ",small=\(side)" + (source.options.time.map { ",at=\($0)" } ?? "")
             },
-            targets: targets.map { target in
+            targets: job.targets.map { target in
                 rendition + "|" + target.cacheKey + (focus.map { ",focus=\($0.x),\($0.y)" } ?? "")
                     + (source.options.time.map { ",at=\($0)" } ?? "")
             })
@@ -276,18 +282,15 @@ extension Pipeline {
     ///
     /// Work on the pool cannot be interrupted from here: it checks this deadline, which the
     /// payload's end (cancellation) moves to now.
-    func transform(
-        _ validated: ValidatedMedia, source: AttachmentSource, deadline: ContinuousClock.Instant, sealed: Bool,
-        group: WorkGroup, targets: [TargetSpec], focus: FocalPoint?
-    ) async throws(AttacheError) -> MadePieces {
-        let work = WorkDeadline(deadline)
+    func transform(_ validated: ValidatedMedia, _ job: AttachmentJob) async throws(AttacheError) -> MadePieces {
+        let (sealed, work) = (job.sealed, WorkDeadline(job.deadline))
         let configuration = self.configuration
         let request = TransformRequest(
             spec: configuration.effectiveRendition, limits: configuration.imageLimits, deadline: work,
             smallSide: configuration.smallSide > 0 ? configuration.smallSide : nil, caps: configuration.mediaLimits,
-            posterTime: source.options.time, targets: targets, focus: focus)
+            posterTime: job.source.options.time, targets: job.targets, focus: job.focus)
         return try await withTaskCancellationHandler {
-            await OffPool.run(group: group, estimate: .unread(bytes: validated.bytes.count), deadline: work) {
+            await OffPool.run(group: job.group, estimate: .unread(bytes: validated.bytes.count), deadline: work) {
                 () -> Result<MadePieces, AttacheError> in
                 Result { () throws(AttacheError) in
                     let transformed = try MediaTransform.apply(validated, request)

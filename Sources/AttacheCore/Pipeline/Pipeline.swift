@@ -222,9 +222,10 @@ public final class Pipeline: Sendable {
         let sealed = shape.seal != nil
         let (outcomes, unfinished) = await runAll(sources, deadline: deadline) { [self] source in
             await run(
-                source, deadline: deadline, budgets: budgets, sealed: sealed,
-                group: WorkGroup.payload(
-                    of: tenant, weight: configuration.coreShare, memory: configuration.decodeMemory))
+                AttachmentJob(
+                    source: source, deadline: deadline, budgets: budgets, sealed: sealed,
+                    group: WorkGroup.payload(
+                        of: tenant, weight: configuration.coreShare, memory: configuration.decodeMemory)))
         }
         return written(outcomes + skipped, unfinished: unfinished)
     }
