@@ -45,42 +45,35 @@ final class SettingsReading {
         problems.append("\(named(key)): \(text)")
     }
 
-    func integer<T: FixedWidthInteger>(_ key: String, _ range: ClosedRange<T>, _ fallback: T) -> T {
+    // Every value is judged by the parsers the pipeline's rows use (``PipelineSettings``): one
+    // rule and one refusal for each kind of value, on every surface.
+
+    /// The value of `key` by `parse`, or `fallback` when it is not set or is refused (a problem).
+    func parsed<T>(_ key: String, _ fallback: T, _ parse: (String) throws(SettingRefusal) -> T) -> T {
         guard let value = text(key) else { return fallback }
-        guard let number = DecimalText.integer(value, as: T.self), range.contains(number) else {
-            problem(key, "'\(value)' is not a whole number from \(range.lowerBound) to \(range.upperBound)")
+        do {
+            return try parse(value)
+        } catch {
+            problem(key, error.said(value))
             return fallback
         }
-        return number
+    }
+
+    func integer<T: FixedWidthInteger>(_ key: String, _ range: ClosedRange<T>, _ fallback: T) -> T {
+        parsed(key, fallback) { text throws(SettingRefusal) in try PipelineSettings.wholeNumber(text, range) }
     }
 
     func flag(_ key: String) -> Bool {
-        guard let value = text(key) else { return false }
-        switch value.lowercased() {
-        case "true", "1", "yes": return true
-        case "false", "0", "no": return false
-        default:
-            problem(key, "'\(value)' is not true or false")
-            return false
-        }
+        parsed(key, false, PipelineSettings.switchValue)
     }
 
     func duration(
         _ key: String, _ range: ClosedRange<Duration>, _ fallback: Duration, wholeSeconds: Bool = false
     ) -> Duration {
-        guard let value = text(key) else { return fallback }
-        if wholeSeconds, let parsed = DurationText.parse(value), parsed.components.attoseconds != 0 {
-            problem(key, "'\(value)' is not a whole number of seconds (0s, 30s, 5m, 1h)")
-            return fallback
+        parsed(key, fallback) { text throws(SettingRefusal) in
+            wholeSeconds
+                ? try PipelineSettings.wholeSeconds(text, range) : try PipelineSettings.durationValue(text, range)
         }
-        guard let parsed = DurationText.parse(value), range.contains(parsed) else {
-            problem(
-                key,
-                "'\(value)' is not a duration (800ms, 30s, 5m, 2h, 7d) from "
-                    + "\(DurationText.format(range.lowerBound)) to \(DurationText.format(range.upperBound))")
-            return fallback
-        }
-        return parsed
     }
 
     /// A file of at most 1 MiB that the setting names.
@@ -194,9 +187,8 @@ final class SettingsReading {
     /// The log's level and format.
     func logging() -> (level: String, format: String) {
         let level = (text("logLevel") ?? "info").lowercased()
-        if !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(level) {
-            problem(
-                "logLevel", "'\(level)' is not a log level (trace, debug, info, notice, warning, error or critical)")
+        if !ServerSettings.logLevels.contains(level) {
+            problem("logLevel", "'\(level)' is not a log level (\(ServerSettings.logLevelWords))")
         }
         let format = (text("logFormat") ?? "text").lowercased()
         if !["text", "json"].contains(format) { problem("logFormat", "'\(format)' is not text or json") }

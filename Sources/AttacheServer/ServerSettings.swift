@@ -58,11 +58,11 @@ public enum ServerSettings {
                 help:
                     "While a shared store's catalog is away, objects whose row this replica read within this long are still "
                     + "served to valid tokens (0s: none; revocations are honoured within it).",
-                defaultText: "60s", secret: false),
+                defaultText: DurationText.format(SharedStoreConfiguration.defaultOutageGrace), secret: false),
             .init(
                 key: "catalogTimeout",
                 help: "How long one catalog statement, or connecting to the catalog, may take before it fails.",
-                defaultText: "10s", secret: false),
+                defaultText: DurationText.format(SharedStoreConfiguration.defaultTimeout), secret: false),
             .init(
                 "storeMaxBytes", "Byte quota of the store.",
                 .integer(\.store.maxBytes, StoreConfiguration.maxBytesRange)
@@ -158,7 +158,8 @@ public enum ServerSettings {
                 "allowPrivate", "Fetch from private ranges (metadata addresses stay denied).",
                 .flag(\.fetch.allowPrivate)),
             .init(
-                key: "logLevel", help: "trace, debug, info, notice, warning, error or critical.", defaultText: "info",
+                key: "logLevel", help: logLevelWords + ".",
+                defaultText: "info",
                 secret: false),
             .init(
                 key: "logFormat", help: "Log lines as text or json (one object a line).", defaultText: "text",
@@ -185,6 +186,10 @@ public enum ServerSettings {
                 help: "The ratio of a traceidratio sampler, 0 to 1 (OTEL_TRACES_SAMPLER_ARG wins).",
                 defaultText: "1", secret: false),
         ]
+
+    /// The log levels `logLevel` takes, most to least verbose.
+    static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+    static let logLevelWords = logLevels.dropLast().joined(separator: ", ") + " or " + logLevels.last!
 
     /// The setting `key` names (every key this file reads is one of ``all``: a test reads them).
     public static func setting(_ key: String) -> Setting {

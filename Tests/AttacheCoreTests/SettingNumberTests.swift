@@ -20,4 +20,23 @@ import Testing
         #expect(throws: Never.self) { try PipelineSettings.named("qualityTarget")!.read("80", into: &configuration) }
         #expect(configuration.rendition.quality.target == 80)
     }
+
+    /// A setting kept in whole seconds refuses a part of a second rather than cut it (a TTL of
+    /// 1500ms is not 1 s), with the same words `serve` says for its own such settings.
+    @Test func wholeSecondSettingsRefuseAPartOfASecond() throws {
+        for key in ["storeTtl", "tokenTtl"] {
+            let row = try #require(PipelineSettings.named(key))
+            var configuration = PipelineConfiguration()
+            #expect {
+                try row.read("1500ms", into: &configuration)
+            } throws: { error in
+                (error as? SettingRefusal)?.said("1500ms")
+                    == "'1500ms' is not a whole number of seconds (0s, 30s, 5m, 1h)"
+            }
+            try row.read("2m", into: &configuration)
+        }
+        var configuration = PipelineConfiguration()
+        try PipelineSettings.named("tokenTtl")!.read("90s", into: &configuration)
+        #expect(configuration.tokenTTL == 90)
+    }
 }

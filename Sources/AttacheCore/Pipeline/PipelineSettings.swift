@@ -311,11 +311,12 @@ public enum PipelineSettings {
             }, shown: { DurationText.format($0[keyPath: path]) })
     }
 
-    /// A duration within `range`, kept as whole seconds.
+    /// A duration of whole seconds within `range`, kept as seconds (a part of a second is
+    /// refused, not cut).
     static func seconds(_ path: Path<Int64>, _ range: ClosedRange<Duration>) -> Reader {
         Reader(
             read: { text, configuration, _ in
-                configuration[keyPath: path] = try durationValue(text, range).components.seconds
+                configuration[keyPath: path] = try wholeSeconds(text, range).components.seconds
             }, shown: { DurationText.format(.seconds($0[keyPath: path])) })
     }
 
@@ -361,14 +362,17 @@ public enum PipelineSettings {
         return text.hasSuffix("/") ? String(text.dropLast()) : text
     }
 
-    static func wholeNumber<T: FixedWidthInteger>(_ text: String, _ range: ClosedRange<T>) throws(SettingRefusal) -> T {
+    package static func wholeNumber<T: FixedWidthInteger>(
+        _ text: String, _ range: ClosedRange<T>
+    ) throws(SettingRefusal) -> T {
         guard let number = DecimalText.integer(text, as: T.self), range.contains(number) else {
             throw SettingRefusal(accepted: "a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return number
     }
 
-    static func durationValue(_ text: String, _ range: ClosedRange<Duration>) throws(SettingRefusal) -> Duration {
+    package static func durationValue(_ text: String, _ range: ClosedRange<Duration>) throws(SettingRefusal) -> Duration
+    {
         guard let duration = DurationText.parse(text), range.contains(duration) else {
             throw SettingRefusal(
                 accepted: "a duration (800ms, 30s, 5m, 2h, 7d) from \(DurationText.format(range.lowerBound)) to "
@@ -377,7 +381,17 @@ public enum PipelineSettings {
         return duration
     }
 
-    static func switchValue(_ text: String) throws(SettingRefusal) -> Bool {
+    /// A duration of whole seconds within `range`: a part of a second is refused, not rounded
+    /// (a setting that counts in seconds cannot keep it).
+    package static func wholeSeconds(_ text: String, _ range: ClosedRange<Duration>) throws(SettingRefusal) -> Duration
+    {
+        if let duration = DurationText.parse(text), duration.components.attoseconds != 0 {
+            throw SettingRefusal(accepted: "a whole number of seconds (0s, 30s, 5m, 1h)")
+        }
+        return try durationValue(text, range)
+    }
+
+    package static func switchValue(_ text: String) throws(SettingRefusal) -> Bool {
         switch text.lowercased() {
         case "true", "1", "yes": return true
         case "false", "0", "no": return false
