@@ -45,7 +45,20 @@ final class SettingsReading {
         problems.append("\(named(key)): \(text)")
     }
 
-    // Every value is judged by the parsers the pipeline's rows use (``PipelineSettings``): one
+    /// Reads every row that reads itself (``SettingRow/readsItself``) into `configuration`: a
+    /// value refused is a problem, and the default stays.
+    func rows(_ rows: [ServerSettings.Setting], into configuration: inout ServerConfiguration) {
+        for row in rows where row.readsItself {
+            guard let value = text(row.key) else { continue }
+            do throws(SettingRefusal) {
+                try row.read(value, into: &configuration, given: text)
+            } catch {
+                problem(row.key, error.said(value))
+            }
+        }
+    }
+
+    // The settings read by hand below are judged by the rows' parsers (``SettingValue``): one
     // rule and one refusal for each kind of value, on every surface.
 
     /// The value of `key` by `parse`, or `fallback` when it is not set or is refused (a problem).
@@ -60,11 +73,11 @@ final class SettingsReading {
     }
 
     func integer<T: FixedWidthInteger>(_ key: String, _ range: ClosedRange<T>, _ fallback: T) -> T {
-        parsed(key, fallback) { text throws(SettingRefusal) in try PipelineSettings.wholeNumber(text, range) }
+        parsed(key, fallback) { text throws(SettingRefusal) in try SettingValue.wholeNumber(text, range) }
     }
 
     func flag(_ key: String) -> Bool {
-        parsed(key, false, PipelineSettings.switchValue)
+        parsed(key, false, SettingValue.switchValue)
     }
 
     func duration(
@@ -72,7 +85,7 @@ final class SettingsReading {
     ) -> Duration {
         parsed(key, fallback) { text throws(SettingRefusal) in
             wholeSeconds
-                ? try PipelineSettings.wholeSeconds(text, range) : try PipelineSettings.durationValue(text, range)
+                ? try SettingValue.wholeSeconds(text, range) : try SettingValue.duration(text, range)
         }
     }
 

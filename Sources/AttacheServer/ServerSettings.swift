@@ -1,5 +1,5 @@
 import AttacheBase
-import AttacheCore
+public import AttacheCore
 import AttacheFetch
 import AttacheMedia
 import AttacheSeal
@@ -13,25 +13,9 @@ public import Foundation
 /// JSON file (keys as written here), then checked: each problem gets one message, and the
 /// service does not start while there is any.
 public enum ServerSettings {
-    /// One setting: its key (camelCase), what it means and its default as text.
-    public struct Setting: Sendable {
-        public let key: String
-        public let help: String
-        public let defaultText: String
-        /// A secret: never logged, never echoed in a message.
-        public let secret: Bool
-        /// A switch: `--name` / `--no-name` on the command line, true or false elsewhere.
-        public var boolean = false
-        /// How it is read into the configuration, for a setting that goes straight there; nil
-        /// for the ones read in ServerSettings+Load.swift (several settings together, files).
-        public var value: Value? = nil
-
-        /// `--kebab-case` flag name.
-        public var flag: String { PipelineSetting.kebab(key) }
-
-        /// `ATTACHE_SNAKE_CASE` environment name.
-        public var environment: String { "ATTACHE_" + flag.replacingOccurrences(of: "-", with: "_").uppercased() }
-    }
+    /// One setting of serve: a row of the one settings table (``SettingRow``), read into the
+    /// service's configuration; the pipeline's rows are lifted into it.
+    public typealias Setting = SettingRow<ServerConfiguration>
 
     static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
 
@@ -137,7 +121,7 @@ public enum ServerSettings {
         // How payloads are treated: the rows `process` and `batch` read too, and requests where
         // a row has a query term.
         + PipelineSettings.all.map { row in
-            Setting(pipeline: row, default: row.key == "baseUrl" ? "http://<host>:<port>/attachments" : nil)
+            row.lifted(\.pipeline, default: row.key == "baseUrl" ? "http://<host>:<port>/attachments" : nil)
         }
         + [
             .init(
@@ -262,7 +246,7 @@ public enum ServerSettings {
     ) -> Loaded {
         let read = SettingsReading(reader, environment: environment)
         var configuration = read.store()
-        for setting in all { setting.value?.read(read, setting.key, &configuration) }
+        read.rows(all, into: &configuration)
         read.listen(&configuration)
         read.callers(&configuration)
         let (level, format) = read.logging()

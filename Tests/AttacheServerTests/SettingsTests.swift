@@ -96,7 +96,7 @@ import Testing
         }
         #expect(used.isSubset(of: keys), "read but not declared: \(used.subtracting(keys))")
         // Every row is read: by its own value, or in ServerSettings+Load.swift.
-        let typed = Set(ServerSettings.all.filter { $0.value != nil }.map(\.key))
+        let typed = Set(ServerSettings.all.filter { $0.readsItself }.map(\.key))
         #expect(used.union(typed) == keys, "declared but never read: \(keys.subtracting(used.union(typed)))")
         let docs = try String(contentsOfFile: Paths.package + "/docs/service-api.md", encoding: .utf8)
         let rows = docs.split(separator: "\n").filter { $0.hasPrefix("| `--") }.joined(separator: "\n")
@@ -109,7 +109,7 @@ import Testing
 
     @Test("a setting read straight into the configuration is one row: its parser, range and default come from it")
     func typedSettingsAreOneRow() async throws {
-        let typed = ServerSettings.all.filter { $0.value != nil }
+        let typed = ServerSettings.all.filter { $0.readsItself }
         #expect(typed.count >= 20)
         let docs = try String(contentsOfFile: Paths.package + "/docs/service-api.md", encoding: .utf8)
         let rows = docs.split(separator: "\n").filter { $0.hasPrefix("| `--") }
@@ -125,20 +125,20 @@ import Testing
             let wrong = setting.key == "sealPlaceholder" ? String(repeating: "x", count: 1001) : "0x"
             let bad = try await load(wrong).problems.filter { $0.hasPrefix("\(setting.flag) / \(setting.environment)") }
             #expect(bad.count == 1, "--\(setting.flag) 0x: \(bad)")
-            let again = try await load(setting.value!.shown(ServerSettings.defaults))
+            let again = try await load(setting.shown(ServerSettings.defaults))
             #expect(
                 again.problems.allSatisfy { !$0.hasPrefix(setting.flag + " ") }
-                    && setting.value!.shown(again.configuration) == setting.value!.shown(ServerSettings.defaults),
+                    && setting.shown(again.configuration) == setting.shown(ServerSettings.defaults),
                 "--\(setting.flag) \(setting.defaultText): \(again.problems)")
             // A switch set the other way reaches the configuration.
             if setting.boolean {
                 let other = setting.defaultText == "true" ? "false" : "true"
                 #expect(
-                    setting.value!.shown(try await load(other).configuration) == other, "--\(setting.flag) \(other)")
+                    setting.shown(try await load(other).configuration) == other, "--\(setting.flag) \(other)")
             }
             // The docs table shows the default the configuration has (unless the row says it
             // follows the machine).
-            guard setting.defaultText == setting.value!.shown(ServerSettings.defaults) else { continue }
+            guard setting.defaultText == setting.shown(ServerSettings.defaults) else { continue }
             let row = try #require(
                 rows.first { $0.contains("`--\(setting.flag)`") || $0.contains("`--[no-]\(setting.flag)`") })
             let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }

@@ -4,150 +4,84 @@ import AttacheSeal
 import Foundation
 
 /// One setting of how payloads are treated. `attache serve` reads it as a flag, an `ATTACHE_`
-/// variable and a file key, `attache process` and `attache batch` as a flag, and a request as
-/// its query term where it has one; each surface takes its name, parser, range, default and
-/// help from the row in ``PipelineSettings/all`` and from nowhere else.
-public struct PipelineSetting: Sendable {
-    /// The key in camelCase: the flag is its kebab case, the variable its upper snake case.
-    public let key: String
-    public let help: String
-    /// The query term a request asks for it with (snake case); nil: not per request.
-    public let term: String?
-    /// A switch: `--name` / `--no-name`, `true` or `false` elsewhere.
-    public let boolean: Bool
-    /// Reads a value into a configuration; `given` answers the other settings' values (by key),
-    /// for the settings read together.
-    let read: @Sendable (String, inout PipelineConfiguration, _ given: (String) -> String?) throws -> Void
-    /// The setting's value in a configuration, as text: the default `--help` and the docs show.
-    public let shown: @Sendable (PipelineConfiguration) -> String
-
-    /// `--kebab-case` flag name (without the dashes).
-    public var flag: String { Self.kebab(key) }
-
-    /// Reads `text` into `configuration`.
-    public func read(
-        _ text: String, into configuration: inout PipelineConfiguration, given: (String) -> String? = { _ in nil }
-    ) throws(SettingRefusal) {
-        do {
-            try read(text, &configuration, given)
-        } catch let refusal as SettingRefusal {
-            throw refusal
-        } catch {
-            throw SettingRefusal(message: "\(error)")
-        }
-    }
-
-    /// `maxSide` → `max-side`.
-    public static func kebab(_ key: String) -> String {
-        var out = ""
-        for character in key {
-            if character.isUppercase {
-                out += "-" + character.lowercased()
-            } else {
-                out.append(character)
-            }
-        }
-        return out
-    }
-}
-
-/// Why a setting's value was not taken: what a value must be, or what went wrong with what it
-/// names (a file).
-public struct SettingRefusal: Error, Sendable {
-    /// What a value must be, in words (`a whole number from 1 to 32767`); nil when the value's
-    /// form was right and what it names was not.
-    public let accepted: String?
-    /// The refusal as a whole, after the setting's name.
-    public let message: String
-
-    init(accepted: String) {
-        self.accepted = accepted
-        self.message = accepted
-    }
-
-    init(message: String) {
-        self.accepted = nil
-        self.message = message
-    }
-
-    /// The refusal of `text`, as a setting's problem says it: `'0' is not a whole number from 1 to 32767`.
-    public func said(_ text: String) -> String {
-        let shown = text.count > 60 ? String(text.prefix(40)) + "…" : text
-        return accepted.map { "'\(shown)' is not \($0)" } ?? message
-    }
-}
+/// variable and a file key (lifted into its configuration), `attache process` and `attache
+/// batch` as a flag, a tenant as its settings' key, and a request as its query term where it has
+/// one; each surface takes its name, parser, range, default and help from the row in
+/// ``PipelineSettings/all`` and from nowhere else.
+public typealias PipelineSetting = SettingRow<PipelineConfiguration>
 
 /// The settings every surface that runs the pipeline shares, in the order `--help` lists them.
 public enum PipelineSettings {
     public static let all: [PipelineSetting] = [
         row(
             "deadline", "Time allowed per payload (800ms, 2s).",
-            duration(\.deadline, .milliseconds(1)...(.seconds(3600))), term: "deadline"),
+            .duration(\.deadline, .milliseconds(1)...(.seconds(3600))), term: "deadline"),
         row(
             "baseUrl", "Public base URL of the attachments (their path is where the service serves them).",
-            text(\.baseURL, accepted: "an http(s) URL with a host and without query or fragment", baseURL)),
-        row("maxSide", "Longest side of image renditions.", integer(\.rendition.maxSide, RenditionSpec.maxSideRange)),
+            .text(\.baseURL, accepted: "an http(s) URL with a host and without query or fragment", baseURL)),
+        row("maxSide", "Longest side of image renditions.", .integer(\.rendition.maxSide, RenditionSpec.maxSideRange)),
         quality, qualityTarget,
         row(
             "format", "Still renditions as auto (Apple-safe), jpeg (JPEG unless transparent) or webp.",
-            choice(\.rendition.outputFormat, RenditionSpec.OutputFormat.allCases.map { ($0.rawValue, $0) }),
+            .choice(\.rendition.outputFormat, RenditionSpec.OutputFormat.allCases.map { ($0.rawValue, $0) }),
             term: "format"),
         row(
             "jpegTables",
             "JPEG quantisation tables: auto (perceptual with quality auto, the IJG's with a fixed quality), ijg or "
-                + "robidoux.", choice(\.rendition.jpegTables, JPEGTables.allCases.map { ($0.rawValue, $0) })),
+                + "robidoux.", .choice(\.rendition.jpegTables, JPEGTables.allCases.map { ($0.rawValue, $0) })),
         row(
             "jpegEncoder",
             "How JPEG coefficients are chosen: fast (rounded) or thorough (trellis quantisation: at a fixed quality "
                 + "about 10% fewer bytes for about 1.2 points of score, with auto 1.5-3.5% fewer at its score; about 8x "
                 + "the encode time).",
-            choice(\.rendition.jpegEncoder, JPEGEncoder.allCases.map { ($0.rawValue, $0) })),
+            .choice(\.rendition.jpegEncoder, JPEGEncoder.allCases.map { ($0.rawValue, $0) })),
         row(
             "decodedMemoryBudget", "Device budget for a decoded image in bytes (width x height x 4; none: no budget).",
-            optionalInteger(\.rendition.decodedMemoryBudget, 4...(1 << 40))),
+            .optionalInteger(\.rendition.decodedMemoryBudget, 4...(1 << 40))),
         row(
             "transcode",
             "Re-encode what does not fit: GIFs the budgets would clip to MP4, video over 50 MB or unplayable to "
-                + "H.264/AAC MP4, audio to AAC M4A.", flag(\.rendition.video.enabled)),
+                + "H.264/AAC MP4, audio to AAC M4A.", .flag(\.rendition.video.enabled)),
         row(
             "videoPreset", "libx264's preset for those encodes (ultrafast ... veryslow).",
-            choice(\.rendition.video.preset, VideoEncoding.presets.map { ($0, $0) })),
-        row("maxVideoSide", "Longest side of a re-encoded video.", integer(\.rendition.video.maxSide, 16...8192)),
+            .choice(\.rendition.video.preset, VideoEncoding.presets.map { ($0, $0) })),
+        row("maxVideoSide", "Longest side of a re-encoded video.", .integer(\.rendition.video.maxSide, 16...8192)),
         row(
             "gifMaxFrames", "Frames an animated GIF rendition keeps at most (dropped evenly, its duration kept).",
-            integer(\.rendition.gifMaxFrames, 1...100_000)),
+            .integer(\.rendition.gifMaxFrames, 1...100_000)),
         row(
             "maxSources", "Media sources considered per payload; the rest are reported too_many_sources.",
-            integer(\.maxSources, 1...1000)),
+            .integer(\.maxSources, 1...1000)),
         row(
             "smallSide", "Longest side of the small rendition beside each image (the device's fallback; 0: none).",
-            integer(\.smallSide, 0...32_767)),
+            .integer(\.smallSide, 0...32_767)),
         row(
-            "maxPayloadBytes", "Largest mutated payload in bytes.", integer(\.maxPayloadBytes, 1...JSONParser.maxBytes)),
+            "maxPayloadBytes", "Largest mutated payload in bytes.", .integer(\.maxPayloadBytes, 1...JSONParser.maxBytes)
+        ),
         row(
             "maxPayloadFetchBytes", "Bytes all of a payload's fetches may read together.",
-            integer(\.maxPayloadFetchBytes, 1...(1 << 40))),
+            .integer(\.maxPayloadFetchBytes, 1...(1 << 40))),
         row(
             "maxPayloadStoreBytes", "Bytes a payload may add to the store.",
-            integer(\.maxPayloadStoreBytes, 1...(1 << 40))),
-        row("storeTtl", "How long stored attachments live.", seconds(\.storeTTL, .seconds(1)...maxTTL)),
-        row("tokenTtl", "How long an attachment URL's token opens it.", seconds(\.tokenTTL, .seconds(1)...maxTTL)),
+            .integer(\.maxPayloadStoreBytes, 1...(1 << 40))),
+        row("storeTtl", "How long stored attachments live.", .seconds(\.storeTTL, .seconds(1)...maxTTL)),
+        row("tokenTtl", "How long an attachment URL's token opens it.", .seconds(\.tokenTTL, .seconds(1)...maxTTL)),
         row(
             "androidMaxBytes",
             "Largest Android picture of a send body in bytes (FCM: 1 MB; some senders ask for 40 KB).",
-            integer(\.[target: .android].maxBytes, TargetSpec.maxBytesRange),
+            .integer(\.[target: .android].maxBytes, TargetSpec.maxBytesRange),
             term: "android_max_bytes"),
         row(
             "webMaxBytes", "Largest web push picture of a send body in bytes.",
-            integer(\.[target: .web].maxBytes, TargetSpec.maxBytesRange),
+            .integer(\.[target: .web].maxBytes, TargetSpec.maxBytesRange),
             term: "web_max_bytes"),
         row(
             "webFormat", "The web push picture as jpeg or webp (Chrome shows both).",
-            choice(\.[target: .web].format, [("jpeg", .jpeg), ("webp", .webp)])),
+            .choice(\.[target: .web].format, [("jpeg", .jpeg), ("webp", .webp)])),
         androidAspect, targetWidth, faces,
         row(
             "sealPlaceholder", "The alert a sealed payload shows until the device opens it.",
-            text(\.sealPlaceholder, accepted: "an alert of at most 1000 bytes") { $0.utf8.count <= 1000 ? $0 : nil }),
+            .text(\.sealPlaceholder, accepted: "an alert of at most 1000 bytes") { $0.utf8.count <= 1000 ? $0 : nil }),
         categories,
     ]
 
@@ -247,7 +181,7 @@ public enum PipelineSettings {
         "Centre the Android, web and icon crops on the largest frontal face found (OpenCV; 10-50 ms a picture).",
         Reader(
             read: { text, configuration, _ in
-                let faces = try switchValue(text)
+                let faces = try SettingValue.switchValue(text)
                 if faces, let why = ImageProcessor.facesUnavailable { throw SettingRefusal(message: why) }
                 for target in TargetSpec.Target.allCases { configuration.targets[target]?.faces = faces }
             }, shown: { "\($0.targets[.android]?.faces ?? false)" }, boolean: true), term: "faces")
@@ -271,87 +205,12 @@ public enum PipelineSettings {
                 }
             }, shown: { $0.categories == nil ? "none" : "a file" }))
 
-    // MARK: - Readers
+    // MARK: - Rows
 
-    /// How a row reads and shows its value.
-    struct Reader: Sendable {
-        let read: @Sendable (String, inout PipelineConfiguration, (String) -> String?) throws -> Void
-        let shown: @Sendable (PipelineConfiguration) -> String
-        var boolean = false
-    }
+    typealias Reader = PipelineSetting.Reader
 
     static func row(_ key: String, _ help: String, _ reader: Reader, term: String? = nil) -> PipelineSetting {
-        PipelineSetting(
-            key: key, help: help, term: term, boolean: reader.boolean, read: reader.read, shown: reader.shown)
-    }
-
-    typealias Path<T> = any WritableKeyPath<PipelineConfiguration, T> & Sendable
-
-    /// A whole number within `range`.
-    static func integer<T: FixedWidthInteger & Sendable>(_ path: Path<T>, _ range: ClosedRange<T>) -> Reader {
-        Reader(
-            read: { text, configuration, _ in
-                configuration[keyPath: path] = try wholeNumber(text, range)
-            }, shown: { "\($0[keyPath: path])" })
-    }
-
-    /// A whole number within `range`, or `none`.
-    static func optionalInteger(_ path: Path<Int?>, _ range: ClosedRange<Int>) -> Reader {
-        Reader(
-            read: { text, configuration, _ in
-                configuration[keyPath: path] = text == "none" ? nil : try wholeNumber(text, range)
-            }, shown: { $0[keyPath: path].map { "\($0)" } ?? "none" })
-    }
-
-    /// A duration (`800ms`, `30s`, `5m`, `2h`, `7d`) within `range`.
-    static func duration(_ path: Path<Duration>, _ range: ClosedRange<Duration>) -> Reader {
-        Reader(
-            read: { text, configuration, _ in
-                configuration[keyPath: path] = try durationValue(text, range)
-            }, shown: { DurationText.format($0[keyPath: path]) })
-    }
-
-    /// A duration of whole seconds within `range`, kept as seconds (a part of a second is
-    /// refused, not cut).
-    static func seconds(_ path: Path<Int64>, _ range: ClosedRange<Duration>) -> Reader {
-        Reader(
-            read: { text, configuration, _ in
-                configuration[keyPath: path] = try wholeSeconds(text, range).components.seconds
-            }, shown: { DurationText.format(.seconds($0[keyPath: path])) })
-    }
-
-    /// A switch.
-    static func flag(_ path: Path<Bool>) -> Reader {
-        Reader(
-            read: { text, configuration, _ in configuration[keyPath: path] = try switchValue(text) },
-            shown: { "\($0[keyPath: path])" }, boolean: true)
-    }
-
-    /// One of the words in `choices`.
-    static func choice<T: Equatable & Sendable>(_ path: Path<T>, _ choices: [(String, T)]) -> Reader {
-        let words = choices.map(\.0)
-        let accepted =
-            words.count == 2
-            ? "\(words[0]) or \(words[1])" : words.dropLast().joined(separator: ", ") + " or " + words.last!
-        let table = choices
-        return Reader(
-            read: { text, configuration, _ in
-                guard let found = table.first(where: { $0.0 == text.lowercased() }) else {
-                    throw SettingRefusal(accepted: accepted)
-                }
-                configuration[keyPath: path] = found.1
-            }, shown: { configuration in table.first { $0.1 == configuration[keyPath: path] }?.0 ?? "?" })
-    }
-
-    /// Text `check` takes (and may rewrite), else refused as not `accepted`.
-    static func text(
-        _ path: Path<String>, accepted: String, _ check: @escaping @Sendable (String) -> String?
-    ) -> Reader {
-        Reader(
-            read: { text, configuration, _ in
-                guard let taken = check(text) else { throw SettingRefusal(accepted: accepted) }
-                configuration[keyPath: path] = taken
-            }, shown: { $0[keyPath: path] })
+        PipelineSetting(key: key, help: help, term: term, reader: reader)
     }
 
     /// An http(s) URL with a host and no query or fragment, without a trailing slash.
@@ -360,43 +219,6 @@ public enum PipelineSettings {
             url.host?.isEmpty == false, url.query == nil, url.fragment == nil
         else { return nil }
         return text.hasSuffix("/") ? String(text.dropLast()) : text
-    }
-
-    package static func wholeNumber<T: FixedWidthInteger>(
-        _ text: String, _ range: ClosedRange<T>
-    ) throws(SettingRefusal) -> T {
-        guard let number = DecimalText.integer(text, as: T.self), range.contains(number) else {
-            throw SettingRefusal(accepted: "a whole number from \(range.lowerBound) to \(range.upperBound)")
-        }
-        return number
-    }
-
-    package static func durationValue(_ text: String, _ range: ClosedRange<Duration>) throws(SettingRefusal) -> Duration
-    {
-        guard let duration = DurationText.parse(text), range.contains(duration) else {
-            throw SettingRefusal(
-                accepted: "a duration (800ms, 30s, 5m, 2h, 7d) from \(DurationText.format(range.lowerBound)) to "
-                    + DurationText.format(range.upperBound))
-        }
-        return duration
-    }
-
-    /// A duration of whole seconds within `range`: a part of a second is refused, not rounded
-    /// (a setting that counts in seconds cannot keep it).
-    package static func wholeSeconds(_ text: String, _ range: ClosedRange<Duration>) throws(SettingRefusal) -> Duration
-    {
-        if let duration = DurationText.parse(text), duration.components.attoseconds != 0 {
-            throw SettingRefusal(accepted: "a whole number of seconds (0s, 30s, 5m, 1h)")
-        }
-        return try durationValue(text, range)
-    }
-
-    package static func switchValue(_ text: String) throws(SettingRefusal) -> Bool {
-        switch text.lowercased() {
-        case "true", "1", "yes": return true
-        case "false", "0", "no": return false
-        default: throw SettingRefusal(accepted: "true or false")
-        }
     }
 
     static func number(_ value: Double) -> String {
