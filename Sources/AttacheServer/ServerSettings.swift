@@ -136,11 +136,10 @@ public enum ServerSettings {
             .init(
                 "receipts", "Take delivery receipts: POST to an attachment's own URL (the device kit's report).",
                 .flag(\.receipts)),
-            .init("allowLoopback", "Fetch from 127.0.0.0/8 and ::1 (tests and demos).", .flag(\.fetch.allowLoopback)),
-            .init("httpsOnly", "Fetch only https URLs; follow redirects only to https.", .flag(\.fetch.httpsOnly)),
-            .init(
-                "allowPrivate", "Fetch from private ranges (metadata addresses stay denied).",
-                .flag(\.fetch.allowPrivate)),
+        ]
+        // What a fetch may reach: the switches every command that fetches takes.
+        + AddressSettings.all.map { $0.lifted(\.fetch) }
+        + [
             .init(
                 key: "logLevel", help: logLevelWords + ".",
                 defaultText: "info",

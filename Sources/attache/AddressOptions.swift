@@ -1,24 +1,29 @@
 import ArgumentParser
-import AttacheBase
 import AttacheCore
 import AttacheFetch
-import AttacheMedia
-import AttacheStore
 
-/// `--allow-loopback`, `--allow-private` and `--https-only`, shared by the commands that fetch.
+/// `--allow-loopback`, `--allow-private` and `--https-only`, shared by the commands that fetch:
+/// the rows of ``AddressSettings/all`` (serve's too), their help and where each goes taken from
+/// the row.
 struct AddressOptions: ParsableArguments {
-    @Flag(help: "Allow 127.0.0.0/8 and ::1 (tests and demos).")
+    @Flag(help: ArgumentHelp(AddressSettings.named("allowLoopback").help))
     var allowLoopback = false
 
-    @Flag(help: "Allow private ranges (RFC 1918, 100.64/10, fc00::/7); metadata addresses stay denied.")
+    @Flag(help: ArgumentHelp(AddressSettings.named("allowPrivate").help))
     var allowPrivate = false
 
-    @Flag(help: "Only https, on the first request and on every redirect.")
+    @Flag(help: ArgumentHelp(AddressSettings.named("httpsOnly").help))
     var httpsOnly = false
 
+    /// The switches given, by their rows' keys.
+    var given: [String: Bool] {
+        ["allowLoopback": allowLoopback, "allowPrivate": allowPrivate, "httpsOnly": httpsOnly]
+    }
+
     func apply(to policy: inout FetchPolicy) {
-        policy.allowLoopback = allowLoopback
-        policy.allowPrivate = allowPrivate
-        policy.httpsOnly = httpsOnly
+        for row in AddressSettings.all {
+            // A switch's value is true or false: its row cannot refuse it.
+            try? row.read(String(given[row.key] ?? false), into: &policy)
+        }
     }
 }

@@ -14,6 +14,27 @@ import Testing
         await runProcess(try attacheExecutable(), arguments)
     }
 
+    /// What a fetch may reach is one table (``AddressSettings``): serve's rows are its rows, and
+    /// every command that fetches takes the same switches with the same words, each reaching the
+    /// fetch policy.
+    @Test func theAddressSwitchesAreOneTableForEveryCommand() async throws {
+        for row in AddressSettings.all {
+            let served = try #require(ServerSettings.all.first { $0.key == row.key })
+            #expect(served.help == row.help && served.boolean)
+            var configuration = ServerSettings.defaults
+            try served.read("true", into: &configuration)
+            #expect(row.shown(configuration.fetch) == "true" && row.shown(ServerSettings.defaults.fetch) == "false")
+        }
+        for command in ["process", "batch", "fetch", "preview"] {
+            // ArgumentParser wraps help lines: compared with the blanks folded.
+            let help = try await Self.run([command, "--help"]).output.split(whereSeparator: \.isWhitespace)
+                .joined(separator: " ")
+            for row in AddressSettings.all {
+                #expect(help.contains("--\(row.flag) \(row.help)"), "\(command): --\(row.flag)")
+            }
+        }
+    }
+
     @Test("every setting is a flag of serve, read from the one table: values, =values, switches, --no-")
     func everySettingIsAFlag() async throws {
         let directory = try TemporaryDirectory()
