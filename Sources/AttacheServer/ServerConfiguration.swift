@@ -20,6 +20,15 @@ public struct ServerConfiguration: Sendable {
     public var pipeline = PipelineConfiguration()
     /// How media are fetched.
     public var fetch = FetchPolicy()
+    /// A shared store's tuning (``SharedStoreConfiguration``): how long objects whose row was
+    /// read are still served while its catalog is away, and how long one statement may take.
+    public var catalogOutageGrace = SharedStoreConfiguration.defaultOutageGrace
+    public var catalogTimeout = SharedStoreConfiguration.defaultTimeout
+    /// The log's level (`trace` … `critical`) and format (`text` or `json`).
+    public var logLevel = "info"
+    public var logFormat = "text"
+    /// Where traces go, as the settings say (the process's `OTEL_*` variables win over them).
+    public var traces = ServerSettings.TraceSettings()
     /// The attachment store.
     public var store: StoreConfiguration
     /// API keys accepted in `Authorization: Bearer`; several at once for rotation. Empty: no

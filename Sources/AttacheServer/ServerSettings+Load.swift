@@ -58,37 +58,6 @@ final class SettingsReading {
         }
     }
 
-    // The settings read by hand below are judged by the rows' parsers (``SettingValue``): one
-    // rule and one refusal for each kind of value, on every surface.
-
-    /// The value of `key` by `parse`, or `fallback` when it is not set or is refused (a problem).
-    func parsed<T>(_ key: String, _ fallback: T, _ parse: (String) throws(SettingRefusal) -> T) -> T {
-        guard let value = text(key) else { return fallback }
-        do {
-            return try parse(value)
-        } catch {
-            problem(key, error.said(value))
-            return fallback
-        }
-    }
-
-    func integer<T: FixedWidthInteger>(_ key: String, _ range: ClosedRange<T>, _ fallback: T) -> T {
-        parsed(key, fallback) { text throws(SettingRefusal) in try SettingValue.wholeNumber(text, range) }
-    }
-
-    func flag(_ key: String) -> Bool {
-        parsed(key, false, SettingValue.switchValue)
-    }
-
-    func duration(
-        _ key: String, _ range: ClosedRange<Duration>, _ fallback: Duration, wholeSeconds: Bool = false
-    ) -> Duration {
-        parsed(key, fallback) { text throws(SettingRefusal) in
-            wholeSeconds
-                ? try SettingValue.wholeSeconds(text, range) : try SettingValue.duration(text, range)
-        }
-    }
-
     /// A file of at most 1 MiB that the setting names.
     func file(_ key: String, _ path: String) -> Data? {
         guard let data = FileManager.default.contents(atPath: path), data.count <= 1 << 20 else {
@@ -100,24 +69,18 @@ final class SettingsReading {
 
     // MARK: - Groups
 
-    /// The store: a directory (default under XDG_DATA_HOME) or a shared one, and its quotas.
-    func store() -> ServerConfiguration {
-        let storeRoot: String
-        if let root = text("store"), !root.isEmpty {
-            storeRoot = root
-        } else if let data = environment["XDG_DATA_HOME"], !data.isEmpty {
-            storeRoot = data + "/attache/store"
-        } else {
-            storeRoot = (environment["HOME"] ?? ".") + "/.local/share/attache/store"
-        }
-        // The quotas are read by their rows (ServerSettings.all), after this.
-        var configuration = ServerConfiguration(store: StoreConfiguration(root: storeRoot))
-        // Read (and checked) whatever the store: a replica's tuning may be set for a fleet that
-        // runs both kinds of store.
-        let grace = duration(
-            "catalogOutageGrace", .zero...(.seconds(3600)), SharedStoreConfiguration.defaultOutageGrace)
-        let timeout = duration(
-            "catalogTimeout", .milliseconds(100)...(.seconds(600)), SharedStoreConfiguration.defaultTimeout)
+    /// The store's root: the setting, else a directory under XDG_DATA_HOME (or the home's).
+    func storeRoot() -> String {
+        if let root = text("store"), !root.isEmpty { return root }
+        if let data = environment["XDG_DATA_HOME"], !data.isEmpty { return data + "/attache/store" }
+        return (environment["HOME"] ?? ".") + "/.local/share/attache/store"
+    }
+
+    /// A shared store (`postgres://…`): its bucket, local copies and the catalog's times (their
+    /// rows read before this, whatever the store: a replica's tuning may be set for a fleet that
+    /// runs both kinds of store).
+    func store(_ configuration: inout ServerConfiguration) {
+        let storeRoot = configuration.store.root
         guard SharedStoreConfiguration.names(storeRoot) else {
             for key in ["catalogOutageGrace", "catalogTimeout", "blobCache"] where text(key) != nil {
                 notes.append("\(named(key)) is set; only a postgres:// store uses it (this store is a directory)")
@@ -125,31 +88,22 @@ final class SettingsReading {
             // Where the bytes go is not tuning: a bucket named for a directory store is a store
             // that is not the one meant.
             if text("blobs") != nil { problem("blobs", "only a postgres:// store keeps its bytes in a bucket") }
-            return configuration
+            return
         }
         do {
             configuration.store.shared = try SharedStoreConfiguration.parse(
                 store: storeRoot, blobs: text("blobs"), environment: environment, cache: text("blobCache"),
                 defaultCache: SharedStoreConfiguration.defaultCacheDirectory(environment: environment))
-            configuration.store.shared?.catalogOutageGrace = grace
-            configuration.store.shared?.catalogTimeout = timeout
+            configuration.store.shared?.catalogOutageGrace = configuration.catalogOutageGrace
+            configuration.store.shared?.catalogTimeout = configuration.catalogTimeout
         } catch {
             problem("store", error.message)
         }
-        return configuration
     }
 
-    /// Where it listens and the attachments' public base URL.
+    /// The attachments' public base URL when none is given: the listening address's.
     func listen(_ configuration: inout ServerConfiguration) {
-        configuration.host = text("host") ?? configuration.host
-        if !ServerSettings.isListenAddress(configuration.host) {
-            problem(
-                "host",
-                "'\(configuration.host)' is not an address or host name to listen on "
-                    + "(127.0.0.1, ::1, 0.0.0.0, localhost)")
-        }
-        configuration.port = integer("port", 0...65_535, configuration.port)
-        // A base URL given is read by its row (PipelineSettings); without one, the address's.
+        // A base URL given is read by its row (PipelineSettings).
         if text("baseUrl") == nil {
             let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
             configuration.pipeline.baseURL = "http://\(host):\(configuration.port)/attachments"
@@ -195,45 +149,5 @@ final class SettingsReading {
                 "no API key: give \(ServerSettings.setting("apiKeys").environment) or \(named("apiKeyFiles")), "
                     + "or allow anonymous callers with --allow-anonymous")
         }
-    }
-
-    /// The log's level and format.
-    func logging() -> (level: String, format: String) {
-        let level = (text("logLevel") ?? "info").lowercased()
-        if !ServerSettings.logLevels.contains(level) {
-            problem("logLevel", "'\(level)' is not a log level (\(ServerSettings.logLevelWords))")
-        }
-        let format = (text("logFormat") ?? "text").lowercased()
-        if !["text", "json"].contains(format) { problem("logFormat", "'\(format)' is not text or json") }
-        return (level, format)
-    }
-
-    /// Where traces go.
-    func traces() -> ServerSettings.TraceSettings {
-        var traces = ServerSettings.TraceSettings()
-        if let endpoint = text("otelEndpoint"), !endpoint.isEmpty {
-            if URL(string: endpoint).map({ ["http", "https"].contains($0.scheme ?? "") && $0.host != nil }) == true {
-                traces.endpoint = endpoint
-            } else {
-                problem("otelEndpoint", "'\(endpoint)' is not an http:// or https:// URL")
-            }
-        }
-        if let name = text("otelServiceName"), !name.isEmpty { traces.serviceName = name }
-        let sampler = (text("otelSampler") ?? traces.sampler).lowercased()
-        if ServerSettings.TraceSettings.samplers.contains(sampler) {
-            traces.sampler = sampler
-        } else {
-            problem(
-                "otelSampler",
-                "'\(sampler)' is not one of " + ServerSettings.TraceSettings.samplers.sorted().joined(separator: ", "))
-        }
-        if let ratio = text("otelSamplerArg") {
-            if let value = DecimalText.number(ratio), (0...1).contains(value) {
-                traces.samplerRatio = value
-            } else {
-                problem("otelSamplerArg", "'\(ratio)' is not a ratio from 0 to 1")
-            }
-        }
-        return traces
     }
 }

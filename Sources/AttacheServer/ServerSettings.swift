@@ -22,9 +22,12 @@ public enum ServerSettings {
     /// The settings, in the order `--help` lists them.
     public static let all: [Setting] =
         [
-            .init(key: "host", help: "Address to listen on.", defaultText: "127.0.0.1", secret: false),
             .init(
-                key: "port", help: "Port to listen on (0: any free port, logged).", defaultText: "8080", secret: false),
+                "host", "Address to listen on.",
+                .text(\.host, accepted: "an address or host name to listen on (127.0.0.1, ::1, 0.0.0.0, localhost)") {
+                    isListenAddress($0) ? $0 : nil
+                }),
+            .init("port", "Port to listen on (0: any free port, logged).", .integer(\.port, 0...65_535)),
             .init(
                 key: "store", help: "Store directory, or postgres://… for a shared store (with blobs).",
                 defaultText: "$XDG_DATA_HOME/attache/store or ~/.local/share/attache/store", secret: false),
@@ -38,15 +41,14 @@ public enum ServerSettings {
                 help: "A shared store's local copies of the objects served here (none: stream every download).",
                 defaultText: "$XDG_CACHE_HOME/attache/blobs or ~/.cache/attache/blobs", secret: false),
             .init(
-                key: "catalogOutageGrace",
-                help:
-                    "While a shared store's catalog is away, objects whose row this replica read within this long are still "
+                "catalogOutageGrace",
+                "While a shared store's catalog is away, objects whose row this replica read within this long are still "
                     + "served to valid tokens (0s: none; revocations are honoured within it).",
-                defaultText: DurationText.format(SharedStoreConfiguration.defaultOutageGrace), secret: false),
+                .duration(\.catalogOutageGrace, .zero...(.seconds(3600)))),
             .init(
-                key: "catalogTimeout",
-                help: "How long one catalog statement, or connecting to the catalog, may take before it fails.",
-                defaultText: DurationText.format(SharedStoreConfiguration.defaultTimeout), secret: false),
+                "catalogTimeout",
+                "How long one catalog statement, or connecting to the catalog, may take before it fails.",
+                .duration(\.catalogTimeout, .milliseconds(100)...(.seconds(600)))),
             .init(
                 "storeMaxBytes", "Byte quota of the store.",
                 .integer(\.store.maxBytes, StoreConfiguration.maxBytesRange)
@@ -140,34 +142,26 @@ public enum ServerSettings {
         // What a fetch may reach: the switches every command that fetches takes.
         + AddressSettings.all.map { $0.lifted(\.fetch) }
         + [
+            .init("logLevel", logLevelWords + ".", .choice(\.logLevel, logLevels.map { ($0, $0) })),
             .init(
-                key: "logLevel", help: logLevelWords + ".",
-                defaultText: "info",
-                secret: false),
+                "logFormat", "Log lines as text or json (one object a line).",
+                .choice(\.logFormat, [("text", "text"), ("json", "json")])),
             .init(
-                key: "logFormat", help: "Log lines as text or json (one object a line).", defaultText: "text",
-                secret: false
-            ),
-            .init(
-                key: "otelEndpoint",
-                help:
-                    "OTLP/HTTP collector traces are sent to (http://host:4318; /v1/traces is added). Traces are off without "
+                "otelEndpoint",
+                "OTLP/HTTP collector traces are sent to (http://host:4318; /v1/traces is added). Traces are off without "
                     + "it or OTEL_EXPORTER_OTLP_ENDPOINT; the OTEL_* variables win over these settings.",
-                defaultText: "none", secret: false),
+                TraceSettings.endpoint),
             .init(
                 key: "otelServiceName", help: "service.name of the traces (OTEL_SERVICE_NAME wins).",
-                defaultText: "attache",
-                secret: false),
+                defaultText: "attache"),
             .init(
-                key: "otelSampler",
-                help:
-                    "Which traces are kept: parentbased_always_on, parentbased_always_off, parentbased_traceidratio, "
+                "otelSampler",
+                "Which traces are kept: parentbased_always_on, parentbased_always_off, parentbased_traceidratio, "
                     + "always_on, always_off or traceidratio (OTEL_TRACES_SAMPLER wins).",
-                defaultText: "parentbased_always_on", secret: false),
+                .choice(\.traces.sampler, TraceSettings.samplers.sorted().map { ($0, $0) })),
             .init(
-                key: "otelSamplerArg",
-                help: "The ratio of a traceidratio sampler, 0 to 1 (OTEL_TRACES_SAMPLER_ARG wins).",
-                defaultText: "1", secret: false),
+                "otelSamplerArg", "The ratio of a traceidratio sampler, 0 to 1 (OTEL_TRACES_SAMPLER_ARG wins).",
+                TraceSettings.ratio),
         ]
 
     /// The log levels `logLevel` takes, most to least verbose.
@@ -205,6 +199,31 @@ public enum ServerSettings {
         public var samplerRatio = 1.0
 
         public init() {}
+
+        /// `otelEndpoint`: an http(s) URL with a host, or none.
+        static let endpoint = Setting.Reader(
+            read: { text, configuration, _ in
+                guard !text.isEmpty, text != "none" else {
+                    configuration.traces.endpoint = nil
+                    return
+                }
+                guard URL(string: text).map({ ["http", "https"].contains($0.scheme ?? "") && $0.host != nil }) == true
+                else { throw SettingRefusal(accepted: "an http:// or https:// URL") }
+                configuration.traces.endpoint = text
+            }, shown: { $0.traces.endpoint ?? "none" })
+
+        /// `otelSamplerArg`: a ratio from 0 to 1.
+        static let ratio = Setting.Reader(
+            read: { text, configuration, _ in
+                guard let value = DecimalText.number(text), (0...1).contains(value) else {
+                    throw SettingRefusal(accepted: "a ratio from 0 to 1")
+                }
+                configuration.traces.samplerRatio = value
+            },
+            shown: { configuration in
+                let ratio = configuration.traces.samplerRatio
+                return ratio == ratio.rounded() ? String(Int(ratio)) : String(ratio)
+            })
 
         /// The sampler names OpenTelemetry defines that this build takes.
         public static let samplers: Set<String> = [
@@ -244,16 +263,17 @@ public enum ServerSettings {
         _ reader: ConfigReader, environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> Loaded {
         let read = SettingsReading(reader, environment: environment)
-        var configuration = read.store()
+        var configuration = ServerConfiguration(store: StoreConfiguration(root: read.storeRoot()))
         read.rows(all, into: &configuration)
+        read.store(&configuration)
         read.listen(&configuration)
         read.callers(&configuration)
-        let (level, format) = read.logging()
-        let traces = read.traces()
-        let checked = TraceEnvironment(environment, settings: traces)
+        if let name = read.text("otelServiceName"), !name.isEmpty { configuration.traces.serviceName = name }
+        let checked = TraceEnvironment(environment, settings: configuration.traces)
         return Loaded(
-            configuration: configuration, logLevel: level, logFormat: format, traces: traces,
-            traceEnvironment: checked, problems: read.problems + checked.problems, notes: read.notes + checked.notes)
+            configuration: configuration, logLevel: configuration.logLevel, logFormat: configuration.logFormat,
+            traces: configuration.traces, traceEnvironment: checked, problems: read.problems + checked.problems,
+            notes: read.notes + checked.notes)
     }
 
     /// An IP address or a host name (letters, digits, `-`, `.`; `:` for IPv6).

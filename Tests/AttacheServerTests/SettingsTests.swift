@@ -142,8 +142,9 @@ import Testing
                     try await ServerSettings.reader(flags: [setting.key: text], environment: [:], file: nil),
                     environment: ["HOME": "/nonexistent"])
             }
-            // Free text is refused by its length instead.
-            let wrong = setting.key == "sealPlaceholder" ? String(repeating: "x", count: 1001) : "0x"
+            // Free text is refused by its length instead, a host name by its blank.
+            let wrong =
+                ["sealPlaceholder": String(repeating: "x", count: 1001), "host": "no host"][setting.key] ?? "0x"
             let bad = try await load(wrong).problems.filter { $0.hasPrefix("\(setting.flag) / \(setting.environment)") }
             #expect(bad.count == 1, "--\(setting.flag) 0x: \(bad)")
             let again = try await load(setting.shown(ServerSettings.defaults))

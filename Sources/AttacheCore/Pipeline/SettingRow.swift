@@ -122,7 +122,7 @@ public struct SettingRow<Configuration>: Sendable {
         let shown: @Sendable (Configuration) -> String
         var boolean = false
 
-        init(
+        public init(
             read: @escaping @Sendable (String, inout Configuration, (String) -> String?) throws -> Void,
             shown: @escaping @Sendable (Configuration) -> String, boolean: Bool = false
         ) {
@@ -257,7 +257,7 @@ public struct SettingRefusal: Error, Sendable {
     /// The refusal as a whole, after the setting's name.
     public let message: String
 
-    init(accepted: String) {
+    public init(accepted: String) {
         self.accepted = accepted
         self.message = accepted
     }
