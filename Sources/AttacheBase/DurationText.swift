@@ -1,11 +1,13 @@
 import Foundation
 
-/// `800ms`, `30s`, `5m`, `2h`, `7d` or a bare number of seconds.
+/// `800ms`, `30s`, `5m`, `2h`, `7d` or a bare number of seconds: the one way every setting,
+/// request term and command option writes a duration, its digits read by the one number
+/// grammar (``DecimalText``).
 public enum DurationText {
     public static func parse(_ text: String) -> Duration? {
         var text = Substring(text.trimmingCharacters(in: .whitespaces))
         if text.hasSuffix("ms") {
-            guard let value = Int64(text.dropLast(2)), value >= 0 else { return nil }
+            guard let value = DecimalText.integer(text.dropLast(2), as: Int64.self), value >= 0 else { return nil }
             return .milliseconds(value)
         }
         let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
@@ -14,7 +16,7 @@ public enum DurationText {
             unit = scale
             text = text.dropLast()
         }
-        guard let value = Int64(text), value >= 0 else { return nil }
+        guard let value = DecimalText.integer(text, as: Int64.self), value >= 0 else { return nil }
         let (seconds, overflow) = value.multipliedReportingOverflow(by: unit)
         return overflow ? nil : .seconds(seconds)
     }

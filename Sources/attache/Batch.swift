@@ -80,8 +80,8 @@ struct BatchCommand: AsyncParsableCommand {
             """)
     var workMemory: Int?
 
-    @Option(help: "Seconds between progress lines when standard error is not a terminal.")
-    var progressInterval: Double = 5
+    @Option(help: "Time between progress lines when standard error is not a terminal.")
+    var progressInterval = DurationArgument(.seconds(5))
 
     @Flag(help: "List what would be done (items not yet in the manifest), and do nothing.")
     var dryRun = false
@@ -102,13 +102,13 @@ struct BatchCommand: AsyncParsableCommand {
     var warmConcurrency: Int = 16
 
     @Option(help: "Time the whole warm-up may take (what is not done by then is reported failed).")
-    var warmTimeout: String = "10m"
+    var warmTimeout = DurationArgument(.seconds(600))
 
     @Option(help: "Share the batch with other workers under this campaign name (needs a shared store).")
     var campaign: String?
 
-    @Option(help: "Seconds a claimed item stays this worker's without renewal (campaigns).")
-    var lease: Int = 30
+    @Option(help: "How long a claimed item stays this worker's without renewal (campaigns).")
+    var lease = Seconds(30)
 
     /// A directory of .json payloads, a .jsonl file of payloads, or a file of URLs: the one
     /// argument after the flags.
@@ -124,18 +124,17 @@ struct BatchCommand: AsyncParsableCommand {
         if let jobs { try Ranges.check(jobs, 1...4_096, "--jobs") }
         if let workers { try Ranges.check(workers, 1...256, "--workers") }
         if let workMemory { try Ranges.check(workMemory, 16...1_048_576, "--work-memory") }
-        try Ranges.check(lease, 1...86_400, "--lease")
+        try Ranges.check(lease.value, 1...86_400, "--lease (seconds)")
         try Ranges.check(warmConcurrency, 1...1_024, "--warm-concurrency")
-        guard let limit = DurationText.parse(warmTimeout), limit >= .seconds(1), limit <= .seconds(86_400) else {
-            throw ValidationError("--warm-timeout '\(warmTimeout)' is not a duration from 1s to 1d")
+        guard warmTimeout.value >= .seconds(1), warmTimeout.value <= .seconds(86_400) else {
+            throw ValidationError("--warm-timeout \(DurationText.format(warmTimeout.value)) is not from 1s to 1d")
         }
-        _ = limit
         if !warm.isEmpty {
             guard out != nil else { throw ValidationError("--warm reads the URLs from the payloads: it needs --out") }
             do { _ = try EdgeWarmup(edges: warm) } catch { throw ValidationError(error.message) }
         }
-        guard progressInterval > 0, progressInterval <= 3600 else {
-            throw ValidationError("--progress-interval must be between 0 and 3600 seconds")
+        guard progressInterval.value > .zero, progressInterval.value <= .seconds(3600) else {
+            throw ValidationError("--progress-interval must be more than 0s and at most 1h")
         }
         // Checked before anything runs, not found out after a long batch.
         if let report { try OptionChecks.writableFile(report, "--report") }
@@ -185,7 +184,7 @@ struct BatchCommand: AsyncParsableCommand {
         let output = try out.map { path throws(AttacheError) in
             try BatchOutput(path: path, recordedEnd: manifest.outputEnd)
         }
-        let display = ProgressDisplay(interval: progressInterval)
+        let display = ProgressDisplay(interval: progressInterval.seconds)
         let metrics = metricsFile(run: (input.path as NSString).lastPathComponent)
         let progress = try await runner.run(input, manifest: manifest, output: output) {
             display.show($0)
@@ -215,7 +214,7 @@ struct BatchCommand: AsyncParsableCommand {
     /// manifest, output, report and summary from the table.
     func runCampaign(_ name: String, input: BatchInput) async throws {
         let store = try options.storeOptions.open()
-        let queue = try CampaignQueue(store: store, campaign: name, lease: Int64(lease))
+        let queue = try CampaignQueue(store: store, campaign: name, lease: lease.value)
         try SharedCampaign.enqueue(input, into: queue)
         if dryRun {
             let status = try queue.status()
@@ -228,7 +227,7 @@ struct BatchCommand: AsyncParsableCommand {
         let jobs = startWorkers()
         let runner = BatchRunner(
             pipeline: try tenantPipeline(store: store), jobs: jobs, previews: previews.map(BatchPreviews.init))
-        let display = ProgressDisplay(interval: progressInterval)
+        let display = ProgressDisplay(interval: progressInterval.seconds)
         let metrics = metricsFile(run: name)
         let progress = try await runner.run(queue: queue) {
             display.show($0)
@@ -260,7 +259,7 @@ struct BatchCommand: AsyncParsableCommand {
         policy.allowPrivate = true
         policy.maxBytes = 64 << 20
         policy.totalTimeout = .seconds(60)
-        let limit = DurationText.parse(warmTimeout) ?? .seconds(600)
+        let limit = warmTimeout.value
         let outcome = await warmup.run(urls, fetcher: Fetcher(policy: policy), limit: limit) {
             metrics?.update(warm: $0, finished: false)
         }

@@ -26,8 +26,8 @@ struct Fetch: AsyncParsableCommand {
     @Option(help: "Largest body in bytes.")
     var maxBytes: Int64 = FetchPolicy().maxBytes
 
-    @Option(help: "Seconds allowed per URL, retries included.")
-    var timeout: Double = 20
+    @Option(help: "Time allowed per URL, retries included.")
+    var timeout = DurationArgument(.seconds(20))
 
     @Option(help: "Redirects followed.")
     var maxRedirects = FetchPolicy().maxRedirects
@@ -58,7 +58,9 @@ struct Fetch: AsyncParsableCommand {
 
     func validate() throws {
         try Ranges.check(maxBytes, 1...Int64(Int32.max) * 64, "--max-bytes")
-        try Ranges.check(timeout, 0.001...86_400, "--timeout")
+        guard timeout.value >= .milliseconds(1), timeout.value <= .seconds(86_400) else {
+            throw ValidationError("--timeout must be from 1ms to 1d, not \(DurationText.format(timeout.value))")
+        }
         try Ranges.check(maxRedirects, 0...50, "--max-redirects")
         try Ranges.check(retries, 0...10, "--retries")
         try Ranges.check(concurrency, 1...10_000, "--concurrency")
@@ -92,7 +94,7 @@ struct Fetch: AsyncParsableCommand {
         var policy = FetchPolicy()
         address.apply(to: &policy)
         policy.maxBytes = maxBytes
-        policy.totalTimeout = .milliseconds(Int64(timeout * 1000))
+        policy.totalTimeout = timeout.value
         policy.maxRedirects = maxRedirects
         policy.maxRetries = retries
         policy.allowedHosts = allowedHosts.isEmpty ? nil : allowedHosts

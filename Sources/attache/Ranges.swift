@@ -1,10 +1,11 @@
 import ArgumentParser
+import AttacheCore
 import Foundation
 
 /// Range checks for numeric options, each refusal naming the option and its range.
 enum Ranges {
-    /// The longest time-to-live accepted for objects and tokens: 100 years.
-    static let maxTTL: Int64 = 100 * 365 * 86_400
+    /// The longest time-to-live accepted for objects and tokens: the settings' (100 years).
+    static let maxTTL: Int64 = PipelineSettings.maxTTL.components.seconds
 
     /// Throws a ValidationError unless `value` is in `range`.
     static func check<T: Comparable>(_ value: T, _ range: ClosedRange<T>, _ option: String) throws {

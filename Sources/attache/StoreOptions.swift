@@ -80,50 +80,63 @@ struct StoreOptions: ParsableArguments {
     }
 }
 
-/// A duration written `90`, `90s`, `10m`, `2h` or `7d`, in seconds.
+/// A duration option, written as every setting writes one (``DurationText``: `800ms`, `90`,
+/// `90s`, `10m`, `2h`, `7d`).
+struct DurationArgument: ExpressibleByArgument, Sendable {
+    let value: Duration
+
+    init(_ value: Duration) { self.value = value }
+
+    init?(argument: String) {
+        guard let value = DurationText.parse(argument) else { return nil }
+        self.value = value
+    }
+
+    var defaultValueDescription: String { DurationText.format(value) }
+
+    /// In seconds, for what counts in them.
+    var seconds: Double { Double(value.components.seconds) + Double(value.components.attoseconds) * 1e-18 }
+}
+
+/// A duration option of whole seconds, more than none (``DurationArgument``'s syntax; a part of a
+/// second is refused, not cut).
 struct Seconds: ExpressibleByArgument, Sendable {
     let value: Int64
 
     init(_ value: Int64) { self.value = value }
 
-    var defaultValueDescription: String {
-        for (unit, size) in [("d", Int64(86_400)), ("h", 3600), ("m", 60)] where value % size == 0 {
-            return "\(value / size)\(unit)"
-        }
-        return "\(value)s"
-    }
+    var defaultValueDescription: String { DurationText.format(.seconds(value)) }
 
     init?(argument: String) {
-        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
-        var text = Substring(argument)
-        var unit: Int64 = 1
-        if let last = text.last, let scale = units[last] {
-            unit = scale
-            text = text.dropLast()
-        }
-        guard let number = Int64(text), number > 0 else { return nil }
-        // Saturates, so a huge value reaches the range check and its message.
-        let (product, overflow) = number.multipliedReportingOverflow(by: unit)
-        value = overflow ? .max : product
+        guard let age = Age(argument: argument), age.value > 0 else { return nil }
+        value = age.value
     }
 }
 
-/// An age written like ``Seconds``, where 0 is allowed.
+/// An age of whole seconds, where 0 is allowed.
 struct Age: ExpressibleByArgument, Sendable {
     let value: Int64
 
     init(_ value: Int64) { self.value = value }
 
-    var defaultValueDescription: String { Seconds(value).defaultValueDescription }
+    var defaultValueDescription: String { DurationText.format(.seconds(value)) }
 
     init?(argument: String) {
-        if argument == "0" || argument == "0s" {
-            value = 0
-        } else if let seconds = Seconds(argument: argument) {
-            value = seconds.value
+        if let duration = DurationText.parse(argument) {
+            guard duration.components.attoseconds == 0 else { return nil }
+            value = duration.components.seconds
+        } else if Self.overflows(argument) {
+            // Saturates, so a huge value reaches the range check and its message.
+            value = .max
         } else {
             return nil
         }
+    }
+
+    /// Digits (and a unit) that name more seconds than a number holds.
+    private static func overflows(_ text: String) -> Bool {
+        let digits = text.last.map { "smhd".contains($0) } == true ? text.dropLast() : Substring(text)
+        return !digits.isEmpty && digits.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 }
 

@@ -39,4 +39,17 @@ import Testing
         try PipelineSettings.named("tokenTtl")!.read("90s", into: &configuration)
         #expect(configuration.tokenTTL == 90)
     }
+
+    /// A duration's digits are read by the same grammar: no sign, no hexadecimal, no exponent.
+    @Test func durationsReadOnlyPlainDecimals() throws {
+        for key in ["deadline", "storeTtl"] {
+            let row = try #require(PipelineSettings.named(key))
+            for text in ["+2s", "0x10s", "2e1s", "+800ms", "1_000ms"] {
+                var configuration = PipelineConfiguration()
+                #expect(throws: SettingRefusal.self, "\(key) \(text)") { try row.read(text, into: &configuration) }
+            }
+            var configuration = PipelineConfiguration()
+            try row.read("2m", into: &configuration)
+        }
+    }
 }

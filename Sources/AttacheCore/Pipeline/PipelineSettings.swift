@@ -105,7 +105,7 @@ public enum PipelineSettings {
         return refused
     }
 
-    static let maxTTL = Duration.seconds(100 * 365 * 86_400)
+    package static let maxTTL = Duration.seconds(100 * 365 * 86_400)
 
     // MARK: - Rows read together
 
