@@ -49,13 +49,10 @@ public enum ServerSettings {
                 "catalogTimeout",
                 "How long one catalog statement, or connecting to the catalog, may take before it fails.",
                 .duration(\.catalogTimeout, .milliseconds(100)...(.seconds(600)))),
-            .init(
-                "storeMaxBytes", "Byte quota of the store.",
-                .integer(\.store.maxBytes, StoreConfiguration.maxBytesRange)
-            ),
-            .init(
-                "storeMaxObjects", "Object quota of the store.",
-                .integer(\.store.maxObjects, StoreConfiguration.maxObjectsRange)),
+        ]
+        // The store's quotas: the options every command that opens a store takes.
+        + StoreSettings.all.map { $0.lifted(\.store) }
+        + [
             .init(
                 key: "apiKeys", help: "API keys accepted (comma-separated; several for rotation).", defaultText: "none",
                 secret: true),

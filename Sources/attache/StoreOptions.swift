@@ -26,22 +26,43 @@ struct StoreOptions: ParsableArguments {
         ))
     var blobs: String?
 
+    // The quotas are StoreSettings' rows (serve's too): their help, range and refusal.
     @Option(
         name: [.customLong("store-max-bytes"), .customLong("max-store-bytes")],
-        help: "Byte quota of the store (serve's --store-max-bytes; --max-store-bytes is the same).")
-    var maxStoreBytes: Int64 = StoreConfiguration(root: "").maxBytes
+        help: Self.help("storeMaxBytes", alias: "--max-store-bytes"))
+    var maxStoreBytes: String?
 
     @Option(
         name: [.customLong("store-max-objects"), .customLong("max-objects")],
-        help: "Object quota of the store (serve's --store-max-objects; --max-objects is the same).")
-    var maxObjects: Int = StoreConfiguration(root: "").maxObjects
+        help: Self.help("storeMaxObjects", alias: "--max-objects"))
+    var maxObjects: String?
+
+    static func help(_ key: String, alias: String) -> ArgumentHelp {
+        let row = StoreSettings.named(key)
+        return ArgumentHelp(
+            "\(row.help.dropLast()) (default \(row.shown(StoreConfiguration(root: "")))); \(alias) is the same.",
+            valueName: "n")
+    }
 
     @Flag(help: "Print one JSON object per line.")
     var json = false
 
-    func validate() throws {
-        try Ranges.check(maxStoreBytes, StoreConfiguration.maxBytesRange, "--store-max-bytes")
-        try Ranges.check(maxObjects, StoreConfiguration.maxObjectsRange, "--store-max-objects")
+    func validate() throws { _ = try quotas(StoreConfiguration(root: "")) }
+
+    /// `configuration` with the quotas given read over it by their rows; a value a row refuses
+    /// is a usage error naming the option.
+    func quotas(_ configuration: StoreConfiguration) throws -> StoreConfiguration {
+        var configuration = configuration
+        for (key, text) in [("storeMaxBytes", maxStoreBytes), ("storeMaxObjects", maxObjects)] {
+            guard let text else { continue }
+            let row = StoreSettings.named(key)
+            do throws(SettingRefusal) {
+                try row.read(text, into: &configuration)
+            } catch {
+                throw ValidationError("--\(row.flag): \(error.said(text))")
+            }
+        }
+        return configuration
     }
 
     var root: String {
@@ -55,7 +76,7 @@ struct StoreOptions: ParsableArguments {
     /// The store's configuration: a directory, or a shared store checked as a whole (every
     /// missing or malformed part named in one message).
     func configuration() throws -> StoreConfiguration {
-        var configuration = StoreConfiguration(root: root, maxBytes: maxStoreBytes, maxObjects: maxObjects)
+        var configuration = try quotas(StoreConfiguration(root: root))
         let environment = ProcessInfo.processInfo.environment
         let blobs = self.blobs ?? environment["ATTACHE_BLOBS"].flatMap { $0.isEmpty ? nil : $0 }
         if SharedStoreConfiguration.names(root) {

@@ -1,5 +1,6 @@
 import AttacheCore
 import AttacheMedia
+import AttacheStore
 import AttacheTestSupport
 import Foundation
 import Testing
@@ -32,6 +33,21 @@ import Testing
             for row in AddressSettings.all {
                 #expect(help.contains("--\(row.flag) \(row.help)"), "\(command): --\(row.flag)")
             }
+        }
+    }
+
+    /// The store's quotas are one table (``StoreSettings``): serve's rows are its rows, and the
+    /// commands that open a store take them with the same words and refuse a bad value as serve
+    /// does.
+    @Test func theStoreQuotasAreOneTableForEveryCommand() async throws {
+        for row in StoreSettings.all {
+            let served = try #require(ServerSettings.all.first { $0.key == row.key })
+            #expect(served.help == row.help && served.defaultText == row.shown(StoreConfiguration(root: "")))
+            let help = try await Self.run(["store", "stats", "--help"]).output.split(whereSeparator: \.isWhitespace)
+                .joined(separator: " ")
+            #expect(help.contains(String(row.help.dropLast())), "store stats --help: \(row.flag)")
+            let refused = try await Self.run(["store", "stats", "--store", "/nonexistent", "--\(row.flag)", "0x"])
+            #expect(refused.status != 0 && refused.output.contains("--\(row.flag): '0x' is not a whole number from 1"))
         }
     }
 
