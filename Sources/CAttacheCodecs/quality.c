@@ -278,9 +278,30 @@ pool_row(const float *restrict blurred[QUANTITIES], const float *restrict a, con
     sum4[2] += r42;
 }
 
+// halve's means of 8-bit RGB read from the pixels: its sums in its order, no linear rows between.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+halve_rgb(const uint8_t *pixels, size_t stride, int width, int height, float *out[3]) {
+    int w = (width + 1) / 2, h = (height + 1) / 2;
+    for (int y = 0; y < h; y++) {
+        const uint8_t *top = pixels + (size_t)(2 * y) * stride;
+        const uint8_t *bottom = 2 * y + 1 < height ? top + stride : top;
+        for (int x = 0; x < w; x++) {
+            const uint8_t *a = top + 6 * x, *c = bottom + 6 * x;
+            int right = 2 * x + 1 < width ? 3 : 0;
+            for (int k = 0; k < 3; k++)
+                out[k][(size_t)y * w + x] = 0.25f * (srgb_linear[a[k]] + srgb_linear[a[right + k]] + srgb_linear[c[k]] +
+                                                     srgb_linear[c[right + k]]);
+        }
+    }
+}
+
 // 2 × 2 means of three planes of `width` × `height` into `out` (a block at an edge averages the
 // pixels it has, counting a missing row or column as its neighbour, as repeated halving does).
 static void halve(const source *in, int width, int height, float *out[3], float *buffer[3]) {
+    if (in->pixels != NULL && in->channels == 3) {
+        halve_rgb(in->pixels, in->stride, width, height, out);
+        return;
+    }
     int w = (width + 1) / 2, h = (height + 1) / 2;
     float *buffer2[3] = {buffer[0] + width, buffer[1] + width, buffer[2] + width};
     const float *rows[3], *second[3];
