@@ -203,10 +203,11 @@ __attribute__((target("ssse3,popcnt"))) static size_t pack_row_shuffle(const JBL
         const JCOEF *coef = blocks[b];
         __m128i values[DCTSIZE2 / 8];
         uint64_t mask = 0;
-        for (int g = 0; g < DCTSIZE2 / 8; g++) {
+        for (int g = 0; g < DCTSIZE2 / 8; g += 2) {
             values[g] = _mm_loadu_si128((const __m128i *)(const void *)(coef + 8 * g));
-            __m128i zeros = _mm_packs_epi16(_mm_cmpeq_epi16(values[g], zero), zero);
-            mask |= (uint64_t)(~(unsigned)_mm_movemask_epi8(zeros) & 0xFF) << (8 * g);
+            values[g + 1] = _mm_loadu_si128((const __m128i *)(const void *)(coef + 8 * g + 8));
+            __m128i zeros = _mm_packs_epi16(_mm_cmpeq_epi16(values[g], zero), _mm_cmpeq_epi16(values[g + 1], zero));
+            mask |= (uint64_t)(~(unsigned)_mm_movemask_epi8(zeros) & 0xFFFF) << (8 * g);
         }
         mask &= ~UINT64_C(1);  // the DC value is kept apart
         memcpy(at, &mask, MASK_BYTES);
