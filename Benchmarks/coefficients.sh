@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A multi-scan JPEG's coefficients packed against libjpeg's arrays: each progressive photo of
 # work/jpeg decoded at 1/4 scale both ways, interleaved, best of 7 each; time, libjpeg's arrays,
-# the bound said before the decode, and what the packed rows held at most.
+# the bound said before the decode, what the packed rows held at most, and a digest of the
+# pixels (the same both ways).
 #   bash Benchmarks/coefficients.sh [ROUNDS=2]
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -1,6 +1,7 @@
 import AttacheBase
 import AttacheTestSupport
 import AttacheWork
+import CAttacheCodecs
 import Foundation
 import Testing
 
@@ -64,6 +65,36 @@ struct JPEGCoefficientTests {
             #expect(packed.decoder.coefficientPeak > 0)
             #expect(packed.decoder.coefficientPeak <= packed.decoder.coefficientBytes)
         }
+    }
+
+    @Test("every packing this CPU runs writes the same bytes and gives every value back")
+    func packingsAgree() {
+        // Blocks from empty to full, values from the extremes to ±1, nonzero where a seeded
+        // generator says with a chance that differs from block to block.
+        var generator = SplitMix(seed: 0x5EED)
+        var blocks = [Int16](repeating: 0, count: 64 * 4096)
+        for b in 0..<4096 {
+            let chance = b == 0 ? 0 : b == 1 ? 64 : Int(generator.next() % 65)
+            for k in 0..<64 where Int(generator.next() % 64) < chance {
+                let value: Int16 =
+                    switch generator.next() % 4 {
+                    case 0: Int16.min
+                    case 1: Int16.max
+                    default: Int16(truncatingIfNeeded: Int(generator.next() % 4001) - 2000) | 1
+                    }
+                blocks[b * 64 + k] = value
+            }
+        }
+        let ways = blocks.withUnsafeBufferPointer { att_coef_packings_agree($0.baseAddress, 4096) }
+        // Scalar always; SSSE3 on every x86-64 machine this runs on; AVX-512 where the CPU says so.
+        #expect(ways >= 1)
+        #if arch(x86_64)
+        let flags = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        let compress = ["avx512f", "avx512bw", "avx512_vbmi2"].allSatisfy {
+            flags.split(whereSeparator: \.isWhitespace).contains(Substring($0))
+        }
+        #expect(ways == (compress ? 3 : 2))
+        #endif
     }
 
     @Test("a photo's coefficients take a fraction of libjpeg's arrays, within the bound said before")

@@ -101,6 +101,12 @@ int32_t att_jpeg_finish(att_jpeg_decoder *decoder, att_error *error);
 
 void att_jpeg_close(att_jpeg_decoder *decoder);
 
+/// Packs `count` 8 × 8 blocks of coefficients (64 int16 values each) the way a multi-scan
+/// decode keeps them, with each packing this CPU can run (scalar, SSSE3 shuffles, AVX-512
+/// compress), and unpacks each: the number of ways compared, or -1 when two packed the blocks
+/// to different bytes or one did not give them back.
+int32_t att_coef_packings_agree(const int16_t *blocks, uint32_t count);
+
 // MARK: - JPEG encoding
 
 /// The quantisation tables an encode scales by its quality: the IJG's (ITU-T T.81 Annex K, what
