@@ -166,13 +166,16 @@ public enum ThumbHash {
         var ac: [Double] = []
         var scale = 0.0
         var fx = [Double](repeating: 0, count: w)
+        var fys = [Double](repeating: 0, count: h)
         for cy in 0..<ny {
+            // The same cosines the reference encoder takes, once per row rather than once per factor.
+            for y in 0..<h { fys[y] = cos(Double.pi / Double(h) * Double(cy) * (Double(y) + 0.5)) }
             var cx = 0
             while cx * ny < nx * (ny - cy) {
                 var f = 0.0
                 for x in 0..<w { fx[x] = cos(Double.pi / Double(w) * Double(cx) * (Double(x) + 0.5)) }
                 for y in 0..<h {
-                    let fy = cos(Double.pi / Double(h) * Double(cy) * (Double(y) + 0.5))
+                    let fy = fys[y]
                     for x in 0..<w { f += values[x + y * w] * fx[x] * fy }
                 }
                 f /= Double(w * h)
