@@ -110,6 +110,16 @@ luma_row(const uint8_t *restrict row, uint16_t *restrict out, size_t count, int 
     }
 }
 
+int32_t att_blocking_luma_agrees(const uint8_t *rgb, size_t count) {
+    uint16_t *fast = malloc(sizeof(uint16_t) * (count ? count : 1));
+    if (!fast) return -1;
+    luma_row(rgb, fast, count, 3);
+    int32_t same = 1;
+    for (size_t x = 0; x < count; x++) same &= fast[x] == luma256(rgb + 3 * x, 3);
+    free(fast);
+    return same;
+}
+
 // Each block's sum of the steps between neighbours inside it, across and down, for one row of
 // `blocks` blocks (`width` luma values a row): the steps of each column summed down the block's
 // rows first (in `across` and `down`, `width` each), so the inner loops run along whole rows.

@@ -1,5 +1,6 @@
 import AttacheBase
 import AttacheTestSupport
+import CAttacheCodecs
 import Foundation
 import Testing
 
@@ -99,6 +100,19 @@ struct QualityTests {
         let coarse = try QualitySearch.encode(sky, .jpeg, 40, tables: .robidoux)
         _ = try judge.score(coarse, .jpeg)
         #expect(judge.lastBlocking > QualitySearch.maxBlocking, "quality 40: \(judge.lastBlocking)")
+    }
+
+    /// The gate reads luma sixteen pixels at a time where the CPU can: the same integers as the
+    /// formula, on every byte value in every channel and on rows that do not end on sixteen.
+    @Test func theGatesLumaIsTheFormulasOnEveryValue() {
+        var random = SplitMix(seed: 0x1A7A)
+        for count in [0, 1, 15, 16, 17, 255, 1024, 1031] {
+            var rgb = (0..<(3 * count)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            if count >= 256 {
+                for x in 0..<256 { (rgb[3 * x], rgb[3 * x + 1], rgb[3 * x + 2]) = (UInt8(x), UInt8(255 - x), 255) }
+            }
+            #expect(att_blocking_luma_agrees(rgb, count) == 1, "\(count) pixels")
+        }
     }
 
     /// A target missed says why: the highest quality tried did not reach it, or the picture
