@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "attache_codecs.h"
+#include "ssimulacra2_weights.h"
 
 enum { SCALES = 6, RADIUS = 5, TAPS = 2 * RADIUS + 1, BAND = 64 };
 // The two largest scales pool SAMPLE rows of every SAMPLE * EVERY: short bands, spread evenly,
@@ -26,33 +27,9 @@ enum { SCALES = 6, RADIUS = 5, TAPS = 2 * RADIUS + 1, BAND = 64 };
 // photo whose artefacts sit in a few rows moved by up to 2 points; by under 0.6 so, with half
 // as many rows pooled, docs/quality.md).
 enum { SAMPLE = 16, EVERY = 4 };
-
-// SSIMULACRA2's weights, in its order: channel (X, Y, B), scale, norm (1, 4), term (ssim,
-// artifact, detail lost), a line per (channel, scale). Its index runs over the scales a picture
-// has: a picture under 256 px on a side has fewer than six, and its weights shift, as in
-// libjxl's implementation.
-// clang-format off
-static const double weights[108] = {
-    0.0, 0.0007376606707406586, 0.0, 0.0, 0.0007793481682867309, 0.0,
-    0.0, 0.0004371155730107379, 0.0, 1.1041726426657346, 0.00066284834129271, 0.00015231632783718752,
-    0.0, 0.0016406437456599754, 0.0, 1.8422455520539298, 11.441172603757666, 0.0,
-    0.0007989109436015163, 0.000176816438078653, 0.0, 1.8787594979546387, 10.94906990605142, 0.0,
-    0.0007289346991508072, 0.9677937080626833, 0.0, 0.00014003424285435884, 0.9981766977854967, 0.00031949755934435053,
-    0.0004550992113792063, 0.0, 0.0, 0.0013648766163243398, 0.0, 0.0,
-    0.0, 0.0, 0.0, 7.466890328078848, 0.0, 17.445833984131262,
-    0.0006235601634041466, 0.0, 0.0, 6.683678146179332, 0.00037724407979611296, 1.027889937768264,
-    225.20515300849274, 0.0, 0.0, 19.213238186143016, 0.0011401524586618361, 0.001237755635509985,
-    176.39317598450694, 0.0, 0.0, 24.43300999870476, 0.28520802612117757, 0.0004485436923833408,
-    0.0, 0.0, 0.0, 34.77906344483772, 44.835625328877896, 0.0,
-    0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-    0.0, 0.0008680556573291698, 0.0, 0.0, 0.0, 0.0,
-    0.0, 0.0005313191874358747, 0.0, 0.00016533814161379112, 0.0, 0.0,
-    0.0, 0.0, 0.0, 0.0004179171803251336, 0.0017290828234722833, 0.0,
-    0.0020827005846636437, 0.0, 0.0, 8.826982764996862, 23.19243343998926, 0.0,
-    95.1080498811086, 0.9863978034400682, 0.9834382792465353, 0.0012286405048278493, 171.2667255897307, 0.9807858872435379,
-    0.0, 0.0, 0.0, 0.0005130064588990679, 0.0, 0.00010854057858411537,
-};
-// clang-format on
+// The vertical pass runs over STRIP columns of ROWS rows at a time, so that the eleven rows each
+// output reads stay in the first-level cache (the same sums, in the same order, as row by row).
+enum { ROWS = 16, STRIP = 256 };
 
 // The weight of (channel, scale, norm 0 or 1, term) for a picture of `scales` scales.
 static double weight_of(int scales, int channel, int scale, int norm, int term) {
@@ -97,8 +74,8 @@ struct att_quality_ref {
     float kernel[TAPS];
     // Band scratch, sized for scale 0: linear rows of both images, the XYB rows of both per
     // channel (with the blur's margin), their squares and product for one channel at a time, a
-    // row of zeros, the vertical pass and the blurred rows of each quantity (the vertical with
-    // the horizontal pass's margins).
+    // row of zeros, ROWS rows of the vertical pass and a blurred row of each quantity (the
+    // vertical with the horizontal pass's margins).
     float *rows_linear[2][3];
     float *xyb[3][2];
     float *zeros;
@@ -380,7 +357,8 @@ att_quality_ref *att_quality_prepare(const uint8_t *pixels, uint32_t width, uint
         if (!(ref->squares[c] = floats(band))) goto no_memory;
     }
     for (int q = 0; q < QUANTITIES; q++)
-        if (!(ref->blurred[q] = floats(width)) || !(ref->vertical[q] = floats(width + 2 * RADIUS))) goto no_memory;
+        if (!(ref->blurred[q] = floats(width)) || !(ref->vertical[q] = floats((size_t)ROWS * (width + 2 * RADIUS))))
+            goto no_memory;
     if (!(ref->zeros = calloc(width, sizeof(float)))) goto no_memory;
 
     int w = (int)width, h = (int)height;
@@ -452,19 +430,30 @@ static double score_scale(att_quality_ref *ref, int s, const source *a, const so
                                               ref->squares[2]};
             products(ref->xyb[c][0], ref->xyb[c][1], ref->squares[0], ref->squares[1], ref->squares[2],
                      (size_t)(r1 - r0) * w);
-            for (int y = y0; y < y1; y++) {
-                // Vertical pass (rows past the ends are zero), then horizontal, per quantity.
-                for (int q = 0; q < QUANTITIES; q++) {
-                    const float *taps[TAPS];
-                    for (int k = -RADIUS; k <= RADIUS; k++) {
-                        int from = y + k;
-                        taps[k + RADIUS] = from >= 0 && from < h ? plane[q] + (size_t)(from - r0) * w : ref->zeros;
-                    }
-                    kernel_row(taps, ref->kernel, w, ref->vertical[q] + RADIUS);
-                    blur_row(ref->vertical[q] + RADIUS, ref->blurred[q], w, ref->kernel);
+            size_t pitch = (size_t)w + 2 * RADIUS;
+            for (int top = y0; top < y1; top += ROWS) {
+                int rows = y1 - top < ROWS ? y1 - top : ROWS;
+                // Vertical pass (rows past the ends are zero), a strip of columns at a time.
+                for (int q = 0; q < QUANTITIES; q++)
+                    for (int x0 = 0; x0 < w; x0 += STRIP)
+                        for (int i = 0; i < rows; i++) {
+                            const float *taps[TAPS];
+                            for (int k = -RADIUS; k <= RADIUS; k++) {
+                                int from = top + i + k;
+                                taps[k + RADIUS] =
+                                    (from >= 0 && from < h ? plane[q] + (size_t)(from - r0) * w : ref->zeros) + x0;
+                            }
+                            kernel_row(taps, ref->kernel, w - x0 < STRIP ? w - x0 : STRIP,
+                                       ref->vertical[q] + i * pitch + RADIUS + x0);
+                        }
+                // Then horizontal, per quantity, and the row's pooled terms.
+                for (int i = 0; i < rows; i++) {
+                    for (int q = 0; q < QUANTITIES; q++)
+                        blur_row(ref->vertical[q] + i * pitch + RADIUS, ref->blurred[q], w, ref->kernel);
+                    size_t at = (size_t)(top + i - r0) * w;
+                    pool_row((const float **)ref->blurred, ref->xyb[c][0] + at, ref->xyb[c][1] + at, w, sum[c],
+                             sum4[c]);
                 }
-                size_t at = (size_t)(y - r0) * w;
-                pool_row((const float **)ref->blurred, ref->xyb[c][0] + at, ref->xyb[c][1] + at, w, sum[c], sum4[c]);
             }
         }
     }
