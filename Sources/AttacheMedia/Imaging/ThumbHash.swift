@@ -165,15 +165,16 @@ public enum ThumbHash {
         var dc = 0.0
         var ac: [Double] = []
         var scale = 0.0
-        var fx = [Double](repeating: 0, count: w)
+        // The same cosines the reference encoder takes, each made once rather than once per factor.
+        let fxs = (0..<nx).map { cx in (0..<w).map { x in cos(Double.pi / Double(w) * Double(cx) * (Double(x) + 0.5)) }
+        }
         var fys = [Double](repeating: 0, count: h)
         for cy in 0..<ny {
-            // The same cosines the reference encoder takes, once per row rather than once per factor.
             for y in 0..<h { fys[y] = cos(Double.pi / Double(h) * Double(cy) * (Double(y) + 0.5)) }
             var cx = 0
             while cx * ny < nx * (ny - cy) {
                 var f = 0.0
-                for x in 0..<w { fx[x] = cos(Double.pi / Double(w) * Double(cx) * (Double(x) + 0.5)) }
+                let fx = fxs[cx]
                 for y in 0..<h {
                     let fy = fys[y]
                     for x in 0..<w { f += values[x + y * w] * fx[x] * fy }
