@@ -2,6 +2,7 @@
 // calling libjpeg; warnings are fatal (djpeg -strict semantics).
 #include "jpeg_coefficients.h"
 #include "jpeg_private.h"
+#include "jpeg_scans.h"
 
 #include <setjmp.h>
 #include <stdatomic.h>
@@ -43,6 +44,13 @@ typedef struct {
     void (*checkpoint)(void *context);
     void *checkpoint_context;
     unsigned calls;
+    // A progressive file's scans read by the shim (jpeg_scans.c): the arrays as libjpeg asks
+    // for them (through `request`, the method it replaces), and the last scan offered.
+    int32_t shim_scans;
+    int offered_scan;
+    int reading;
+    jvirt_barray_ptr (*request)(j_common_ptr, int, boolean, JDIMENSION, JDIMENSION, JDIMENSION);
+    att_scans scans;
 } att_progress_mgr;
 
 struct att_jpeg_decoder {
@@ -86,6 +94,28 @@ static void on_progress(j_common_ptr cinfo) {
         snprintf(err->message, sizeof err->message, "decode deadline passed");
         longjmp(err->jump, 1);
     }
+    // At the start of each scan, before libjpeg reads any of it.
+    if (progress->shim_scans && !progress->reading && !progress->scans.taken && dinfo->input_iMCU_row == 0 &&
+        dinfo->input_scan_number != progress->offered_scan &&
+        dinfo->global_state == 203 /* DSTATE_PRELOAD: within jpeg_start_decompress */) {
+        progress->offered_scan = dinfo->input_scan_number;
+        progress->reading = 1;
+        att_scans_take_over(dinfo, &progress->scans);
+        progress->reading = 0;
+    }
+}
+
+static void scans_tick(j_decompress_ptr cinfo) { on_progress((j_common_ptr)cinfo); }
+
+// libjpeg's request for a component's whole-image array, recorded for the shim's scans.
+static jvirt_barray_ptr request_recorded(j_common_ptr cinfo, int pool_id, boolean pre_zero, JDIMENSION blocks_per_row,
+                                         JDIMENSION rows, JDIMENSION max_access) {
+    att_progress_mgr *progress = (att_progress_mgr *)cinfo->progress;
+    jvirt_barray_ptr array = progress->request(cinfo, pool_id, pre_zero, blocks_per_row, rows, max_access);
+    att_scans *scans = &progress->scans;
+    if (scans->count < MAX_COMPONENTS) scans->arrays[scans->count] = array;
+    scans->count++;
+    return array;
 }
 
 static const uint8_t *find_exif(j_decompress_ptr cinfo, size_t *length) {
@@ -162,6 +192,7 @@ att_jpeg_decoder *att_jpeg_open(const uint8_t *data, size_t length, att_jpeg_lim
     d->progress.deadline = limits.deadline;
     d->progress.checkpoint = limits.checkpoint;
     d->progress.checkpoint_context = limits.checkpoint_context;
+    d->progress.shim_scans = limits.scans == ATT_JPEG_SCANS_SHIM;
     d->cinfo.progress = &d->progress.base;
     jpeg_mem_src(&d->cinfo, data, (unsigned long)length);
     // Only EXIF (for orientation) and ICC profile chunks are kept; every other marker is
@@ -234,6 +265,13 @@ int32_t att_jpeg_start(att_jpeg_decoder *d, int32_t scale_num, int32_t channels,
             return ATT_ERR_MEMORY_LIMIT;
         }
     }
+    if (d->progress.shim_scans && d->cinfo.progressive_mode && d->progress.request == NULL) {
+        d->progress.request = d->cinfo.mem->request_virt_barray;
+        d->cinfo.mem->request_virt_barray = request_recorded;
+        d->progress.scans.store = d->coefficients;
+        d->progress.scans.max_scans = d->progress.max_scans;
+        d->progress.scans.tick = scans_tick;
+    }
     jpeg_start_decompress(&d->cinfo);
     *out_width = d->cinfo.output_width;
     *out_height = d->cinfo.output_height;
@@ -270,6 +308,10 @@ static void cmyk_to_rgb(const uint8_t *src, uint8_t *dst, uint32_t width, int in
 }
 
 uint64_t att_jpeg_coefficient_peak(const att_jpeg_decoder *d) { return att_coef_store_peak(d->coefficients); }
+
+int32_t att_jpeg_shim_read_scans(const att_jpeg_decoder *d) {
+    return d->progress.scans.taken ? 1 : d->progress.scans.started ? 2 : 0;
+}
 
 int32_t att_jpeg_colour(att_jpeg_decoder *d, char *message, size_t capacity) {
     if (message && capacity > 0) snprintf(message, capacity, "%s", d->colour_message);
@@ -337,6 +379,8 @@ void att_jpeg_close(att_jpeg_decoder *d) {
         jpeg_destroy_decompress(&d->cinfo);
     }
     att_coef_store_free(d->coefficients);
+    free(d->progress.scans.stand_in);
+    free(d->progress.scans.reader);
     free(d->scratch);
     free(d->rows);
     free(d->icc);

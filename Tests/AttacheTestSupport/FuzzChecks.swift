@@ -247,7 +247,8 @@ public enum FuzzChecks {
     /// The JPEG, PNG and WebP glue on any bytes behind a signature (the first byte picks which:
     /// 2 a RIFF WEBP header, else even JPEG, odd PNG):
     /// every failure typed, a rendition decoding again at the size it reports; a JPEG decodes
-    /// to the same pixels (or fails alike) with its coefficients packed as in libjpeg's arrays.
+    /// to the same pixels (or fails alike) with its coefficients packed as in libjpeg's arrays,
+    /// and with its scans read by the shim as by libjpeg.
     public static func image(_ bytes: [UInt8]) throws(FuzzFinding) {
         guard let first = bytes.first else { return }
         let riff = Array("RIFF".utf8) + [UInt8(truncatingIfNeeded: bytes.count + 3), 0, 0, 0] + Array("WEBP".utf8)
@@ -263,13 +264,20 @@ public enum FuzzChecks {
             guard dense.status == packed.status, dense.pixels == packed.pixels else {
                 throw FuzzFinding("packed coefficients: status \(packed.status) against \(dense.status)")
             }
+            let libjpeg = decodeJPEG(
+                input, numerator: numerator, coefficients: Int32(ATT_JPEG_COEFFICIENTS_LIBJPEG),
+                scans: Int32(ATT_JPEG_SCANS_LIBJPEG))
+            guard dense.status == libjpeg.status, dense.pixels == libjpeg.pixels else {
+                throw FuzzFinding("scans read by the shim: status \(dense.status) against \(libjpeg.status)")
+            }
         }
     }
 
     /// Every row of a JPEG (at most 4 MP) through the C shim at `numerator`/8, its coefficients
-    /// kept as `coefficients` says; the first failing status, and the rows read until then.
+    /// kept as `coefficients` says and its scans read as `scans` says; the first failing status,
+    /// and the rows read until then.
     static func decodeJPEG(
-        _ input: MediaBytes, numerator: Int32, coefficients: Int32
+        _ input: MediaBytes, numerator: Int32, coefficients: Int32, scans: Int32 = Int32(ATT_JPEG_SCANS_SHIM)
     ) -> (
         status: Int32, pixels: [UInt8]
     ) {
@@ -277,7 +285,7 @@ public enum FuzzChecks {
         var error = att_error()
         let limits = att_jpeg_limits(
             max_memory: 64 << 20, max_scans: 50, deadline: nil, checkpoint: nil, checkpoint_context: nil,
-            coefficients: coefficients)
+            coefficients: coefficients, scans: scans)
         guard
             let decoder = att_jpeg_open(
                 input.base.assumingMemoryBound(to: UInt8.self), input.count, limits, &header, &error)

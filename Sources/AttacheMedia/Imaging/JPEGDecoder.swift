@@ -38,6 +38,15 @@ final class JPEGDecoder: StillDecoder {
         static let compactFrom = Int(ATT_JPEG_COMPACT_FROM)
     }
 
+    /// Who reads a progressive file's scans.
+    enum Scans: Int32 {
+        /// The shim (jpeg_scans.c) from the first scan libjpeg can hand over, where the file
+        /// allows: the same coefficients, read several times faster.
+        case shim = 0
+        /// libjpeg, every scan.
+        case libjpeg = 1
+    }
+
     /// Reads the header and checks `limits`; nothing large is allocated before this passes.
     convenience init(
         bytes: MediaBytes, kind: MediaKind = .jpeg, limits: DecodeLimits, deadline: WorkDeadline
@@ -48,7 +57,8 @@ final class JPEGDecoder: StillDecoder {
     }
 
     init(
-        bytes: MediaBytes, limits: DecodeLimits, deadline: WorkDeadline, coefficients: Coefficients
+        bytes: MediaBytes, limits: DecodeLimits, deadline: WorkDeadline, coefficients: Coefficients,
+        scans: Scans = .shim
     )
         throws(AttacheError)
     {
@@ -57,7 +67,8 @@ final class JPEGDecoder: StillDecoder {
         let cLimits = att_jpeg_limits(
             max_memory: UInt64(limits.maxDecoderMemory), max_scans: Int32(clamping: limits.maxScans),
             deadline: deadline.pointer, checkpoint: WorkDeadline.checkpointFunction,
-            checkpoint_context: deadline.checkpointContext, coefficients: coefficients.rawValue)
+            checkpoint_context: deadline.checkpointContext, coefficients: coefficients.rawValue,
+            scans: scans.rawValue)
         guard
             let handle = att_jpeg_open(
                 bytes.base.assumingMemoryBound(to: UInt8.self), bytes.count, cLimits, &header, &error)
@@ -97,6 +108,9 @@ final class JPEGDecoder: StillDecoder {
     let compactCoefficients: Bool
     /// The most the compact store has held so far.
     var coefficientPeak: Int { Int(att_jpeg_coefficient_peak(handle)) }
+    /// Once decoding has started: 1 when the shim read the scans (Scans.shim), 2 when it began
+    /// to and the data ended the decode, 0 when libjpeg read them all.
+    var shimScans: Int32 { att_jpeg_shim_read_scans(handle) }
     func heldBytes(for target: (width: Int, height: Int)) -> Int { coefficientBytes }
     static var decodeCost: Double { WorkEstimate.PerPixel.jpegDecode }
     /// Entropy decoding, by the compressed bytes (a progressive file costs about four times a

@@ -31,6 +31,10 @@ enum {
     ATT_JPEG_COEFFICIENTS_LIBJPEG = 1,
     ATT_JPEG_COEFFICIENTS_COMPACT = 2,
 };
+enum {
+    ATT_JPEG_SCANS_SHIM = 0,
+    ATT_JPEG_SCANS_LIBJPEG = 1,
+};
 #define ATT_JPEG_COMPACT_FROM ((uint64_t)16 << 20)
 #define ATT_JPEG_CHECKPOINT_CALLS 16
 
@@ -53,6 +57,10 @@ typedef struct {
     /// or less; _LIBJPEG keeps libjpeg's arrays; _COMPACT packs them whenever it can (Huffman
     /// coding).
     int32_t coefficients;
+    /// Who reads a progressive file's scans: ATT_JPEG_SCANS_SHIM reads them from the first
+    /// libjpeg can hand over (jpeg_scans.c; the same coefficients, several times faster), where
+    /// the file allows; _LIBJPEG leaves every scan to libjpeg.
+    int32_t scans;
 } att_jpeg_limits;
 
 typedef struct {
@@ -100,6 +108,10 @@ int32_t att_jpeg_read_rows(att_jpeg_decoder *decoder, uint8_t *buffer, size_t st
 int32_t att_jpeg_finish(att_jpeg_decoder *decoder, att_error *error);
 
 void att_jpeg_close(att_jpeg_decoder *decoder);
+
+/// 1 when the shim read the file's scans from one of them on (ATT_JPEG_SCANS_SHIM), 2 when it
+/// began to and the data ended the decode, 0 when libjpeg read them all.
+int32_t att_jpeg_shim_read_scans(const att_jpeg_decoder *decoder);
 
 /// Packs `count` 8 × 8 blocks of coefficients (64 int16 values each) the way a multi-scan
 /// decode keeps them, with each packing this CPU can run (scalar, SSSE3 shuffles, AVX-512
