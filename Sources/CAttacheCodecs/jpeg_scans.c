@@ -51,8 +51,8 @@ static int check_dqt(const uint8_t *at, long length) {
         int n = *at++;
         int precision = n >> 4;
         if ((n & 0x0F) >= NUM_QUANT_TBLS) return 0;
-        long count = precision ? (length < 2 * DCTSIZE2 ? length >> 1 : DCTSIZE2)
-                               : (length < DCTSIZE2 ? length : DCTSIZE2);
+        long count =
+            precision ? (length < 2 * DCTSIZE2 ? length >> 1 : DCTSIZE2) : (length < DCTSIZE2 ? length : DCTSIZE2);
         long bytes = precision ? 2 * count : count;
         length -= bytes;
         at += bytes;
@@ -102,7 +102,8 @@ static int read_sos(j_decompress_ptr cinfo, file_state *st, const uint8_t *at, l
         int t = kind == DC ? scan->dc_tbl[i] : scan->ac_tbl[i];
         if (kind == DC && scan->ah != 0) continue;
         huff h;
-        if (t >= NUM_HUFF_TBLS || !st->defined[kind][t] || !att_scan_derive(st->bits[kind][t], st->values[kind][t], kind == DC, &h)) {
+        if (t >= NUM_HUFF_TBLS || !st->defined[kind][t] ||
+            !att_scan_derive(st->bits[kind][t], st->values[kind][t], kind == DC, &h)) {
             return 0;
         }
     }
@@ -114,12 +115,13 @@ enum { SEGMENT_BAD = 0, SEGMENT_OK = 1, SEGMENT_SOS = 2, SEGMENT_EOI = 3 };
 
 // The segment of marker `code` at `*pos` (just past the marker) read as libjpeg's read_markers
 // reads it after the first scan; `*pos` moves past it.
-static int read_segment(j_decompress_ptr cinfo, const uint8_t *data, size_t end, size_t *pos, int code,
-                        file_state *st, scan_info *scan) {
+static int read_segment(j_decompress_ptr cinfo, const uint8_t *data, size_t end, size_t *pos, int code, file_state *st,
+                        scan_info *scan) {
     if (code == JPEG_EOI) return SEGMENT_EOI;
     if ((code >= JPEG_RST0 && code <= JPEG_RST0 + 7) || code == 0x01) return SEGMENT_OK;  // RSTn, TEM: no segment
     int skipped = code == JPEG_COM || (code >= JPEG_APP0 && code <= JPEG_APP0 + 15);
-    if ((!skipped && code != 0xC4 && code != 0xDB && code != 0xDD && code != 0xDA) || end - *pos < 2) return SEGMENT_BAD;
+    if ((!skipped && code != 0xC4 && code != 0xDB && code != 0xDD && code != 0xDA) || end - *pos < 2)
+        return SEGMENT_BAD;
     long length = (long)two_bytes(data + *pos);
     if (skipped) {
         long skip = length < 2 ? 2 : length;  // libjpeg takes a shorter length as empty
@@ -161,7 +163,12 @@ static int add_scan(j_decompress_ptr cinfo, att_scans *sc, const uint8_t *data, 
     }
     reader *r = &scans->list[scans->count++];
     memset(r, 0, sizeof *r);
-    *r = (reader){.cinfo = cinfo, .scans = sc, .data = data, .pos = start, .end = end, .scan = *scan,
+    *r = (reader){.cinfo = cinfo,
+                  .scans = sc,
+                  .data = data,
+                  .pos = start,
+                  .end = end,
+                  .scan = *scan,
                   .restart_interval = st->restart_interval};
     for (int c = 0; c < scan->count; c++) {
         int dc = scan->ss == 0, t = dc ? scan->dc_tbl[c] : scan->ac_tbl[c];
@@ -339,8 +346,8 @@ static int state_of(j_decompress_ptr cinfo, file_state *st, scan_info *scan) {
 
 int att_scans_take_over(j_decompress_ptr cinfo, att_scans *sc) {
     if (sc->taken || sc->stand_in || !cinfo->progressive_mode || cinfo->arith_code || cinfo->data_precision != 8 ||
-        cinfo->input_iMCU_row != 0 || sc->count != cinfo->num_components ||
-        cinfo->num_components > MAX_COMPS_IN_SCAN || cinfo->src == NULL || cinfo->coef_bits == NULL) {
+        cinfo->input_iMCU_row != 0 || sc->count != cinfo->num_components || cinfo->num_components > MAX_COMPS_IN_SCAN ||
+        cinfo->src == NULL || cinfo->coef_bits == NULL) {
         return 0;
     }
     att_scan_prepare();
