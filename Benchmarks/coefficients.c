@@ -2,15 +2,15 @@
 // (Sources/CAttacheCodecs/jpeg_coefficients.c), best of RUNS, and prints the time and the bytes
 // held. Built and run by coefficients.sh.
 //   coefficients FILE packed(0|1) [NUMERATOR=2] [RUNS=7]
-#include <malloc.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include <jpeglib.h>
 
 #include "jpeg_coefficients.h"
+
+#include "decode_harness.h"
 
 static jmp_buf failed;
 
@@ -26,26 +26,11 @@ static void on_error(j_common_ptr cinfo) {
     att_jpeg_fail(cinfo, -1, message);
 }
 
-static double seconds(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-}
-
 int main(int argc, char **argv) {
     if (argc < 3) return 2;
-    FILE *file = fopen(argv[1], "rb");
-    if (!file) return 2;
-    fseek(file, 0, SEEK_END);
-    long length = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    unsigned char *data = malloc((size_t)length);
-    if (!data || fread(data, 1, (size_t)length, file) != (size_t)length) return 2;
-    fclose(file);
-    // As `attache resize` and `attache batch` keep their heaps: freed arrays are reused, not
-    // unmapped and faulted in again.
-    mallopt(M_MMAP_THRESHOLD, 512 << 20);
-    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    long length = 0;
+    unsigned char *data = read_whole(argv[1], &length);
+    if (!data) return 2;
     int packed = atoi(argv[2]);
     int numerator = argc > 3 ? atoi(argv[3]) : 2;
     int runs = argc > 4 ? atoi(argv[4]) : 7;
@@ -73,9 +58,8 @@ int main(int argc, char **argv) {
         JSAMPROW row = malloc((size_t)cinfo.output_width * (size_t)cinfo.output_components);
         while (cinfo.output_scanline < cinfo.output_height) {
             jpeg_read_scanlines(&cinfo, &row, 1);
-            for (size_t i = 0; run == 0 && i < (size_t)cinfo.output_width * (size_t)cinfo.output_components; i++) {
-                digest = (digest ^ row[i]) * UINT64_C(1099511628211);
-            }
+            if (run == 0)
+                digest = digest_bytes(digest, row, (size_t)cinfo.output_width * (size_t)cinfo.output_components);
         }
         jpeg_finish_decompress(&cinfo);
         peak = att_coef_store_peak(store);

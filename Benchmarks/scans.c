@@ -2,32 +2,17 @@
 // progressive scans read by libjpeg or by the shim (jpeg_scans.c), best of RUNS; prints the time,
 // who read the scans and a digest of the pixels (the same both ways). Built and run by scans.sh.
 //   scans FILE shim(0|1) [NUMERATOR=2] [RUNS=7]
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "attache_codecs.h"
-
-static double seconds(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-}
+#include "decode_harness.h"
 
 int main(int argc, char **argv) {
     if (argc < 3) return 2;
-    FILE *file = fopen(argv[1], "rb");
-    if (!file) return 2;
-    fseek(file, 0, SEEK_END);
-    long length = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    unsigned char *data = malloc((size_t)length);
-    if (!data || fread(data, 1, (size_t)length, file) != (size_t)length) return 2;
-    fclose(file);
-    // As `attache resize` and `attache serve` keep their heaps.
-    mallopt(M_MMAP_THRESHOLD, 512 << 20);
-    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    long length = 0;
+    unsigned char *data = read_whole(argv[1], &length);
+    if (!data) return 2;
     int shim = atoi(argv[2]);
     int numerator = argc > 3 ? atoi(argv[3]) : 2;
     int runs = argc > 4 ? atoi(argv[4]) : 7;
@@ -51,9 +36,7 @@ int main(int argc, char **argv) {
         for (uint32_t done = 0; done < height;) {
             int32_t got = 0;
             if (att_jpeg_read_rows(decoder, rows, stride, 16, &got, &error) != ATT_OK || got <= 0) return 1;
-            for (size_t i = 0; run == 0 && i < stride * (size_t)got; i++) {
-                digest = (digest ^ rows[i]) * UINT64_C(1099511628211);
-            }
+            if (run == 0) digest = digest_bytes(digest, rows, stride * (size_t)got);
             done += (uint32_t)got;
         }
         read_by = att_jpeg_shim_read_scans(decoder);
