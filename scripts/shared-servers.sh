@@ -9,7 +9,7 @@
 #
 # Ports: PG_PORT (default 21432), S3_PORT (default 25480), MON_PORT (default 29789); callers pick
 # ports below the ephemeral range (32768 and up), where an outgoing connection could hold them.
-# The servers stand in for other machines: where this user may (root), they run at nice -5, so a
+# The servers stand in for other machines: where this user may (root), they run at nice -10, so a
 # machine kept busy by the tests beside them (or by anything else) does not stall them for long.
 set -euo pipefail
 command=${1:?usage: shared-servers.sh start|stop DIR | install}
@@ -36,7 +36,7 @@ install() {
 pg_bin=/usr/lib/postgresql/15/bin
 # Every thread a server starts inherits the nice value it was started with.
 boost=()
-[ "$(nice -n -5 nice 2>/dev/null)" -lt "$(nice)" ] && boost=(nice -n -5)
+[ "$(nice -n -10 nice 2>/dev/null)" -lt "$(nice)" ] && boost=(nice -n -10)
 as_postgres() {
     if [ "$(id -u)" -eq 0 ]; then "${boost[@]}" runuser -u postgres -- "$@"; else "${boost[@]}" "$@"; fi
 }
