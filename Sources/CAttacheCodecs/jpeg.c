@@ -45,10 +45,10 @@ typedef struct {
     void *checkpoint_context;
     unsigned calls;
     // A progressive file's scans read by the shim (jpeg_scans.c): the arrays as libjpeg asks
-    // for them (through `request`, the method it replaces), and the last scan offered.
+    // for them (through `request`, the method it replaces), and the last scan offered (the
+    // one being read while the shim's reading calls this monitor back).
     int32_t shim_scans;
     int offered_scan;
-    int reading;
     jvirt_barray_ptr (*request)(j_common_ptr, int, boolean, JDIMENSION, JDIMENSION, JDIMENSION);
     att_scans scans;
 } att_progress_mgr;
@@ -95,13 +95,10 @@ static void on_progress(j_common_ptr cinfo) {
         longjmp(err->jump, 1);
     }
     // At the start of each scan, before libjpeg reads any of it.
-    if (progress->shim_scans && !progress->reading && !progress->scans.taken && dinfo->input_iMCU_row == 0 &&
-        dinfo->input_scan_number != progress->offered_scan &&
+    if (progress->shim_scans && dinfo->input_scan_number != progress->offered_scan &&
         dinfo->global_state == 203 /* DSTATE_PRELOAD: within jpeg_start_decompress */) {
         progress->offered_scan = dinfo->input_scan_number;
-        progress->reading = 1;
         att_scans_take_over(dinfo, &progress->scans);
-        progress->reading = 0;
     }
 }
 
@@ -268,7 +265,6 @@ int32_t att_jpeg_start(att_jpeg_decoder *d, int32_t scale_num, int32_t channels,
     if (d->progress.shim_scans && d->cinfo.progressive_mode && d->progress.request == NULL) {
         d->progress.request = d->cinfo.mem->request_virt_barray;
         d->cinfo.mem->request_virt_barray = request_recorded;
-        d->progress.scans.store = d->coefficients;
         d->progress.scans.max_scans = d->progress.max_scans;
         d->progress.scans.tick = scans_tick;
     }

@@ -162,7 +162,6 @@ static int add_scan(j_decompress_ptr cinfo, att_scans *sc, const uint8_t *data, 
         scans->capacity = capacity;
     }
     reader *r = &scans->list[scans->count++];
-    memset(r, 0, sizeof *r);
     *r = (reader){.cinfo = cinfo,
                   .scans = sc,
                   .data = data,

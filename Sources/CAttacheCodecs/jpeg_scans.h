@@ -9,17 +9,13 @@
 
 #include <jpeglib.h>
 
-#include "jpeg_coefficients.h"
-
 typedef struct {
     /// The whole-image coefficient arrays, one per component, as libjpeg asked for them.
     jvirt_barray_ptr arrays[MAX_COMPONENTS];
     int count;
-    /// The compact store behind them, or NULL (libjpeg's own arrays).
-    att_coef_store *store;
     /// Scans allowed in all (0 = no limit): past it the shim leaves the file to libjpeg.
     int max_scans;
-    /// Called once every block row read (the progress monitor's work: deadline, yield).
+    /// Called once every iMCU row read (the progress monitor's work: deadline, yield).
     void (*tick)(j_decompress_ptr cinfo);
     /// What libjpeg reads instead of the rest of the file once the shim has read it.
     uint8_t *stand_in;
