@@ -38,8 +38,8 @@ int main(int argc, char **argv) {
                 uint8_t *data = NULL;
                 size_t length = 0;
                 double start = now();
-                int status = att_jpeg_encode(pixels, w, h, (size_t)w * 3, 3, qualities[k], ATT_JPEG_TABLES_ROBIDOUX, 0,
-                                             trellis, &data, &length, &error);
+                int status = att_jpeg_encode(pixels, w, h, (size_t)w * 3, 3, qualities[k], ATT_JPEG_TABLES_ROBIDOUX,
+                                             ATT_JPEG_CHROMA_SHARP, trellis, &data, &length, &error);
                 double ms = (now() - start) * 1000;
                 if (status != 0) {
                     fprintf(stderr, "%s: %s\n", argv[i], error.message);

@@ -32,8 +32,8 @@ int main(int argc, char **argv) {
             uint8_t *data;
             size_t length;
             double score;
-            att_jpeg_encode(pixels, w, h, stride, 3, qualities[k], ATT_JPEG_TABLES_ROBIDOUX, 0, 0, &data, &length,
-                            &error);
+            att_jpeg_encode(pixels, w, h, stride, 3, qualities[k], ATT_JPEG_TABLES_ROBIDOUX, ATT_JPEG_CHROMA_SHARP, 0,
+                            &data, &length, &error);
             snprintf(path, sizeof path, "%s/%d_%d.jpg", argv[1], i - 1, qualities[k]);
             file = fopen(path, "wb");
             if (!file) return 1;

@@ -38,7 +38,8 @@ int main(int argc, char **argv) {
             t[1] = now();
             att_blocking_ref *flat = att_blocking_prepare(pixels, stride, w, h, 3, 1.0, features);
             t[2] = now();
-            att_jpeg_encode(pixels, w, h, stride, 3, 80, ATT_JPEG_TABLES_ROBIDOUX, 0, 0, &data, &length, &error);
+            att_jpeg_encode(pixels, w, h, stride, 3, 80, ATT_JPEG_TABLES_ROBIDOUX, ATT_JPEG_CHROMA_SHARP, 0, &data,
+                            &length, &error);
             t[3] = now();
             att_jpeg_decode_into(data, length, w, h, 3, decoded, stride, &error);
             t[4] = now();

@@ -53,10 +53,9 @@ static void chroma_means(const uint8_t *pixels, size_t stride, uint32_t width, u
     }
 }
 
-// `out` = the samples `m` sharpened once: 2m - F(m), F the [1 6 1]/8 filter down and across
-// (`tmp` holds the pass across), rounded and clamped, written into the padded plane `plane`
-// (`pw` × `ph`, edges repeated).
-static void sharpen(const float *m, float *tmp, uint32_t cw, uint32_t ch, JSAMPLE *plane, uint32_t pw, uint32_t ph) {
+// The samples `m` sharpened once, in place: 2m - F(m), F the [1 6 1]/8 filter down and across
+// (`tmp` holds the pass across; a row of `m` is read only for the same row out), clamped to 0-255.
+static void sharpen(float *m, float *tmp, uint32_t cw, uint32_t ch) {
     for (uint32_t y = 0; y < ch; y++) {
         const float *row = m + (size_t)y * cw;
         float *t = tmp + (size_t)y * cw;
@@ -67,12 +66,33 @@ static void sharpen(const float *m, float *tmp, uint32_t cw, uint32_t ch, JSAMPL
     for (uint32_t y = 0; y < ch; y++) {
         const float *up = tmp + (size_t)(y > 0 ? y - 1 : 0) * cw, *mid = tmp + (size_t)y * cw;
         const float *down = tmp + (size_t)(y + 1 < ch ? y + 1 : ch - 1) * cw;
+        float *row = m + (size_t)y * cw;
+        for (uint32_t x = 0; x < cw; x++) {
+            const float v = 2.0f * row[x] - (up[x] + 6.0f * mid[x] + down[x]) * 0.125f;
+            row[x] = v < 0.0f ? 0.0f : (v > 255.0f ? 255.0f : v);
+        }
+    }
+}
+
+float *att_jpeg_sharp_chroma(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride) {
+    const uint32_t width = cinfo->image_width, height = cinfo->image_height;
+    const uint32_t cw = (width + 1) / 2, ch = (height + 1) / 2;
+    const j_common_ptr common = (j_common_ptr)cinfo;
+    float *planes = cinfo->mem->alloc_large(common, JPOOL_IMAGE, sizeof(float) * (size_t)cw * ch * 3);
+    int32_t *rows = cinfo->mem->alloc_large(common, JPOOL_IMAGE, sizeof(int32_t) * 8 * (size_t)cw);
+    float *cb = planes, *cr = planes + (size_t)cw * ch, *tmp = planes + 2 * (size_t)cw * ch;
+    chroma_means(pixels, stride, width, height, cw, ch, rows, cb, cr);
+    sharpen(cb, tmp, cw, ch);
+    sharpen(cr, tmp, cw, ch);
+    return planes;
+}
+
+// The `cw` × `ch` samples `m` rounded into the plane `plane` (`pw` × `ph`, edges repeated).
+static void to_plane(const float *m, uint32_t cw, uint32_t ch, JSAMPLE *plane, uint32_t pw, uint32_t ph) {
+    for (uint32_t y = 0; y < ch; y++) {
         const float *row = m + (size_t)y * cw;
         JSAMPLE *out = plane + (size_t)y * pw;
-        for (uint32_t x = 0; x < cw; x++) {
-            float v = 2.0f * row[x] - (up[x] + 6.0f * mid[x] + down[x]) * 0.125f + 0.5f;
-            out[x] = (JSAMPLE)(v < 0.0f ? 0.0f : (v > 255.0f ? 255.0f : v));
-        }
+        for (uint32_t x = 0; x < cw; x++) out[x] = (JSAMPLE)(row[x] + 0.5f);
         memset(out + cw, out[cw - 1], pw - cw);
     }
     for (uint32_t y = ch; y < ph; y++) memcpy(plane + (size_t)y * pw, plane + (size_t)(ch - 1) * pw, pw);
@@ -103,15 +123,11 @@ void att_jpeg_write_sharp(j_compress_ptr cinfo, const uint8_t *pixels, size_t st
     const uint32_t cw = (width + 1) / 2, ch = (height + 1) / 2;
     // Whole MCUs of 16 x 16: libjpeg reads every block of an MCU row.
     const uint32_t pw = (width + 15) / 16 * 16, ph = (height + 15) / 16 * 16;
-    const j_common_ptr common = (j_common_ptr)cinfo;
-    float *means = cinfo->mem->alloc_large(common, JPOOL_IMAGE, sizeof(float) * (size_t)cw * ch * 3);
-    int32_t *rows = cinfo->mem->alloc_large(common, JPOOL_IMAGE, sizeof(int32_t) * 8 * (size_t)cw);
-    JSAMPLE *planes = cinfo->mem->alloc_large(common, JPOOL_IMAGE, (size_t)pw * ph / 2 + (size_t)pw * 16);
-    float *cb = means, *cr = means + (size_t)cw * ch, *tmp = means + 2 * (size_t)cw * ch;
+    const float *chroma = att_jpeg_sharp_chroma(cinfo, pixels, stride);
+    JSAMPLE *planes = cinfo->mem->alloc_large((j_common_ptr)cinfo, JPOOL_IMAGE, (size_t)pw * ph / 2 + (size_t)pw * 16);
     JSAMPLE *cb_plane = planes, *cr_plane = planes + (size_t)pw / 2 * (ph / 2), *luma = planes + (size_t)pw * ph / 2;
-    chroma_means(pixels, stride, width, height, cw, ch, rows, cb, cr);
-    sharpen(cb, tmp, cw, ch, cb_plane, pw / 2, ph / 2);
-    sharpen(cr, tmp, cw, ch, cr_plane, pw / 2, ph / 2);
+    to_plane(chroma, cw, ch, cb_plane, pw / 2, ph / 2);
+    to_plane(chroma + (size_t)cw * ch, cw, ch, cr_plane, pw / 2, ph / 2);
 
     cinfo->raw_data_in = TRUE;
     jpeg_start_compress(cinfo, TRUE);

@@ -15,4 +15,9 @@
 /// through `cinfo`'s error manager; what it allocates is in libjpeg's image pool.
 void att_jpeg_write_sharp(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride);
 
+/// The sharpened Cb and Cr samples of `cinfo`'s picture (3-channel RGB `pixels`, 4:2:0): two
+/// planes of ⌈width/2⌉ × ⌈height/2⌉ floats (0-255) one after the other, in libjpeg's image
+/// pool (the thorough encoder reads its chroma blocks from them).
+float *att_jpeg_sharp_chroma(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride);
+
 #endif

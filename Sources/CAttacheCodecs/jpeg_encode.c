@@ -1,6 +1,7 @@
 // libjpeg-turbo encode (the fast encoder, and the thorough one's set-up), and reading an encode
 // back for scoring. Every entry point sets its own setjmp before calling libjpeg.
 #include "jpeg_private.h"
+#include "jpeg_chroma.h"
 #include "jpeg_trellis.h"
 
 #include <setjmp.h>
@@ -32,7 +33,7 @@ int32_t att_jpeg_equivalent_quality(int32_t ijg_quality, int32_t tables) {
 }
 
 int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
-                        int32_t quality, int32_t tables, int32_t full_chroma, int32_t trellis, uint8_t **output,
+                        int32_t quality, int32_t tables, int32_t chroma, int32_t trellis, uint8_t **output,
                         size_t *output_length, att_error *error) {
     *output = NULL;
     *output_length = 0;
@@ -69,6 +70,7 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
     }
     cinfo.optimize_coding = TRUE;
     cinfo.dct_method = JDCT_ISLOW;
+    const int full_chroma = chroma == ATT_JPEG_CHROMA_FULL;
     if (channels == 3) {
         // 4:2:0: luma 2x2, chroma 1x1 (4:4:4: all 1x1).
         cinfo.comp_info[0].h_samp_factor = full_chroma ? 1 : 2;
@@ -80,7 +82,9 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
     }
     cinfo.write_JFIF_header = TRUE;
     if (trellis) {
-        att_jpeg_write_trellis(&cinfo, pixels, stride);
+        att_jpeg_write_trellis(&cinfo, pixels, stride, chroma == ATT_JPEG_CHROMA_SHARP);
+    } else if (chroma == ATT_JPEG_CHROMA_SHARP && channels == 3) {
+        att_jpeg_write_sharp(&cinfo, pixels, stride);
     } else {
         jpeg_start_compress(&cinfo, TRUE);
         while (cinfo.next_scanline < cinfo.image_height) {

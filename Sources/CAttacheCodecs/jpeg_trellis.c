@@ -11,10 +11,13 @@
 // share of those counts, which the optimised tables libjpeg then writes come close to.
 //
 // The DCT is computed here in floating point on libjpeg's scale (8x the orthonormal DCT), from
-// samples converted and downsampled as libjpeg does (JFIF YCbCr, means of 2x2, edges repeated);
+// samples converted and downsampled as libjpeg does (JFIF YCbCr, means of 2x2, edges repeated;
+// or 4:2:0 chroma sharpened as the fast encoder writes it, jpeg_chroma.c);
 // libjpeg writes the coefficients (jpeg_write_coefficients) with optimised Huffman tables. What
 // is held is libjpeg's own coefficient arrays, as its optimising encoder holds.
 #include "jpeg_trellis.h"
+
+#include "jpeg_chroma.h"
 
 #include <math.h>
 #include <string.h>
@@ -58,6 +61,7 @@ typedef struct {
     uint32_t sx, sy;                // picture pixels per sample across and down (1 or 2)
     uint32_t samples_w, samples_h;  // samples that hold the picture
     int which;                      // 0 Y (or gray), 1 Cb, 2 Cr
+    const float *sharp;             // the sharpened chroma samples (jpeg_chroma.c), or NULL
 } plane;
 
 static int magnitude_bits(int value) {
@@ -87,6 +91,10 @@ static void block_samples(const plane *p, uint32_t bx, uint32_t by, float out[DC
         for (uint32_t x = 0; x < DCTSIZE; x++) {
             uint32_t sx = bx * DCTSIZE + x;
             if (sx >= p->samples_w) sx = p->samples_w - 1;
+            if (p->sharp) {
+                out[y * DCTSIZE + x] = p->sharp[(size_t)sy * p->samples_w + sx] - 128.0f;
+                continue;
+            }
             float sum = 0;
             for (uint32_t j = 0; j < p->sy; j++) {
                 uint32_t py = sy * p->sy + j;
@@ -247,7 +255,7 @@ typedef struct {
     jvirt_barray_ptr array;
 } component;
 
-static void set_up(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, component *out) {
+static void set_up(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, const float *sharp, component *out) {
     int max_h = 1, max_v = 1;
     for (int c = 0; c < cinfo->num_components; c++) {
         if (cinfo->comp_info[c].h_samp_factor > max_h) max_h = cinfo->comp_info[c].h_samp_factor;
@@ -269,6 +277,9 @@ static void set_up(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, c
             .samples_h = (cinfo->image_height * v + (uint32_t)max_v - 1) / (uint32_t)max_v,
             .which = c,
         };
+        // The sharpened samples are 4:2:0's: ⌈width/2⌉ × ⌈height/2⌉ a plane.
+        if (sharp && c > 0 && k->plane.sx == 2 && k->plane.sy == 2)
+            k->plane.sharp = sharp + (size_t)(c - 1) * k->plane.samples_w * k->plane.samples_h;
         k->blocks_w = ((k->plane.samples_w + DCTSIZE - 1) / DCTSIZE + h - 1) / h * h;
         k->blocks_h = ((k->plane.samples_h + DCTSIZE - 1) / DCTSIZE + v - 1) / v * v;
         k->quant = cinfo->quant_tbl_ptrs[comp->quant_tbl_no]->quantval;
@@ -288,11 +299,12 @@ static void encode_block(const component *k, const float basis[DCTSIZE][DCTSIZE]
     trellis_block(coefficients, k->quant, bits, out);
 }
 
-void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride) {
+void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, int sharp_chroma) {
     const int components = cinfo->num_components;
     component comps[MAX_COMPONENTS];
     jvirt_barray_ptr arrays[MAX_COMPONENTS];
-    set_up(cinfo, pixels, stride, comps);
+    const float *sharp = sharp_chroma && components == 3 ? att_jpeg_sharp_chroma(cinfo, pixels, stride) : NULL;
+    set_up(cinfo, pixels, stride, sharp, comps);
     for (int c = 0; c < components; c++) arrays[c] = comps[c].array;
 
     float basis[DCTSIZE][DCTSIZE];

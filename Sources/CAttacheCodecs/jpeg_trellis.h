@@ -11,8 +11,9 @@
 
 /// Writes `cinfo`'s picture from `pixels` (1 or 3 channels, as `cinfo` was set up: its size,
 /// components, sampling factors and quantisation tables), its coefficients chosen by trellis
-/// quantisation, then finishes the compression. Errors leave through `cinfo`'s error manager;
-/// what it allocates is in libjpeg's image pool.
-void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride);
+/// quantisation, then finishes the compression; with `sharp_chroma`, 4:2:0 chroma from the
+/// sharpened samples of jpeg_chroma.c. Errors leave through `cinfo`'s error manager; what it
+/// allocates is in libjpeg's image pool.
+void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, int sharp_chroma);
 
 #endif

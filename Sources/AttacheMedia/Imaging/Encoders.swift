@@ -16,19 +16,24 @@ enum Encoders {
     }
 
     /// Baseline JPEG, optimised Huffman tables, 4:2:0 chroma (4:4:4 with `fullChroma`); gray
-    /// stays one channel. `quality` scales `tables` (the IJG's unless told); `trellis` chooses
-    /// each block's coefficients for bits and distortion together (the thorough encoder).
+    /// stays one channel. `quality` scales `tables` (the IJG's unless told); Robidoux's (the
+    /// perceptual encode `auto` writes) come with 4:2:0 chroma sharpened for the decoder's
+    /// upsampling, the IJG's with libjpeg's own (a fixed quality's bytes as they always were);
+    /// `trellis` chooses each block's coefficients for bits and distortion together (the
+    /// thorough encoder).
     static func jpeg(
         _ image: PixelImage, quality: Int, tables: JPEGTables = .ijg, fullChroma: Bool = false, trellis: Bool = false
     ) throws(AttacheError) -> [UInt8] {
         precondition(image.channels == 1 || image.channels == 3)
+        let chroma = Int32(
+            fullChroma ? ATT_JPEG_CHROMA_FULL : tables == .robidoux ? ATT_JPEG_CHROMA_SHARP : ATT_JPEG_CHROMA_HALF)
         var output: UnsafeMutablePointer<UInt8>?
         var length = 0
         var error = att_error()
         let status = image.pixels.withUnsafeBufferPointer { p in
             att_jpeg_encode(
                 p.baseAddress, UInt32(image.width), UInt32(image.height), image.width * image.channels,
-                Int32(image.channels), Int32(quality), tables.shim, fullChroma ? 1 : 0, trellis ? 1 : 0,
+                Int32(image.channels), Int32(quality), tables.shim, chroma, trellis ? 1 : 0,
                 &output, &length, &error)
         }
         return try take(status: status, output: output, length: length, error: error, format: "jpeg")

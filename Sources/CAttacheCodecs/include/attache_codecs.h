@@ -126,13 +126,18 @@ int32_t att_coef_packings_agree(const int16_t *blocks, uint32_t count);
 /// (ImageMagick's, one of mozjpeg's): 5-6% fewer bytes at an equal SSIMULACRA2 on photos.
 enum { ATT_JPEG_TABLES_IJG = 0, ATT_JPEG_TABLES_ROBIDOUX = 1 };
 
+/// A colour JPEG's chroma: 4:2:0, each sample the mean of its 2x2 (libjpeg's); 4:4:4; or 4:2:0
+/// with each sample sharpened for a decoder's fancy upsampling (jpeg_chroma.c: saturated edges
+/// come back less smeared, luma the same to the bit).
+enum { ATT_JPEG_CHROMA_HALF = 0, ATT_JPEG_CHROMA_FULL = 1, ATT_JPEG_CHROMA_SHARP = 2 };
+
 /// Encodes `height` rows of 1 (gray) or 3 (RGB) channel pixels as a baseline JPEG with
-/// optimised Huffman tables and 4:2:0 chroma (4:4:4 with `full_chroma`), its tables
-/// (`ATT_JPEG_TABLES_…`) scaled by `quality` as libjpeg scales its own; with `trellis`, each
-/// block's coefficients chosen for bits and distortion together (trellis quantisation, an
-/// order of magnitude slower). On success `*output` is malloc'd (att_free).
+/// optimised Huffman tables and `chroma` (`ATT_JPEG_CHROMA_…`), its tables (`ATT_JPEG_TABLES_…`)
+/// scaled by `quality` as libjpeg scales its own; with `trellis`, each block's coefficients
+/// chosen for bits and distortion together (trellis quantisation, an order of magnitude
+/// slower). On success `*output` is malloc'd (att_free).
 int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
-                        int32_t quality, int32_t tables, int32_t full_chroma, int32_t trellis, uint8_t **output,
+                        int32_t quality, int32_t tables, int32_t chroma, int32_t trellis, uint8_t **output,
                         size_t *output_length, att_error *error);
 
 /// The quality whose scaling of `tables` gives the same mean quantiser as the IJG tables at
