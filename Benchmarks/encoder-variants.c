@@ -4,7 +4,7 @@
 // pixels (encoder_variants.py compares the curves). A variant is NAME:CHROMA_SCALE:PROGRESSIVE:
 // ENCODER:CHROMA — the chroma table's scale against the luma's (1 = the same table), 0 or 1,
 // fast or thorough, half (libjpeg's 4:2:0), full (4:4:4) or sharp; the baseline is the variant
-// "base:1:0:fast:half", written by libjpeg's scanline API as Attache wrote it before.
+// "base:1:0:fast:half", libjpeg's own 4:2:0 as Attache wrote it before.
 //   encoder-variants OUT_DIR QUALITIES VARIANTS(;-separated) PHOTO...
 #include <stdint.h>
 
@@ -56,17 +56,17 @@ static size_t plain(const uint8_t *pixels, int w, int h, int quality, const vari
     return size;
 }
 
-// Attache's encoder (att_jpeg_encode) where the variant is one it writes, else libjpeg's own.
+// Attache's encoder (att_jpeg_encode) where the variant is one it writes (the same table for
+// both, baseline), else libjpeg's own with the chroma table scaled or progressive.
 static size_t encode(const uint8_t *pixels, int w, int h, int quality, const variant *v, uint8_t **out) {
-    const int thorough = strcmp(v->encoder, "thorough") == 0;
-    const int sharp = strcmp(v->chroma, "sharp") == 0;
-    if (!(thorough || sharp) || v->chroma_scale != 1 || v->progressive) return plain(pixels, w, h, quality, v, out);
-    const int chroma =
-        sharp ? ATT_JPEG_CHROMA_SHARP : (strcmp(v->chroma, "full") == 0 ? ATT_JPEG_CHROMA_FULL : ATT_JPEG_CHROMA_HALF);
+    if (v->chroma_scale != 1 || v->progressive) return plain(pixels, w, h, quality, v, out);
+    const int chroma = strcmp(v->chroma, "sharp") == 0  ? ATT_JPEG_CHROMA_SHARP
+                       : strcmp(v->chroma, "full") == 0 ? ATT_JPEG_CHROMA_FULL
+                                                        : ATT_JPEG_CHROMA_HALF;
     size_t length = 0;
     att_error error;
     if (att_jpeg_encode(pixels, (uint32_t)w, (uint32_t)h, (size_t)w * 3, 3, quality, ATT_JPEG_TABLES_ROBIDOUX, chroma,
-                        thorough, out, &length, &error) != 0) {
+                        strcmp(v->encoder, "thorough") == 0, out, &length, &error) != 0) {
         fprintf(stderr, "%s\n", error.message);
         exit(1);
     }
