@@ -3,8 +3,9 @@
 // per encode: photo, variant, quality, bytes, and the in-process SSIMULACRA2 against the 1024 px
 // pixels (encoder_variants.py compares the curves). A variant is NAME:CHROMA_SCALE:PROGRESSIVE:
 // ENCODER:CHROMA — the chroma table's scale against the luma's (1 = the same table), 0 or 1,
-// fast or thorough, half (libjpeg's 4:2:0), full (4:4:4) or sharp; the baseline is the variant
-// "base:1:0:fast:half", libjpeg's own 4:2:0 as Attache wrote it before.
+// fast or thorough, half (libjpeg's 4:2:0), full (4:4:4) or sharp, and optionally the tables:
+// robidoux (the default) or jpegli; the baseline is the variant "base:1:0:fast:half", libjpeg's
+// own 4:2:0 with Robidoux's tables.
 //   encoder-variants OUT_DIR QUALITIES VARIANTS(;-separated) PHOTO...
 #include <stdint.h>
 
@@ -17,7 +18,7 @@ static const unsigned robidoux[DCTSIZE2] = {16, 16, 16, 18,  25,  37,  56,  85, 
                                             56, 53, 91, 106, 131, 169, 226, 311, 85, 75, 135, 156, 189, 238, 311, 418};
 
 typedef struct {
-    char name[32], encoder[16], chroma[16];
+    char name[32], encoder[16], chroma[16], tables[16];
     double chroma_scale;
     int progressive;
 } variant;
@@ -65,7 +66,8 @@ static size_t encode(const uint8_t *pixels, int w, int h, int quality, const var
                                                         : ATT_JPEG_CHROMA_HALF;
     size_t length = 0;
     att_error error;
-    if (att_jpeg_encode(pixels, (uint32_t)w, (uint32_t)h, (size_t)w * 3, 3, quality, ATT_JPEG_TABLES_ROBIDOUX, chroma,
+    const int tables = strcmp(v->tables, "jpegli") == 0 ? ATT_JPEG_TABLES_JPEGLI : ATT_JPEG_TABLES_ROBIDOUX;
+    if (att_jpeg_encode(pixels, (uint32_t)w, (uint32_t)h, (size_t)w * 3, 3, quality, tables, chroma,
                         strcmp(v->encoder, "thorough") == 0, out, &length, &error) != 0) {
         fprintf(stderr, "%s\n", error.message);
         exit(1);
@@ -82,8 +84,9 @@ int main(int argc, char **argv) {
     char *save = NULL;
     for (char *t = strtok_r(argv[3], ";", &save); t && n < 16; t = strtok_r(NULL, ";", &save)) {
         variant *v = &variants[n];
-        if (sscanf(t, "%31[^:]:%lf:%d:%15[^:]:%15s", v->name, &v->chroma_scale, &v->progressive, v->encoder,
-                   v->chroma) == 5)
+        strcpy(v->tables, "robidoux");
+        if (sscanf(t, "%31[^:]:%lf:%d:%15[^:]:%15[^:]:%15s", v->name, &v->chroma_scale, &v->progressive, v->encoder,
+                   v->chroma, v->tables) >= 5)
             n++;
     }
     for (int i = 4; i < argc; i++) {

@@ -139,8 +139,9 @@ import Testing
             let picture = try #require(try out.targets.first?.result.get())
             // Two thirds of the source's rows, never more bytes than the whole source.
             #expect(picture.data.count <= source.count, "target \(target): android \(picture.data.count)")
-            // The IJG's 30 in the tables auto writes with.
-            let ceiling = JPEGTables.robidoux.equivalent(ijg: 30)
+            // The IJG's 30 in the tables auto writes with (the search's lowest when that is under it).
+            let tables = JPEGTables.automatic.resolved(for: android.quality)
+            let ceiling = max(QualitySearch.lowest, tables.equivalent(ijg: 30))
             #expect(picture.quality <= ceiling, "target \(target): android at quality \(picture.quality)")
             // A band's floor the source's own quality does not reach is said so.
             if let score = picture.score, score < QualitySearch.band(target: target).lowerBound {

@@ -97,7 +97,7 @@ struct QualityTests {
         #expect(blocking <= QualitySearch.maxBlocking, "\(choice)")
         #expect((choice.score ?? 0) >= QualitySearch.band(target: Quality.defaultTarget).lowerBound, "\(choice)")
         let judge = try #require(try QualitySearch.Judge(sky))
-        let coarse = try QualitySearch.encode(sky, .jpeg, 40, tables: .robidoux)
+        let coarse = try QualitySearch.encode(sky, .jpeg, 40, tables: JPEGTables.automatic.resolved(for: .default))
         _ = try judge.score(coarse, .jpeg)
         #expect(judge.lastBlocking > QualitySearch.maxBlocking, "quality 40: \(judge.lastBlocking)")
     }
@@ -172,7 +172,8 @@ struct QualityTests {
             // Where the typical quality's own encode was out of the band, the quality moved the
             // way the band lies; where it was in, it was kept in one encode.
             let judge = try #require(try QualitySearch.Judge(image))
-            let first = try judge.score(try QualitySearch.encode(image, .jpeg, typical, tables: .robidoux), .jpeg)
+            let tables = JPEGTables.automatic.resolved(for: .auto(target: target))
+            let first = try judge.score(try QualitySearch.encode(image, .jpeg, typical, tables: tables), .jpeg)
             if first > band.upperBound { #expect(choice.quality < typical, "\(name): \(first) at \(typical)") }
             if first < band.lowerBound { #expect(choice.quality > typical, "\(name): \(first) at \(typical)") }
             print("quality: \(name) scores \(first) at the typical \(typical); chose \(choice)")

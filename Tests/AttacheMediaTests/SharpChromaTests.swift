@@ -98,12 +98,16 @@ struct SharpChromaTests {
         #expect(sharp >= plain - 0.25, "\(plain) → \(sharp)")
     }
 
-    /// `auto` writes it (Robidoux's tables); a fixed quality keeps libjpeg's own 4:2:0 with the
-    /// IJG's tables, byte for byte.
+    /// `auto` writes it (jpegli's tables; Robidoux's when asked); a fixed quality keeps libjpeg's
+    /// own 4:2:0 with the IJG's tables, byte for byte.
     @Test func autoWritesItAndAFixedQualityDoesNot() throws {
         let artwork = Self.saturated(width: 320, height: 240)
+        #expect(JPEGTables.automatic.resolved(for: .default) == .jpegli)
+        let jpegli = try Encoders.jpeg(artwork, quality: 80, tables: .jpegli)
+        let sharp = Int32(ATT_JPEG_CHROMA_SHARP)
+        #expect(jpegli == (try Self.encode(artwork, tables: Int32(ATT_JPEG_TABLES_JPEGLI), chroma: sharp)))
         let robidoux = try Encoders.jpeg(artwork, quality: 80, tables: .robidoux)
-        #expect(robidoux == (try Self.encode(artwork, chroma: Int32(ATT_JPEG_CHROMA_SHARP))))
+        #expect(robidoux == (try Self.encode(artwork, chroma: sharp)))
         let ijg = try Self.encode(artwork, tables: Int32(ATT_JPEG_TABLES_IJG), chroma: Int32(ATT_JPEG_CHROMA_HALF))
         #expect(try Encoders.jpeg(artwork, quality: 80) == ijg)
     }

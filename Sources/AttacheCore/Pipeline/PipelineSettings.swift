@@ -27,8 +27,8 @@ public enum PipelineSettings {
             term: "format"),
         row(
             "jpegTables",
-            "JPEG quantisation tables: auto (perceptual with quality auto, the IJG's with a fixed quality), ijg or "
-                + "robidoux.", .choice(\.rendition.jpegTables, JPEGTables.allCases.map { ($0.rawValue, $0) })),
+            "JPEG quantisation tables: auto (jpegli's with quality auto, the IJG's with a fixed quality), ijg, "
+                + "robidoux or jpegli.", .choice(\.rendition.jpegTables, JPEGTables.allCases.map { ($0.rawValue, $0) })),
         row(
             "jpegEncoder",
             "How JPEG coefficients are chosen: fast (rounded) or thorough (trellis quantisation: at a fixed quality "

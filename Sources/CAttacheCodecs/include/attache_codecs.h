@@ -123,8 +123,10 @@ int32_t att_coef_packings_agree(const int16_t *blocks, uint32_t count);
 
 /// The quantisation tables an encode scales by its quality: the IJG's (ITU-T T.81 Annex K, what
 /// libjpeg and most encoders write), or N. Robidoux's perceptual table for luma and chroma alike
-/// (ImageMagick's, one of mozjpeg's): 5-6% fewer bytes at an equal SSIMULACRA2 on photos.
-enum { ATT_JPEG_TABLES_IJG = 0, ATT_JPEG_TABLES_ROBIDOUX = 1 };
+/// (ImageMagick's, one of mozjpeg's): 5-6% fewer bytes at an equal SSIMULACRA2 on photos; or
+/// jpegli's (libjxl's), flatter as the quality falls, with chroma steps halved at 4:2:0: about 9%
+/// fewer bytes than Robidoux's at an equal SSIMULACRA2 (docs/quality.md).
+enum { ATT_JPEG_TABLES_IJG = 0, ATT_JPEG_TABLES_ROBIDOUX = 1, ATT_JPEG_TABLES_JPEGLI = 2 };
 
 /// A colour JPEG's chroma: 4:2:0, each sample the mean of its 2x2 (libjpeg's); 4:4:4; or 4:2:0
 /// with each sample sharpened for a decoder's fancy upsampling (jpeg_chroma.c: saturated edges
@@ -140,6 +142,9 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
                         int32_t quality, int32_t tables, int32_t chroma, int32_t trellis, uint8_t **output,
                         size_t *output_length, att_error *error);
 
+/// jpegli's luma and chroma steps at `quality` (chroma for 4:2:0 with `half_chroma`), natural
+/// order, each 1-255.
+void att_jpeg_jpegli_tables(int32_t quality, int32_t half_chroma, unsigned luma[64], unsigned chroma[64]);
 /// The quality whose scaling of `tables` gives the same mean quantiser as the IJG tables at
 /// `ijg_quality` (the same quality for the IJG's own).
 int32_t att_jpeg_equivalent_quality(int32_t ijg_quality, int32_t tables);
