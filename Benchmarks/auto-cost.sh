@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What `--quality auto` costs over one fixed encode: `attache resize --max-side 1024` of the
 # lomiri and plasma photos (binary.sh's photo_sets) at the defaults against `--quality 80
-# --jpeg-tables robidoux` (the same first encode, no score), ROUNDS rounds interleaved (default
+# --jpeg-tables jpegli` (the same first encode, no score), ROUNDS rounds interleaved (default
 # 3), user + system CPU of each process. Prints each round and the ratio's range.
 #   bash Benchmarks/auto-cost.sh
 set -euo pipefail
@@ -23,7 +23,7 @@ cpu() {
 ratios=() worst=0
 for round in $(seq "$rounds"); do
     auto=$(cpu)
-    fixed=$(cpu --quality 80 --jpeg-tables robidoux)
+    fixed=$(cpu --quality 80 --jpeg-tables jpegli)
     ratio=$(python3 -c "print(f'{$auto / $fixed:.3f}')")
     ratios+=("$ratio")
     # The figure is the round with the highest ratio.

@@ -26,7 +26,7 @@ static double table_sum(const unsigned table[DCTSIZE2]) {
 // jpegli's base tables for YCbCr (libjxl's lib/jpegli/quant.cc, kBaseQuantMatrixYCbCr, in the
 // version the jpeg-encoder crate carries), natural order: luma, then chroma. Each step is
 // 1.7397 × its base × a scale of the distance (linear to 1.5, then growing with the power
-// jpegli gives each frequency: the low ones slower), so the tables get flatter, not just
+// jpegli gives each frequency: the low ones slower), so the tables get steeper, not just
 // coarser, as the quality falls.
 static const float jpegli_luma[DCTSIZE2] = {
     1.2397409f, 1.7227115f, 2.9212167f, 2.8127374f, 3.3398197f, 3.4636038f, 3.8409152f, 3.8695600f,
@@ -64,12 +64,17 @@ void att_jpeg_jpegli_tables(int32_t quality, int32_t half_chroma, unsigned luma[
     // set, qualities 68-94; docs/quality.md): the search's first guess and its steps then hold
     // for both, and these tables reach each score in fewer bytes. (jpegli's own scale reads
     // about 14 numbers higher at a score of 80.)
-    double distance = fmax(0.05, 0.084 * jpeg_quality_scaling(q) - 0.1);
+    double distance = fmax(0.05, 0.087 * jpeg_quality_scaling(q) - 0.1);
     for (int k = 0; k < DCTSIZE2; k++) {
         double e = jpegli_exponent[k];
         double scale = distance < 1.5 ? distance : fmax(0.5 * distance, pow(1.5, 1.0 - e) * pow(distance, e));
         double l = 1.7396601 * jpegli_luma[k] * scale;
         double c = 1.7396601 * jpegli_chroma[k] * scale * (half_chroma ? jpegli_chroma_420 : 1.0);
+        // The lowest luma frequencies (u + v <= 2) no coarser than Robidoux's: jpegli's are up to
+        // twice as coarse there (its tables count on adaptive quantisation, which a baseline
+        // file's one table cannot do), and flat skies then show their 8 × 8 tiles at the
+        // blocking gate, which costs the search two more encodes (docs/quality.md).
+        if (k / DCTSIZE + k % DCTSIZE <= 2) l = fmin(l, att_robidoux[k] * jpeg_quality_scaling(q) / 100.0);
         luma[k] = l < 1 ? 1 : (l > 255 ? 255 : (unsigned)(l + 0.5));
         chroma[k] = c < 1 ? 1 : (c > 255 ? 255 : (unsigned)(c + 0.5));
     }

@@ -6,7 +6,7 @@ import Testing
 
 @testable import AttacheMedia
 
-/// jpegli's quantisation tables, which `auto` writes: luma and chroma apart, flatter (not only
+/// jpegli's quantisation tables, which `auto` writes: luma and chroma apart, steeper (not only
 /// coarser) as the quality falls, chroma halved at 4:2:0, on a quality scale where a number
 /// gives about the score Robidoux's tables give at it, in fewer bytes.
 struct JpegliTablesTests {
@@ -26,9 +26,19 @@ struct JpegliTablesTests {
             #expect((current.luma + current.chroma).allSatisfy { (1...255).contains($0) }, "at \(quality)")
             previous = current
         }
-        // The highest frequency against the DC: a flatter table at a lower quality.
+        // The highest frequency against a low one jpegli sets (u + v = 3; the lower ones are
+        // Robidoux's): a steeper table at a lower quality.
         let (high, low) = (Self.tables(90, halfChroma: true).luma, Self.tables(50, halfChroma: true).luma)
-        #expect(Double(low[63]) / Double(low[0]) < Double(high[63]) / Double(high[0]), "\(low) \(high)")
+        #expect(Double(low[63]) / Double(low[3]) > Double(high[63]) / Double(high[3]) * 1.2, "\(low) \(high)")
+        // The six lowest luma steps are no coarser than Robidoux's at the quality (its table there,
+        // scaled as libjpeg scales it).
+        for quality in [30, 50, 80, 95] {
+            let luma = Self.tables(Int32(quality), halfChroma: true).luma
+            let scale = Double(quality < 50 ? 5000 / quality : 200 - 2 * quality) / 100
+            for (k, base) in [(0, 16.0), (1, 16), (2, 16), (8, 16), (9, 17), (16, 16)] {
+                #expect(Double(luma[k]) <= (base * scale + 0.5).rounded(.down), "quality \(quality), step \(k)")
+            }
+        }
         // Chroma at 4:2:0 about half its 4:4:4 steps; luma the same for both.
         let (half, full) = (Self.tables(80, halfChroma: true), Self.tables(80, halfChroma: false))
         #expect(half.luma == full.luma)

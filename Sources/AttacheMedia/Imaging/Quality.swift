@@ -111,7 +111,7 @@ public enum JPEGTables: String, Sendable, Hashable, CaseIterable {
     case automatic = "auto"
     case ijg
     case robidoux
-    /// libjxl's jpegli tables (luma and chroma apart, flatter as the quality falls; chroma steps
+    /// libjxl's jpegli tables (luma and chroma apart, steeper as the quality falls; chroma steps
     /// halved at 4:2:0), on a quality scale where a number gives about the score Robidoux's
     /// give at it.
     case jpegli

@@ -124,7 +124,7 @@ int32_t att_coef_packings_agree(const int16_t *blocks, uint32_t count);
 /// The quantisation tables an encode scales by its quality: the IJG's (ITU-T T.81 Annex K, what
 /// libjpeg and most encoders write), or N. Robidoux's perceptual table for luma and chroma alike
 /// (ImageMagick's, one of mozjpeg's): 5-6% fewer bytes at an equal SSIMULACRA2 on photos; or
-/// jpegli's (libjxl's), flatter as the quality falls, with chroma steps halved at 4:2:0: about 9%
+/// jpegli's (libjxl's), steeper as the quality falls, with chroma steps halved at 4:2:0: 5-6%
 /// fewer bytes than Robidoux's at an equal SSIMULACRA2 (docs/quality.md).
 enum { ATT_JPEG_TABLES_IJG = 0, ATT_JPEG_TABLES_ROBIDOUX = 1, ATT_JPEG_TABLES_JPEGLI = 2 };
 
