@@ -64,7 +64,8 @@ void att_jpeg_jpegli_tables(int32_t quality, int32_t half_chroma, unsigned luma[
     // set, qualities 68-94; docs/quality.md): the search's first guess and its steps then hold
     // for both, and these tables reach each score in fewer bytes. (jpegli's own scale reads
     // about 14 numbers higher at a score of 80.)
-    double distance = fmax(0.05, 0.087 * jpeg_quality_scaling(q) - 0.1);
+    const int libjpeg_scale = jpeg_quality_scaling(q);
+    double distance = fmax(0.05, 0.087 * libjpeg_scale - 0.1);
     for (int k = 0; k < DCTSIZE2; k++) {
         double e = jpegli_exponent[k];
         double scale = distance < 1.5 ? distance : fmax(0.5 * distance, pow(1.5, 1.0 - e) * pow(distance, e));
@@ -74,40 +75,40 @@ void att_jpeg_jpegli_tables(int32_t quality, int32_t half_chroma, unsigned luma[
         // twice as coarse there (its tables count on adaptive quantisation, which a baseline
         // file's one table cannot do), and flat skies then show their 8 × 8 tiles at the
         // blocking gate, which costs the search two more encodes (docs/quality.md).
-        if (k / DCTSIZE + k % DCTSIZE <= 2) l = fmin(l, att_robidoux[k] * jpeg_quality_scaling(q) / 100.0);
+        if (k / DCTSIZE + k % DCTSIZE <= 2) l = fmin(l, att_robidoux[k] * libjpeg_scale / 100.0);
         luma[k] = l < 1 ? 1 : (l > 255 ? 255 : (unsigned)(l + 0.5));
         chroma[k] = c < 1 ? 1 : (c > 255 ? 255 : (unsigned)(c + 0.5));
     }
 }
 
-// The luma table's mean step of `tables` at `quality`.
-static double mean_luma_step(int32_t tables, int q) {
-    if (tables == ATT_JPEG_TABLES_JPEGLI) {
-        unsigned luma[DCTSIZE2], chroma[DCTSIZE2];
-        att_jpeg_jpegli_tables(q, 1, luma, chroma);
-        return table_sum(luma) / DCTSIZE2;
-    }
-    double scale = q < 50 ? 5000.0 / q : 200.0 - 2.0 * q;
-    return scale * table_sum(tables == ATT_JPEG_TABLES_ROBIDOUX ? att_robidoux : att_jpeg_std_luminance) /
-           (100.0 * DCTSIZE2);
+// The mean step of jpegli's luma table at `quality`.
+static double jpegli_mean_luma_step(int q) {
+    unsigned luma[DCTSIZE2], chroma[DCTSIZE2];
+    att_jpeg_jpegli_tables(q, 1, luma, chroma);
+    return table_sum(luma) / DCTSIZE2;
 }
 
 int32_t att_jpeg_equivalent_quality(int32_t ijg_quality, int32_t tables) {
     if (tables != ATT_JPEG_TABLES_ROBIDOUX && tables != ATT_JPEG_TABLES_JPEGLI) return ijg_quality;
     int q = ijg_quality < 1 ? 1 : (ijg_quality > 100 ? 100 : ijg_quality);
+    const double ijg_scale = q < 50 ? 5000.0 / q : 200.0 - 2.0 * q;
     if (tables == ATT_JPEG_TABLES_ROBIDOUX) {
-        double scale =
-            (q < 50 ? 5000.0 / q : 200.0 - 2.0 * q) * table_sum(att_jpeg_std_luminance) / table_sum(att_robidoux);
+        double scale = ijg_scale * table_sum(att_jpeg_std_luminance) / table_sum(att_robidoux);
         double quality = scale <= 100.0 ? (200.0 - scale) / 2.0 : 5000.0 / scale;
         int32_t rounded = (int32_t)(quality + 0.5);
         return rounded < 1 ? 1 : (rounded > 100 ? 100 : rounded);
     }
     // jpegli's tables are not one table scaled: the quality whose mean luma step is nearest.
-    const double want = mean_luma_step(ATT_JPEG_TABLES_IJG, q);
+    const double want = ijg_scale * table_sum(att_jpeg_std_luminance) / (100.0 * DCTSIZE2);
     int best = 1;
-    for (int candidate = 1; candidate <= 100; candidate++)
-        if (fabs(mean_luma_step(tables, candidate) - want) < fabs(mean_luma_step(tables, best) - want))
+    double best_gap = INFINITY;
+    for (int candidate = 1; candidate <= 100; candidate++) {
+        double gap = fabs(jpegli_mean_luma_step(candidate) - want);
+        if (gap < best_gap) {
             best = candidate;
+            best_gap = gap;
+        }
+    }
     return best;
 }
 

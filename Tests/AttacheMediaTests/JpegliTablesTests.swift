@@ -17,7 +17,7 @@ struct JpegliTablesTests {
         return (luma, chroma)
     }
 
-    @Test func stepsFallAsTheQualityRisesAndFlattenAsItFalls() {
+    @Test func stepsFallAsTheQualityRisesAndSteepenAsItFalls() {
         var previous = Self.tables(1, halfChroma: true)
         for quality in Int32(2)...100 {
             let current = Self.tables(quality, halfChroma: true)

@@ -16,9 +16,8 @@ enum Encoders {
     }
 
     /// Baseline JPEG, optimised Huffman tables, 4:2:0 chroma (4:4:4 with `fullChroma`); gray
-    /// stays one channel. `quality` scales `tables` (the IJG's unless told); the perceptual ones
-    /// (jpegli's, which `auto` writes, and Robidoux's) come with 4:2:0 chroma sharpened for the
-    /// decoder's upsampling, the IJG's with libjpeg's own (a fixed quality's bytes as they always were);
+    /// stays one channel. `quality` scales `tables` (the IJG's unless told), whose chroma at
+    /// 4:2:0 is sharpened or libjpeg's own (``JPEGTables/sharpensChroma``);
     /// `trellis` chooses each block's coefficients for bits and distortion together (the
     /// thorough encoder).
     static func jpeg(
@@ -26,9 +25,7 @@ enum Encoders {
     ) throws(AttacheError) -> [UInt8] {
         precondition(image.channels == 1 || image.channels == 3)
         let chroma = Int32(
-            fullChroma
-                ? ATT_JPEG_CHROMA_FULL
-                : tables == .robidoux || tables == .jpegli ? ATT_JPEG_CHROMA_SHARP : ATT_JPEG_CHROMA_HALF)
+            fullChroma ? ATT_JPEG_CHROMA_FULL : tables.sharpensChroma ? ATT_JPEG_CHROMA_SHARP : ATT_JPEG_CHROMA_HALF)
         var output: UnsafeMutablePointer<UInt8>?
         var length = 0
         var error = att_error()

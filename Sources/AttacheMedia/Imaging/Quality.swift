@@ -123,6 +123,10 @@ public enum JPEGTables: String, Sendable, Hashable, CaseIterable {
         return .ijg
     }
 
+    /// Perceptual tables come with 4:2:0 chroma sharpened for the decoder's upsampling; the IJG's
+    /// with libjpeg's own (a fixed quality's bytes as they always were).
+    var sharpensChroma: Bool { self == .robidoux || self == .jpegli }
+
     var shim: Int32 {
         switch self {
         case .robidoux: Int32(ATT_JPEG_TABLES_ROBIDOUX)
@@ -150,8 +154,8 @@ public enum JPEGEncoder: String, Sendable, Hashable, CaseIterable {
 
     /// Score points the thorough encoder's picture reads under the fast one's at the same
     /// quality number: 1.4 on average at quality 82 on the photo benchmark at 1024 px with
-    /// jpegli's tables (0.6 to 2.6; docs/quality.md). `auto`'s first guess for it aims that much higher, so that its
-    /// pictures score as the fast one's do.
+    /// jpegli's tables (0.6 to 2.6; docs/quality.md). `auto`'s first guess for it aims that much
+    /// higher, so that its pictures score as the fast one's do.
     static let scoreLoss = 1.4
 }
 
