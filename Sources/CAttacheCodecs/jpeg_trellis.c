@@ -4,7 +4,10 @@
 // (run, size) symbol and its magnitude bits; the distortion is each coefficient's squared error
 // over its quantiser squared; λ falls as the block's AC energy rises (mozjpeg's
 // 2^14.75 / (2^16.5 + energy)), so a busy block, where the eye forgives more, gives up more.
-// Where the block ends (its EOB) is chosen the same way. DC is rounded, as libjpeg rounds it.
+// Where the block ends (its EOB) is chosen the same way. DC is rounded, as libjpeg rounds it,
+// and so are luma's five lowest AC frequencies (u + v <= 2, the first five in zigzag order):
+// they carry a flat area's gentle slope across the block, and zeroing them left 8x8 steps in
+// skies that the blocking gate refused (docs/quality.md, "The thorough encoder").
 //
 // The symbols are priced in two passes: the first prices them by the standard tables and
 // counts what it chose on a quarter of the block rows, the second by -log2 of each symbol's
@@ -30,6 +33,8 @@ enum {
     SYMBOLS = 256,
     // The first pass counts symbols on one block row in this many.
     COUNT_EVERY = 4,
+    // Luma's AC coefficients up to this zigzag position are rounded, never chosen.
+    ROUNDED_LUMA = 5,
 };
 
 // λ = LAMBDA_SCALE / (LAMBDA_FLOOR + the block's mean squared AC coefficient). mozjpeg's
@@ -147,8 +152,9 @@ static void count_symbols(const JCOEF *block, uint32_t counts[SYMBOLS]) {
 }
 
 // The block's coefficients (natural order) for `src` (libjpeg's scale), with `quant`'s steps
-// and `bits` the price of each AC symbol.
-static void trellis_block(const float src[DCTSIZE2], const UINT16 *quant, const float bits[SYMBOLS],
+// and `bits` the price of each AC symbol; `rounded_up_to`: the zigzag positions from 1 to it
+// are rounded (0: none).
+static void trellis_block(const float src[DCTSIZE2], const UINT16 *quant, const float bits[SYMBOLS], int rounded_up_to,
                           JCOEF out[DCTSIZE2]) {
     float norm = 0;
     for (int i = 1; i < DCTSIZE2; i++) norm += src[i] * src[i];
@@ -163,8 +169,11 @@ static void trellis_block(const float src[DCTSIZE2], const UINT16 *quant, const 
     // By zigzag position: the cost of zeroing every coefficient up to it, the best cost of a
     // path ending with a nonzero coefficient there, where that path's zero run began, and the
     // coefficient it chose.
+    // A path may not pass over a rounded coefficient that is not zero: `kept` is the last one
+    // before position i, where every path to i starts at or after.
     float zero_dist[DCTSIZE2], cost[DCTSIZE2];
     int run_start[DCTSIZE2], chosen[DCTSIZE2];
+    int kept = 0;
     zero_dist[0] = 0;
     cost[0] = 0;
     chosen[0] = 0;
@@ -180,22 +189,24 @@ static void trellis_block(const float src[DCTSIZE2], const UINT16 *quant, const 
         int rounded = (int)(x / step + 0.5f);
         if (rounded == 0) continue;
         if (rounded > MAX_AC) rounded = MAX_AC;
-        // Candidates: the largest value of each size up to the rounded one, and that one.
+        // Candidates: the largest value of each size up to the rounded one, and that one (a
+        // rounded position: that one alone).
         const int sizes = magnitude_bits(rounded);
+        const int first = i <= rounded_up_to ? sizes - 1 : 0;
         int candidate[16];
         float candidate_dist[16];
-        for (int k = 0; k < sizes; k++) {
+        for (int k = first; k < sizes; k++) {
             candidate[k] = k < sizes - 1 ? (2 << k) - 1 : rounded;
             const float delta = (float)candidate[k] * step - x;
             candidate_dist[k] = delta * delta * weight;
         }
-        for (int j = 0; j < i; j++) {
+        for (int j = kept; j < i; j++) {
             if (j != 0 && chosen[j] == 0) continue;
             const float zeros = zero_dist[i - 1] - zero_dist[j] + cost[j];
             const int run = i - 1 - j;
             const float before = (float)(run >> 4) * bits[ZRL] + zeros;
             const float *symbol = bits + 16 * (run & 15);
-            for (int k = 0; k < sizes; k++) {
+            for (int k = first; k < sizes; k++) {
                 const float total = before + symbol[k + 1] + (float)(k + 1) + candidate_dist[k];
                 if (total < cost[i]) {
                     cost[i] = total;
@@ -204,12 +215,13 @@ static void trellis_block(const float src[DCTSIZE2], const UINT16 *quant, const 
                 }
             }
         }
+        if (i <= rounded_up_to) kept = i;
     }
     // Where the block ends: after its last nonzero coefficient, an EOB unless that is the 63rd.
-    int last = 0;
-    float best = zero_dist[DCTSIZE2 - 1] + bits[EOB];
-    for (int i = 1; i < DCTSIZE2; i++) {
-        if (chosen[i] == 0) continue;
+    int last = kept;
+    float best = kept == 0 ? zero_dist[DCTSIZE2 - 1] + bits[EOB] : 1e38f;
+    for (int i = kept; i < DCTSIZE2; i++) {
+        if (i == 0 || chosen[i] == 0) continue;
         float total = cost[i] + zero_dist[DCTSIZE2 - 1] - zero_dist[i];
         if (i < DCTSIZE2 - 1) total += bits[EOB];
         if (total < best) {
@@ -296,7 +308,7 @@ static void encode_block(const component *k, const float basis[DCTSIZE][DCTSIZE]
     float samples[DCTSIZE2], coefficients[DCTSIZE2];
     block_samples(&k->plane, bx, by, samples);
     forward_dct(samples, basis, coefficients);
-    trellis_block(coefficients, k->quant, bits, out);
+    trellis_block(coefficients, k->quant, bits, k->plane.which == 0 ? ROUNDED_LUMA : 0, out);
 }
 
 void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, int sharp_chroma) {
