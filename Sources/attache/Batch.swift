@@ -34,10 +34,10 @@ struct BatchCommand: AsyncParsableCommand {
             its items are taken again once its leases run out. Each worker stops when every item is \
             recorded, then writes the manifest, --out and --report from the table.
 
-            """ + PipelineOptions.settingsHelp
+            """ + PipelineOptions<BatchRows>.settingsHelp
     )
 
-    @OptionGroup var options: PipelineOptions
+    @OptionGroup var options: PipelineOptions<BatchRows>
 
     @Option(help: "Mutated payloads: a directory, or a file ending in .jsonl.")
     var out: String?
@@ -141,8 +141,7 @@ struct BatchCommand: AsyncParsableCommand {
         if let previews { try OptionChecks.directory(previews, "--previews") }
         if tenants != nil, tenant == nil { throw ValidationError("--tenants is read for --tenant: give both") }
         if let tenant {
-            do { _ = try TenantPipeline.configuration(for: tenant, file: tenants, over: PipelineConfiguration()) } catch
-            {
+            do { _ = try TenantPipeline.configuration(for: tenant, file: tenants, over: BatchRows.base) } catch {
                 throw ValidationError(error.message)
             }
         }

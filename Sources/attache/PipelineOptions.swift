@@ -7,17 +7,25 @@ import AttacheSeal
 import AttacheStore
 import Foundation
 
-/// The rows of ``PipelineSettings/all`` `process` and `batch` take: all of them, over the
-/// pipeline's own defaults.
+/// The rows of ``PipelineSettings/all`` `process` and `preview` take: all of them, over the
+/// pipeline's own defaults (the service's).
 enum PipelineRows: SettingRows {
     static let keys: Set<String>? = nil
     static var base: PipelineConfiguration { PipelineConfiguration() }
 }
 
-/// How payloads go through the pipeline: `attache process` and `attache batch`. The settings
-/// `serve` shares are read by their rows (``SettingOptions``); what is here is the commands' own.
-struct PipelineOptions: ParsableArguments {
-    @OptionGroup var settings: SettingOptions<PipelineRows>
+/// The rows `batch` takes: all of them, over the batch's defaults (``PipelineConfiguration/batch``:
+/// the thorough JPEG encoder).
+enum BatchRows: SettingRows {
+    static let keys: Set<String>? = nil
+    static var base: PipelineConfiguration { .batch }
+}
+
+/// How payloads go through the pipeline: `attache process`, `attache preview` and `attache
+/// batch`, each over its own defaults (`Rows`). The settings `serve` shares are read by their
+/// rows (``SettingOptions``); what is here is the commands' own.
+struct PipelineOptions<Rows: SettingRows>: ParsableArguments {
+    @OptionGroup var settings: SettingOptions<Rows>
 
     @OptionGroup var storeOptions: StoreOptions
 
@@ -40,7 +48,7 @@ struct PipelineOptions: ParsableArguments {
 
     /// The settings shared with `serve`, as `--help` lists them after the command's own.
     static var settingsHelp: String {
-        "\nSettings shared with attache serve (flag, default):\n\n" + SettingOptions<PipelineRows>.help
+        "\nSettings shared with attache serve (flag, default):\n\n" + SettingOptions<Rows>.help
     }
 
     /// The payloads or the input named after the flags.

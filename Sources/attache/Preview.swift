@@ -18,10 +18,10 @@ struct PreviewCommand: AsyncParsableCommand {
             are inlined (data: URIs); the page runs no script. Without --out, the page goes to \
             standard output.
 
-            """ + PipelineOptions.settingsHelp
+            """ + PipelineOptions<PipelineRows>.settingsHelp
     )
 
-    @OptionGroup var options: PipelineOptions
+    @OptionGroup var options: PipelineOptions<PipelineRows>
 
     @Option(help: "Write the page to FILE instead of standard output.")
     var out: String?

@@ -19,10 +19,10 @@ struct ProcessCommand: AsyncParsableCommand {
             per line. Input over 1 MiB is not read at all: it is reported on standard error, \
             nothing is printed for it, and the exit status is 1.
 
-            """ + PipelineOptions.settingsHelp
+            """ + PipelineOptions<PipelineRows>.settingsHelp
     )
 
-    @OptionGroup var options: PipelineOptions
+    @OptionGroup var options: PipelineOptions<PipelineRows>
 
     @Flag(help: "Write each payload's outcomes as one JSON line on standard error.")
     var report = false

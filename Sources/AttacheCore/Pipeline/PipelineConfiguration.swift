@@ -73,6 +73,16 @@ public struct PipelineConfiguration: Sendable {
     /// The defaults.
     public init() {}
 
+    /// `attache batch`'s defaults: the service's, with the thorough JPEG encoder (trellis
+    /// quantisation). A campaign's picture is prepared once and downloaded by many, so the batch
+    /// spends the encode time a service's deadline cannot on fewer bytes at the same score
+    /// (docs/quality.md, "The thorough encoder").
+    public static var batch: PipelineConfiguration {
+        var configuration = PipelineConfiguration()
+        configuration.rendition.jpegEncoder = .thorough
+        return configuration
+    }
+
     /// What a fetch may read: ``mediaLimits``, or where re-encoding is on (``RenditionSpec/video``)
     /// the source caps, since video, audio and GIFs over their caps are made to fit them.
     public var sourceLimits: MediaLimits { rendition.video.enabled ? mediaLimits.forSources : mediaLimits }
