@@ -1,6 +1,7 @@
 // What the thorough JPEG encoder (trellis quantisation) saves: each photo cut to 1024 px
 // (photo_1024.h) is written as PPM (the reference) and encoded by both encoders at each quality
-// given, with Robidoux's tables and 4:2:0 chroma, as --quality auto's encodes are; a line per
+// given, with jpegli's tables and sharpened 4:2:0 chroma, as --quality auto's encodes are
+// (TABLES=robidoux: Robidoux's, auto's tables before 2026-12-06); a line per
 // encode: photo, encoder, quality, bytes, milliseconds, and the in-process SSIMULACRA2 against
 // the 1024 px pixels. encoder_gain.py scores them with the public one.
 //   encoder-gain OUT_DIR QUALITIES(comma-separated) PHOTO...
@@ -18,6 +19,8 @@ static void write_file(const char *path, const uint8_t *data, size_t length) {
 
 int main(int argc, char **argv) {
     if (argc < 4) return 2;
+    const char *named = getenv("TABLES");
+    int tables = named && strcmp(named, "robidoux") == 0 ? ATT_JPEG_TABLES_ROBIDOUX : ATT_JPEG_TABLES_JPEGLI;
     int qualities[32], count = 0;
     for (char *q = strtok(argv[2], ","); q && count < 32; q = strtok(NULL, ",")) qualities[count++] = atoi(q);
     for (int i = 3; i < argc; i++) {
@@ -38,7 +41,7 @@ int main(int argc, char **argv) {
                 uint8_t *data = NULL;
                 size_t length = 0;
                 double start = now();
-                int status = att_jpeg_encode(pixels, w, h, (size_t)w * 3, 3, qualities[k], ATT_JPEG_TABLES_ROBIDOUX,
+                int status = att_jpeg_encode(pixels, w, h, (size_t)w * 3, 3, qualities[k], tables,
                                              ATT_JPEG_CHROMA_SHARP, trellis, &data, &length, &error);
                 double ms = (now() - start) * 1000;
                 if (status != 0) {

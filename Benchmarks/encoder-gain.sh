@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # What the thorough JPEG encoder (--jpeg-encoder thorough: trellis quantisation) saves against the
 # fast one, at an equal public SSIMULACRA2: each photo of a set cut to 1024 px, both encoders at
-# qualities 60-94 with Robidoux's tables at 4:2:0 (encoder-gain.c), every file scored against
-# the pixels it was made from (encoder_gain.py, PyPI ssimulacra2), and the two curves of bytes
-# against score compared over scores 70-88. The lomiri photos (the photo benchmark) are the set
+# qualities 60-94 with jpegli's tables at 4:2:0 as auto writes them (encoder-gain.c;
+# TABLES=robidoux: Robidoux's), every file scored against the pixels it was made from
+# (encoder_gain.py, PyPI ssimulacra2), and the two curves of bytes against score compared over
+# scores 70-88. The lomiri photos (the photo benchmark) are the set
 # its constants were chosen on; plasma and ukui report. BENCH_QUICK=1: four photos of one set.
 #   bash Benchmarks/encoder-gain.sh [SET...]     (default: lomiri plasma ukui)
 set -euo pipefail

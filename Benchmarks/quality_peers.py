@@ -1,7 +1,9 @@
 """The defaults against the peers, on the same photos in one run (Benchmarks/quality.sh).
 
 Each tool makes a 1024 px JPEG of each photo at its own defaults: `attache resize` (quality
-auto at its default target), thumbor (fit-in/1024x1024, its default QUALITY 80 with PIL,
+auto at its default target: the service's defaults), `attache resize --jpeg-encoder thorough`
+(what `attache batch` writes at its defaults, which differ from the service's in the encoder
+alone), thumbor (fit-in/1024x1024, its default QUALITY 80 with PIL,
 progressive), and vipsthumbnail at Q=75 (its default) and Q=85. Every output is scored by the
 public SSIMULACRA2 (PyPI ssimulacra2) against one reference per photo and size: the fully
 decoded source, upright, Lanczos-3 resampled to the output's size (PIL), so a score counts the
@@ -102,6 +104,10 @@ def compare(name, folder, args, work, thumbor_port):
     os.makedirs(out, exist_ok=True)
     made, seconds = attache(args.attache, files, out, args.attache_args.split())
     tools["attache (defaults)"] = ({f: made[f][0] for f in files}, seconds, [made[f][1] for f in files])
+    out = os.path.join(work, name, "attache-batch")
+    os.makedirs(out, exist_ok=True)
+    made, seconds = attache(args.attache, files, out, args.attache_args.split() + ["--jpeg-encoder", "thorough"])
+    tools["attache batch (defaults)"] = ({f: made[f][0] for f in files}, seconds, [made[f][1] for f in files])
     out = os.path.join(work, name, "thumbor")
     os.makedirs(out, exist_ok=True)
     outputs, started = {}, time.perf_counter()
@@ -155,6 +161,13 @@ def compare(name, folder, args, work, thumbor_port):
                    better="lower", goal="<= 1.0x")
     figures.record(f"{name} photos at the defaults: encodes per picture", statistics.mean(ours[2]), "encodes",
                    better="lower", goal="<= 1.25")
+    batch = rows["attache batch (defaults)"]
+    figures.record(f"{name} photos at the batch's defaults: lowest SSIMULACRA2", min(batch[1]), "score", peer=peer,
+                   peer_value=min(theirs[1]), goal=">= the peer's")
+    figures.record(f"{name} photos at the batch's defaults: mean SSIMULACRA2", statistics.mean(batch[1]), "score",
+                   peer=peer, peer_value=statistics.mean(theirs[1]), goal=">= the peer's - 1")
+    figures.record(f"{name} photos at the batch's defaults: bytes", batch[0], "bytes", peer=peer,
+                   peer_value=theirs[0], better="lower", goal="<= 0.85x")
     figures.series(f"{name} photos: bytes against score, each tool at its defaults", "scatter",
                    {tool: [[os.path.getsize(tools[tool][0][f]), score] for f, score in zip(files, r[1])]
                     for tool, r in rows.items()}, "bytes", "SSIMULACRA2")
