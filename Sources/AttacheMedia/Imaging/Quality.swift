@@ -153,10 +153,10 @@ public enum JPEGEncoder: String, Sendable, Hashable, CaseIterable {
     var trellis: Bool { self == .thorough }
 
     /// Score points the thorough encoder's picture reads under the fast one's at the same
-    /// quality number: 1.4 on average at quality 82 on the photo benchmark at 1024 px with
-    /// jpegli's tables (0.6 to 2.6; docs/quality.md). `auto`'s first guess for it aims that much
-    /// higher, so that its pictures score as the fast one's do.
-    static let scoreLoss = 1.4
+    /// quality number: 1.2 on average at quality 82 on the photo benchmark at 1024 px with
+    /// jpegli's tables, luma's lowest frequencies rounded (0.3 to 2.2; docs/quality.md). `auto`'s
+    /// first guess for it aims that much higher, so that its pictures score as the fast one's do.
+    static let scoreLoss = 1.2
 }
 
 /// Where `auto`'s search starts and how high it may go: the quality another picture of the same
