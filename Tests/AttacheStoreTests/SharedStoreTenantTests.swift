@@ -15,8 +15,8 @@ extension SharedStoreTests {
         for _ in 0..<4 {
             do throws(AttacheError) {
                 return try body()
-            } catch where error.code == .storeUnavailable {
-                continue
+            } catch {
+                guard error.code == .storeUnavailable else { throw error }
             }
         }
         return try body()
