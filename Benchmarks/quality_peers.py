@@ -100,14 +100,12 @@ def compare(name, folder, args, work, thumbor_port):
     files = files[: args.limit] if args.limit else files
     media_port = serve(folder)
     tools = {}
-    out = os.path.join(work, name, "attache")
-    os.makedirs(out, exist_ok=True)
-    made, seconds = attache(args.attache, files, out, args.attache_args.split())
-    tools["attache (defaults)"] = ({f: made[f][0] for f in files}, seconds, [made[f][1] for f in files])
-    out = os.path.join(work, name, "attache-batch")
-    os.makedirs(out, exist_ok=True)
-    made, seconds = attache(args.attache, files, out, args.attache_args.split() + ["--jpeg-encoder", "thorough"])
-    tools["attache batch (defaults)"] = ({f: made[f][0] for f in files}, seconds, [made[f][1] for f in files])
+    for tool, folder_name, extra in (("attache (defaults)", "attache", []),
+                                     ("attache batch (defaults)", "attache-batch", ["--jpeg-encoder", "thorough"])):
+        out = os.path.join(work, name, folder_name)
+        os.makedirs(out, exist_ok=True)
+        made, seconds = attache(args.attache, files, out, args.attache_args.split() + extra)
+        tools[tool] = ({f: made[f][0] for f in files}, seconds, [made[f][1] for f in files])
     out = os.path.join(work, name, "thumbor")
     os.makedirs(out, exist_ok=True)
     outputs, started = {}, time.perf_counter()
@@ -151,23 +149,18 @@ def compare(name, folder, args, work, thumbor_port):
             shown = f"{statistics.mean(encodes):.2f}, {sum(1 for e in encodes if e == 1) * 100 // len(encodes)}%"
         print(f"| {tool} | {total:,} | {total / base:.3f}x | {min(scores):.1f} | {percentile(scores, 5):.1f} "
               f"| {statistics.mean(scores):.1f} | {shown} | {seconds:.1f} |")
-    ours, theirs = rows["attache (defaults)"], rows["thumbor (QUALITY 80)"]
-    peer = "thumbor (QUALITY 80)"
-    figures.record(f"{name} photos at the defaults: lowest SSIMULACRA2", min(ours[1]), "score", peer=peer,
-                   peer_value=min(theirs[1]), goal=">= the peer's")
-    figures.record(f"{name} photos at the defaults: mean SSIMULACRA2", statistics.mean(ours[1]), "score", peer=peer,
-                   peer_value=statistics.mean(theirs[1]), goal=">= the peer's - 1")
-    figures.record(f"{name} photos at the defaults: bytes", ours[0], "bytes", peer=peer, peer_value=theirs[0],
-                   better="lower", goal="<= 1.0x")
-    figures.record(f"{name} photos at the defaults: encodes per picture", statistics.mean(ours[2]), "encodes",
-                   better="lower", goal="<= 1.25")
-    batch = rows["attache batch (defaults)"]
-    figures.record(f"{name} photos at the batch's defaults: lowest SSIMULACRA2", min(batch[1]), "score", peer=peer,
-                   peer_value=min(theirs[1]), goal=">= the peer's")
-    figures.record(f"{name} photos at the batch's defaults: mean SSIMULACRA2", statistics.mean(batch[1]), "score",
-                   peer=peer, peer_value=statistics.mean(theirs[1]), goal=">= the peer's - 1")
-    figures.record(f"{name} photos at the batch's defaults: bytes", batch[0], "bytes", peer=peer,
-                   peer_value=theirs[0], better="lower", goal="<= 0.85x")
+    theirs, peer = rows["thumbor (QUALITY 80)"], "thumbor (QUALITY 80)"
+    for tool, settings, bytes_goal in (("attache (defaults)", "the defaults", "<= 1.0x"),
+                                       ("attache batch (defaults)", "the batch's defaults", "<= 0.85x")):
+        ours = rows[tool]
+        figures.record(f"{name} photos at {settings}: lowest SSIMULACRA2", min(ours[1]), "score", peer=peer,
+                       peer_value=min(theirs[1]), goal=">= the peer's")
+        figures.record(f"{name} photos at {settings}: mean SSIMULACRA2", statistics.mean(ours[1]), "score",
+                       peer=peer, peer_value=statistics.mean(theirs[1]), goal=">= the peer's - 1")
+        figures.record(f"{name} photos at {settings}: bytes", ours[0], "bytes", peer=peer, peer_value=theirs[0],
+                       better="lower", goal=bytes_goal)
+    figures.record(f"{name} photos at the defaults: encodes per picture",
+                   statistics.mean(rows["attache (defaults)"][2]), "encodes", better="lower", goal="<= 1.25")
     figures.series(f"{name} photos: bytes against score, each tool at its defaults", "scatter",
                    {tool: [[os.path.getsize(tools[tool][0][f]), score] for f, score in zip(files, r[1])]
                     for tool, r in rows.items()}, "bytes", "SSIMULACRA2")

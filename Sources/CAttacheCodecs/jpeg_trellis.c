@@ -151,6 +151,24 @@ static void count_symbols(const JCOEF *block, uint32_t counts[SYMBOLS]) {
     if (run > 0) counts[EOB]++;
 }
 
+// Where the block ends: after its last nonzero coefficient (at or after `kept`, the last rounded
+// one that is not zero), an EOB unless that is the 63rd; 0 when every AC coefficient is zero.
+static int block_end(const float zero_dist[DCTSIZE2], const float cost[DCTSIZE2], const int chosen[DCTSIZE2], int kept,
+                     float eob_bits) {
+    int last = kept;
+    float best = kept == 0 ? zero_dist[DCTSIZE2 - 1] + eob_bits : 1e38f;
+    for (int i = kept > 0 ? kept : 1; i < DCTSIZE2; i++) {
+        if (chosen[i] == 0) continue;
+        float total = cost[i] + zero_dist[DCTSIZE2 - 1] - zero_dist[i];
+        if (i < DCTSIZE2 - 1) total += eob_bits;
+        if (total < best) {
+            best = total;
+            last = i;
+        }
+    }
+    return last;
+}
+
 // The block's coefficients (natural order) for `src` (libjpeg's scale), with `quant`'s steps
 // and `bits` the price of each AC symbol; `rounded_up_to`: the zigzag positions from 1 to it
 // are rounded (0: none).
@@ -217,19 +235,7 @@ static void trellis_block(const float src[DCTSIZE2], const UINT16 *quant, const 
         }
         if (i <= rounded_up_to) kept = i;
     }
-    // Where the block ends: after its last nonzero coefficient, an EOB unless that is the 63rd.
-    int last = kept;
-    float best = kept == 0 ? zero_dist[DCTSIZE2 - 1] + bits[EOB] : 1e38f;
-    for (int i = kept; i < DCTSIZE2; i++) {
-        if (i == 0 || chosen[i] == 0) continue;
-        float total = cost[i] + zero_dist[DCTSIZE2 - 1] - zero_dist[i];
-        if (i < DCTSIZE2 - 1) total += bits[EOB];
-        if (total < best) {
-            best = total;
-            last = i;
-        }
-    }
-    for (int i = last; i > 0; i = run_start[i]) {
+    for (int i = block_end(zero_dist, cost, chosen, kept, bits[EOB]); i > 0; i = run_start[i]) {
         const int z = zigzag[i];
         out[z] = (JCOEF)(src[z] < 0 ? -chosen[i] : chosen[i]);
     }

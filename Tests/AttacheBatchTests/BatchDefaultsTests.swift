@@ -8,24 +8,14 @@ import Testing
 
 /// `attache batch`'s defaults are the service's but for the JPEG encoder: a campaign's picture is
 /// prepared once, so the batch takes the thorough one (trellis quantisation).
-@Suite(.enabled(if: inIsolatedChild)) struct BatchDefaultsTests {
-    let server: TestHTTPServer
-    let directory: TemporaryDirectory
-
-    init() throws {
-        server = try batchMediaServer()
-        directory = try TemporaryDirectory()
-    }
-
-    /// The one item a batch over `url` with `extra` recorded.
-    func batchItem(_ url: String, _ extra: [String], name: String) throws -> JSONValue {
-        let list = directory.path + "/\(name).txt"
-        try Data((url + "\n").utf8).write(to: URL(fileURLWithPath: list))
-        let manifest = directory.path + "/\(name).manifest.jsonl"
+extension BatchRunTests {
+    /// The one item `attache batch` with `extra` recorded for `name` on the server.
+    func batchItem(_ name: String, _ extra: [String], manifest: String) throws -> JSONValue {
+        let manifest = directory.path + "/" + manifest
         let result = try runChild(
             try attacheExecutable(),
             ["batch", "--allow-loopback", "--store", directory.path + "/store", "--manifest", manifest]
-                + extra + [list])
+                + extra + [try urlList([name])])
         #expect(result.status == 0, "\(result.errorText)")
         let lines = try records(manifest)
         try #require(lines.count == 1 && lines[0].outcome == "attached", "\(lines.map(\.value))")
@@ -36,12 +26,12 @@ import Testing
     }
 
     @Test func aBatchWritesWithTheThoroughEncoderAndFewerBytesThanTheService() throws {
-        let url = server.url("/portrait-progressive.jpg")
-        let thorough = try batchItem(url, [], name: "default")
-        let fast = try batchItem(url, ["--jpeg-encoder", "fast"], name: "fast")
+        let thorough = try batchItem("portrait-progressive.jpg", [], manifest: "default.jsonl")
+        let fast = try batchItem("portrait-progressive.jpg", ["--jpeg-encoder", "fast"], manifest: "fast.jsonl")
         // The service's encoder: what `attache process` stores for the same media, byte for byte
         // (content-addressed: the same id).
-        let payload = #"{"aps":{"alert":"x","mutable-content":1},"media-url":"\#(url)"}"#
+        let payload =
+            #"{"aps":{"alert":"x","mutable-content":1},"media-url":"\#(server.url("/portrait-progressive.jpg"))"}"#
         let processed = try runChild(
             try attacheExecutable(), ["process", "--allow-loopback", "--store", directory.path + "/store", "-"],
             input: Array(payload.utf8))

@@ -43,7 +43,6 @@ import Testing
         [
             "AttacheBatchTests.BatchRunTests", "AttacheBatchTests.BatchCommandTests",
             "AttacheBatchTests.BatchReportTests", "AttacheBatchTests.BatchWarmTests", "AttacheBatchTests.PreviewTests",
-            "AttacheBatchTests.BatchDefaultsTests",
         ],
         // Replicas and campaign workers are child processes fetching from a server in this
         // one: apart from the corpus suites too (they need the servers scripts/test.sh starts).

@@ -11,9 +11,9 @@ import Testing
 /// against the public SSIMULACRA2 where it is installed, and the byte caps of the other
 /// receivers' pictures searched in size and quality together.
 struct QualityTests {
-    /// A picture of `width` × `height`: a smooth sky when `busy` is false, else leaves and
-    /// grass (fine texture at every scale).
-    static func picture(width: Int, height: Int, busy: Bool, seed: UInt64 = 7) -> PixelImage {
+    /// A picture of `width` × `height`: a smooth sky when `busy` is false (with soft clouds of
+    /// ±`clouds` levels about 200 px across), else leaves and grass (fine texture at every scale).
+    static func picture(width: Int, height: Int, busy: Bool, seed: UInt64 = 7, clouds: Double = 0) -> PixelImage {
         var state = seed
         func noise() -> Double {
             state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
@@ -30,8 +30,10 @@ struct QualityTests {
                     let grain = noise() * 80 - 40
                     (r, g, b) = (60 + 50 * leaf + grain, 120 + 60 * leaf + grain, 40 + 30 * leaf + grain * 0.5)
                 } else {
+                    let (cx, cy) = (Double(x) / 200, Double(y) / 200)
+                    let cloud = clouds * sin(cx * 2 * .pi + sin(cy * 3)) * cos(cy * 2.3)
                     let grain = noise() * 2 - 1
-                    (r, g, b) = (r + grain, g + grain, b + grain)
+                    (r, g, b) = (r + cloud + grain, g + cloud + grain, b + cloud / 2 + grain)
                 }
                 pixels[i] = UInt8(max(0, min(255, r)))
                 pixels[i + 1] = UInt8(max(0, min(255, g)))

@@ -53,7 +53,7 @@ struct ThoroughEncoderTests {
     /// thorough encoder than with the fast one at the same quality (choosing them read 0.16–0.31
     /// levels more here), for fewer bytes.
     @Test func aSkyShowsNoMoreBlockingThanWithTheFastEncoder() throws {
-        let sky = Self.clouds()
+        let sky = QualityTests.picture(width: 1024, height: 683, busy: false, clouds: 20)
         let judge = try #require(try QualitySearch.Judge(sky))
         for quality in [70, 76, 80, 84] {
             let fast = try Encoders.jpeg(sky, quality: quality, tables: .jpegli)
@@ -66,29 +66,6 @@ struct ThoroughEncoderTests {
                 judge.lastBlocking <= fastBlocking + 0.1, "at \(quality): \(judge.lastBlocking), fast \(fastBlocking)")
             #expect(thorough.count < fast.count, "at \(quality): \(thorough.count) bytes, fast \(fast.count)")
         }
-    }
-
-    /// A sky 1024 × 683 going lighter down the picture, soft clouds of ±20 levels about 200 px
-    /// across and a grain of ±1.
-    static func clouds() -> PixelImage {
-        let (width, height) = (1024, 683)
-        var state: UInt64 = 7
-        func noise() -> Double {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Double(state >> 40) / Double(1 << 24)
-        }
-        var pixels = [UInt8](repeating: 0, count: width * height * 3)
-        for y in 0..<height {
-            for x in 0..<width {
-                let (fx, fy) = (Double(x) / 200, Double(y) / 200)
-                let cloud = 20 * sin(fx * 2 * .pi + sin(fy * 3)) * cos(fy * 2.3)
-                let grain = noise() * 2 - 1
-                let down = Double(y) / Double(height)
-                let rgb = [90 + 60 * down + cloud, 140 + 50 * down + cloud, 220 - 20 * down + cloud / 2]
-                for c in 0..<3 { pixels[(y * width + x) * 3 + c] = UInt8(max(0, min(255, rgb[c] + grain))) }
-            }
-        }
-        return PixelImage(width: width, height: height, channels: 3, pixels: pixels)
     }
 
     /// With `auto`, the thorough encoder's first guess aims ``JPEGEncoder/scoreLoss`` higher:
