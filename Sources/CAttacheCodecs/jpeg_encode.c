@@ -126,12 +126,16 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
     // Volatile: these change after setjmp and are read after a longjmp.
     unsigned char *volatile buffer = NULL;
     volatile unsigned long size = 0;
+    // The thorough encoder's baseline file beside its progressive one (the smaller is kept).
+    unsigned char *volatile baseline = NULL;
+    volatile unsigned long baseline_size = 0;
     att_jpeg_install_errors(&err);
     cinfo.err = &err.base;
     if (setjmp(err.jump)) {
         att_jpeg_copy_error(&err, error);
         jpeg_destroy_compress(&cinfo);
         free(buffer);
+        free(baseline);
         return error->status;
     }
     jpeg_create_compress(&cinfo);
@@ -167,7 +171,8 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
     }
     cinfo.write_JFIF_header = TRUE;
     if (trellis) {
-        att_jpeg_write_trellis(&cinfo, pixels, stride, chroma == ATT_JPEG_CHROMA_SHARP);
+        att_jpeg_write_trellis(&cinfo, pixels, stride, chroma == ATT_JPEG_CHROMA_SHARP, (unsigned char **)&baseline,
+                               (unsigned long *)&baseline_size);
     } else if (chroma == ATT_JPEG_CHROMA_SHARP && channels == 3) {
         att_jpeg_write_sharp(&cinfo, pixels, stride);
     } else {
@@ -179,6 +184,13 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
         jpeg_finish_compress(&cinfo);
     }
     jpeg_destroy_compress(&cinfo);
+    if (baseline && baseline_size < size) {
+        free(buffer);
+        buffer = baseline;
+        size = baseline_size;
+    } else {
+        free(baseline);
+    }
     *output = buffer;
     *output_length = size;
     return ATT_OK;

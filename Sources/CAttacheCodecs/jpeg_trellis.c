@@ -16,8 +16,10 @@
 // The DCT is computed here in floating point on libjpeg's scale (8x the orthonormal DCT), from
 // samples converted and downsampled as libjpeg does (JFIF YCbCr, means of 2x2, edges repeated;
 // or 4:2:0 chroma sharpened as the fast encoder writes it, jpeg_chroma.c);
-// libjpeg writes the coefficients (jpeg_write_coefficients) with optimised Huffman tables. What
-// is held is libjpeg's own coefficient arrays, as its optimising encoder holds.
+// libjpeg writes the coefficients (jpeg_write_coefficients) with optimised Huffman tables, as
+// progressive scans and as one baseline scan, and the smaller file is kept. What is held is the
+// chosen coefficients, as libjpeg's optimising encoder holds them, and a copy in libjpeg's
+// arrays while a file is written.
 #include "jpeg_trellis.h"
 
 #include "jpeg_chroma.h"
@@ -264,13 +266,14 @@ static void prices_from_counts(const uint32_t counts[SYMBOLS], float bits[SYMBOL
 }
 
 // Each component's plane, its blocks (whole MCUs: libjpeg reads v_samp_factor block rows at a
-// time), its quantiser and Huffman table, and its coefficient array, requested from libjpeg.
+// time), its quantiser and Huffman table, and its chosen coefficients (row by row, held for both
+// files written from them).
 typedef struct {
     plane plane;
     JDIMENSION blocks_w, blocks_h;
     const UINT16 *quant;
     int table;
-    jvirt_barray_ptr array;
+    JBLOCK *blocks;
 } component;
 
 static void set_up(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, const float *sharp, component *out) {
@@ -302,10 +305,35 @@ static void set_up(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, c
         k->blocks_h = ((k->plane.samples_h + DCTSIZE - 1) / DCTSIZE + v - 1) / v * v;
         k->quant = cinfo->quant_tbl_ptrs[comp->quant_tbl_no]->quantval;
         k->table = comp->ac_tbl_no;
-        k->array = cinfo->mem->request_virt_barray((j_common_ptr)cinfo, JPOOL_IMAGE, TRUE, k->blocks_w, k->blocks_h,
-                                                   (JDIMENSION)v);
+        // In the permanent pool: they outlive the first file's image pool, and go with the encoder.
+        k->blocks = cinfo->mem->alloc_large((j_common_ptr)cinfo, JPOOL_PERMANENT,
+                                            (size_t)k->blocks_w * k->blocks_h * sizeof(JBLOCK));
     }
-    cinfo->mem->realize_virt_arrays((j_common_ptr)cinfo);
+}
+
+// The file is written as progressive scans, each a band of frequencies of one component with
+// its own optimised Huffman table, no successive approximation: luma's DC alone, then chroma's
+// two DCs together, luma's AC in four bands (1-2, 3-5, 6-16, 17-63) and each chroma's in two
+// (1-2, 3-63). The same coefficients as one baseline scan, in fewer bytes: each band's table fits
+// its own statistics, and the runs of blocks that end early are coded once for many blocks.
+// Chosen on the calibration photos among 122 scripts without successive approximation
+// (docs/quality.md, "Progressive scans").
+static const jpeg_scan_info colour_scans[] = {
+    {1, {0}, 0, 0, 0, 0},   {2, {1, 2}, 0, 0, 0, 0}, {1, {0}, 1, 2, 0, 0},  {1, {0}, 3, 5, 0, 0}, {1, {0}, 6, 16, 0, 0},
+    {1, {0}, 17, 63, 0, 0}, {1, {1}, 1, 2, 0, 0},    {1, {1}, 3, 63, 0, 0}, {1, {2}, 1, 2, 0, 0}, {1, {2}, 3, 63, 0, 0},
+};
+static const jpeg_scan_info grey_scans[] = {
+    {1, {0}, 0, 0, 0, 0}, {1, {0}, 1, 2, 0, 0}, {1, {0}, 3, 5, 0, 0}, {1, {0}, 6, 16, 0, 0}, {1, {0}, 17, 63, 0, 0},
+};
+
+static void set_scans(j_compress_ptr cinfo) {
+    if (cinfo->num_components == 3) {
+        cinfo->scan_info = colour_scans;
+        cinfo->num_scans = (int)(sizeof colour_scans / sizeof colour_scans[0]);
+    } else if (cinfo->num_components == 1) {
+        cinfo->scan_info = grey_scans;
+        cinfo->num_scans = (int)(sizeof grey_scans / sizeof grey_scans[0]);
+    }
 }
 
 // Block (bx, by) of `k`: its samples, their DCT, its coefficients priced by `bits`.
@@ -317,13 +345,33 @@ static void encode_block(const component *k, const float basis[DCTSIZE][DCTSIZE]
     trellis_block(coefficients, k->quant, bits, k->plane.which == 0 ? ROUNDED_LUMA : 0, out);
 }
 
-void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, int sharp_chroma) {
+// One file of the chosen coefficients, with `cinfo`'s scans (none: one baseline scan), to its
+// destination: libjpeg's arrays, in the image pool that finishing the file frees.
+static void write_file(j_compress_ptr cinfo, const component *comps) {
+    jvirt_barray_ptr arrays[MAX_COMPONENTS];
+    for (int c = 0; c < cinfo->num_components; c++) {
+        const component *k = &comps[c];
+        arrays[c] = cinfo->mem->request_virt_barray((j_common_ptr)cinfo, JPOOL_IMAGE, TRUE, k->blocks_w, k->blocks_h,
+                                                    (JDIMENSION)cinfo->comp_info[c].v_samp_factor);
+    }
+    cinfo->mem->realize_virt_arrays((j_common_ptr)cinfo);
+    for (int c = 0; c < cinfo->num_components; c++) {
+        const component *k = &comps[c];
+        for (JDIMENSION by = 0; by < k->blocks_h; by++) {
+            JBLOCKARRAY row = cinfo->mem->access_virt_barray((j_common_ptr)cinfo, arrays[c], by, 1, TRUE);
+            memcpy(row[0], k->blocks + (size_t)by * k->blocks_w, k->blocks_w * sizeof(JBLOCK));
+        }
+    }
+    jpeg_write_coefficients(cinfo, arrays);
+    jpeg_finish_compress(cinfo);
+}
+
+void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, int sharp_chroma,
+                            unsigned char **baseline, unsigned long *baseline_size) {
     const int components = cinfo->num_components;
     component comps[MAX_COMPONENTS];
-    jvirt_barray_ptr arrays[MAX_COMPONENTS];
     const float *sharp = sharp_chroma && components == 3 ? att_jpeg_sharp_chroma(cinfo, pixels, stride) : NULL;
     set_up(cinfo, pixels, stride, sharp, comps);
-    for (int c = 0; c < components; c++) arrays[c] = comps[c].array;
 
     float basis[DCTSIZE][DCTSIZE];
     for (int u = 0; u < DCTSIZE; u++) {
@@ -351,15 +399,18 @@ void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t 
         for (int s = 0; s < SYMBOLS; s++) seen += model->counts[t][s];
         if (seen > 0) prices_from_counts(model->counts[t], model->bits[t]);
     }
-    // Second pass: every block, into libjpeg's arrays.
+    // Second pass: every block.
     for (int c = 0; c < components; c++) {
         const component *k = &comps[c];
         for (JDIMENSION by = 0; by < k->blocks_h; by++) {
-            JBLOCKARRAY row = cinfo->mem->access_virt_barray((j_common_ptr)cinfo, k->array, by, 1, TRUE);
             for (JDIMENSION bx = 0; bx < k->blocks_w; bx++)
-                encode_block(k, basis, model->bits[k->table], bx, by, row[0][bx]);
+                encode_block(k, basis, model->bits[k->table], bx, by, k->blocks[(size_t)by * k->blocks_w + bx]);
         }
     }
-    jpeg_write_coefficients(cinfo, arrays);
-    jpeg_finish_compress(cinfo);
+    set_scans(cinfo);
+    write_file(cinfo, comps);
+    jpeg_mem_dest(cinfo, baseline, baseline_size);
+    cinfo->scan_info = NULL;
+    cinfo->num_scans = 0;
+    write_file(cinfo, comps);
 }

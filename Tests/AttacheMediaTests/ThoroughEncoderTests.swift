@@ -68,6 +68,36 @@ struct ThoroughEncoderTests {
         }
     }
 
+    /// The thorough encoder writes its coefficients as progressive scans (a band of frequencies
+    /// of one component each, with its own Huffman table) and as one baseline scan, and keeps
+    /// the smaller: a photo is progressive (SOF2), colour or grey; a picture of a few blocks,
+    /// where each scan's header and table cost more than they save, stays baseline (SOF0).
+    /// Both read back at their size.
+    @Test func aPhotoIsWrittenAsProgressiveScansAndATinyPictureAsOneScan() throws {
+        let photo = try Self.photo("waterfall-rotated.jpg")
+        let grey = PixelImage(
+            width: photo.width, height: photo.height, channels: 1,
+            pixels: stride(from: 0, to: photo.pixels.count, by: 3).map { photo.pixels[$0 + 1] })
+        let tiny = QualityTests.picture(width: 24, height: 16, busy: true)
+        for (name, image, progressive) in [("photo", photo, true), ("grey photo", grey, true), ("tiny", tiny, false)] {
+            let data = try Encoders.jpeg(image, quality: 80, tables: .jpegli, trellis: true)
+            let bytes = [UInt8](data)
+            #expect((jpegMarkerOffset(bytes, 0xC2) != nil) == progressive, "\(name): SOF2")
+            #expect((jpegMarkerOffset(bytes, 0xC0) != nil) == !progressive, "\(name): SOF0")
+            let back = try ImageProcessor.decode(MediaBytes(data), spec: RenditionSpec(maxSide: 4000)).image
+            #expect(back.width == image.width && back.height == image.height && back.channels == image.channels)
+        }
+        // Trellis and the scans together: well under the fast encoder's bytes at the quality,
+        // for a little of its score.
+        let judge = try #require(try QualitySearch.Judge(photo))
+        let thorough = try Encoders.jpeg(photo, quality: 80, tables: .jpegli, trellis: true)
+        let fast = try Encoders.jpeg(photo, quality: 80, tables: .jpegli)
+        let (thoroughScore, fastScore) = (try judge.score(thorough, .jpeg), try judge.score(fast, .jpeg))
+        #expect(thoroughScore > fastScore - 4, "\(thoroughScore) against \(fastScore)")
+        print("thorough, progressive: \(thorough.count) bytes (\(thoroughScore)) against \(fast.count) (\(fastScore))")
+        #expect(Double(thorough.count) < Double(fast.count) * 0.93, "\(thorough.count) against \(fast.count)")
+    }
+
     /// With `auto`, the thorough encoder's first guess aims ``JPEGEncoder/scoreLoss`` higher:
     /// its picture lands in the band at about the fast one's score, in fewer bytes.
     @Test func autoAimsTheThoroughEncoderAtTheSameScore() throws {
