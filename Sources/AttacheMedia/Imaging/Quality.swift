@@ -139,12 +139,11 @@ public enum JPEGTables: String, Sendable, Hashable, CaseIterable {
     func equivalent(ijg quality: Int) -> Int { Int(att_jpeg_equivalent_quality(Int32(quality), shim)) }
 }
 
-/// How a JPEG's coefficients are chosen: each rounded to its step (`fast`, the default:
-/// libjpeg's own), or each block's chosen for bits and distortion together (`thorough`: trellis
-/// quantisation, about 10% fewer bytes at the same quality number for 1.2 points of
-/// SSIMULACRA2 and about 8 times the encode's time; at an equal score 1.5-3.5% fewer bytes on
-/// the photo sets, more on some photos and fewer on smooth artwork, so no command takes it by
-/// default; docs/quality.md).
+/// How a JPEG's coefficients are chosen and written: each rounded to its step and written as one
+/// baseline scan (`fast`, the default: libjpeg's own), or each block's chosen for bits and
+/// distortion together (`thorough`: trellis quantisation) and written as progressive scans or
+/// one scan, whichever is smaller. The thorough encoder is `attache batch`'s default: a
+/// campaign's picture is prepared once and downloaded by many (docs/quality.md).
 public enum JPEGEncoder: String, Sendable, Hashable, CaseIterable {
     case fast
     case thorough
