@@ -112,6 +112,22 @@ int32_t att_jpeg_equivalent_quality(int32_t ijg_quality, int32_t tables) {
     return best;
 }
 
+// The quantisation tables of `tables` at `quality` (clamped to 1-100).
+static void set_tables(j_compress_ptr cinfo, int32_t quality, int32_t tables, int32_t chroma) {
+    int clamped = quality < 1 ? 1 : (quality > 100 ? 100 : quality);
+    jpeg_set_quality(cinfo, clamped, TRUE);
+    if (tables == ATT_JPEG_TABLES_ROBIDOUX) {
+        int scale = jpeg_quality_scaling(clamped);
+        jpeg_add_quant_table(cinfo, 0, att_robidoux, scale, TRUE);
+        jpeg_add_quant_table(cinfo, 1, att_robidoux, scale, TRUE);
+    } else if (tables == ATT_JPEG_TABLES_JPEGLI) {
+        unsigned luma[DCTSIZE2], chroma_steps[DCTSIZE2];
+        att_jpeg_jpegli_tables(clamped, chroma != ATT_JPEG_CHROMA_FULL, luma, chroma_steps);
+        jpeg_add_quant_table(cinfo, 0, luma, 100, TRUE);
+        jpeg_add_quant_table(cinfo, 1, chroma_steps, 100, TRUE);
+    }
+}
+
 int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
                         int32_t quality, int32_t tables, int32_t chroma, int32_t trellis, uint8_t **output,
                         size_t *output_length, att_error *error) {
@@ -145,18 +161,7 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
     cinfo.input_components = channels;
     cinfo.in_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
     jpeg_set_defaults(&cinfo);
-    int clamped = quality < 1 ? 1 : (quality > 100 ? 100 : quality);
-    jpeg_set_quality(&cinfo, clamped, TRUE);
-    if (tables == ATT_JPEG_TABLES_ROBIDOUX) {
-        int scale = jpeg_quality_scaling(clamped);
-        jpeg_add_quant_table(&cinfo, 0, att_robidoux, scale, TRUE);
-        jpeg_add_quant_table(&cinfo, 1, att_robidoux, scale, TRUE);
-    } else if (tables == ATT_JPEG_TABLES_JPEGLI) {
-        unsigned luma[DCTSIZE2], chroma_steps[DCTSIZE2];
-        att_jpeg_jpegli_tables(clamped, chroma != ATT_JPEG_CHROMA_FULL, luma, chroma_steps);
-        jpeg_add_quant_table(&cinfo, 0, luma, 100, TRUE);
-        jpeg_add_quant_table(&cinfo, 1, chroma_steps, 100, TRUE);
-    }
+    set_tables(&cinfo, quality, tables, chroma);
     cinfo.optimize_coding = TRUE;
     cinfo.dct_method = JDCT_ISLOW;
     const int full_chroma = chroma == ATT_JPEG_CHROMA_FULL;
