@@ -18,12 +18,12 @@
 // or 4:2:0 chroma sharpened as the fast encoder writes it, jpeg_chroma.c);
 // libjpeg writes the coefficients (jpeg_write_coefficients) with optimised Huffman tables, as
 // progressive scans and as one baseline scan, and the smaller file is kept. What is held is the
-// chosen coefficients, as libjpeg's optimising encoder holds them, and a copy in libjpeg's
-// arrays while a file is written.
+// chosen coefficients, as libjpeg's optimising encoder holds them, which libjpeg reads in place.
 #include "jpeg_trellis.h"
 
 #include "jpeg_chroma.h"
 
+#include <jerror.h>
 #include <math.h>
 #include <string.h>
 
@@ -266,14 +266,15 @@ static void prices_from_counts(const uint32_t counts[SYMBOLS], float bits[SYMBOL
 }
 
 // Each component's plane, its blocks (whole MCUs: libjpeg reads v_samp_factor block rows at a
-// time), its quantiser and Huffman table, and its chosen coefficients (row by row, held for both
-// files written from them).
+// time), its quantiser and Huffman table, and its chosen coefficients (held for both files
+// written from them), with a pointer to each block row as libjpeg's arrays hand them out.
 typedef struct {
     plane plane;
     JDIMENSION blocks_w, blocks_h;
     const UINT16 *quant;
     int table;
     JBLOCK *blocks;
+    JBLOCKROW *rows;
 } component;
 
 static void set_up(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, const float *sharp, component *out) {
@@ -308,6 +309,8 @@ static void set_up(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, c
         // In the permanent pool: they outlive the first file's image pool, and go with the encoder.
         k->blocks = cinfo->mem->alloc_large((j_common_ptr)cinfo, JPOOL_PERMANENT,
                                             (size_t)k->blocks_w * k->blocks_h * sizeof(JBLOCK));
+        k->rows = cinfo->mem->alloc_small((j_common_ptr)cinfo, JPOOL_PERMANENT, k->blocks_h * sizeof(JBLOCKROW));
+        for (JDIMENSION by = 0; by < k->blocks_h; by++) k->rows[by] = k->blocks + (size_t)by * k->blocks_w;
     }
 }
 
@@ -345,23 +348,28 @@ static void encode_block(const component *k, const float basis[DCTSIZE][DCTSIZE]
     trellis_block(coefficients, k->quant, bits, k->plane.which == 0 ? ROUNDED_LUMA : 0, out);
 }
 
+// libjpeg reads the coefficients it writes through its memory manager's access method
+// (jctrans.c), which an application may replace: while the files are written it hands out the
+// chosen blocks' own rows, so no second copy of them is made. `cinfo->client_data` is the
+// components; the arrays given to libjpeg are their addresses.
+static JBLOCKARRAY access_chosen(j_common_ptr cinfo, jvirt_barray_ptr array, JDIMENSION start_row, JDIMENSION num_rows,
+                                 boolean writable) {
+    (void)writable;
+    component *comps = cinfo->client_data;
+    for (int c = 0; c < ((j_compress_ptr)cinfo)->num_components; c++) {
+        if ((jvirt_barray_ptr)&comps[c] != array) continue;
+        if (start_row + num_rows > comps[c].blocks_h) ERREXIT(cinfo, JERR_BAD_VIRTUAL_ACCESS);
+        return comps[c].rows + start_row;
+    }
+    ERREXIT(cinfo, JERR_BAD_VIRTUAL_ACCESS);
+    return NULL;
+}
+
 // One file of the chosen coefficients, with `cinfo`'s scans (none: one baseline scan), to its
-// destination: libjpeg's arrays, in the image pool that finishing the file frees.
-static void write_file(j_compress_ptr cinfo, const component *comps) {
+// destination.
+static void write_file(j_compress_ptr cinfo, component *comps) {
     jvirt_barray_ptr arrays[MAX_COMPONENTS];
-    for (int c = 0; c < cinfo->num_components; c++) {
-        const component *k = &comps[c];
-        arrays[c] = cinfo->mem->request_virt_barray((j_common_ptr)cinfo, JPOOL_IMAGE, TRUE, k->blocks_w, k->blocks_h,
-                                                    (JDIMENSION)cinfo->comp_info[c].v_samp_factor);
-    }
-    cinfo->mem->realize_virt_arrays((j_common_ptr)cinfo);
-    for (int c = 0; c < cinfo->num_components; c++) {
-        const component *k = &comps[c];
-        for (JDIMENSION by = 0; by < k->blocks_h; by++) {
-            JBLOCKARRAY row = cinfo->mem->access_virt_barray((j_common_ptr)cinfo, arrays[c], by, 1, TRUE);
-            memcpy(row[0], k->blocks + (size_t)by * k->blocks_w, k->blocks_w * sizeof(JBLOCK));
-        }
-    }
+    for (int c = 0; c < cinfo->num_components; c++) arrays[c] = (jvirt_barray_ptr)&comps[c];
     jpeg_write_coefficients(cinfo, arrays);
     jpeg_finish_compress(cinfo);
 }
@@ -407,10 +415,14 @@ void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t 
                 encode_block(k, basis, model->bits[k->table], bx, by, k->blocks[(size_t)by * k->blocks_w + bx]);
         }
     }
+    void *client_data = cinfo->client_data;
+    cinfo->client_data = comps;
+    cinfo->mem->access_virt_barray = access_chosen;
     set_scans(cinfo);
     write_file(cinfo, comps);
     jpeg_mem_dest(cinfo, baseline, baseline_size);
     cinfo->scan_info = NULL;
     cinfo->num_scans = 0;
     write_file(cinfo, comps);
+    cinfo->client_data = client_data;
 }
