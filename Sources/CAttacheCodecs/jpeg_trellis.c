@@ -352,6 +352,8 @@ static void encode_block(const component *k, const float basis[DCTSIZE][DCTSIZE]
 // (jctrans.c), which an application may replace: while the files are written it hands out the
 // chosen blocks' own rows, so no second copy of them is made. `cinfo->client_data` is the
 // components; the arrays given to libjpeg are their addresses.
+typedef JBLOCKARRAY (*barray_access)(j_common_ptr, jvirt_barray_ptr, JDIMENSION, JDIMENSION, boolean);
+
 static JBLOCKARRAY access_chosen(j_common_ptr cinfo, jvirt_barray_ptr array, JDIMENSION start_row, JDIMENSION num_rows,
                                  boolean writable) {
     (void)writable;
@@ -412,10 +414,11 @@ void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t 
         const component *k = &comps[c];
         for (JDIMENSION by = 0; by < k->blocks_h; by++) {
             for (JDIMENSION bx = 0; bx < k->blocks_w; bx++)
-                encode_block(k, basis, model->bits[k->table], bx, by, k->blocks[(size_t)by * k->blocks_w + bx]);
+                encode_block(k, basis, model->bits[k->table], bx, by, k->rows[by][bx]);
         }
     }
     void *client_data = cinfo->client_data;
+    const barray_access access = cinfo->mem->access_virt_barray;
     cinfo->client_data = comps;
     cinfo->mem->access_virt_barray = access_chosen;
     set_scans(cinfo);
@@ -424,5 +427,6 @@ void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t 
     cinfo->scan_info = NULL;
     cinfo->num_scans = 0;
     write_file(cinfo, comps);
+    cinfo->mem->access_virt_barray = access;
     cinfo->client_data = client_data;
 }
