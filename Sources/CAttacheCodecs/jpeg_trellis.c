@@ -267,13 +267,12 @@ static void prices_from_counts(const uint32_t counts[SYMBOLS], float bits[SYMBOL
 
 // Each component's plane, its blocks (whole MCUs: libjpeg reads v_samp_factor block rows at a
 // time), its quantiser and Huffman table, and its chosen coefficients (held for both files
-// written from them), with a pointer to each block row as libjpeg's arrays hand them out.
+// written from them) by block row, as libjpeg's arrays hand them out.
 typedef struct {
     plane plane;
     JDIMENSION blocks_w, blocks_h;
     const UINT16 *quant;
     int table;
-    JBLOCK *blocks;
     JBLOCKROW *rows;
 } component;
 
@@ -307,10 +306,10 @@ static void set_up(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, c
         k->quant = cinfo->quant_tbl_ptrs[comp->quant_tbl_no]->quantval;
         k->table = comp->ac_tbl_no;
         // In the permanent pool: they outlive the first file's image pool, and go with the encoder.
-        k->blocks = cinfo->mem->alloc_large((j_common_ptr)cinfo, JPOOL_PERMANENT,
-                                            (size_t)k->blocks_w * k->blocks_h * sizeof(JBLOCK));
+        JBLOCK *blocks = cinfo->mem->alloc_large((j_common_ptr)cinfo, JPOOL_PERMANENT,
+                                                 (size_t)k->blocks_w * k->blocks_h * sizeof(JBLOCK));
         k->rows = cinfo->mem->alloc_small((j_common_ptr)cinfo, JPOOL_PERMANENT, k->blocks_h * sizeof(JBLOCKROW));
-        for (JDIMENSION by = 0; by < k->blocks_h; by++) k->rows[by] = k->blocks + (size_t)by * k->blocks_w;
+        for (JDIMENSION by = 0; by < k->blocks_h; by++) k->rows[by] = blocks + (size_t)by * k->blocks_w;
     }
 }
 
