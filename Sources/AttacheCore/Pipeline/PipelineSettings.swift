@@ -32,7 +32,7 @@ public enum PipelineSettings {
         row(
             "jpegEncoder",
             "How JPEG coefficients are chosen: fast (rounded) or thorough (trellis quantisation and progressive "
-                + "scans: with quality auto 6-9% fewer bytes at the picture's score, 6-7x the encode time; "
+                + "scans: with quality auto 6-9% fewer bytes at the picture's score, about 8x the encode time; "
                 + "attache batch's default).",
             .choice(\.rendition.jpegEncoder, JPEGEncoder.allCases.map { ($0.rawValue, $0) })),
         row(
