@@ -90,70 +90,50 @@ static float pixel_value(const uint8_t *p, int channels, int which) {
     }
 }
 
-// Pixel row `y` of the picture (clamped to it) as `p`'s component: `p->width` values.
-static void pixel_row(const plane *p, uint32_t y, float *restrict out) {
-    const uint8_t *row = p->pixels + (size_t)(y < p->height ? y : p->height - 1) * p->stride;
-    const uint32_t w = p->width;
-    if (p->channels == 1) {
-        for (uint32_t x = 0; x < w; x++) out[x] = row[x];
-        return;
-    }
-    // A loop per component, so that each vectorises.
-    const int n = p->channels;
-    if (p->which == 0)
-        for (uint32_t x = 0; x < w; x++) out[x] = pixel_value(row + (size_t)x * n, 3, 0);
-    else if (p->which == 1)
-        for (uint32_t x = 0; x < w; x++) out[x] = pixel_value(row + (size_t)x * n, 3, 1);
-    else
-        for (uint32_t x = 0; x < w; x++) out[x] = pixel_value(row + (size_t)x * n, 3, 2);
-}
-
-// The samples of block row `by` of `p`, level-shifted: DCTSIZE rows of `width` (a whole number
-// of blocks), past the picture the last sample repeated; `scratch` holds two pixel rows. A
-// sample is the mean of the pixels it covers (left to right, the top row first).
-static void strip_samples(const plane *p, uint32_t by, uint32_t width, float *scratch, float *out) {
+// The 8x8 samples of block (bx, by), level-shifted; past the picture the last sample repeats.
+static void block_samples(const plane *p, uint32_t bx, uint32_t by, float out[DCTSIZE2]) {
     for (uint32_t y = 0; y < DCTSIZE; y++) {
         uint32_t sy = by * DCTSIZE + y;
         if (sy >= p->samples_h) sy = p->samples_h - 1;
-        float *dst = out + (size_t)y * width;
-        const uint32_t n = p->samples_w;
-        if (p->sharp) {
-            const float *src = p->sharp + (size_t)sy * n;
-            for (uint32_t x = 0; x < n; x++) dst[x] = src[x] - 128.0f;
-        } else if (p->sx == 1 && p->sy == 1) {
-            pixel_row(p, sy, dst);
-            for (uint32_t x = 0; x < n; x++) dst[x] = dst[x] - 128.0f;
-        } else {
-            // 2 x 2 (4:2:0 chroma): two pixel rows, then each sample's four pixels.
-            float *top = scratch, *bottom = scratch + p->width;
-            pixel_row(p, 2 * sy, top);
-            pixel_row(p, 2 * sy + 1, bottom);
-            const uint32_t last = p->width - 1;
-            for (uint32_t x = 0; x < n; x++) {
-                const uint32_t left = 2 * x, right = 2 * x + 1 <= last ? 2 * x + 1 : last;
-                dst[x] = (top[left] + top[right] + bottom[left] + bottom[right]) / 4.0f - 128.0f;
+        for (uint32_t x = 0; x < DCTSIZE; x++) {
+            uint32_t sx = bx * DCTSIZE + x;
+            if (sx >= p->samples_w) sx = p->samples_w - 1;
+            if (p->sharp) {
+                out[y * DCTSIZE + x] = p->sharp[(size_t)sy * p->samples_w + sx] - 128.0f;
+                continue;
             }
+            float sum = 0;
+            for (uint32_t j = 0; j < p->sy; j++) {
+                uint32_t py = sy * p->sy + j;
+                if (py >= p->height) py = p->height - 1;
+                const uint8_t *row = p->pixels + (size_t)py * p->stride;
+                for (uint32_t i = 0; i < p->sx; i++) {
+                    uint32_t px = sx * p->sx + i;
+                    if (px >= p->width) px = p->width - 1;
+                    sum += pixel_value(row + (size_t)px * (size_t)p->channels, p->channels, p->which);
+                }
+            }
+            out[y * DCTSIZE + x] = sum / (float)(p->sx * p->sy) - 128.0f;
         }
-        for (uint32_t x = n; x < width; x++) dst[x] = dst[n - 1];
     }
 }
 
-// The orthonormal 2-D DCT of `in` (rows of `pitch` floats), times 8 (libjpeg's scale), with
-// `basis_t[x][u]` (the basis transposed): each output a sum over x, then over y, in order, eight
-// outputs at a time.
-static void forward_dct(const float *in, size_t pitch, const float basis_t[DCTSIZE][DCTSIZE], float out[DCTSIZE2]) {
+// The orthonormal 2-D DCT of `in`, times 8 (libjpeg's scale), with `basis[u][x]`.
+static void forward_dct(const float in[DCTSIZE2], const float basis[DCTSIZE][DCTSIZE], float out[DCTSIZE2]) {
     float rows[DCTSIZE2];
     for (int y = 0; y < DCTSIZE; y++) {
-        float sum[DCTSIZE] = {0};
-        for (int x = 0; x < DCTSIZE; x++)
-            for (int u = 0; u < DCTSIZE; u++) sum[u] += basis_t[x][u] * in[(size_t)y * pitch + x];
-        for (int u = 0; u < DCTSIZE; u++) rows[y * DCTSIZE + u] = sum[u];
+        for (int u = 0; u < DCTSIZE; u++) {
+            float sum = 0;
+            for (int x = 0; x < DCTSIZE; x++) sum += basis[u][x] * in[y * DCTSIZE + x];
+            rows[y * DCTSIZE + u] = sum;
+        }
     }
     for (int v = 0; v < DCTSIZE; v++) {
-        float sum[DCTSIZE] = {0};
-        for (int y = 0; y < DCTSIZE; y++)
-            for (int u = 0; u < DCTSIZE; u++) sum[u] += basis_t[y][v] * rows[y * DCTSIZE + u];
-        for (int u = 0; u < DCTSIZE; u++) out[v * DCTSIZE + u] = 8.0f * sum[u];
+        for (int u = 0; u < DCTSIZE; u++) {
+            float sum = 0;
+            for (int y = 0; y < DCTSIZE; y++) sum += basis[v][y] * rows[y * DCTSIZE + u];
+            out[v * DCTSIZE + u] = 8.0f * sum;
+        }
     }
 }
 
@@ -191,75 +171,6 @@ static int block_end(const float zero_dist[DCTSIZE2], const float cost[DCTSIZE2]
     return last;
 }
 
-// By zigzag position: the cost of zeroing every coefficient up to it, the best cost of a path
-// ending with a nonzero coefficient there, where that path's zero run began and the coefficient
-// it chose; and, measured first, each position's magnitude, weight and rounded value, and the
-// positions that round to something.
-typedef struct {
-    float zero_dist[DCTSIZE2], cost[DCTSIZE2], magnitude[DCTSIZE2], weight[DCTSIZE2];
-    int run_start[DCTSIZE2], chosen[DCTSIZE2], rounding[DCTSIZE2];
-    int nonzero[DCTSIZE2], nonzero_count;
-} path_table;
-
-// Fills `t`'s measures for `src` at `lambda` (free of branches: most positions round to zero,
-// in no order a predictor learns).
-static void measure(const float src[DCTSIZE2], const UINT16 *quant, float lambda, path_table *t) {
-    t->zero_dist[0] = t->cost[0] = 0;
-    t->chosen[0] = t->run_start[0] = t->nonzero_count = 0;
-    for (int i = 1; i < DCTSIZE2; i++) {
-        const int z = zigzag[i];
-        const float x = fabsf(src[z]);
-        const float weight = lambda / ((float)quant[z] * (float)quant[z]);
-        t->zero_dist[i] = t->zero_dist[i - 1] + x * x * weight;
-        t->chosen[i] = 0;
-        t->cost[i] = 1e38f;
-        t->magnitude[i] = x;
-        t->weight[i] = weight;
-        t->rounding[i] = (int)(x / (8.0f * quant[z]) + 0.5f);
-        t->nonzero[t->nonzero_count] = i;
-        t->nonzero_count += t->rounding[i] != 0;
-    }
-}
-
-// The best path to a nonzero coefficient at position `i` (which rounds to something), its last
-// run of zeros beginning after one of `starts`; `only_rounded`: the rounded value is the one
-// candidate.
-static void choose(path_table *t, const UINT16 *quant, const float bits[SYMBOLS], int i, int only_rounded,
-                   const int *starts, int start_count) {
-    const float x = t->magnitude[i], step = 8.0f * quant[zigzag[i]], weight = t->weight[i];
-    const int rounded = t->rounding[i] > MAX_AC ? MAX_AC : t->rounding[i];
-    // Candidates: the largest value of each size up to the rounded one, and that one.
-    const int sizes = magnitude_bits(rounded);
-    const int first = only_rounded ? sizes - 1 : 0;
-    int candidate[16];
-    float candidate_dist[16];
-    for (int k = first; k < sizes; k++) {
-        candidate[k] = k < sizes - 1 ? (2 << k) - 1 : rounded;
-        const float delta = (float)candidate[k] * step - x;
-        candidate_dist[k] = delta * delta * weight;
-    }
-    float best = t->cost[i];
-    int chosen = 0, run_start = 0;
-    for (int n = 0; n < start_count; n++) {
-        const int j = starts[n];
-        const float zeros = t->zero_dist[i - 1] - t->zero_dist[j] + t->cost[j];
-        const int run = i - 1 - j;
-        const float before = (float)(run >> 4) * bits[ZRL] + zeros;
-        const float *symbol = bits + 16 * (run & 15);
-        for (int k = first; k < sizes; k++) {
-            const float total = before + symbol[k + 1] + (float)(k + 1) + candidate_dist[k];
-            if (total < best) {
-                best = total;
-                chosen = candidate[k];
-                run_start = j;
-            }
-        }
-    }
-    t->cost[i] = best;
-    t->chosen[i] = chosen;
-    t->run_start[i] = run_start;
-}
-
 // The block's coefficients (natural order) for `src` (libjpeg's scale), with `quant`'s steps
 // and `bits` the price of each AC symbol; `rounded_up_to`: the zigzag positions from 1 to it
 // are rounded (0: none).
@@ -275,27 +186,60 @@ static void trellis_block(const float src[DCTSIZE2], const UINT16 *quant, const 
     memset(out, 0, sizeof(JCOEF) * DCTSIZE2);
     out[0] = (JCOEF)(src[0] < 0 ? -dc : dc);
 
-    path_table t;
-    measure(src, quant, lambda, &t);
+    // By zigzag position: the cost of zeroing every coefficient up to it, the best cost of a
+    // path ending with a nonzero coefficient there, where that path's zero run began, and the
+    // coefficient it chose.
     // A path may not pass over a rounded coefficient that is not zero: `kept` is the last one
-    // before the position, where every path to it starts at or after. `starts`: where a path's
-    // last run of zeros may begin, in order: position 0 (no coefficient yet) or a nonzero
-    // choice, at or after `kept`.
+    // before position i, where every path to i starts at or after.
+    float zero_dist[DCTSIZE2], cost[DCTSIZE2];
+    int run_start[DCTSIZE2], chosen[DCTSIZE2];
     int kept = 0;
-    int starts[DCTSIZE2], start_count = 1;
-    starts[0] = 0;
-    for (int n = 0; n < t.nonzero_count; n++) {
-        const int i = t.nonzero[n];
-        choose(&t, quant, bits, i, i <= rounded_up_to, starts, start_count);
-        if (i <= rounded_up_to) {
-            kept = i;
-            start_count = 0;
-        }
-        if (t.chosen[i] != 0) starts[start_count++] = i;
-    }
-    for (int i = block_end(t.zero_dist, t.cost, t.chosen, kept, bits[EOB]); i > 0; i = t.run_start[i]) {
+    zero_dist[0] = 0;
+    cost[0] = 0;
+    chosen[0] = 0;
+    run_start[0] = 0;
+    for (int i = 1; i < DCTSIZE2; i++) {
         const int z = zigzag[i];
-        out[z] = (JCOEF)(src[z] < 0 ? -t.chosen[i] : t.chosen[i]);
+        const float x = fabsf(src[z]);
+        const float step = 8.0f * quant[z];
+        const float weight = lambda / ((float)quant[z] * (float)quant[z]);
+        zero_dist[i] = zero_dist[i - 1] + x * x * weight;
+        chosen[i] = 0;
+        cost[i] = 1e38f;
+        int rounded = (int)(x / step + 0.5f);
+        if (rounded == 0) continue;
+        if (rounded > MAX_AC) rounded = MAX_AC;
+        // Candidates: the largest value of each size up to the rounded one, and that one (a
+        // rounded position: that one alone).
+        const int sizes = magnitude_bits(rounded);
+        const int first = i <= rounded_up_to ? sizes - 1 : 0;
+        int candidate[16];
+        float candidate_dist[16];
+        for (int k = first; k < sizes; k++) {
+            candidate[k] = k < sizes - 1 ? (2 << k) - 1 : rounded;
+            const float delta = (float)candidate[k] * step - x;
+            candidate_dist[k] = delta * delta * weight;
+        }
+        for (int j = kept; j < i; j++) {
+            if (j != 0 && chosen[j] == 0) continue;
+            const float zeros = zero_dist[i - 1] - zero_dist[j] + cost[j];
+            const int run = i - 1 - j;
+            const float before = (float)(run >> 4) * bits[ZRL] + zeros;
+            const float *symbol = bits + 16 * (run & 15);
+            for (int k = first; k < sizes; k++) {
+                const float total = before + symbol[k + 1] + (float)(k + 1) + candidate_dist[k];
+                if (total < cost[i]) {
+                    cost[i] = total;
+                    chosen[i] = candidate[k];
+                    run_start[i] = j;
+                }
+            }
+        }
+        if (i <= rounded_up_to) kept = i;
+    }
+    for (int i = block_end(zero_dist, cost, chosen, kept, bits[EOB]); i > 0; i = run_start[i]) {
+        const int z = zigzag[i];
+        out[z] = (JCOEF)(src[z] < 0 ? -chosen[i] : chosen[i]);
     }
 }
 
@@ -394,23 +338,13 @@ static void set_scans(j_compress_ptr cinfo) {
     }
 }
 
-// Where a block row's samples are made: the widest component's strip (DCTSIZE rows of its
-// blocks' width) and two pixel rows of the picture.
-typedef struct {
-    float *strip, *pixels;
-} row_scratch;
-
-// Block row `by` of `k`: its samples, each block's DCT and its coefficients priced by `bits`,
-// into `out` (a row of `k->blocks_w` blocks).
-static void encode_row(const component *k, const float basis_t[DCTSIZE][DCTSIZE], const float bits[SYMBOLS],
-                       JDIMENSION by, const row_scratch *scratch, JBLOCKROW out) {
-    const uint32_t width = k->blocks_w * DCTSIZE;
-    strip_samples(&k->plane, by, width, scratch->pixels, scratch->strip);
-    for (JDIMENSION bx = 0; bx < k->blocks_w; bx++) {
-        float coefficients[DCTSIZE2];
-        forward_dct(scratch->strip + (size_t)bx * DCTSIZE, width, basis_t, coefficients);
-        trellis_block(coefficients, k->quant, bits, k->plane.which == 0 ? ROUNDED_LUMA : 0, out[bx]);
-    }
+// Block (bx, by) of `k`: its samples, their DCT, its coefficients priced by `bits`.
+static void encode_block(const component *k, const float basis[DCTSIZE][DCTSIZE], const float bits[SYMBOLS],
+                         JDIMENSION bx, JDIMENSION by, JCOEF out[DCTSIZE2]) {
+    float samples[DCTSIZE2], coefficients[DCTSIZE2];
+    block_samples(&k->plane, bx, by, samples);
+    forward_dct(samples, basis, coefficients);
+    trellis_block(coefficients, k->quant, bits, k->plane.which == 0 ? ROUNDED_LUMA : 0, out);
 }
 
 // libjpeg reads the coefficients it writes through its memory manager's access method
@@ -448,30 +382,25 @@ void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t 
     const float *sharp = sharp_chroma && components == 3 ? att_jpeg_sharp_chroma(cinfo, pixels, stride) : NULL;
     set_up(cinfo, pixels, stride, sharp, comps);
 
-    // The DCT's basis, transposed: basis_t[x][u] is frequency u's weight of sample x.
-    float basis_t[DCTSIZE][DCTSIZE];
+    float basis[DCTSIZE][DCTSIZE];
     for (int u = 0; u < DCTSIZE; u++) {
         const double scale = u == 0 ? sqrt(1.0 / DCTSIZE) : sqrt(2.0 / DCTSIZE);
-        for (int x = 0; x < DCTSIZE; x++) basis_t[x][u] = (float)(scale * cos((2 * x + 1) * u * M_PI / 16.0));
+        for (int x = 0; x < DCTSIZE; x++) basis[u][x] = (float)(scale * cos((2 * x + 1) * u * M_PI / 16.0));
     }
 
     rate_model *model = cinfo->mem->alloc_small((j_common_ptr)cinfo, JPOOL_IMAGE, sizeof(rate_model));
     memset(model, 0, sizeof *model);
     for (int t = 0; t < NUM_HUFF_TBLS; t++) prices_from_table(cinfo->ac_huff_tbl_ptrs[t], model->bits[t]);
-    const JDIMENSION widest = comps[0].blocks_w;  // luma's (or grey's) rows are the widest
-    row_scratch scratch = {
-        .strip = cinfo->mem->alloc_large((j_common_ptr)cinfo, JPOOL_IMAGE, (size_t)DCTSIZE2 * widest * sizeof(float)),
-        .pixels =
-            cinfo->mem->alloc_large((j_common_ptr)cinfo, JPOOL_IMAGE, 2 * (size_t)cinfo->image_width * sizeof(float)),
-    };
-    JBLOCKROW counted = cinfo->mem->alloc_large((j_common_ptr)cinfo, JPOOL_IMAGE, (size_t)widest * sizeof(JBLOCK));
 
     // First pass: counts on a quarter of the rows, priced by the standard tables.
+    JCOEF block[DCTSIZE2];
     for (int c = 0; c < components; c++) {
         const component *k = &comps[c];
         for (JDIMENSION by = 0; by < k->blocks_h; by += COUNT_EVERY) {
-            encode_row(k, basis_t, model->bits[k->table], by, &scratch, counted);
-            for (JDIMENSION bx = 0; bx < k->blocks_w; bx++) count_symbols(counted[bx], model->counts[k->table]);
+            for (JDIMENSION bx = 0; bx < k->blocks_w; bx++) {
+                encode_block(k, basis, model->bits[k->table], bx, by, block);
+                count_symbols(block, model->counts[k->table]);
+            }
         }
     }
     for (int t = 0; t < NUM_HUFF_TBLS; t++) {
@@ -482,8 +411,10 @@ void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t 
     // Second pass: every block.
     for (int c = 0; c < components; c++) {
         const component *k = &comps[c];
-        for (JDIMENSION by = 0; by < k->blocks_h; by++)
-            encode_row(k, basis_t, model->bits[k->table], by, &scratch, k->rows[by]);
+        for (JDIMENSION by = 0; by < k->blocks_h; by++) {
+            for (JDIMENSION bx = 0; bx < k->blocks_w; bx++)
+                encode_block(k, basis, model->bits[k->table], bx, by, k->rows[by][bx]);
+        }
     }
     void *client_data = cinfo->client_data;
     const barray_access access = cinfo->mem->access_virt_barray;
