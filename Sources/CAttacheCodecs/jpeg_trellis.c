@@ -347,12 +347,13 @@ static void encode_block(const component *k, const float basis[DCTSIZE][DCTSIZE]
     trellis_block(coefficients, k->quant, bits, k->plane.which == 0 ? ROUNDED_LUMA : 0, out);
 }
 
+// libjpeg's memory manager's method for a block array's rows.
+typedef JBLOCKARRAY (*barray_access)(j_common_ptr, jvirt_barray_ptr, JDIMENSION, JDIMENSION, boolean);
+
 // libjpeg reads the coefficients it writes through its memory manager's access method
 // (jctrans.c), which an application may replace: while the files are written it hands out the
 // chosen blocks' own rows, so no second copy of them is made. `cinfo->client_data` is the
 // components; the arrays given to libjpeg are their addresses.
-typedef JBLOCKARRAY (*barray_access)(j_common_ptr, jvirt_barray_ptr, JDIMENSION, JDIMENSION, boolean);
-
 static JBLOCKARRAY access_chosen(j_common_ptr cinfo, jvirt_barray_ptr array, JDIMENSION start_row, JDIMENSION num_rows,
                                  boolean writable) {
     (void)writable;

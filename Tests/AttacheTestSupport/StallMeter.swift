@@ -16,10 +16,9 @@ public final class StallMeter: Sendable {
     private let stalls = Mutex<[Stall]>([])
     private let running = Atomic<Bool>(true)
     private static let interval = Duration.milliseconds(2)
-    /// A wake-up this much later than asked counts as a stall. Small: on a shared virtual
-    /// machine the process loses its cores for a few milliseconds at a time, often, and those
-    /// add up over a run (five runs of a deadline test were 10 ms late once, after 26 ms of
-    /// stalls of 10 ms and more were seen and the shorter ones were not).
+    /// A wake-up this much later than asked counts as a stall. Small: a shared virtual machine
+    /// takes the process's cores away for a few milliseconds at a time, often, and over a run
+    /// those add up to as much as one long stall.
     private static let threshold = Duration.milliseconds(2)
 
     /// Starts the meter's thread; ``stop()`` ends it.
