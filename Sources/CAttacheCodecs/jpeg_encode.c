@@ -129,7 +129,7 @@ static void set_tables(j_compress_ptr cinfo, int32_t quality, int32_t tables, in
 }
 
 int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
-                        int32_t quality, int32_t tables, int32_t chroma, int32_t trellis, uint8_t **output,
+                        int32_t quality, int32_t tables, int32_t chroma, int32_t flags, uint8_t **output,
                         size_t *output_length, att_error *error) {
     *output = NULL;
     *output_length = 0;
@@ -175,6 +175,8 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
         cinfo.comp_info[2].v_samp_factor = 1;
     }
     cinfo.write_JFIF_header = TRUE;
+    const int trellis = flags & ATT_JPEG_TRELLIS;
+    if (!trellis && flags & ATT_JPEG_PROGRESSIVE) att_jpeg_progressive_scans(&cinfo);
     if (trellis) {
         att_jpeg_write_trellis(&cinfo, pixels, stride, chroma == ATT_JPEG_CHROMA_SHARP, (unsigned char **)&baseline,
                                (unsigned long *)&baseline_size);
@@ -203,6 +205,35 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
 
 // MARK: - Reading back an encode
 
+// A progressive encode through the shim's decoder, whose scan reader (jpeg_scans.c) reads its
+// scans in a fraction of libjpeg's time: the same coefficients, so the same pixels.
+static int32_t decode_scans_into(const uint8_t *data, size_t length, uint32_t width, uint32_t height, int32_t channels,
+                                 uint8_t *output, size_t stride, att_error *error) {
+    const att_jpeg_limits limits = {.coefficients = ATT_JPEG_COEFFICIENTS_LIBJPEG, .scans = ATT_JPEG_SCANS_SHIM};
+    att_jpeg_header header;
+    att_jpeg_decoder *decoder = att_jpeg_open(data, length, limits, &header, error);
+    if (!decoder) return error->status;
+    uint32_t out_width = 0, out_height = 0;
+    int32_t status = att_jpeg_start(decoder, 8, channels, 1, &out_width, &out_height, error);
+    if (status == ATT_OK && (out_width != width || out_height != height)) {
+        att_jpeg_set_error(error, ATT_ERR_INTERNAL, "the encode read back is not the size it was written at");
+        status = ATT_ERR_INTERNAL;
+    }
+    for (uint32_t row = 0; status == ATT_OK && row < height;) {
+        int32_t rows = 0;
+        status =
+            att_jpeg_read_rows(decoder, output + (size_t)row * stride, stride, (int32_t)(height - row), &rows, error);
+        if (status == ATT_OK && rows <= 0) {
+            att_jpeg_set_error(error, ATT_ERR_TRUNCATED, "the encode read back ended early");
+            status = ATT_ERR_TRUNCATED;
+        }
+        row += (uint32_t)rows;
+    }
+    if (status == ATT_OK) status = att_jpeg_finish(decoder, error);
+    att_jpeg_close(decoder);
+    return status;
+}
+
 int32_t att_jpeg_decode_into(const uint8_t *data, size_t length, uint32_t width, uint32_t height, int32_t channels,
                              uint8_t *output, size_t stride, att_error *error) {
     struct jpeg_decompress_struct cinfo;
@@ -217,6 +248,10 @@ int32_t att_jpeg_decode_into(const uint8_t *data, size_t length, uint32_t width,
     jpeg_create_decompress(&cinfo);
     jpeg_mem_src(&cinfo, data, (unsigned long)length);
     jpeg_read_header(&cinfo, TRUE);
+    if (cinfo.progressive_mode) {
+        jpeg_destroy_decompress(&cinfo);
+        return decode_scans_into(data, length, width, height, channels, output, stride, error);
+    }
     cinfo.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
     cinfo.dct_method = JDCT_ISLOW;
     jpeg_start_decompress(&cinfo);

@@ -24,6 +24,10 @@ void att_jpeg_install_errors(att_jpeg_error_mgr *err);
 void att_jpeg_copy_error(const att_jpeg_error_mgr *err, att_error *error);
 void att_jpeg_set_error(att_error *error, int32_t status, const char *message);
 
+/// Sets `cinfo` to write the progressive scans both encoders use (jpeg_progressive.c): a grey
+/// or colour picture's, nothing for another.
+void att_jpeg_progressive_scans(j_compress_ptr cinfo);
+
 /// The standard luminance table (ITU-T T.81 Annex K), in natural order as libjpeg keeps it.
 extern const unsigned att_jpeg_std_luminance[DCTSIZE2];
 

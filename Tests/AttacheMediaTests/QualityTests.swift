@@ -156,6 +156,35 @@ struct QualityTests {
         #expect(rendition.data == (try Encoders.jpeg(decoded, quality: 85)))
     }
 
+    /// `auto` writes the fast encoder's picture of 256 × 256 px and up as progressive scans
+    /// (SOF2): the coefficients of one baseline scan at the quality it chose, so the same pixels,
+    /// in fewer bytes; a smaller picture stays one baseline scan (SOF0), as a fixed quality does.
+    @Test func autoWritesProgressiveScansWithTheBaselinesPixels() throws {
+        let colour = Self.picture(width: 640, height: 480, busy: true)
+        let grey = PixelImage(
+            width: colour.width, height: colour.height, channels: 1,
+            pixels: stride(from: 0, to: colour.pixels.count, by: 3).map { colour.pixels[$0 + 1] })
+        let small = Self.picture(width: 240, height: 180, busy: true)
+        let tables = JPEGTables.automatic.resolved(for: .default)
+        for (name, image, progressive) in [("colour", colour, true), ("grey", grey, true), ("small", small, false)] {
+            let (data, choice) = try QualitySearch.encode(image, as: .jpeg, quality: .default)
+            #expect((jpegMarkerOffset(data, 0xC2) != nil) == progressive, "\(name): SOF2")
+            #expect((jpegMarkerOffset(data, 0xC0) != nil) == !progressive, "\(name): SOF0")
+            let baseline = try QualitySearch.encode(
+                image, .jpeg, choice.quality, tables: tables, fullChroma: choice.fullChroma)
+            #expect(jpegMarkerOffset(baseline, 0xC0) != nil, "\(name): the fixed quality's file is baseline")
+            let shown = try ImageProcessor.decode(MediaBytes(data), spec: RenditionSpec(maxSide: 4000)).image
+            let expected = try ImageProcessor.decode(MediaBytes(baseline), spec: RenditionSpec(maxSide: 4000)).image
+            #expect(shown.pixels == expected.pixels, "\(name): the same pixels")
+            if progressive {
+                #expect(data.count < baseline.count, "\(name): \(data.count) bytes against \(baseline.count)")
+            } else {
+                #expect(data == baseline, "\(name)")
+            }
+            print("quality: \(name) auto \(data.count) bytes, one baseline scan \(baseline.count)")
+        }
+    }
+
     /// At the same target the flat picture takes fewer bytes than the busy one, and fewer than
     /// fixed 85 gives it; both land in the band, each in at most three encodes at 4:2:0 (a
     /// floor met there is never tried at 4:4:4). A picture whose score at the typical quality

@@ -19,9 +19,11 @@ enum Encoders {
     /// stays one channel. `quality` scales `tables` (the IJG's unless told), whose chroma at
     /// 4:2:0 is sharpened or libjpeg's own (``JPEGTables/sharpensChroma``);
     /// `trellis` chooses each block's coefficients for bits and distortion together (the
-    /// thorough encoder).
+    /// thorough encoder, which writes progressive scans where they are smaller);
+    /// `progressive` writes the fast encoder's coefficients as progressive scans.
     static func jpeg(
-        _ image: PixelImage, quality: Int, tables: JPEGTables = .ijg, fullChroma: Bool = false, trellis: Bool = false
+        _ image: PixelImage, quality: Int, tables: JPEGTables = .ijg, fullChroma: Bool = false, trellis: Bool = false,
+        progressive: Bool = false
     ) throws(AttacheError) -> [UInt8] {
         precondition(image.channels == 1 || image.channels == 3)
         let chroma = Int32(
@@ -29,11 +31,11 @@ enum Encoders {
         var output: UnsafeMutablePointer<UInt8>?
         var length = 0
         var error = att_error()
+        let flags = Int32((trellis ? ATT_JPEG_TRELLIS : 0) | (progressive ? ATT_JPEG_PROGRESSIVE : 0))
         let status = image.pixels.withUnsafeBufferPointer { p in
             att_jpeg_encode(
                 p.baseAddress, UInt32(image.width), UInt32(image.height), image.width * image.channels,
-                Int32(image.channels), Int32(quality), tables.shim, chroma, trellis ? 1 : 0,
-                &output, &length, &error)
+                Int32(image.channels), Int32(quality), tables.shim, chroma, flags, &output, &length, &error)
         }
         return try take(status: status, output: output, length: length, error: error, format: "jpeg")
     }

@@ -17,6 +17,8 @@ extension QualitySearch {
         let tables: JPEGTables
         /// Trellis quantisation (``JPEGEncoder/thorough``) for a JPEG.
         let trellis: Bool
+        /// The fast encoder's JPEG as progressive scans (``progressiveArea``).
+        let progressive: Bool
         let band: ClosedRange<Double>
         let blockingAllowed: Double
         /// The highest quality it may write: ``highest``, or the source JPEG's own.
@@ -35,6 +37,7 @@ extension QualitySearch {
             let tables = hint.tables.resolved(for: .auto(target: target))
             self.tables = tables
             trellis = format == .jpeg && hint.encoder.trellis
+            progressive = format == .jpeg && !trellis && image.width * image.height >= progressiveArea
             // The source's quality (an IJG number) as a number of these tables; a JPEG's only (a
             // WebP's numbers are libwebp's own).
             let ceiling = format == .jpeg ? hint.ceiling.map { tables.equivalent(ijg: $0) } : nil
@@ -63,7 +66,9 @@ extension QualitySearch {
 
         private mutating func attempt(_ quality: Int, fullChroma: Bool = false) throws(AttacheError) {
             try deadline.check()
-            let data = try encode(image, format, quality, tables: tables, fullChroma: fullChroma, trellis: trellis)
+            let data = try encode(
+                image, format, quality, tables: tables, fullChroma: fullChroma, trellis: trellis,
+                progressive: progressive)
             let score = try judge.score(data, format)
             tries.append((quality, score, judge.lastBlocking, data))
         }

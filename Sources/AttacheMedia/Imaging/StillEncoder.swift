@@ -29,6 +29,8 @@ struct EncodeOptions {
     var tables: JPEGTables = .ijg
     var fullChroma = false
     var trellis = false
+    /// JPEG: progressive scans from the fast encoder (the thorough one chooses for itself).
+    var progressive = false
     var pngLevel = 6
 }
 
@@ -43,7 +45,7 @@ enum StillEncoders {
     static func lossy(_ kind: MediaKind) -> (any LossyEncoder.Type)? { of(kind) as? any LossyEncoder.Type }
 }
 
-/// Baseline JPEG (``Encoders/jpeg(_:quality:tables:fullChroma:trellis:)``); an alpha channel
+/// JPEG (``Encoders/jpeg(_:quality:tables:fullChroma:trellis:progressive:)``); an alpha channel
 /// opaque everywhere is dropped first.
 enum JPEGOutput: LossyEncoder {
     static let kind = MediaKind.jpeg
@@ -51,7 +53,7 @@ enum JPEGOutput: LossyEncoder {
     static func encode(_ image: PixelImage, quality: Int, options: EncodeOptions) throws(AttacheError) -> [UInt8] {
         try Encoders.jpeg(
             image.droppingOpaqueAlpha(), quality: quality, tables: options.tables, fullChroma: options.fullChroma,
-            trellis: options.trellis)
+            trellis: options.trellis, progressive: options.progressive)
     }
 
     static func readBackChannels(of image: PixelImage) -> Int { image.channels == 1 ? 1 : 3 }

@@ -133,13 +133,18 @@ enum { ATT_JPEG_TABLES_IJG = 0, ATT_JPEG_TABLES_ROBIDOUX = 1, ATT_JPEG_TABLES_JP
 /// come back less smeared, luma the same to the bit).
 enum { ATT_JPEG_CHROMA_HALF = 0, ATT_JPEG_CHROMA_FULL = 1, ATT_JPEG_CHROMA_SHARP = 2 };
 
-/// Encodes `height` rows of 1 (gray) or 3 (RGB) channel pixels as a baseline JPEG with
-/// optimised Huffman tables and `chroma` (`ATT_JPEG_CHROMA_…`), its tables (`ATT_JPEG_TABLES_…`)
-/// scaled by `quality` as libjpeg scales its own; with `trellis`, each block's coefficients
-/// chosen for bits and distortion together (trellis quantisation, an order of magnitude
-/// slower). On success `*output` is malloc'd (att_free).
+/// att_jpeg_encode's flags: ATT_JPEG_TRELLIS chooses each block's coefficients for bits and
+/// distortion together (trellis quantisation, an order of magnitude slower) and writes them as
+/// progressive scans or one baseline scan, whichever is smaller; ATT_JPEG_PROGRESSIVE writes
+/// libjpeg's as those scans (the same pixels in fewer bytes on most pictures of 320 px and up).
+enum { ATT_JPEG_TRELLIS = 1, ATT_JPEG_PROGRESSIVE = 2 };
+
+/// Encodes `height` rows of 1 (gray) or 3 (RGB) channel pixels as a JPEG with optimised
+/// Huffman tables and `chroma` (`ATT_JPEG_CHROMA_…`), its tables (`ATT_JPEG_TABLES_…`) scaled
+/// by `quality` as libjpeg scales its own, one baseline scan unless `flags` (`ATT_JPEG_TRELLIS`,
+/// `ATT_JPEG_PROGRESSIVE`) say otherwise. On success `*output` is malloc'd (att_free).
 int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
-                        int32_t quality, int32_t tables, int32_t chroma, int32_t trellis, uint8_t **output,
+                        int32_t quality, int32_t tables, int32_t chroma, int32_t flags, uint8_t **output,
                         size_t *output_length, att_error *error);
 
 /// jpegli's luma and chroma steps at `quality` (chroma for 4:2:0 with `half_chroma`), natural
