@@ -183,6 +183,12 @@ struct QualityTests {
             }
             print("quality: \(name) auto \(data.count) bytes, one baseline scan \(baseline.count)")
         }
+        // The small rendition of 320 px takes the same rule (320 × 240 here).
+        let source = try MediaValidator.validate(
+            MediaBytes(try Encoders.jpeg(Self.picture(width: 1280, height: 960, busy: true), quality: 95)))
+        let out = try MediaTransform.apply(source, TransformRequest(spec: RenditionSpec(maxSide: 1024), smallSide: 320))
+        let fallback = Array(try #require(out.small).bytes.buffer)
+        #expect(jpegMarkerOffset(fallback, 0xC2) != nil && jpegMarkerOffset(fallback, 0xC0) == nil)
     }
 
     /// At the same target the flat picture takes fewer bytes than the busy one, and fewer than

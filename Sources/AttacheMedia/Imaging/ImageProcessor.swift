@@ -189,13 +189,16 @@ public enum ImageProcessor {
             // A thumbnail-sized fallback: box pre-shrink as far as it goes, then one short Lanczos step.
             let small = try resample(image, target: target, lanczosReserve: 1)
             // With `auto`, one encode without a score: the rendition's quality and 8 more (at
-            // 320 px the same quality scores about 8 points lower; docs/quality.md).
+            // 320 px the same quality scores about 8 points lower; docs/quality.md), as
+            // progressive scans where the search would write them.
             let data: [UInt8]
             if case .auto = spec.quality, let chosen = rendition.quality?.quality, StillEncoders.lossy(output) != nil {
                 let tables = spec.jpegTables.resolved(for: spec.quality)
+                let trellis = spec.jpegEncoder.trellis
+                let scans = output == .jpeg && !trellis && small.width * small.height >= QualitySearch.progressiveArea
                 data = try QualitySearch.encode(
                     small.droppingOpaqueAlpha(), output, min(QualitySearch.highest, chosen + smallQualityAbove),
-                    tables: tables, trellis: spec.jpegEncoder.trellis)
+                    tables: tables, trellis: trellis, progressive: scans)
             } else {
                 data = try encode(small).data
             }
