@@ -1,5 +1,6 @@
-// Private to the JPEG shim (jpeg.c, jpeg_encode.c, jpeg_common.c): the error manager every
-// entry point sets up before calling libjpeg, and the standard luminance table.
+// Private to the JPEG shim (jpeg.c, jpeg_encode.c, jpeg_common.c, jpeg_trellis.c,
+// jpeg_progressive.c): the error manager every entry point sets up before calling libjpeg, the
+// progressive scans the encoders write, and the standard luminance table.
 #ifndef ATTACHE_JPEG_PRIVATE_H
 #define ATTACHE_JPEG_PRIVATE_H
 

@@ -1,5 +1,6 @@
 // The progressive scans both encoders write: the thorough encoder always (keeping the file
-// when it is smaller than one baseline scan), the fast one for `auto`'s candidates.
+// when it is smaller than one baseline scan), the fast one for `auto`'s pictures of 256 x 256
+// px and up (QualitySearch.progressiveArea).
 #include "jpeg_private.h"
 
 // The file is written as progressive scans, each a band of frequencies of one component with
