@@ -194,11 +194,10 @@ public enum ImageProcessor {
             let data: [UInt8]
             if case .auto = spec.quality, let chosen = rendition.quality?.quality, StillEncoders.lossy(output) != nil {
                 let tables = spec.jpegTables.resolved(for: spec.quality)
-                let trellis = spec.jpegEncoder.trellis
-                let scans = output == .jpeg && !trellis && small.width * small.height >= QualitySearch.progressiveArea
+                let (trellis, opaque) = (spec.jpegEncoder.trellis, small.droppingOpaqueAlpha())
                 data = try QualitySearch.encode(
-                    small.droppingOpaqueAlpha(), output, min(QualitySearch.highest, chosen + smallQualityAbove),
-                    tables: tables, trellis: trellis, progressive: scans)
+                    opaque, output, min(QualitySearch.highest, chosen + smallQualityAbove), tables: tables,
+                    trellis: trellis, progressive: QualitySearch.progressive(opaque, output, trellis: trellis))
             } else {
                 data = try encode(small).data
             }

@@ -204,6 +204,11 @@ enum QualitySearch {
     /// pictures, whose scans' headers cost what they save (docs/quality.md). A fixed quality
     /// keeps one baseline scan, byte for byte as before.
     static let progressiveArea = 256 * 256
+
+    /// Whether `auto` writes `image` as `format` in progressive scans (``progressiveArea``).
+    static func progressive(_ image: PixelImage, _ format: MediaKind, trellis: Bool) -> Bool {
+        format == .jpeg && !trellis && image.width * image.height >= progressiveArea
+    }
     /// Bounds of the quality numbers a search tries.
     static let lowest = 30
     static let highest = 97

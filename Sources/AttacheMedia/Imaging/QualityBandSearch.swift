@@ -37,7 +37,7 @@ extension QualitySearch {
             let tables = hint.tables.resolved(for: .auto(target: target))
             self.tables = tables
             trellis = format == .jpeg && hint.encoder.trellis
-            progressive = format == .jpeg && !trellis && image.width * image.height >= progressiveArea
+            progressive = QualitySearch.progressive(image, format, trellis: trellis)
             // The source's quality (an IJG number) as a number of these tables; a JPEG's only (a
             // WebP's numbers are libwebp's own).
             let ceiling = format == .jpeg ? hint.ceiling.map { tables.equivalent(ijg: $0) } : nil
