@@ -11,6 +11,8 @@
 
 #include <string.h>
 
+#include <jpegint.h>
+
 // The conversions vectorise; an AVX2 clone is taken where the processor has it.
 #if defined(__x86_64__)
 #define CLONED __attribute__((target_clones("arch=x86-64-v3", "default")))
@@ -118,7 +120,8 @@ static void luma_rows(const uint8_t *pixels, size_t stride, uint32_t width, uint
     }
 }
 
-void att_jpeg_write_sharp(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride) {
+void att_jpeg_write_sharp(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride,
+                          boolean (*encode_mcu)(j_compress_ptr, JBLOCKROW *)) {
     const uint32_t width = cinfo->image_width, height = cinfo->image_height;
     const uint32_t cw = (width + 1) / 2, ch = (height + 1) / 2;
     // Whole MCUs of 16 x 16: libjpeg reads every block of an MCU row.
@@ -131,6 +134,7 @@ void att_jpeg_write_sharp(j_compress_ptr cinfo, const uint8_t *pixels, size_t st
 
     cinfo->raw_data_in = TRUE;
     jpeg_start_compress(cinfo, TRUE);
+    if (encode_mcu) cinfo->entropy->encode_mcu = encode_mcu;
     JSAMPROW y_rows[16], cb_rows[8], cr_rows[8];
     JSAMPARRAY data[3] = {y_rows, cb_rows, cr_rows};
     while (cinfo->next_scanline < cinfo->image_height) {
@@ -143,5 +147,4 @@ void att_jpeg_write_sharp(j_compress_ptr cinfo, const uint8_t *pixels, size_t st
         }
         jpeg_write_raw_data(cinfo, data, 16);
     }
-    jpeg_finish_compress(cinfo);
 }

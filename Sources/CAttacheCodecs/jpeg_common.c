@@ -75,6 +75,15 @@ void att_jpeg_set_error(att_error *error, int32_t status, const char *message) {
     snprintf(error->message, sizeof error->message, "%s", message);
 }
 
+void att_jpeg_max_sampling(j_compress_ptr cinfo, int *max_h, int *max_v) {
+    *max_h = 1;
+    *max_v = 1;
+    for (int c = 0; c < cinfo->num_components; c++) {
+        if (cinfo->comp_info[c].h_samp_factor > *max_h) *max_h = cinfo->comp_info[c].h_samp_factor;
+        if (cinfo->comp_info[c].v_samp_factor > *max_v) *max_v = cinfo->comp_info[c].v_samp_factor;
+    }
+}
+
 // The standard luminance table (ITU-T T.81 Annex K), in natural order as libjpeg keeps it.
 const unsigned att_jpeg_std_luminance[DCTSIZE2] = {
     16, 11,  10,  16, 24, 40, 51, 61, 12,  12,  14,  19,  26, 58, 60, 55,  14,  13,  16,  24, 40, 57,

@@ -2,7 +2,10 @@
 // back for scoring. Every entry point sets its own setjmp before calling libjpeg.
 #include "jpeg_private.h"
 #include "jpeg_chroma.h"
+#include "jpeg_coefficients.h"
 #include "jpeg_trellis.h"
+
+#include <jpegint.h>
 
 #include <math.h>
 #include <setjmp.h>
@@ -128,6 +131,125 @@ static void set_tables(j_compress_ptr cinfo, int32_t quality, int32_t tables, in
     }
 }
 
+// MARK: - The fast encoder's progressive scans
+
+// libjpeg's whole-image coefficient arrays, recorded as its coefficient controller asks for them
+// (one a component, in order, at jpeg_start_compress); `cinfo->client_data` points here.
+typedef struct {
+    jvirt_barray_ptr arrays[MAX_COMPONENTS];
+    int count;
+    jvirt_barray_ptr (*request)(j_common_ptr, int, boolean, JDIMENSION, JDIMENSION, JDIMENSION);
+} recorded_arrays;
+
+static jvirt_barray_ptr request_recorded(j_common_ptr cinfo, int pool_id, boolean pre_zero, JDIMENSION blocks_per_row,
+                                         JDIMENSION rows, JDIMENSION max_access) {
+    recorded_arrays *recorded = cinfo->client_data;
+    jvirt_barray_ptr array = recorded->request(cinfo, pool_id, pre_zero, blocks_per_row, rows, max_access);
+    if (recorded->count < MAX_COMPONENTS) recorded->arrays[recorded->count] = array;
+    recorded->count++;
+    return array;
+}
+
+static JBLOCKROW recorded_row(j_compress_ptr cinfo, void *context, int component, JDIMENSION row) {
+    recorded_arrays *recorded = context;
+    return cinfo->mem->access_virt_barray((j_common_ptr)cinfo, recorded->arrays[component], row, 1, FALSE)[0];
+}
+
+// A destination that keeps nothing (libjpeg writes only its file header to it here).
+typedef struct {
+    struct jpeg_destination_mgr base;
+    JOCTET bytes[256];
+} discard_destination;
+
+static void discard_init(j_compress_ptr cinfo) {
+    discard_destination *d = (discard_destination *)cinfo->dest;
+    d->base.next_output_byte = d->bytes;
+    d->base.free_in_buffer = sizeof d->bytes;
+}
+
+static boolean discard_empty(j_compress_ptr cinfo) {
+    discard_init(cinfo);
+    return TRUE;
+}
+
+static void discard_term(j_compress_ptr cinfo) { (void)cinfo; }
+
+// libjpeg's first pass hands each MCU to its entropy encoder to count its symbols for the
+// second; with the shim writing the file there is nothing to count.
+static boolean skip_mcu(j_compress_ptr cinfo, JBLOCKROW *blocks) {
+    (void)cinfo;
+    (void)blocks;
+    return TRUE;
+}
+
+// Every row of `pixels` into libjpeg, from jpeg_start_compress on (not finished); `encode_mcu`,
+// when given, in place of its entropy encoder's.
+static void write_rows(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, int sharp,
+                       boolean (*encode_mcu)(j_compress_ptr, JBLOCKROW *)) {
+    if (sharp) {
+        att_jpeg_write_sharp(cinfo, pixels, stride, encode_mcu);
+        return;
+    }
+    jpeg_start_compress(cinfo, TRUE);
+    if (encode_mcu) cinfo->entropy->encode_mcu = encode_mcu;
+    while (cinfo->next_scanline < cinfo->image_height) {
+        JSAMPROW row = (JSAMPROW)(pixels + (size_t)cinfo->next_scanline * stride);
+        jpeg_write_scanlines(cinfo, &row, 1);
+    }
+}
+
+// The fast encoder's progressive file: libjpeg converts, downsamples and quantises the picture
+// as for one baseline scan with optimised tables (its first pass, which holds the coefficients
+// of the whole picture for the second), and the shim writes the scans from those coefficients
+// (jpeg_scan_writer.c) instead of libjpeg's second pass: the file libjpeg writes with the same
+// scans, in less time. Into `*data` (malloc'd).
+static void write_shim_scans(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, int sharp,
+                             const jpeg_scan_info *scans, int count, unsigned char **data, unsigned long *length) {
+    recorded_arrays recorded = {.request = cinfo->mem->request_virt_barray};
+    discard_destination discard = {.base = {.init_destination = discard_init,
+                                            .empty_output_buffer = discard_empty,
+                                            .term_destination = discard_term}};
+    struct jpeg_destination_mgr *destination = cinfo->dest;
+    cinfo->dest = &discard.base;
+    cinfo->client_data = &recorded;
+    cinfo->mem->request_virt_barray = request_recorded;
+    write_rows(cinfo, pixels, stride, sharp, skip_mcu);
+    cinfo->mem->request_virt_barray = recorded.request;
+    if (recorded.count != cinfo->num_components)
+        att_jpeg_fail((j_common_ptr)cinfo, ATT_ERR_INTERNAL, "libjpeg held its coefficients in an unexpected shape");
+    if (!att_jpeg_write_scans(cinfo, scans, count, recorded_row, &recorded, data, length))
+        att_jpeg_fail((j_common_ptr)cinfo, ATT_ERR_MEMORY_LIMIT, "no memory for the progressive scans");
+    jpeg_abort_compress(cinfo);
+    cinfo->dest = destination;
+    cinfo->client_data = NULL;
+}
+
+// MARK: - Encoding
+
+// `cinfo`'s picture, tables, chroma sampling and optimised Huffman tables.
+static void set_up(j_compress_ptr cinfo, uint32_t width, uint32_t height, int32_t channels, int32_t quality,
+                   int32_t tables, int32_t chroma) {
+    cinfo->image_width = width;
+    cinfo->image_height = height;
+    cinfo->input_components = channels;
+    cinfo->in_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    jpeg_set_defaults(cinfo);
+    set_tables(cinfo, quality, tables, chroma);
+    cinfo->optimize_coding = TRUE;
+    cinfo->dct_method = JDCT_ISLOW;
+    const int full_chroma = chroma == ATT_JPEG_CHROMA_FULL;
+    if (channels == 3) {
+        // 4:2:0: luma 2x2, chroma 1x1 (4:4:4: all 1x1).
+        cinfo->comp_info[0].h_samp_factor = full_chroma ? 1 : 2;
+        cinfo->comp_info[0].v_samp_factor = full_chroma ? 1 : 2;
+        cinfo->comp_info[1].h_samp_factor = 1;
+        cinfo->comp_info[1].v_samp_factor = 1;
+        cinfo->comp_info[2].h_samp_factor = 1;
+        cinfo->comp_info[2].v_samp_factor = 1;
+    }
+    cinfo->write_JFIF_header = TRUE;
+}
+
 int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
                         int32_t quality, int32_t tables, int32_t chroma, int32_t flags, uint8_t **output,
                         size_t *output_length, att_error *error) {
@@ -142,61 +264,54 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
     // Volatile: these change after setjmp and are read after a longjmp.
     unsigned char *volatile buffer = NULL;
     volatile unsigned long size = 0;
-    // The thorough encoder's baseline file beside its progressive one (the smaller is kept).
-    unsigned char *volatile baseline = NULL;
-    volatile unsigned long baseline_size = 0;
+    // The thorough encoder's second file (its progressive scans or its baseline scan, see
+    // att_jpeg_write_trellis), or the shim's scans: the smaller of the two is kept.
+    unsigned char *volatile other = NULL;
+    volatile unsigned long other_size = 0;
     att_jpeg_install_errors(&err);
     cinfo.err = &err.base;
     if (setjmp(err.jump)) {
         att_jpeg_copy_error(&err, error);
         jpeg_destroy_compress(&cinfo);
         free(buffer);
-        free(baseline);
+        free(other);
         return error->status;
     }
     jpeg_create_compress(&cinfo);
     jpeg_mem_dest(&cinfo, (unsigned char **)&buffer, (unsigned long *)&size);
-    cinfo.image_width = width;
-    cinfo.image_height = height;
-    cinfo.input_components = channels;
-    cinfo.in_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
-    jpeg_set_defaults(&cinfo);
-    set_tables(&cinfo, quality, tables, chroma);
-    cinfo.optimize_coding = TRUE;
-    cinfo.dct_method = JDCT_ISLOW;
-    const int full_chroma = chroma == ATT_JPEG_CHROMA_FULL;
-    if (channels == 3) {
-        // 4:2:0: luma 2x2, chroma 1x1 (4:4:4: all 1x1).
-        cinfo.comp_info[0].h_samp_factor = full_chroma ? 1 : 2;
-        cinfo.comp_info[0].v_samp_factor = full_chroma ? 1 : 2;
-        cinfo.comp_info[1].h_samp_factor = 1;
-        cinfo.comp_info[1].v_samp_factor = 1;
-        cinfo.comp_info[2].h_samp_factor = 1;
-        cinfo.comp_info[2].v_samp_factor = 1;
-    }
-    cinfo.write_JFIF_header = TRUE;
+    set_up(&cinfo, width, height, channels, quality, tables, chroma);
     const int trellis = flags & ATT_JPEG_TRELLIS;
-    if (!trellis && flags & ATT_JPEG_PROGRESSIVE) att_jpeg_progressive_scans(&cinfo);
+    const int sharp = chroma == ATT_JPEG_CHROMA_SHARP && channels == 3;
+    int count = 0;
+    const jpeg_scan_info *scans = att_jpeg_scan_script(channels, &count);
+    // The shim writes the progressive scans unless told to leave them to libjpeg.
+    const int shim_scans = !(flags & ATT_JPEG_LIBJPEG_SCANS) && att_jpeg_scans_writable(&cinfo, scans, count);
+    int other_is_scans = 0;
     if (trellis) {
-        att_jpeg_write_trellis(&cinfo, pixels, stride, chroma == ATT_JPEG_CHROMA_SHARP, (unsigned char **)&baseline,
-                               (unsigned long *)&baseline_size);
-    } else if (chroma == ATT_JPEG_CHROMA_SHARP && channels == 3) {
-        att_jpeg_write_sharp(&cinfo, pixels, stride);
+        att_jpeg_write_trellis(&cinfo, pixels, stride, sharp, shim_scans, (unsigned char **)&other,
+                               (unsigned long *)&other_size);
+        other_is_scans = shim_scans;
+    } else if (flags & ATT_JPEG_PROGRESSIVE && shim_scans) {
+        unsigned char *data = NULL;
+        unsigned long length = 0;
+        write_shim_scans(&cinfo, pixels, stride, sharp, scans, count, &data, &length);
+        free(buffer);
+        buffer = data;
+        size = length;
     } else {
-        jpeg_start_compress(&cinfo, TRUE);
-        while (cinfo.next_scanline < cinfo.image_height) {
-            JSAMPROW row = (JSAMPROW)(pixels + (size_t)cinfo.next_scanline * stride);
-            jpeg_write_scanlines(&cinfo, &row, 1);
-        }
+        if (flags & ATT_JPEG_PROGRESSIVE) att_jpeg_progressive_scans(&cinfo);
+        write_rows(&cinfo, pixels, stride, sharp, NULL);
         jpeg_finish_compress(&cinfo);
     }
     jpeg_destroy_compress(&cinfo);
-    if (baseline && baseline_size < size) {
+    // The thorough encoder's two files: the progressive one unless the baseline one is smaller.
+    const int keep_other = other && (other_is_scans ? other_size <= size : other_size < size);
+    if (keep_other) {
         free(buffer);
-        buffer = baseline;
-        size = baseline_size;
+        buffer = other;
+        size = other_size;
     } else {
-        free(baseline);
+        free(other);
     }
     *output = buffer;
     *output_length = size;

@@ -18,12 +18,23 @@ static const jpeg_scan_info grey_scans[] = {
     {1, {0}, 0, 0, 0, 0}, {1, {0}, 1, 2, 0, 0}, {1, {0}, 3, 5, 0, 0}, {1, {0}, 6, 16, 0, 0}, {1, {0}, 17, 63, 0, 0},
 };
 
-void att_jpeg_progressive_scans(j_compress_ptr cinfo) {
-    if (cinfo->num_components == 3) {
-        cinfo->scan_info = colour_scans;
-        cinfo->num_scans = (int)(sizeof colour_scans / sizeof colour_scans[0]);
-    } else if (cinfo->num_components == 1) {
-        cinfo->scan_info = grey_scans;
-        cinfo->num_scans = (int)(sizeof grey_scans / sizeof grey_scans[0]);
+const jpeg_scan_info *att_jpeg_scan_script(int components, int *count) {
+    if (components == 3) {
+        *count = (int)(sizeof colour_scans / sizeof colour_scans[0]);
+        return colour_scans;
     }
+    if (components == 1) {
+        *count = (int)(sizeof grey_scans / sizeof grey_scans[0]);
+        return grey_scans;
+    }
+    *count = 0;
+    return NULL;
+}
+
+void att_jpeg_progressive_scans(j_compress_ptr cinfo) {
+    int count = 0;
+    const jpeg_scan_info *scans = att_jpeg_scan_script(cinfo->num_components, &count);
+    if (!scans) return;
+    cinfo->scan_info = scans;
+    cinfo->num_scans = count;
 }

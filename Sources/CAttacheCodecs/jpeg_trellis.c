@@ -278,11 +278,8 @@ typedef struct {
 } component;
 
 static void set_up(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, const float *sharp, component *out) {
-    int max_h = 1, max_v = 1;
-    for (int c = 0; c < cinfo->num_components; c++) {
-        if (cinfo->comp_info[c].h_samp_factor > max_h) max_h = cinfo->comp_info[c].h_samp_factor;
-        if (cinfo->comp_info[c].v_samp_factor > max_v) max_v = cinfo->comp_info[c].v_samp_factor;
-    }
+    int max_h, max_v;
+    att_jpeg_max_sampling(cinfo, &max_h, &max_v);
     for (int c = 0; c < cinfo->num_components; c++) {
         const jpeg_component_info *comp = &cinfo->comp_info[c];
         const uint32_t h = (uint32_t)comp->h_samp_factor, v = (uint32_t)comp->v_samp_factor;
@@ -343,6 +340,12 @@ static JBLOCKARRAY access_chosen(j_common_ptr cinfo, jvirt_barray_ptr array, JDI
     return NULL;
 }
 
+// Block row `row` of component `c` of the chosen coefficients, for the shim's scans.
+static JBLOCKROW chosen_row(j_compress_ptr cinfo, void *context, int c, JDIMENSION row) {
+    (void)cinfo;
+    return ((component *)context)[c].rows[row];
+}
+
 // One file of the chosen coefficients, with `cinfo`'s scans (none: one baseline scan), to its
 // destination.
 static void write_file(j_compress_ptr cinfo, component *comps) {
@@ -353,7 +356,7 @@ static void write_file(j_compress_ptr cinfo, component *comps) {
 }
 
 void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, int sharp_chroma,
-                            unsigned char **baseline, unsigned long *baseline_size) {
+                            int shim_scans, unsigned char **other, unsigned long *other_size) {
     const int components = cinfo->num_components;
     component comps[MAX_COMPONENTS];
     const float *sharp = sharp_chroma && components == 3 ? att_jpeg_sharp_chroma(cinfo, pixels, stride) : NULL;
@@ -397,11 +400,18 @@ void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t 
     const barray_access access = cinfo->mem->access_virt_barray;
     cinfo->client_data = comps;
     cinfo->mem->access_virt_barray = access_chosen;
-    att_jpeg_progressive_scans(cinfo);
-    write_file(cinfo, comps);
-    jpeg_mem_dest(cinfo, baseline, baseline_size);
-    cinfo->scan_info = NULL;
-    cinfo->num_scans = 0;
+    if (shim_scans) {
+        int count = 0;
+        const jpeg_scan_info *scans = att_jpeg_scan_script(components, &count);
+        if (!att_jpeg_write_scans(cinfo, scans, count, chosen_row, comps, other, other_size))
+            ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 0);
+    } else {
+        att_jpeg_progressive_scans(cinfo);
+        write_file(cinfo, comps);
+        jpeg_mem_dest(cinfo, other, other_size);
+        cinfo->scan_info = NULL;
+        cinfo->num_scans = 0;
+    }
     write_file(cinfo, comps);
     cinfo->mem->access_virt_barray = access;
     cinfo->client_data = client_data;

@@ -11,12 +11,14 @@
 
 /// Writes `cinfo`'s picture from `pixels` (1 or 3 channels, as `cinfo` was set up: its size,
 /// components, sampling factors and quantisation tables), its coefficients chosen by trellis
-/// quantisation, as progressive scans to `cinfo`'s destination, then the same coefficients as
-/// one baseline scan to a memory destination at `*baseline` (jpeg_mem_dest's, which the caller
-/// frees): the caller keeps the smaller. With `sharp_chroma`, 4:2:0 chroma from the sharpened
-/// samples of jpeg_chroma.c. Errors leave through `cinfo`'s error manager; what it allocates is
-/// in libjpeg's pools.
+/// quantisation, twice: as progressive scans and as one baseline scan, the caller keeping the
+/// smaller. With `shim_scans` the shim writes the scans (jpeg_scan_writer.c) into `*other`
+/// (malloc'd) and libjpeg the baseline scan to `cinfo`'s destination; without, libjpeg writes
+/// the scans to `cinfo`'s destination, then the baseline scan to a memory destination at
+/// `*other` (jpeg_mem_dest's). The caller frees `*other`. With `sharp_chroma`, 4:2:0 chroma from
+/// the sharpened samples of jpeg_chroma.c. Errors leave through `cinfo`'s error manager; what it
+/// allocates is in libjpeg's pools.
 void att_jpeg_write_trellis(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, int sharp_chroma,
-                            unsigned char **baseline, unsigned long *baseline_size);
+                            int shim_scans, unsigned char **other, unsigned long *other_size);
 
 #endif

@@ -133,11 +133,11 @@ enum { ATT_JPEG_TABLES_IJG = 0, ATT_JPEG_TABLES_ROBIDOUX = 1, ATT_JPEG_TABLES_JP
 /// come back less smeared, luma the same to the bit).
 enum { ATT_JPEG_CHROMA_HALF = 0, ATT_JPEG_CHROMA_FULL = 1, ATT_JPEG_CHROMA_SHARP = 2 };
 
-/// att_jpeg_encode's flags: ATT_JPEG_TRELLIS chooses each block's coefficients for bits and
-/// distortion together (trellis quantisation, an order of magnitude slower) and writes them as
-/// progressive scans or one baseline scan, whichever is smaller; ATT_JPEG_PROGRESSIVE writes
-/// libjpeg's as those scans (the same pixels in fewer bytes on most pictures of 320 px and up).
-enum { ATT_JPEG_TRELLIS = 1, ATT_JPEG_PROGRESSIVE = 2 };
+/// att_jpeg_encode's flags: ATT_JPEG_TRELLIS (trellis quantisation, the smaller of progressive
+/// scans and one baseline scan); ATT_JPEG_PROGRESSIVE (libjpeg's coefficients as those scans).
+/// The shim writes the scans (jpeg_scan_writer.c: libjpeg's file in less time);
+/// ATT_JPEG_LIBJPEG_SCANS has libjpeg write them, the reference the shim is checked against.
+enum { ATT_JPEG_TRELLIS = 1, ATT_JPEG_PROGRESSIVE = 2, ATT_JPEG_LIBJPEG_SCANS = 4 };
 
 /// Encodes `height` rows of 1 (gray) or 3 (RGB) channel pixels as a JPEG with optimised
 /// Huffman tables and `chroma` (`ATT_JPEG_CHROMA_…`), its tables (`ATT_JPEG_TABLES_…`) scaled

@@ -1,0 +1,77 @@
+import AttacheBase
+import CAttacheCodecs
+import Testing
+
+@testable import AttacheMedia
+
+/// The progressive scans the shim writes from libjpeg's coefficients (`jpeg_scan_writer.c`, for
+/// `auto`'s fast encodes and the thorough encoder's): byte for byte the file libjpeg writes with
+/// the same scans (`ATT_JPEG_LIBJPEG_SCANS`), for both encoders, every chroma, grey, sizes that
+/// end mid-block and mid-MCU, and qualities from coarse to 100 (coefficients of every size).
+struct ScanWriterTests {
+    static func encode(
+        _ image: PixelImage, quality: Int32, tables: Int32, chroma: Int32, flags: Int32
+    ) throws
+        -> [UInt8]
+    {
+        var output: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        var error = att_error()
+        let status = image.pixels.withUnsafeBufferPointer { p in
+            att_jpeg_encode(
+                p.baseAddress, UInt32(image.width), UInt32(image.height), image.width * image.channels,
+                Int32(image.channels), quality, tables, chroma, flags, &output, &length, &error)
+        }
+        try #require(status == 0, "\(image.width)x\(image.height) q\(quality) flags \(flags)")
+        defer { att_free(output) }
+        return Array(UnsafeBufferPointer(start: output, count: length))
+    }
+
+    static func grey(_ image: PixelImage) -> PixelImage {
+        PixelImage(
+            width: image.width, height: image.height, channels: 1,
+            pixels: stride(from: 0, to: image.pixels.count, by: 3).map { image.pixels[$0 + 1] })
+    }
+
+    @Test func theShimsScansAreTheFileLibjpegWrites() throws {
+        let photo = try ThoroughEncoderTests.photo("waterfall-rotated.jpg", side: 400)
+        let pictures = [
+            ("photo", photo), ("grey photo", Self.grey(photo)),
+            ("saturated", SharpChromaTests.saturated(width: 203, height: 157)),
+        ]
+        let settings: [(tables: Int32, chroma: Int32)] = [
+            (Int32(ATT_JPEG_TABLES_JPEGLI), Int32(ATT_JPEG_CHROMA_SHARP)),
+            (Int32(ATT_JPEG_TABLES_ROBIDOUX), Int32(ATT_JPEG_CHROMA_HALF)),
+            (Int32(ATT_JPEG_TABLES_IJG), Int32(ATT_JPEG_CHROMA_FULL)),
+        ]
+        var progressive = 0
+        for (name, picture) in pictures {
+            let crops = [
+                picture, picture.cropped(x: 1, y: 2, width: picture.width - 3, height: picture.height - 5),
+                picture.cropped(x: 5, y: 3, width: 17, height: 9), picture.cropped(x: 0, y: 0, width: 1, height: 1),
+                picture.cropped(x: 7, y: 0, width: 9, height: picture.height),
+            ]
+            for image in crops {
+                for quality: Int32 in [30, 80, 100] {
+                    for setting in picture.channels == 1 ? Array(settings.prefix(1)) : settings {
+                        // Trellis at full size and one crop: the rest are the same shapes again.
+                        let trellis = image.width == picture.width || image.width == 17
+                        for flags in [Int32(ATT_JPEG_PROGRESSIVE)] + (trellis ? [Int32(ATT_JPEG_TRELLIS)] : []) {
+                            let shim = try Self.encode(
+                                image, quality: quality, tables: setting.tables, chroma: setting.chroma, flags: flags)
+                            let libjpeg = try Self.encode(
+                                image, quality: quality, tables: setting.tables, chroma: setting.chroma,
+                                flags: flags | Int32(ATT_JPEG_LIBJPEG_SCANS))
+                            #expect(
+                                shim == libjpeg,
+                                "\(name) \(image.width)x\(image.height) q\(quality) \(setting) flags \(flags)")
+                            if jpegMarkerOffset(shim, 0xC2) != nil { progressive += 1 }
+                        }
+                    }
+                }
+            }
+        }
+        // Every fast encode is progressive (the thorough one keeps a baseline scan where smaller).
+        #expect(progressive >= 5 * 3 * 7)
+    }
+}
