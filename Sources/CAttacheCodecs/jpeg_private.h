@@ -1,6 +1,7 @@
 // Private to the JPEG shim (jpeg.c, jpeg_encode.c, jpeg_common.c, jpeg_trellis.c,
-// jpeg_progressive.c): the error manager every entry point sets up before calling libjpeg, the
-// progressive scans the encoders write, and the standard luminance table.
+// jpeg_progressive.c, jpeg_scan_writer.c): the error manager every entry point sets up before
+// calling libjpeg, the progressive scans the encoders write and the shim's writer of them, and
+// the standard luminance table.
 #ifndef ATTACHE_JPEG_PRIVATE_H
 #define ATTACHE_JPEG_PRIVATE_H
 
