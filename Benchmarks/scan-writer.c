@@ -37,8 +37,9 @@ int main(int argc, char **argv) {
                 size_t n = 0;
                 att_error error;
                 const double start = now();
-                int status = att_jpeg_encode(pixels, (uint32_t)w, (uint32_t)h, (size_t)w * 3, 3, 80,
-                                             ATT_JPEG_TABLES_JPEGLI, ATT_JPEG_CHROMA_SHARP, flags[k], &data, &n, &error);
+                int status =
+                    att_jpeg_encode(pixels, (uint32_t)w, (uint32_t)h, (size_t)w * 3, 3, 80, ATT_JPEG_TABLES_JPEGLI,
+                                    ATT_JPEG_CHROMA_SHARP, flags[k], &data, &n, &error);
                 const double took = now() - start;
                 if (status != 0) {
                     fprintf(stderr, "%s: %s\n", argv[i], error.message);

@@ -171,7 +171,8 @@ static void measure(j_compress_ptr cinfo, picture *p) {
 
 // How many blocks a scan codes.
 static size_t scan_blocks(const picture *p, const jpeg_scan_info *scan) {
-    if (scan->comps_in_scan == 1) return (size_t)p->width[scan->component_index[0]] * p->height[scan->component_index[0]];
+    if (scan->comps_in_scan == 1)
+        return (size_t)p->width[scan->component_index[0]] * p->height[scan->component_index[0]];
     return (size_t)p->mcus_across * p->mcus_down * (size_t)scan->comps_in_scan;
 }
 
@@ -221,7 +222,8 @@ static int collect(const picture *p, const jpeg_scan_info *scan, scan_symbols *s
         }
         for (JDIMENSION y = 0; y < p->mcus_down; y++) {
             JBLOCKROW rows[MAX_COMPS_IN_SCAN];
-            for (int j = 0; j < scan->comps_in_scan; j++) rows[j] = p->row(cinfo, p->context, scan->component_index[j], y);
+            for (int j = 0; j < scan->comps_in_scan; j++)
+                rows[j] = p->row(cinfo, p->context, scan->component_index[j], y);
             for (JDIMENSION x = 0; x < p->mcus_across; x++) {
                 for (int j = 0; j < scan->comps_in_scan; j++) {
                     const int table = cinfo->comp_info[scan->component_index[j]].dc_tbl_no;
