@@ -11,8 +11,6 @@
 
 #include <string.h>
 
-#include <jpegint.h>
-
 // The conversions vectorise; an AVX2 clone is taken where the processor has it.
 #if defined(__x86_64__)
 #define CLONED __attribute__((target_clones("arch=x86-64-v3", "default")))
@@ -120,8 +118,7 @@ static void luma_rows(const uint8_t *pixels, size_t stride, uint32_t width, uint
     }
 }
 
-void att_jpeg_write_sharp(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride,
-                          boolean (*encode_mcu)(j_compress_ptr, JBLOCKROW *)) {
+void att_jpeg_write_sharp(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride) {
     const uint32_t width = cinfo->image_width, height = cinfo->image_height;
     const uint32_t cw = (width + 1) / 2, ch = (height + 1) / 2;
     // Whole MCUs of 16 x 16: libjpeg reads every block of an MCU row.
@@ -132,9 +129,6 @@ void att_jpeg_write_sharp(j_compress_ptr cinfo, const uint8_t *pixels, size_t st
     to_plane(chroma, cw, ch, cb_plane, pw / 2, ph / 2);
     to_plane(chroma + (size_t)cw * ch, cw, ch, cr_plane, pw / 2, ph / 2);
 
-    cinfo->raw_data_in = TRUE;
-    jpeg_start_compress(cinfo, TRUE);
-    if (encode_mcu) cinfo->entropy->encode_mcu = encode_mcu;
     JSAMPROW y_rows[16], cb_rows[8], cr_rows[8];
     JSAMPARRAY data[3] = {y_rows, cb_rows, cr_rows};
     while (cinfo->next_scanline < cinfo->image_height) {

@@ -10,13 +10,11 @@
 #include <jpeglib.h>
 
 /// Writes `cinfo`'s picture from 3-channel RGB `pixels` (`cinfo` set up for it: its size, 4:2:0
-/// sampling, quantisation tables), luma converted as libjpeg converts it and each chroma sample
-/// sharpened for the decoder's fancy upsampling: every row, from jpeg_start_compress on; the
-/// caller finishes the compression. `encode_mcu`, when given, takes the place of libjpeg's
-/// entropy encoder's (jpegint.h) from the start. Errors leave through `cinfo`'s error manager; what it
+/// sampling, quantisation tables; started with `raw_data_in`), luma converted as libjpeg
+/// converts it and each chroma sample sharpened for the decoder's fancy upsampling: every row;
+/// the caller finishes the compression. Errors leave through `cinfo`'s error manager; what it
 /// allocates is in libjpeg's image pool.
-void att_jpeg_write_sharp(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride,
-                          boolean (*encode_mcu)(j_compress_ptr, JBLOCKROW *));
+void att_jpeg_write_sharp(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride);
 
 /// The sharpened Cb and Cr samples of `cinfo`'s picture (3-channel RGB `pixels`, 4:2:0): two
 /// planes of ⌈width/2⌉ × ⌈height/2⌉ floats (0-255) one after the other, in libjpeg's image

@@ -183,15 +183,16 @@ static boolean skip_mcu(j_compress_ptr cinfo, JBLOCKROW *blocks) {
 }
 
 // Every row of `pixels` into libjpeg, from jpeg_start_compress on (not finished); `encode_mcu`,
-// when given, in place of its entropy encoder's.
+// when given, in place of its entropy encoder's (jpegint.h).
 static void write_rows(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, int sharp,
                        boolean (*encode_mcu)(j_compress_ptr, JBLOCKROW *)) {
-    if (sharp) {
-        att_jpeg_write_sharp(cinfo, pixels, stride, encode_mcu);
-        return;
-    }
+    cinfo->raw_data_in = sharp ? TRUE : FALSE;
     jpeg_start_compress(cinfo, TRUE);
     if (encode_mcu) cinfo->entropy->encode_mcu = encode_mcu;
+    if (sharp) {
+        att_jpeg_write_sharp(cinfo, pixels, stride);
+        return;
+    }
     while (cinfo->next_scanline < cinfo->image_height) {
         JSAMPROW row = (JSAMPROW)(pixels + (size_t)cinfo->next_scanline * stride);
         jpeg_write_scanlines(cinfo, &row, 1);

@@ -8,6 +8,7 @@
 // from a mask of its nonzero coefficients where it has none.
 #include "jpeg_private.h"
 
+#include <jpegint.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +18,6 @@
 #endif
 
 enum { ZRL = 0xF0, MOST_EOBRUN = 0x7FFF, MAX_DC_BITS = 11, MAX_AC_BITS = 10 };
-
-// Zigzag position to natural position (libjpeg's jpeg_natural_order).
-static const uint8_t natural[DCTSIZE2] = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,
-                                          12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28,
-                                          35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
-                                          58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63};
 
 // A symbol to write: the symbol (bits 0-7), how many bits follow it (8-12), its table (13-15)
 // and those bits (16-31).
@@ -82,13 +77,14 @@ static inline uint64_t nonzero(const JCOEF *b) {
 #endif
 }
 
-// A natural position's bit in zigzag order, a byte of natural positions at a time: the zigzag
+// A natural position's bit in zigzag order (libjpeg's jpeg_natural_order, jpegint.h, maps a
+// zigzag position to its natural one), a byte of natural positions at a time: the zigzag
 // mask of a block's nonzero coefficients from its natural mask in eight lookups.
 static uint64_t zigzag_bits[8][256];
 
 static void make_zigzag_bits(void) {
     int position[DCTSIZE2];
-    for (int k = 0; k < DCTSIZE2; k++) position[natural[k]] = k;
+    for (int k = 0; k < DCTSIZE2; k++) position[jpeg_natural_order[k]] = k;
     for (int i = 0; i < 8; i++) {
         for (int v = 0; v < 256; v++) {
             uint64_t bits = 0;
@@ -109,12 +105,13 @@ static inline uint64_t in_zigzag(uint64_t natural_mask) {
 // the band's natural positions, `zigzag_band` its zigzag ones, `se` its last. 0 where a
 // coefficient is too large for an 8-bit file.
 static inline int ac_block(scan_symbols *s, const JCOEF *b, uint64_t band, uint64_t zigzag_band, int se) {
-    if (!(nonzero(b) & band)) {
+    const uint64_t coded = nonzero(b) & band;
+    if (!coded) {
         if (++s->eobrun == MOST_EOBRUN) put_eobrun(s);
         return 1;
     }
     put_eobrun(s);
-    uint64_t left = in_zigzag(nonzero(b)) & zigzag_band;
+    uint64_t left = in_zigzag(coded);
     int next = __builtin_ctzll(zigzag_band);  // the first position not yet coded
     int last = 0;
     while (left) {
@@ -122,7 +119,7 @@ static inline int ac_block(scan_symbols *s, const JCOEF *b, uint64_t band, uint6
         left &= left - 1;
         int run = k - next;
         for (; run > 15; run -= 16) put(s, s->table, ZRL, 0, 0);
-        const int v = b[natural[k]];
+        const int v = b[jpeg_natural_order[k]];
         const unsigned magnitude = (unsigned)(v < 0 ? -v : v);
         const int nbits = bit_length(magnitude);
         if (nbits > MAX_AC_BITS) return 0;
@@ -152,7 +149,6 @@ typedef struct {
     att_jpeg_block_row row;
     void *context;
     JDIMENSION width[MAX_COMPONENTS], height[MAX_COMPONENTS];  // each component's blocks
-    JDIMENSION mcus_across, mcus_down;                         // an interleaved scan's MCUs
 } picture;
 
 static JDIMENSION round_up_div(JDIMENSION a, JDIMENSION b) { return (a + b - 1) / b; }
@@ -165,15 +161,14 @@ static void measure(j_compress_ptr cinfo, picture *p) {
         p->width[c] = round_up_div(cinfo->image_width * (JDIMENSION)comp->h_samp_factor, (JDIMENSION)max_h * DCTSIZE);
         p->height[c] = round_up_div(cinfo->image_height * (JDIMENSION)comp->v_samp_factor, (JDIMENSION)max_v * DCTSIZE);
     }
-    p->mcus_across = round_up_div(cinfo->image_width, (JDIMENSION)max_h * DCTSIZE);
-    p->mcus_down = round_up_div(cinfo->image_height, (JDIMENSION)max_v * DCTSIZE);
 }
 
-// How many blocks a scan codes.
+// How many blocks a scan codes. A scan of one component codes its blocks; an interleaved one
+// (of 1 x 1 components only, att_jpeg_scans_writable) one block of each a MCU, and its MCUs
+// are each component's blocks: the first's extent is the scan's.
 static size_t scan_blocks(const picture *p, const jpeg_scan_info *scan) {
-    if (scan->comps_in_scan == 1)
-        return (size_t)p->width[scan->component_index[0]] * p->height[scan->component_index[0]];
-    return (size_t)p->mcus_across * p->mcus_down * (size_t)scan->comps_in_scan;
+    const int c = scan->component_index[0];
+    return (size_t)p->width[c] * p->height[c] * (size_t)scan->comps_in_scan;
 }
 
 int att_jpeg_scans_writable(j_compress_ptr cinfo, const jpeg_scan_info *scans, int count) {
@@ -209,22 +204,14 @@ static int collect(const picture *p, const jpeg_scan_info *scan, scan_symbols *s
     s->count = 0;
     s->eobrun = 0;
     memset(s->freq, 0, sizeof s->freq);
+    const int c = scan->component_index[0];
     if (scan->Ss == 0) {
         int last[MAX_COMPS_IN_SCAN] = {0};
-        if (scan->comps_in_scan == 1) {
-            const int c = scan->component_index[0], table = cinfo->comp_info[c].dc_tbl_no;
-            for (JDIMENSION y = 0; y < p->height[c]; y++) {
-                const JBLOCKROW row = p->row(cinfo, p->context, c, y);
-                for (JDIMENSION x = 0; x < p->width[c]; x++)
-                    if (!dc_block(s, table, row[x], &last[0])) return 0;
-            }
-            return 1;
-        }
-        for (JDIMENSION y = 0; y < p->mcus_down; y++) {
+        for (JDIMENSION y = 0; y < p->height[c]; y++) {
             JBLOCKROW rows[MAX_COMPS_IN_SCAN];
             for (int j = 0; j < scan->comps_in_scan; j++)
                 rows[j] = p->row(cinfo, p->context, scan->component_index[j], y);
-            for (JDIMENSION x = 0; x < p->mcus_across; x++) {
+            for (JDIMENSION x = 0; x < p->width[c]; x++) {
                 for (int j = 0; j < scan->comps_in_scan; j++) {
                     const int table = cinfo->comp_info[scan->component_index[j]].dc_tbl_no;
                     if (!dc_block(s, table, rows[j][x], &last[j])) return 0;
@@ -233,11 +220,10 @@ static int collect(const picture *p, const jpeg_scan_info *scan, scan_symbols *s
         }
         return 1;
     }
-    const int c = scan->component_index[0];
     s->table = cinfo->comp_info[c].ac_tbl_no;
     uint64_t band = 0, zigzag_band = 0;
     for (int k = scan->Ss; k <= scan->Se; k++) {
-        band |= UINT64_C(1) << natural[k];
+        band |= UINT64_C(1) << jpeg_natural_order[k];
         zigzag_band |= UINT64_C(1) << k;
     }
     for (JDIMENSION y = 0; y < p->height[c]; y++) {
@@ -372,8 +358,8 @@ static int header(j_compress_ptr cinfo, output *o) {
         two_bytes(o, wide ? 2 * DCTSIZE2 + 3 : DCTSIZE2 + 3);
         byte(o, (unsigned)(index + (wide << 4)));
         for (int i = 0; i < DCTSIZE2; i++) {
-            if (wide) byte(o, q->quantval[natural[i]] >> 8);
-            byte(o, q->quantval[natural[i]] & 0xFF);
+            if (wide) byte(o, q->quantval[jpeg_natural_order[i]] >> 8);
+            byte(o, q->quantval[jpeg_natural_order[i]] & 0xFF);
         }
     }
     two_bytes(o, 0xFFC2);
