@@ -7,7 +7,7 @@
 //   encoder-gain OUT_DIR QUALITIES(comma-separated) PHOTO...
 #include <stdint.h>
 
-#include "attache_codecs.h"
+#include "attache_jpeg_encode.h"
 #include "photo_1024.h"
 
 static void write_file(const char *path, const uint8_t *data, size_t length) {

@@ -9,7 +9,7 @@
 //   encoder-variants OUT_DIR QUALITIES VARIANTS(;-separated) PHOTO...
 #include <stdint.h>
 
-#include "attache_codecs.h"
+#include "attache_jpeg_encode.h"
 #include "photo_1024.h"
 
 static const unsigned robidoux[DCTSIZE2] = {16, 16, 16, 18,  25,  37,  56,  85,  16, 17, 20,  27,  34,  40,  53,  75,

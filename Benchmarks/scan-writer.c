@@ -7,7 +7,7 @@
 
 #include "photo_1024.h"
 
-#include "attache_codecs.h"
+#include "attache_jpeg_encode.h"
 
 enum { BASELINE, SHIM, LIBJPEG, THOROUGH_SHIM, THOROUGH_LIBJPEG, KINDS };
 static const char *names[KINDS] = {"fast, one baseline scan", "fast, scans by the shim", "fast, scans by libjpeg",

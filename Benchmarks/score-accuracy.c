@@ -4,7 +4,7 @@
 // the search's calibration). Built twice by score-accuracy.sh: as quality.c is, and with every
 // row pooled.
 //   score-accuracy DIR FILE...
-#include "attache_codecs.h"
+#include "attache_jpeg_encode.h"
 #include "photo_1024.h"
 
 int main(int argc, char **argv) {

@@ -205,7 +205,8 @@ static void write_rows(j_compress_ptr cinfo, const uint8_t *pixels, size_t strid
 // (jpeg_scan_writer.c) instead of libjpeg's second pass: the file libjpeg writes with the same
 // scans, in less time. Into `*data` (malloc'd).
 static void write_shim_scans(j_compress_ptr cinfo, const uint8_t *pixels, size_t stride, int sharp,
-                             const jpeg_scan_info *scans, int count, unsigned char **data, unsigned long *length) {
+                             const jpeg_scan_info *scans, int count, unsigned char **data, unsigned long *length,
+                             att_jpeg_held *volatile *held) {
     recorded_arrays recorded = {.request = cinfo->mem->request_virt_barray};
     discard_destination discard = {.base = {.init_destination = discard_init,
                                             .empty_output_buffer = discard_empty,
@@ -220,6 +221,7 @@ static void write_shim_scans(j_compress_ptr cinfo, const uint8_t *pixels, size_t
         att_jpeg_fail((j_common_ptr)cinfo, ATT_ERR_INTERNAL, "libjpeg held its coefficients in an unexpected shape");
     if (!att_jpeg_write_scans(cinfo, scans, count, recorded_row, &recorded, data, length))
         att_jpeg_fail((j_common_ptr)cinfo, ATT_ERR_MEMORY_LIMIT, "no memory for the progressive scans");
+    if (held) att_jpeg_hold(cinfo, recorded_row, &recorded, held);
     jpeg_abort_compress(cinfo);
     cinfo->dest = destination;
     cinfo->client_data = NULL;
@@ -254,8 +256,16 @@ static void set_up(j_compress_ptr cinfo, uint32_t width, uint32_t height, int32_
 int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
                         int32_t quality, int32_t tables, int32_t chroma, int32_t flags, uint8_t **output,
                         size_t *output_length, att_error *error) {
+    return att_jpeg_encode_held(pixels, width, height, stride, channels, quality, tables, chroma, flags, output,
+                                output_length, NULL, error);
+}
+
+int32_t att_jpeg_encode_held(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
+                             int32_t quality, int32_t tables, int32_t chroma, int32_t flags, uint8_t **output,
+                             size_t *output_length, att_jpeg_held **held, att_error *error) {
     *output = NULL;
     *output_length = 0;
+    if (held) *held = NULL;
     if (channels != 1 && channels != 3) {
         att_jpeg_set_error(error, ATT_ERR_INTERNAL, "channels must be 1 or 3");
         return ATT_ERR_INTERNAL;
@@ -269,6 +279,7 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
     // att_jpeg_write_trellis), or the shim's scans: the smaller of the two is kept.
     unsigned char *volatile other = NULL;
     volatile unsigned long other_size = 0;
+    att_jpeg_held *volatile kept = NULL;
     att_jpeg_install_errors(&err);
     cinfo.err = &err.base;
     if (setjmp(err.jump)) {
@@ -276,6 +287,7 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
         jpeg_destroy_compress(&cinfo);
         free(buffer);
         free(other);
+        att_jpeg_held_free(kept);
         return error->status;
     }
     jpeg_create_compress(&cinfo);
@@ -295,7 +307,7 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
     } else if (flags & ATT_JPEG_PROGRESSIVE && shim_scans) {
         unsigned char *data = NULL;
         unsigned long length = 0;
-        write_shim_scans(&cinfo, pixels, stride, sharp, scans, count, &data, &length);
+        write_shim_scans(&cinfo, pixels, stride, sharp, scans, count, &data, &length, held ? &kept : NULL);
         free(buffer);
         buffer = data;
         size = length;
@@ -316,6 +328,7 @@ int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, 
     }
     *output = buffer;
     *output_length = size;
+    if (held) *held = kept;
     return ATT_OK;
 }
 

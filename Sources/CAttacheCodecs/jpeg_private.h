@@ -1,11 +1,11 @@
 // Private to the JPEG shim (jpeg.c, jpeg_encode.c, jpeg_common.c, jpeg_trellis.c,
-// jpeg_progressive.c, jpeg_scan_writer.c): the error manager every entry point sets up before
+// jpeg_progressive.c, jpeg_scan_writer.c, jpeg_held.c): the error manager every entry point sets up before
 // calling libjpeg, the progressive scans the encoders write and the shim's writer of them, and
 // the standard luminance table.
 #ifndef ATTACHE_JPEG_PRIVATE_H
 #define ATTACHE_JPEG_PRIVATE_H
 
-#include "attache_codecs.h"
+#include "attache_jpeg_encode.h"
 
 #include <setjmp.h>
 #include <stdint.h>
@@ -43,6 +43,10 @@ int att_jpeg_scans_writable(j_compress_ptr cinfo, const jpeg_scan_info *scans, i
 /// without a file where memory runs out or a coefficient is out of an 8-bit file's range.
 int att_jpeg_write_scans(j_compress_ptr cinfo, const jpeg_scan_info *scans, int count, att_jpeg_block_row row,
                          void *context, unsigned char **data, unsigned long *length);
+/// The coefficients `row` hands out, copied into `*out` for the encode's read-back
+/// (jpeg_held.c); `*out` NULL without the memory. Set before the first access, which may end
+/// the encode: the caller frees what it holds then.
+void att_jpeg_hold(j_compress_ptr cinfo, att_jpeg_block_row row, void *context, att_jpeg_held *volatile *out);
 /// libjpeg's own optimal Huffman table for the counts `freq` (257 of them, which it changes):
 /// exported by libjpeg-turbo (jchuff.c) though not in jpeglib.h; the same tables it writes.
 void jpeg_gen_optimal_table(j_compress_ptr cinfo, JHUFF_TBL *htbl, long freq[]);

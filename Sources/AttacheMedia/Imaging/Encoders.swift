@@ -25,19 +25,39 @@ enum Encoders {
         _ image: PixelImage, quality: Int, tables: JPEGTables = .ijg, fullChroma: Bool = false, trellis: Bool = false,
         progressive: Bool = false
     ) throws(AttacheError) -> [UInt8] {
+        try jpeg(image, quality, tables, fullChroma, trellis, progressive, holding: false).data
+    }
+
+    /// ``jpeg(_:quality:tables:fullChroma:trellis:progressive:)`` with the coefficients its
+    /// progressive scans were written from, when the fast encoder wrote them (its read-back).
+    static func jpegHeld(
+        _ image: PixelImage, quality: Int, tables: JPEGTables, fullChroma: Bool, trellis: Bool, progressive: Bool
+    ) throws(AttacheError) -> (data: [UInt8], held: HeldCoefficients?) {
+        try jpeg(image, quality, tables, fullChroma, trellis, progressive, holding: true)
+    }
+
+    private static func jpeg(
+        _ image: PixelImage, _ quality: Int, _ tables: JPEGTables, _ fullChroma: Bool, _ trellis: Bool,
+        _ progressive: Bool, holding: Bool
+    ) throws(AttacheError) -> (data: [UInt8], held: HeldCoefficients?) {
         precondition(image.channels == 1 || image.channels == 3)
         let chroma = Int32(
             fullChroma ? ATT_JPEG_CHROMA_FULL : tables.sharpensChroma ? ATT_JPEG_CHROMA_SHARP : ATT_JPEG_CHROMA_HALF)
         var output: UnsafeMutablePointer<UInt8>?
         var length = 0
         var error = att_error()
+        var held: OpaquePointer?
         let flags = Int32((trellis ? ATT_JPEG_TRELLIS : 0) | (progressive ? ATT_JPEG_PROGRESSIVE : 0))
         let status = image.pixels.withUnsafeBufferPointer { p in
-            att_jpeg_encode(
-                p.baseAddress, UInt32(image.width), UInt32(image.height), image.width * image.channels,
-                Int32(image.channels), Int32(quality), tables.shim, chroma, flags, &output, &length, &error)
+            withUnsafeMutablePointer(to: &held) { keep in
+                att_jpeg_encode_held(
+                    p.baseAddress, UInt32(image.width), UInt32(image.height), image.width * image.channels,
+                    Int32(image.channels), Int32(quality), tables.shim, chroma, flags, &output, &length,
+                    holding ? keep : nil, &error)
+            }
         }
-        return try take(status: status, output: output, length: length, error: error, format: "jpeg")
+        let kept = held.map(HeldCoefficients.init)
+        return (try take(status: status, output: output, length: length, error: error, format: "jpeg"), kept)
     }
 
     /// PNG with libpng's adaptive filters at zlib `level`.

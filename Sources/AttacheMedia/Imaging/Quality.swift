@@ -379,6 +379,20 @@ enum QualitySearch {
             options: EncodeOptions(tables: tables, fullChroma: fullChroma, trellis: trellis, progressive: progressive))
     }
 
+    /// ``encode(_:_:_:tables:fullChroma:trellis:progressive:)`` with what its read-back can be
+    /// made from (``HeldCoefficients``), for a candidate about to be scored.
+    static func encodeHeld(
+        _ image: PixelImage, _ format: MediaKind, _ quality: Int, tables: JPEGTables, fullChroma: Bool, trellis: Bool,
+        progressive: Bool
+    ) throws(AttacheError) -> (data: [UInt8], held: HeldCoefficients?) {
+        guard let encoder = StillEncoders.lossy(format) else {
+            throw AttacheError(.internalError, "\(format.rawValue) has no quality to search")
+        }
+        return try encoder.encodeHeld(
+            image, quality: quality,
+            options: EncodeOptions(tables: tables, fullChroma: fullChroma, trellis: trellis, progressive: progressive))
+    }
+
     /// Where a picture's flat parts are: a mean step between neighbours under this, in luma levels.
     static let flatStep = 1.0
     /// The percentile of the flat segments' block-edge steps that is gated.
@@ -428,8 +442,9 @@ enum QualitySearch {
             att_blocking_free(flat)
         }
 
-        /// The score of `data` (an encode of the reference, as `format`).
-        func score(_ data: [UInt8], _ format: MediaKind) throws(AttacheError) -> Double {
+        /// The score of `data` (an encode of the reference, as `format`), read back from `held`
+        /// when the encoder kept its coefficients.
+        func score(_ data: [UInt8], _ format: MediaKind, held: HeldCoefficients? = nil) throws(AttacheError) -> Double {
             guard let encoder = StillEncoders.lossy(format) else {
                 throw AttacheError(.internalError, "\(format.rawValue) encodes are not scored")
             }
@@ -442,9 +457,15 @@ enum QualitySearch {
             var score = 0.0
             let status = data.withUnsafeBufferPointer { input in
                 scratch.withUnsafeMutableBufferPointer { output in
-                    encoder.readBack(
-                        input, width: image.width, height: image.height, channels: channels,
-                        into: output.baseAddress!, stride: stride, error: &error)
+                    if let held {
+                        held.readBack(
+                            width: image.width, height: image.height, channels: channels, into: output.baseAddress!,
+                            stride: stride, error: &error)
+                    } else {
+                        encoder.readBack(
+                            input, width: image.width, height: image.height, channels: channels,
+                            into: output.baseAddress!, stride: stride, error: &error)
+                    }
                 }
             }
             guard status == 0 else { throw AttacheError(shim: error, format: format.rawValue) }

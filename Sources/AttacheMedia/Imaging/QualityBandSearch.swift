@@ -66,10 +66,10 @@ extension QualitySearch {
 
         private mutating func attempt(_ quality: Int, fullChroma: Bool = false) throws(AttacheError) {
             try deadline.check()
-            let data = try encode(
+            let (data, held) = try encodeHeld(
                 image, format, quality, tables: tables, fullChroma: fullChroma, trellis: trellis,
                 progressive: progressive)
-            let score = try judge.score(data, format)
+            let score = try judge.score(data, format, held: held)
             tries.append((quality, score, judge.lastBlocking, data))
         }
 

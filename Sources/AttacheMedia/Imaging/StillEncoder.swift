@@ -14,6 +14,11 @@ protocol StillEncoder {
 /// A lossy encoder: a quality number drives it (so `auto` searches it), and its encodes are read
 /// back to be scored against the pixels they came from.
 protocol LossyEncoder: StillEncoder {
+    /// `image` encoded as ``StillEncoder/encode(_:quality:options:)`` does, with what its
+    /// read-back can be made from without reading the file (nil: the file is read back).
+    static func encodeHeld(
+        _ image: PixelImage, quality: Int, options: EncodeOptions
+    ) throws(AttacheError) -> (data: [UInt8], held: HeldCoefficients?)
     /// The channels a read-back of an encode of `image` has.
     static func readBackChannels(of image: PixelImage) -> Int
     /// Decodes `data`, an encode of a `width` × `height` picture, into `output` (`channels` a
@@ -22,6 +27,34 @@ protocol LossyEncoder: StillEncoder {
         _ data: UnsafeBufferPointer<UInt8>, width: Int, height: Int, channels: Int,
         into output: UnsafeMutablePointer<UInt8>, stride: Int, error: inout att_error
     ) -> Int32
+}
+
+extension LossyEncoder {
+    /// The file alone: its read-back reads it.
+    static func encodeHeld(
+        _ image: PixelImage, quality: Int, options: EncodeOptions
+    ) throws(AttacheError) -> (data: [UInt8], held: HeldCoefficients?) {
+        (try encode(image, quality: quality, options: options), nil)
+    }
+}
+
+/// A JPEG encode's quantised coefficients, held by the shim after writing its progressive file:
+/// its read-back made from them (the file's pixels to the byte) without reading the file's scans
+/// (jpeg_held.c). Freed with the object.
+final class HeldCoefficients {
+    private let held: OpaquePointer
+
+    init(_ held: OpaquePointer) { self.held = held }
+
+    deinit { att_jpeg_held_free(held) }
+
+    /// ``LossyEncoder/readBack(_:width:height:channels:into:stride:error:)`` of the file.
+    func readBack(
+        width: Int, height: Int, channels: Int, into output: UnsafeMutablePointer<UInt8>, stride: Int,
+        error: inout att_error
+    ) -> Int32 {
+        att_jpeg_held_decode(held, UInt32(width), UInt32(height), Int32(channels), output, stride, &error)
+    }
 }
 
 /// How an encode is made beyond its quality: JPEG's tables, chroma and trellis; PNG's zlib level.
@@ -52,6 +85,14 @@ enum JPEGOutput: LossyEncoder {
 
     static func encode(_ image: PixelImage, quality: Int, options: EncodeOptions) throws(AttacheError) -> [UInt8] {
         try Encoders.jpeg(
+            image.droppingOpaqueAlpha(), quality: quality, tables: options.tables, fullChroma: options.fullChroma,
+            trellis: options.trellis, progressive: options.progressive)
+    }
+
+    static func encodeHeld(
+        _ image: PixelImage, quality: Int, options: EncodeOptions
+    ) throws(AttacheError) -> (data: [UInt8], held: HeldCoefficients?) {
+        try Encoders.jpegHeld(
             image.droppingOpaqueAlpha(), quality: quality, tables: options.tables, fullChroma: options.fullChroma,
             trellis: options.trellis, progressive: options.progressive)
     }

@@ -1,5 +1,5 @@
 // Thin C shims over the still-image codecs: libjpeg-turbo, libpng, libwebp, libheif, libjxl
-// and lcms2 (giflib's are in attache_gif.h).
+// and lcms2 (giflib's are in attache_gif.h, the JPEG encoder's in attache_jpeg_encode.h).
 //
 // libjpeg and libpng report errors by longjmp. Every function here that calls into them sets its
 // own jump point first, so a longjmp never crosses a Swift frame; failures come back as an
@@ -118,45 +118,6 @@ int32_t att_jpeg_shim_read_scans(const att_jpeg_decoder *decoder);
 /// compress), and unpacks each: the number of ways compared, or -1 when two packed the blocks
 /// to different bytes or one did not give them back.
 int32_t att_coef_packings_agree(const int16_t *blocks, uint32_t count);
-
-// MARK: - JPEG encoding
-
-/// The quantisation tables an encode scales by its quality: the IJG's (ITU-T T.81 Annex K, what
-/// libjpeg and most encoders write), or N. Robidoux's perceptual table for luma and chroma alike
-/// (ImageMagick's, one of mozjpeg's): 5-6% fewer bytes at an equal SSIMULACRA2 on photos; or
-/// jpegli's (libjxl's), steeper as the quality falls, with chroma steps halved at 4:2:0: 5-6%
-/// fewer bytes than Robidoux's at an equal SSIMULACRA2 (docs/quality.md).
-enum { ATT_JPEG_TABLES_IJG = 0, ATT_JPEG_TABLES_ROBIDOUX = 1, ATT_JPEG_TABLES_JPEGLI = 2 };
-
-/// A colour JPEG's chroma: 4:2:0, each sample the mean of its 2x2 (libjpeg's); 4:4:4; or 4:2:0
-/// with each sample sharpened for a decoder's fancy upsampling (jpeg_chroma.c: saturated edges
-/// come back less smeared, luma the same to the bit).
-enum { ATT_JPEG_CHROMA_HALF = 0, ATT_JPEG_CHROMA_FULL = 1, ATT_JPEG_CHROMA_SHARP = 2 };
-
-/// att_jpeg_encode's flags: ATT_JPEG_TRELLIS (trellis quantisation, the smaller of progressive
-/// scans and one baseline scan); ATT_JPEG_PROGRESSIVE (libjpeg's coefficients as those scans).
-/// The shim writes the scans (jpeg_scan_writer.c: libjpeg's file in less time);
-/// ATT_JPEG_LIBJPEG_SCANS has libjpeg write them, the reference the shim is checked against.
-enum { ATT_JPEG_TRELLIS = 1, ATT_JPEG_PROGRESSIVE = 2, ATT_JPEG_LIBJPEG_SCANS = 4 };
-
-/// Encodes `height` rows of 1 (gray) or 3 (RGB) channel pixels as a JPEG with optimised
-/// Huffman tables and `chroma` (`ATT_JPEG_CHROMA_…`), its tables (`ATT_JPEG_TABLES_…`) scaled
-/// by `quality` as libjpeg scales its own, one baseline scan unless `flags` (`ATT_JPEG_TRELLIS`,
-/// `ATT_JPEG_PROGRESSIVE`) say otherwise. On success `*output` is malloc'd (att_free).
-int32_t att_jpeg_encode(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int32_t channels,
-                        int32_t quality, int32_t tables, int32_t chroma, int32_t flags, uint8_t **output,
-                        size_t *output_length, att_error *error);
-
-/// jpegli's luma and chroma steps at `quality` (chroma for 4:2:0 with `half_chroma`), natural
-/// order, each 1-255.
-void att_jpeg_jpegli_tables(int32_t quality, int32_t half_chroma, unsigned luma[64], unsigned chroma[64]);
-/// The quality whose scaling of `tables` gives the same mean quantiser as the IJG tables at
-/// `ijg_quality` (the same quality for the IJG's own).
-int32_t att_jpeg_equivalent_quality(int32_t ijg_quality, int32_t tables);
-/// Decodes a JPEG this process just encoded (`width` × `height`, `channels` 1 or 3) into
-/// `output`: how a quality search reads a candidate back to score it.
-int32_t att_jpeg_decode_into(const uint8_t *data, size_t length, uint32_t width, uint32_t height, int32_t channels,
-                             uint8_t *output, size_t stride, att_error *error);
 
 // MARK: - PNG decoding
 
