@@ -58,9 +58,8 @@ static float step_across(const uint8_t *pixels, size_t stride, int channels, con
 }
 
 #if defined(__x86_64__)
-// Sixteen RGB pixels a step: their 48 bytes sorted into red, green and blue by byte shuffles,
-// widened and weighed in 16-bit lanes (the sums are at most 256 x 255): the same integers.
-__attribute__((target("avx2"))) static size_t luma_rgb_avx2(const uint8_t *row, uint16_t *out, size_t count) {
+// Sixteen RGB pixels' 48 bytes sorted into red, green and blue by byte shuffles.
+__attribute__((target("avx2"))) static inline void split_rgb(const uint8_t *row, __m128i *r, __m128i *g, __m128i *b) {
 #define LANES(...) _mm_setr_epi8(__VA_ARGS__)
     const __m128i red[3] = {LANES(0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1),
                             LANES(-1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14, -1, -1, -1, -1, -1),
@@ -72,21 +71,46 @@ __attribute__((target("avx2"))) static size_t luma_rgb_avx2(const uint8_t *row, 
                              LANES(-1, -1, -1, -1, -1, 1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1),
                              LANES(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15)};
 #undef LANES
+    __m128i part[3];
+    for (int k = 0; k < 3; k++) part[k] = _mm_loadu_si128((const __m128i *)(const void *)(row + 16 * k));
+    *r = *g = *b = _mm_setzero_si128();
+    for (int k = 0; k < 3; k++) {
+        *r = _mm_or_si128(*r, _mm_shuffle_epi8(part[k], red[k]));
+        *g = _mm_or_si128(*g, _mm_shuffle_epi8(part[k], green[k]));
+        *b = _mm_or_si128(*b, _mm_shuffle_epi8(part[k], blue[k]));
+    }
+}
+
+// `wr`·red + `wg`·green + `wb`·blue of sixteen pixels in 16-bit lanes (each partial sum within
+// ±32640 for the weights used here: the same integers as one at a time).
+__attribute__((target("avx2"))) static inline __m256i weigh(__m128i r, __m128i g, __m128i b, short wr, short wg,
+                                                            short wb) {
+    return _mm256_add_epi16(_mm256_add_epi16(_mm256_mullo_epi16(_mm256_cvtepu8_epi16(r), _mm256_set1_epi16(wr)),
+                                             _mm256_mullo_epi16(_mm256_cvtepu8_epi16(g), _mm256_set1_epi16(wg))),
+                            _mm256_mullo_epi16(_mm256_cvtepu8_epi16(b), _mm256_set1_epi16(wb)));
+}
+
+// Sixteen RGB pixels a step, widened and weighed in 16-bit lanes (the sums are at most
+// 256 x 255): the same integers.
+__attribute__((target("avx2"))) static size_t luma_rgb_avx2(const uint8_t *row, uint16_t *out, size_t count) {
     size_t x = 0;
     for (; x + 16 <= count; x += 16) {
-        __m128i part[3];
-        for (int k = 0; k < 3; k++) part[k] = _mm_loadu_si128((const __m128i *)(const void *)(row + 3 * x + 16 * k));
-        __m128i r = _mm_setzero_si128(), g = r, b = r;
-        for (int k = 0; k < 3; k++) {
-            r = _mm_or_si128(r, _mm_shuffle_epi8(part[k], red[k]));
-            g = _mm_or_si128(g, _mm_shuffle_epi8(part[k], green[k]));
-            b = _mm_or_si128(b, _mm_shuffle_epi8(part[k], blue[k]));
-        }
-        __m256i y =
-            _mm256_add_epi16(_mm256_add_epi16(_mm256_mullo_epi16(_mm256_cvtepu8_epi16(r), _mm256_set1_epi16(77)),
-                                              _mm256_mullo_epi16(_mm256_cvtepu8_epi16(g), _mm256_set1_epi16(150))),
-                             _mm256_mullo_epi16(_mm256_cvtepu8_epi16(b), _mm256_set1_epi16(29)));
-        _mm256_storeu_si256((__m256i *)(void *)(out + x), y);
+        __m128i r, g, b;
+        split_rgb(row + 3 * x, &r, &g, &b);
+        _mm256_storeu_si256((__m256i *)(void *)(out + x), weigh(r, g, b, 77, 150, 29));
+    }
+    return x;
+}
+
+// The chroma (Cb and Cr, unscaled) of sixteen RGB pixels a step.
+__attribute__((target("avx2"))) static size_t chroma_rgb_avx2(const uint8_t *row, int16_t *cb, int16_t *cr,
+                                                              size_t count) {
+    size_t x = 0;
+    for (; x + 16 <= count; x += 16) {
+        __m128i r, g, b;
+        split_rgb(row + 3 * x, &r, &g, &b);
+        _mm256_storeu_si256((__m256i *)(void *)(cb + x), weigh(r, g, b, -43, -85, 128));
+        _mm256_storeu_si256((__m256i *)(void *)(cr + x), weigh(r, g, b, 128, -107, -21));
     }
     return x;
 }
@@ -110,13 +134,47 @@ luma_row(const uint8_t *restrict row, uint16_t *restrict out, size_t count, int 
     }
 }
 
-int32_t att_blocking_luma_agrees(const uint8_t *rgb, size_t count) {
+// A row's chroma steps: for each pixel but the last, the sizes of the steps in Cb and in Cr
+// (BT.601 weights in 1/256ths, unscaled) to the pixel on its right. `cb` and `cr` hold `count`
+// values each.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+chroma_steps(const uint8_t *restrict row, size_t count, int channels, int16_t *restrict cb, int16_t *restrict cr,
+             int32_t *restrict steps) {
+    size_t x = 0;
+#if defined(__x86_64__)
+    if (channels == 3 && __builtin_cpu_supports("avx2")) x = chroma_rgb_avx2(row, cb, cr, count);
+#endif
+    for (; x < count; x++) {
+        const uint8_t *p = row + x * (size_t)channels;
+        cb[x] = (int16_t)(-43 * p[0] - 85 * p[1] + 128 * p[2]);
+        cr[x] = (int16_t)(128 * p[0] - 107 * p[1] - 21 * p[2]);
+    }
+    for (x = 0; x + 1 < count; x++) steps[x] = abs(cb[x + 1] - cb[x]) + abs(cr[x + 1] - cr[x]);
+}
+
+int32_t att_blocking_rows_agree(const uint8_t *rgb, size_t count) {
     uint16_t *fast = malloc(sizeof(uint16_t) * (count ? count : 1));
-    if (!fast) return -1;
+    int16_t *chroma = malloc(sizeof(int16_t) * 2 * (count ? count : 1));
+    int32_t *steps = malloc(sizeof(int32_t) * (count ? count : 1));
+    if (!fast || !chroma || !steps) {
+        free(fast);
+        free(chroma);
+        free(steps);
+        return -1;
+    }
     luma_row(rgb, fast, count, 3);
+    chroma_steps(rgb, count, 3, chroma, chroma + count, steps);
     int32_t same = 1;
     for (size_t x = 0; x < count; x++) same &= fast[x] == luma256(rgb + 3 * x, 3);
+    for (size_t x = 0; x + 1 < count; x++) {
+        const uint8_t *p = rgb + 3 * x, *q = p + 3;
+        int cb = (-43 * q[0] - 85 * q[1] + 128 * q[2]) - (-43 * p[0] - 85 * p[1] + 128 * p[2]);
+        int cr = (128 * q[0] - 107 * q[1] - 21 * q[2]) - (128 * p[0] - 107 * p[1] - 21 * p[2]);
+        same &= steps[x] == abs(cb) + abs(cr);
+    }
     free(fast);
+    free(chroma);
+    free(steps);
     return same;
 }
 
@@ -150,33 +208,22 @@ typedef struct {
 
 // One block's part of the picture statistics: its luma steps between neighbours (`inner`, from
 // inner_steps), its fine detail (what is left after its 2 x 2 means), whether it is flat (a luma
-// spread under 1.5 levels) and its chroma steps; `top` is its first row of luma (`width` values
-// a row), `pixels` its first pixel.
+// spread under 1.5 levels) and its chroma steps (its rows' from chroma_steps, `steps` its first
+// row's first, rows `width` apart; NULL for grey); `top` is its first row of luma (`width`
+// values a row).
 __attribute__((target_clones("arch=x86-64-v3", "default"))) static void
-block_features(const uint16_t *top, size_t width, int32_t inner, const uint8_t *pixels, size_t stride, int channels,
-               feature_sums *sums) {
-    int values[BLOCK * BLOCK], cb[BLOCK * BLOCK], cr[BLOCK * BLOCK], mean = 0;
+block_features(const uint16_t *top, size_t width, int32_t inner, const int32_t *steps, feature_sums *sums) {
+    int values[BLOCK * BLOCK], mean = 0;
     for (int j = 0; j < BLOCK; j++)
         for (int i = 0; i < BLOCK; i++) {
             values[j * BLOCK + i] = top[(size_t)j * width + i];
             mean += values[j * BLOCK + i];
         }
-    if (channels >= 3) {
-        int steps = 0;
-        for (int j = 0; j < BLOCK; j++) {
-            const uint8_t *row = pixels + (size_t)j * stride;
-            for (int i = 0; i < BLOCK; i++) {
-                const uint8_t *p = row + (size_t)i * channels;
-                cb[j * BLOCK + i] = -43 * p[0] - 85 * p[1] + 128 * p[2];
-                cr[j * BLOCK + i] = 128 * p[0] - 107 * p[1] - 21 * p[2];
-            }
-        }
+    if (steps) {
+        int chroma = 0;
         for (int j = 0; j < BLOCK; j++)
-            for (int i = 0; i + 1 < BLOCK; i++) {
-                int at = j * BLOCK + i;
-                steps += abs(cb[at + 1] - cb[at]) + abs(cr[at + 1] - cr[at]);
-            }
-        sums->chroma += steps;
+            for (int i = 0; i + 1 < BLOCK; i++) chroma += steps[(size_t)j * width + i];
+        sums->chroma += chroma;
     }
     mean /= BLOCK * BLOCK;
     int spread = 0, fine = 0;
@@ -212,11 +259,17 @@ att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, 
     // each pixel is read a few times, not once per segment.
     uint16_t *rows = malloc(sizeof(uint16_t) * (BLOCK + 1) * lw);
     int32_t *sums = malloc(sizeof(int32_t) * 2 * (size_t)bw), *columns = malloc(sizeof(int32_t) * 2 * lw);
+    // A row of blocks' chroma steps (colour only), from a row's Cb and Cr.
+    const int colour = channels >= 3;
+    int32_t *steps = colour ? malloc(sizeof(int32_t) * BLOCK * lw) : NULL;
+    int16_t *chroma = colour ? malloc(sizeof(int16_t) * 2 * lw) : NULL;
     ref->flat = malloc(sizeof(att_segment) * (size_t)bw * bh * 2);
-    if (!rows || !sums || !columns || !ref->flat) {
+    if (!rows || !sums || !columns || !ref->flat || (colour && (!steps || !chroma))) {
         free(rows);
         free(sums);
         free(columns);
+        free(steps);
+        free(chroma);
         att_blocking_free(ref);
         return NULL;
     }
@@ -232,11 +285,14 @@ att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, 
             luma_row(reference + (size_t)(by * BLOCK + j) * stride, rows + (size_t)(j + 1) * lw, lw, channels);
         inner_steps(rows + lw, lw, bw, columns, columns + lw, inner);
         // The statistics read a quarter of the blocks (every other one across and down).
-        if (by % 2 == 0)
+        if (by % 2 == 0) {
+            for (int j = 0; colour && j < BLOCK; j++)
+                chroma_steps(reference + (size_t)(by * BLOCK + j) * stride, lw, channels, chroma, chroma + lw,
+                             steps + (size_t)j * lw);
             for (int bx = 0; bx < bw; bx += 2)
                 block_features(rows + lw + (size_t)bx * BLOCK, lw, inner[bx],
-                               reference + (size_t)by * BLOCK * stride + (size_t)bx * BLOCK * channels, stride,
-                               channels, &stats);
+                               colour ? steps + (size_t)bx * BLOCK : NULL, &stats);
+        }
         for (int bx = 0; bx < bw; bx++) {
             const uint16_t *top = rows + lw + (size_t)bx * BLOCK;
             // The edge to the left (between block bx-1 and bx), then the edge above.
@@ -263,6 +319,8 @@ att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, 
     free(rows);
     free(sums);
     free(columns);
+    free(steps);
+    free(chroma);
     features[0] = stats.steps ? stats.gradient / (256.0 * stats.steps) : 0;
     features[1] = stats.blocks ? stats.detail / stats.blocks : 0;
     features[2] = stats.blocks ? (double)stats.flats / stats.blocks : 0;

@@ -60,8 +60,11 @@ typedef struct {
     float *linear[3];
 } source;
 
-// Five blurred quantities per channel: the two images' means, mean squares and mean product.
-enum { Q_A, Q_B, Q_AA, Q_BB, Q_AB, QUANTITIES };
+// Four blurred quantities per channel: the two images' means, the mean of their squares' sum
+// and their mean product. SSIM's denominator takes the two mean squares only as a sum, and the
+// blur is linear: one blur of the sum where there were two (the same score but for rounding,
+// docs/quality.md).
+enum { Q_A, Q_B, Q_SQUARES, Q_AB, QUANTITIES };
 
 struct att_quality_ref {
     // The picture's scales (as SSIMULACRA2 counts them, at most six) and those computed.
@@ -73,13 +76,13 @@ struct att_quality_ref {
     float *candidate[SCALES][3];
     float kernel[TAPS];
     // Band scratch, sized for scale 0: linear rows of both images, the XYB rows of both per
-    // channel (with the blur's margin), their squares and product for one channel at a time, a
+    // channel (with the blur's margin), their squares' sum and product for one channel at a time, a
     // row of zeros, ROWS rows of the vertical pass and a blurred row of each quantity (the
     // vertical with the horizontal pass's margins).
     float *rows_linear[2][3];
     float *xyb[3][2];
     float *zeros;
-    float *squares[3];
+    float *squares[2];
     float *vertical[QUANTITIES];
     float *blurred[QUANTITIES];
 };
@@ -208,15 +211,12 @@ static void blur_row(float *mid, float *restrict out, int width, const float ker
     kernel_row(taps, kernel, width, out);
 }
 
-// The products of a band's rows of both images (`count` values): their squares and product,
-// made once for the eleven rows of the vertical pass that read each.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) static void products(const float *restrict a,
-                                                                                 const float *restrict b,
-                                                                                 float *restrict aa, float *restrict bb,
-                                                                                 float *restrict ab, size_t count) {
+// The products of a band's rows of both images (`count` values): the sum of their squares and
+// their product, made once for the eleven rows of the vertical pass that read each.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+products(const float *restrict a, const float *restrict b, float *restrict squares, float *restrict ab, size_t count) {
     for (size_t i = 0; i < count; i++) {
-        aa[i] = a[i] * a[i];
-        bb[i] = b[i] * b[i];
+        squares[i] = a[i] * a[i] + b[i] * b[i];
         ab[i] = a[i] * b[i];
     }
 }
@@ -227,15 +227,14 @@ pool_row(const float *restrict blurred[QUANTITIES], const float *restrict a, con
          double sum[3], double sum4[3]) {
 #pragma clang fp reassociate(on)
     const float c2 = 0.0009f;
-    const float *mu1 = blurred[Q_A], *mu2 = blurred[Q_B], *s11 = blurred[Q_AA], *s22 = blurred[Q_BB],
-                *s12 = blurred[Q_AB];
+    const float *mu1 = blurred[Q_A], *mu2 = blurred[Q_B], *squares = blurred[Q_SQUARES], *s12 = blurred[Q_AB];
     float rs0 = 0, rs1 = 0, rs2 = 0, r40 = 0, r41 = 0, r42 = 0;
     for (int i = 0; i < width; i++) {
         float m11 = mu1[i] * mu1[i], m22 = mu2[i] * mu2[i], m12 = mu1[i] * mu2[i];
         float diff = mu1[i] - mu2[i];
         float num_m = 1.0f - diff * diff;
         float num_s = 2.0f * (s12[i] - m12) + c2;
-        float den_s = (s11[i] - m11) + (s22[i] - m22) + c2;
+        float den_s = (squares[i] - (m11 + m22)) + c2;
         float d = fmaxf(1.0f - num_m * num_s / den_s, 0.0f);
         float edge = (1.0f + fabsf(b[i] - mu2[i])) / (1.0f + fabsf(a[i] - mu1[i])) - 1.0f;
         float artifact = fmaxf(edge, 0.0f), lost = fmaxf(-edge, 0.0f);
@@ -283,6 +282,15 @@ halve_rgb(const uint8_t *pixels, size_t stride, int width, int height, float *ou
     }
 }
 
+// One row of 2 × 2 means from rows `a` and `b` of `width` floats (an odd last column counted
+// twice): the pairs in vector lanes, the same sums in the same order as one at a time.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+halve_row(const float *restrict a, const float *restrict b, int width, float *restrict out) {
+    const int pairs = width / 2;
+    for (int x = 0; x < pairs; x++) out[x] = 0.25f * (a[2 * x] + a[2 * x + 1] + b[2 * x] + b[2 * x + 1]);
+    if (width % 2) out[pairs] = 0.25f * (a[width - 1] + a[width - 1] + b[width - 1] + b[width - 1]);
+}
+
 // 2 × 2 means of three planes of `width` × `height` into `out` (a block at an edge averages the
 // pixels it has, counting a missing row or column as its neighbour, as repeated halving does).
 static void halve(const source *in, int width, int height, float *out[3], float *buffer[3]) {
@@ -296,13 +304,7 @@ static void halve(const source *in, int width, int height, float *out[3], float 
     for (int y = 0; y < h; y++) {
         linear_row(in, 2 * y, width, buffer, rows);
         linear_row(in, 2 * y + 1 < height ? 2 * y + 1 : 2 * y, width, buffer2, second);
-        for (int c = 0; c < 3; c++) {
-            float *dst = out[c] + (size_t)y * w;
-            for (int x = 0; x < w; x++) {
-                int x1 = 2 * x + 1 < width ? 2 * x + 1 : 2 * x;
-                dst[x] = 0.25f * (rows[c][2 * x] + rows[c][x1] + second[c][2 * x] + second[c][x1]);
-            }
-        }
+        for (int c = 0; c < 3; c++) halve_row(rows[c], second[c], width, out[c] + (size_t)y * w);
     }
 }
 
@@ -316,10 +318,9 @@ void att_quality_free(att_quality_ref *ref) {
     }
     for (int i = 0; i < 2; i++)
         for (int c = 0; c < 3; c++) free(ref->rows_linear[i][c]);
-    for (int c = 0; c < 3; c++) {
+    for (int c = 0; c < 3; c++)
         for (int i = 0; i < 2; i++) free(ref->xyb[c][i]);
-        free(ref->squares[c]);
-    }
+    for (int i = 0; i < 2; i++) free(ref->squares[i]);
     for (int q = 0; q < QUANTITIES; q++) {
         free(ref->blurred[q]);
         free(ref->vertical[q]);
@@ -362,11 +363,11 @@ att_quality_ref *att_quality_prepare(const uint8_t *pixels, uint32_t width, uint
     for (int i = 0; i < 2; i++)
         for (int c = 0; c < 3; c++)
             if (!(ref->rows_linear[i][c] = floats(2 * (size_t)width))) goto no_memory;
-    for (int c = 0; c < 3; c++) {
+    for (int c = 0; c < 3; c++)
         for (int i = 0; i < 2; i++)
             if (!(ref->xyb[c][i] = floats(band))) goto no_memory;
-        if (!(ref->squares[c] = floats(band))) goto no_memory;
-    }
+    for (int i = 0; i < 2; i++)
+        if (!(ref->squares[i] = floats(band))) goto no_memory;
     for (int q = 0; q < QUANTITIES; q++)
         if (!(ref->blurred[q] = floats(width)) || !(ref->vertical[q] = floats((size_t)ROWS * (width + 2 * RADIUS))))
             goto no_memory;
@@ -436,11 +437,10 @@ static double score_scale(att_quality_ref *ref, int s, const source *a, const so
         }
         for (int c = 0; c < 3; c++) {
             if (!want[c]) continue;
-            // The band's five quantities before the blur: both images, their squares, their product.
-            const float *plane[QUANTITIES] = {ref->xyb[c][0], ref->xyb[c][1], ref->squares[0], ref->squares[1],
-                                              ref->squares[2]};
-            products(ref->xyb[c][0], ref->xyb[c][1], ref->squares[0], ref->squares[1], ref->squares[2],
-                     (size_t)(r1 - r0) * w);
+            // The band's four quantities before the blur: both images, their squares' sum, their
+            // product.
+            const float *plane[QUANTITIES] = {ref->xyb[c][0], ref->xyb[c][1], ref->squares[0], ref->squares[1]};
+            products(ref->xyb[c][0], ref->xyb[c][1], ref->squares[0], ref->squares[1], (size_t)(r1 - r0) * w);
             size_t pitch = (size_t)w + 2 * RADIUS;
             for (int top = y0; top < y1; top += ROWS) {
                 int rows = y1 - top < ROWS ? y1 - top : ROWS;

@@ -104,16 +104,22 @@ struct QualityTests {
         #expect(judge.lastBlocking > QualitySearch.maxBlocking, "quality 40: \(judge.lastBlocking)")
     }
 
-    /// The gate reads luma sixteen pixels at a time where the CPU can: the same integers as the
-    /// formula, on every byte value in every channel and on rows that do not end on sixteen.
-    @Test func theGatesLumaIsTheFormulasOnEveryValue() {
+    /// The gate reads luma, and the statistics chroma, sixteen pixels at a time where the CPU can:
+    /// the same integers as the formulas, on every byte value in every channel, at the extremes
+    /// of the 16-bit sums, and on rows that do not end on sixteen.
+    @Test func theGatesLumaAndChromaAreTheFormulasOnEveryValue() {
         var random = SplitMix(seed: 0x1A7A)
         for count in [0, 1, 15, 16, 17, 255, 1024, 1031] {
             var rgb = (0..<(3 * count)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
             if count >= 256 {
                 for x in 0..<256 { (rgb[3 * x], rgb[3 * x + 1], rgb[3 * x + 2]) = (UInt8(x), UInt8(255 - x), 255) }
             }
-            #expect(att_blocking_luma_agrees(rgb, count) == 1, "\(count) pixels")
+            if count >= 1024 {
+                // Each primary and its complement, side by side: Cb and Cr at ±32640.
+                let extremes: [[UInt8]] = [[255, 255, 0], [0, 0, 255], [255, 0, 0], [0, 255, 255], [0, 0, 0]]
+                for x in 256..<512 { rgb.replaceSubrange((3 * x)..<(3 * x + 3), with: extremes[x % extremes.count]) }
+            }
+            #expect(att_blocking_rows_agree(rgb, count) == 1, "\(count) pixels")
         }
     }
 

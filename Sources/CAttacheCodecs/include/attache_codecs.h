@@ -433,9 +433,10 @@ att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, 
                                        int32_t channels, double flat, double features[ATT_PICTURE_FEATURES]);
 double att_blocking_measure(const att_blocking_ref *ref, const uint8_t *candidate, size_t stride, double percentile);
 void att_blocking_free(att_blocking_ref *ref);
-/// Whether the gate's luma of `count` RGB pixels (read sixteen at a time where the CPU has AVX2)
-/// is the scalar formula's for every pixel: 1, else 0 (-1 when out of memory).
-int32_t att_blocking_luma_agrees(const uint8_t *rgb, size_t count);
+/// Whether the gate's luma and the statistics' chroma steps of `count` RGB pixels (read sixteen at
+/// a time where the CPU has AVX2) are the scalar formulas' for every pixel: 1, else 0 (-1 when out
+/// of memory).
+int32_t att_blocking_rows_agree(const uint8_t *rgb, size_t count);
 
 // MARK: - Resampling loops (resample.c)
 //
