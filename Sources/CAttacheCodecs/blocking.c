@@ -242,6 +242,36 @@ block_features(const uint16_t *top, size_t width, int32_t inner, const int32_t *
     sums->blocks++;
 }
 
+// The flat segments of row `by` of blocks (its `bw` blocks' luma from `top`, `lw` values a
+// row, the row above before it; the blocks' inner sums of steps in `inner`, the row above's in
+// `above`) into `ref`: an edge whose two blocks' mean step (`per` a unit of their sum) is under
+// `flat`.
+static void flat_segments(att_blocking_ref *ref, const uint16_t *top_row, size_t lw, int bw, int by,
+                          const int32_t *inner, const int32_t *above, float per, double flat) {
+    for (int bx = 0; bx < bw; bx++) {
+        const uint16_t *top = top_row + (size_t)bx * BLOCK;
+        // The edge to the left (between block bx-1 and bx), then the edge above.
+        for (int edge = 0; edge < 2; edge++) {
+            if ((edge == 0 && bx == 0) || (edge == 1 && by == 0)) continue;
+            ref->segments++;
+            // The steps across the edge: their sizes for the area's flatness, their signed
+            // mean for the reference's own step.
+            int32_t between = 0, across = 0;
+            for (int k = 0; k < BLOCK; k++) {
+                const uint16_t *at = edge == 0 ? top + (size_t)k * lw : top + k;
+                int step = at[0] - (edge == 0 ? at[-1] : at[-(ptrdiff_t)lw]);
+                between += abs(step);
+                across += step;
+            }
+            int32_t sum = inner[bx] + (edge == 0 ? inner[bx - 1] : above[bx]) + between;
+            if ((float)sum * per >= flat) continue;
+            att_segment segment = {(uint32_t)(bx * BLOCK), (uint32_t)(by * BLOCK), (uint8_t)(edge == 0), 0};
+            segment.own = fabsf((float)across / (256.0f * BLOCK));
+            ref->flat[ref->count++] = segment;
+        }
+    }
+}
+
 att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, uint32_t width, uint32_t height,
                                        int32_t channels, double flat, double features[ATT_PICTURE_FEATURES]) {
     for (int i = 0; i < ATT_PICTURE_FEATURES; i++) features[i] = 0;
@@ -293,28 +323,7 @@ att_blocking_ref *att_blocking_prepare(const uint8_t *reference, size_t stride, 
                 block_features(rows + lw + (size_t)bx * BLOCK, lw, inner[bx],
                                colour ? steps + (size_t)bx * BLOCK : NULL, &stats);
         }
-        for (int bx = 0; bx < bw; bx++) {
-            const uint16_t *top = rows + lw + (size_t)bx * BLOCK;
-            // The edge to the left (between block bx-1 and bx), then the edge above.
-            for (int edge = 0; edge < 2; edge++) {
-                if ((edge == 0 && bx == 0) || (edge == 1 && by == 0)) continue;
-                ref->segments++;
-                // The steps across the edge: their sizes for the area's flatness, their signed
-                // mean for the reference's own step.
-                int32_t between = 0, across = 0;
-                for (int k = 0; k < BLOCK; k++) {
-                    const uint16_t *at = edge == 0 ? top + (size_t)k * lw : top + k;
-                    int step = at[0] - (edge == 0 ? at[-1] : at[-(ptrdiff_t)lw]);
-                    between += abs(step);
-                    across += step;
-                }
-                int32_t sum = inner[bx] + (edge == 0 ? inner[bx - 1] : above[bx]) + between;
-                if ((float)sum * per >= flat) continue;
-                att_segment segment = {(uint32_t)(bx * BLOCK), (uint32_t)(by * BLOCK), (uint8_t)(edge == 0), 0};
-                segment.own = fabsf((float)across / (256.0f * BLOCK));
-                ref->flat[ref->count++] = segment;
-            }
-        }
+        flat_segments(ref, rows + lw, lw, bw, by, inner, above, per, flat);
     }
     free(rows);
     free(sums);
