@@ -149,38 +149,75 @@ static void linear_row(const source *image, int y, int width, float *buffer[3], 
     }
 }
 
+// SSIMULACRA2's positive XYB of one pixel of linear RGB, from its three mixed channels: the
+// opsin bias, the two (or three) mixes and their cube roots, one definition for both loops.
+static const float opsin_bias = 0.0037930732552754493f;
+
+static inline float mix0(float r, float g, float b) {
+    return fmaxf(0.30f * r + 0.622f * g + 0.078f * b + opsin_bias, opsin_bias);
+}
+static inline float mix1(float r, float g, float b) {
+    return fmaxf(0.23f * r + 0.692f * g + 0.078f * b + opsin_bias, opsin_bias);
+}
+static inline float mix2(float r, float g, float b) {
+    return fmaxf(0.24342268924547819f * r + 0.20476744424496821f * g + 0.55180986651f * b + opsin_bias, opsin_bias);
+}
+
+// The XYB of pixel `i` into `xyb` for the channels `want` names (Y always): its Y alone, X and
+// Y, or all three (`root` the bias's cube root).
+static inline void xyb_pixel(float r, float g, float b, float *xyb[3], int i, int which, float root) {
+    if (which == 0) {
+        xyb[1][i] = 0.5f * (cube_root(mix0(r, g, b)) + cube_root(mix1(r, g, b))) - root + 0.01f;
+        return;
+    }
+    float m0 = cube_root(mix0(r, g, b)), m1 = cube_root(mix1(r, g, b));
+    xyb[0][i] = 7.0f * (m0 - m1) + 0.42f;
+    if (which == 1) {
+        xyb[1][i] = 0.5f * (m0 + m1) - root + 0.01f;
+        return;
+    }
+    float m2 = cube_root(mix2(r, g, b));
+    float y = 0.5f * (m0 + m1) - root;
+    xyb[1][i] = y + 0.01f;
+    xyb[2][i] = (m2 - root - y) + 0.55f;
+}
+
+// Which of xyb_pixel's three forms `want` asks for.
+static int xyb_form(const int want[3]) { return !want[0] && !want[2] ? 0 : !want[2] ? 1 : 2; }
+
 // Linear RGB to SSIMULACRA2's positive XYB for the channels `want` names (Y always).
 __attribute__((target_clones("arch=x86-64-v3", "default"))) static void
 to_xyb(const float *const linear[3], float *xyb[3], int count, const int want[3]) {
-    const float bias = 0.0037930732552754493f;
-    const float root = cube_root(bias);
+    const float root = cube_root(opsin_bias);
     const float *restrict r = linear[0], *restrict g = linear[1], *restrict b = linear[2];
-    float *restrict ox = xyb[0], *restrict oy = xyb[1], *restrict ob = xyb[2];
-    if (!want[0] && !want[2]) {
-        for (int i = 0; i < count; i++) {
-            float m0 = fmaxf(0.30f * r[i] + 0.622f * g[i] + 0.078f * b[i] + bias, bias);
-            float m1 = fmaxf(0.23f * r[i] + 0.692f * g[i] + 0.078f * b[i] + bias, bias);
-            oy[i] = 0.5f * (cube_root(m0) + cube_root(m1)) - root + 0.01f;
-        }
-    } else if (!want[2]) {
-        for (int i = 0; i < count; i++) {
-            float m0 = cube_root(fmaxf(0.30f * r[i] + 0.622f * g[i] + 0.078f * b[i] + bias, bias));
-            float m1 = cube_root(fmaxf(0.23f * r[i] + 0.692f * g[i] + 0.078f * b[i] + bias, bias));
-            ox[i] = 7.0f * (m0 - m1) + 0.42f;
-            oy[i] = 0.5f * (m0 + m1) - root + 0.01f;
-        }
-    } else {
-        for (int i = 0; i < count; i++) {
-            float m0 = cube_root(fmaxf(0.30f * r[i] + 0.622f * g[i] + 0.078f * b[i] + bias, bias));
-            float m1 = cube_root(fmaxf(0.23f * r[i] + 0.692f * g[i] + 0.078f * b[i] + bias, bias));
-            float m2 = cube_root(
-                fmaxf(0.24342268924547819f * r[i] + 0.20476744424496821f * g[i] + 0.55180986651f * b[i] + bias, bias));
-            float y = 0.5f * (m0 + m1) - root;
-            ox[i] = 7.0f * (m0 - m1) + 0.42f;
-            oy[i] = y + 0.01f;
-            ob[i] = (m2 - root - y) + 0.55f;
-        }
+    float *restrict out[3] = {xyb[0], xyb[1], xyb[2]};
+    switch (xyb_form(want)) {
+    case 0:
+        for (int i = 0; i < count; i++) xyb_pixel(r[i], g[i], b[i], out, i, 0, root);
+        break;
+    case 1:
+        for (int i = 0; i < count; i++) xyb_pixel(r[i], g[i], b[i], out, i, 1, root);
+        break;
+    default:
+        for (int i = 0; i < count; i++) xyb_pixel(r[i], g[i], b[i], out, i, 2, root);
     }
+}
+
+// 8-bit RGB straight to XYB: to_xyb of rgb_linear's planes without writing them.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+rgb8_to_xyb(const uint8_t *restrict src, float *xyb[3], int count, const int want[3]) {
+    const float root = cube_root(opsin_bias);
+    float *restrict out[3] = {xyb[0], xyb[1], xyb[2]};
+#define PIXEL(form)                                                                                                    \
+    for (int i = 0; i < count; i++)                                                                                    \
+        xyb_pixel(srgb_linear[src[3 * i]], srgb_linear[src[3 * i + 1]], srgb_linear[src[3 * i + 2]], out, i, form,     \
+                  root);
+    switch (xyb_form(want)) {
+    case 0: PIXEL(0) break;
+    case 1: PIXEL(1) break;
+    default: PIXEL(2)
+    }
+#undef PIXEL
 }
 
 // The kernel over eleven rows (`rows[k]` the k-th tap's), its symmetry taken: each pair of rows
@@ -429,9 +466,13 @@ static double score_scale(att_quality_ref *ref, int s, const source *a, const so
             size_t at = (size_t)(r - r0) * w;
             for (int i = 0; i < 2; i++) {
                 const source *image = i == 0 ? a : b;
+                float *xyb[3] = {ref->xyb[0][i] + at, ref->xyb[1][i] + at, ref->xyb[2][i] + at};
+                if (image->pixels != NULL && image->channels == 3) {
+                    rgb8_to_xyb(image->pixels + (size_t)r * image->stride, xyb, w, want);
+                    continue;
+                }
                 const float *linear[3];
                 linear_row(image, r, w, ref->rows_linear[i], linear);
-                float *xyb[3] = {ref->xyb[0][i] + at, ref->xyb[1][i] + at, ref->xyb[2][i] + at};
                 to_xyb(linear, xyb, w, want);
             }
         }
