@@ -47,7 +47,7 @@ PY
 # does not vectorise them).
 codec_harness() {
     local c=../Sources/CAttacheCodecs
-    clang -O2 -I"$c/include" -I../Sources/CAttacheShim/include -o "$1" "$2" "$c/quality.c" "$c/blocking.c" \
+    clang -O2 -I"$c/include" -I../Sources/CAttacheShim/include -o "$1" "$2" "$c/quality.c" "$c/quality_planes.c" "$c/blocking.c" \
         "$c/jpeg.c" "$c/jpeg_common.c" "$c/jpeg_encode.c" "$c/jpeg_chroma.c" "$c/jpeg_trellis.c" \
         "$c/jpeg_progressive.c" "$c/jpeg_scan_writer.c" "$c/jpeg_held.c" \
         "$c/jpeg_coefficients.c" "$c/jpeg_scans.c" "$c/jpeg_scan_decode.c" "$c/icc.c" "$c/util.c" \

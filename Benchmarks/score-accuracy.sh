@@ -18,7 +18,7 @@ out=work/score-accuracy
 rm -rf "$out" && mkdir -p "$out/sampled" "$out/every"
 sed 's/SAMPLE = 16, EVERY = 4/SAMPLE = 16, EVERY = 1/' "$c/quality.c" > "$out/quality-every-row.c"
 grep -q 'EVERY = 1' "$out/quality-every-row.c" || { echo "quality.c's sampling constants moved" >&2; exit 1; }
-rest=("$c/blocking.c" "$c/jpeg.c" "$c/jpeg_common.c" "$c/jpeg_encode.c" "$c/jpeg_chroma.c" "$c/jpeg_trellis.c"
+rest=("$c/quality_planes.c" "$c/blocking.c" "$c/jpeg.c" "$c/jpeg_common.c" "$c/jpeg_encode.c" "$c/jpeg_chroma.c" "$c/jpeg_trellis.c"
     "$c/jpeg_progressive.c" "$c/jpeg_scan_writer.c" "$c/jpeg_held.c"
     "$c/jpeg_coefficients.c" "$c/jpeg_scans.c" "$c/jpeg_scan_decode.c" "$c/icc.c" "$c/util.c" ../Sources/CAttacheShim/shim.c)
 flags=(-O2 -I"$c/include" -I../Sources/CAttacheShim/include)

@@ -14,14 +14,13 @@
 //     whole planes;
 //   - the two largest scales pool a sample of their rows: every fourth band of 16 (docs/quality.md).
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "attache_codecs.h"
+#include "quality_private.h"
 #include "ssimulacra2_weights.h"
 
-enum { SCALES = 6, RADIUS = 5, TAPS = 2 * RADIUS + 1, BAND = 64 };
+enum { RADIUS = 5, TAPS = 2 * RADIUS + 1, BAND = 64 };
 // The two largest scales pool SAMPLE rows of every SAMPLE * EVERY: short bands, spread evenly,
 // read each part of a picture where one long band in two missed whole regions (the score of a
 // photo whose artefacts sit in a few rows moved by up to 2 points; by under 0.6 so, with half
@@ -51,15 +50,6 @@ static int needed(int scales, int channel, int scale) {
     return 0;
 }
 
-// One image at one scale: its 8-bit pixels (scale 0) or three planes of linear RGB (the
-// smaller scales).
-typedef struct {
-    const uint8_t *pixels;
-    size_t stride;
-    int channels;
-    float *linear[3];
-} source;
-
 // Four blurred quantities per channel: the two images' means, the mean of their squares' sum
 // and their mean product. SSIM's denominator takes the two mean squares only as a sum, and the
 // blur is linear: one blur of the sum where there were two (the same score but for rounding,
@@ -86,139 +76,6 @@ struct att_quality_ref {
     float *vertical[QUANTITIES];
     float *blurred[QUANTITIES];
 };
-
-static float srgb_linear[256];
-
-static void fill_tables(void) {
-    for (int i = 0; i < 256; i++) {
-        double v = i / 255.0;
-        srgb_linear[i] = (float)(v <= 0.04045 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4));
-    }
-}
-
-// The table is filled once, whichever thread scores first.
-static void init_tables(void) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, fill_tables);
-}
-
-// Cube root of x > 0 (x is at least the opsin bias here): a bit-level first guess (within 4%)
-// and one Halley step (within 3e-5 relative; one division, where two Newton steps take two),
-// free of branches so that it vectorises.
-static inline float cube_root(float x) {
-    union {
-        float f;
-        uint32_t i;
-    } u = {x};
-    u.i = u.i / 3 + 709921077u;
-    float y = u.f, y3 = y * y * y;
-    return y * (y3 + 2.0f * x) / (2.0f * y3 + x);
-}
-
-// Three planes of linear RGB from a row of 8-bit RGB.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
-rgb_linear(const uint8_t *restrict src, float *restrict r, float *restrict g, float *restrict b, int width) {
-    for (int x = 0; x < width; x++) {
-        r[x] = srgb_linear[src[3 * x]];
-        g[x] = srgb_linear[src[3 * x + 1]];
-        b[x] = srgb_linear[src[3 * x + 2]];
-    }
-}
-
-// Row `y` of `image` as linear RGB: `out` points at it (in the image's planes, or in `buffer`,
-// filled from its pixels).
-static void linear_row(const source *image, int y, int width, float *buffer[3], const float *out[3]) {
-    if (image->pixels == NULL) {
-        for (int c = 0; c < 3; c++) out[c] = image->linear[c] + (size_t)y * width;
-        return;
-    }
-    for (int c = 0; c < 3; c++) out[c] = buffer[c];
-    float *dst[3] = {buffer[0], buffer[1], buffer[2]};
-    const uint8_t *src = image->pixels + (size_t)y * image->stride;
-    switch (image->channels) {
-    case 1:
-        for (int x = 0; x < width; x++) dst[0][x] = dst[1][x] = dst[2][x] = srgb_linear[src[x]];
-        break;
-    case 3: rgb_linear(src, dst[0], dst[1], dst[2], width); break;
-    default:
-        // Over mid grey, as SSIMULACRA2 compares pictures with transparency.
-        for (int x = 0; x < width; x++) {
-            float alpha = src[4 * x + 3] / 255.0f;
-            for (int c = 0; c < 3; c++) dst[c][x] = alpha * srgb_linear[src[4 * x + c]] + (1 - alpha) * 0.5f;
-        }
-    }
-}
-
-// SSIMULACRA2's positive XYB of one pixel of linear RGB, from its three mixed channels: the
-// opsin bias, the two (or three) mixes and their cube roots, one definition for both loops.
-static const float opsin_bias = 0.0037930732552754493f;
-
-static inline float mix0(float r, float g, float b) {
-    return fmaxf(0.30f * r + 0.622f * g + 0.078f * b + opsin_bias, opsin_bias);
-}
-static inline float mix1(float r, float g, float b) {
-    return fmaxf(0.23f * r + 0.692f * g + 0.078f * b + opsin_bias, opsin_bias);
-}
-static inline float mix2(float r, float g, float b) {
-    return fmaxf(0.24342268924547819f * r + 0.20476744424496821f * g + 0.55180986651f * b + opsin_bias, opsin_bias);
-}
-
-// The XYB of pixel `i` into `xyb` for the channels `want` names (Y always): its Y alone, X and
-// Y, or all three (`root` the bias's cube root).
-static inline void xyb_pixel(float r, float g, float b, float *xyb[3], int i, int which, float root) {
-    if (which == 0) {
-        xyb[1][i] = 0.5f * (cube_root(mix0(r, g, b)) + cube_root(mix1(r, g, b))) - root + 0.01f;
-        return;
-    }
-    float m0 = cube_root(mix0(r, g, b)), m1 = cube_root(mix1(r, g, b));
-    xyb[0][i] = 7.0f * (m0 - m1) + 0.42f;
-    if (which == 1) {
-        xyb[1][i] = 0.5f * (m0 + m1) - root + 0.01f;
-        return;
-    }
-    float m2 = cube_root(mix2(r, g, b));
-    float y = 0.5f * (m0 + m1) - root;
-    xyb[1][i] = y + 0.01f;
-    xyb[2][i] = (m2 - root - y) + 0.55f;
-}
-
-// Which of xyb_pixel's three forms `want` asks for.
-static int xyb_form(const int want[3]) { return !want[0] && !want[2] ? 0 : !want[2] ? 1 : 2; }
-
-// Linear RGB to SSIMULACRA2's positive XYB for the channels `want` names (Y always).
-__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
-to_xyb(const float *const linear[3], float *xyb[3], int count, const int want[3]) {
-    const float root = cube_root(opsin_bias);
-    const float *restrict r = linear[0], *restrict g = linear[1], *restrict b = linear[2];
-    float *restrict out[3] = {xyb[0], xyb[1], xyb[2]};
-    switch (xyb_form(want)) {
-    case 0:
-        for (int i = 0; i < count; i++) xyb_pixel(r[i], g[i], b[i], out, i, 0, root);
-        break;
-    case 1:
-        for (int i = 0; i < count; i++) xyb_pixel(r[i], g[i], b[i], out, i, 1, root);
-        break;
-    default:
-        for (int i = 0; i < count; i++) xyb_pixel(r[i], g[i], b[i], out, i, 2, root);
-    }
-}
-
-// 8-bit RGB straight to XYB: to_xyb of rgb_linear's planes without writing them.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
-rgb8_to_xyb(const uint8_t *restrict src, float *xyb[3], int count, const int want[3]) {
-    const float root = cube_root(opsin_bias);
-    float *restrict out[3] = {xyb[0], xyb[1], xyb[2]};
-#define PIXEL(form)                                                                                                    \
-    for (int i = 0; i < count; i++)                                                                                    \
-        xyb_pixel(srgb_linear[src[3 * i]], srgb_linear[src[3 * i + 1]], srgb_linear[src[3 * i + 2]], out, i, form,     \
-                  root);
-    switch (xyb_form(want)) {
-    case 0: PIXEL(0) break;
-    case 1: PIXEL(1) break;
-    default: PIXEL(2)
-    }
-#undef PIXEL
-}
 
 // The kernel over eleven rows (`rows[k]` the k-th tap's), its symmetry taken: each pair of rows
 // summed, then weighed. The vertical pass gives it a quantity's rows (a row past the image's
@@ -291,60 +148,6 @@ pool_row(const float *restrict blurred[QUANTITIES], const float *restrict a, con
     sum4[2] += r42;
 }
 
-// halve's means of 8-bit RGB read from the pixels: its sums in its order, no linear rows between.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
-halve_rgb(const uint8_t *pixels, size_t stride, int width, int height, float *out[3]) {
-    int w = (width + 1) / 2, h = (height + 1) / 2;
-    for (int y = 0; y < h; y++) {
-        const uint8_t *top = pixels + (size_t)(2 * y) * stride;
-        const uint8_t *bottom = 2 * y + 1 < height ? top + stride : top;
-        int x = 0;
-        // Two pixels of a row as one word (its bytes by shifts, not loads) while it ends in the row.
-        for (; 6 * x + 8 <= 3 * width; x++) {
-            uint64_t a, c;
-            memcpy(&a, top + 6 * x, sizeof a);
-            memcpy(&c, bottom + 6 * x, sizeof c);
-            for (int k = 0; k < 3; k++)
-                out[k][(size_t)y * w + x] =
-                    0.25f * (srgb_linear[a >> 8 * k & 0xFF] + srgb_linear[a >> 8 * (k + 3) & 0xFF] +
-                             srgb_linear[c >> 8 * k & 0xFF] + srgb_linear[c >> 8 * (k + 3) & 0xFF]);
-        }
-        for (; x < w; x++) {
-            const uint8_t *a = top + 6 * x, *c = bottom + 6 * x;
-            int right = 2 * x + 1 < width ? 3 : 0;
-            for (int k = 0; k < 3; k++)
-                out[k][(size_t)y * w + x] = 0.25f * (srgb_linear[a[k]] + srgb_linear[a[right + k]] + srgb_linear[c[k]] +
-                                                     srgb_linear[c[right + k]]);
-        }
-    }
-}
-
-// One row of 2 × 2 means from rows `a` and `b` of `width` floats (an odd last column counted
-// twice): the pairs in vector lanes, the same sums in the same order as one at a time.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
-halve_row(const float *restrict a, const float *restrict b, int width, float *restrict out) {
-    const int pairs = width / 2;
-    for (int x = 0; x < pairs; x++) out[x] = 0.25f * (a[2 * x] + a[2 * x + 1] + b[2 * x] + b[2 * x + 1]);
-    if (width % 2) out[pairs] = 0.25f * (a[width - 1] + a[width - 1] + b[width - 1] + b[width - 1]);
-}
-
-// 2 × 2 means of three planes of `width` × `height` into `out` (a block at an edge averages the
-// pixels it has, counting a missing row or column as its neighbour, as repeated halving does).
-static void halve(const source *in, int width, int height, float *out[3], float *buffer[3]) {
-    if (in->pixels != NULL && in->channels == 3) {
-        halve_rgb(in->pixels, in->stride, width, height, out);
-        return;
-    }
-    int w = (width + 1) / 2, h = (height + 1) / 2;
-    float *buffer2[3] = {buffer[0] + width, buffer[1] + width, buffer[2] + width};
-    const float *rows[3], *second[3];
-    for (int y = 0; y < h; y++) {
-        linear_row(in, 2 * y, width, buffer, rows);
-        linear_row(in, 2 * y + 1 < height ? 2 * y + 1 : 2 * y, width, buffer2, second);
-        for (int c = 0; c < 3; c++) halve_row(rows[c], second[c], width, out[c] + (size_t)y * w);
-    }
-}
-
 void att_quality_free(att_quality_ref *ref) {
     if (ref == NULL) return;
     for (int s = 0; s < SCALES; s++) {
@@ -376,13 +179,13 @@ static void scales_of(att_quality_ref *ref, const uint8_t *pixels, size_t stride
     out[0] = (source){pixels, stride, channels, {NULL, NULL, NULL}};
     for (int s = 1; s < ref->levels; s++) {
         out[s] = (source){NULL, 0, channels, {planes[s][0], planes[s][1], planes[s][2]}};
-        halve(&out[s - 1], ref->sizes[s - 1][0], ref->sizes[s - 1][1], out[s].linear, ref->rows_linear[0]);
+        att_quality_halve(&out[s - 1], ref->sizes[s - 1][0], ref->sizes[s - 1][1], out[s].linear, ref->rows_linear[0]);
     }
 }
 
 att_quality_ref *att_quality_prepare(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
                                      int32_t channels, att_error *error) {
-    init_tables();
+    att_quality_tables();
     if (width < 8 || height < 8 || channels < 1 || channels > 4 || channels == 2) {
         att_set_error(error, ATT_ERR_INTERNAL, "a %ux%u picture of %d channels has no score", width, height, channels);
         return NULL;
@@ -467,13 +270,7 @@ static double score_scale(att_quality_ref *ref, int s, const source *a, const so
             for (int i = 0; i < 2; i++) {
                 const source *image = i == 0 ? a : b;
                 float *xyb[3] = {ref->xyb[0][i] + at, ref->xyb[1][i] + at, ref->xyb[2][i] + at};
-                if (image->pixels != NULL && image->channels == 3) {
-                    rgb8_to_xyb(image->pixels + (size_t)r * image->stride, xyb, w, want);
-                    continue;
-                }
-                const float *linear[3];
-                linear_row(image, r, w, ref->rows_linear[i], linear);
-                to_xyb(linear, xyb, w, want);
+                att_quality_row_xyb(image, r, w, ref->rows_linear[i], xyb, want);
             }
         }
         for (int c = 0; c < 3; c++) {
