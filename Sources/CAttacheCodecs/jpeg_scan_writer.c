@@ -101,17 +101,16 @@ static inline uint64_t in_zigzag(uint64_t natural_mask) {
     return bits;
 }
 
-// One block's band as jcphuff.c's encode_mcu_AC_first codes it (no point transform); `band`
-// the band's natural positions, `zigzag_band` its zigzag ones, `se` its last. 0 where a
-// coefficient is too large for an 8-bit file.
-static inline int ac_block(scan_symbols *s, const JCOEF *b, uint64_t band, uint64_t zigzag_band, int se) {
-    const uint64_t coded = nonzero(b) & band;
-    if (!coded) {
+// One block's band as jcphuff.c's encode_mcu_AC_first codes it (no point transform); `mask` the
+// block's nonzero coefficients in zigzag order, `zigzag_band` the band's positions, `se` its
+// last. 0 where a coefficient is too large for an 8-bit file.
+static inline int ac_block(scan_symbols *s, const JCOEF *b, uint64_t mask, uint64_t zigzag_band, int se) {
+    uint64_t left = mask & zigzag_band;
+    if (!left) {
         if (++s->eobrun == MOST_EOBRUN) put_eobrun(s);
         return 1;
     }
     put_eobrun(s);
-    uint64_t left = in_zigzag(coded);
     int next = __builtin_ctzll(zigzag_band);  // the first position not yet coded
     int last = 0;
     while (left) {
@@ -149,6 +148,8 @@ typedef struct {
     att_jpeg_block_row row;
     void *context;
     JDIMENSION width[MAX_COMPONENTS], height[MAX_COMPONENTS];  // each component's blocks
+    // Each block's nonzero coefficients in zigzag order, made once for every scan that reads it.
+    uint64_t *masks[MAX_COMPONENTS];
 } picture;
 
 static JDIMENSION round_up_div(JDIMENSION a, JDIMENSION b) { return (a + b - 1) / b; }
@@ -221,15 +222,13 @@ static int collect(const picture *p, const jpeg_scan_info *scan, scan_symbols *s
         return 1;
     }
     s->table = cinfo->comp_info[c].ac_tbl_no;
-    uint64_t band = 0, zigzag_band = 0;
-    for (int k = scan->Ss; k <= scan->Se; k++) {
-        band |= UINT64_C(1) << jpeg_natural_order[k];
-        zigzag_band |= UINT64_C(1) << k;
-    }
+    uint64_t zigzag_band = 0;
+    for (int k = scan->Ss; k <= scan->Se; k++) zigzag_band |= UINT64_C(1) << k;
     for (JDIMENSION y = 0; y < p->height[c]; y++) {
         const JBLOCKROW row = p->row(cinfo, p->context, c, y);
+        const uint64_t *masks = p->masks[c] + (size_t)y * p->width[c];
         for (JDIMENSION x = 0; x < p->width[c]; x++)
-            if (!ac_block(s, row[x], band, zigzag_band, scan->Se)) return 0;
+            if (!ac_block(s, row[x], masks[x], zigzag_band, scan->Se)) return 0;
     }
     put_eobrun(s);
     return 1;
@@ -416,6 +415,20 @@ static int write_scan(j_compress_ptr cinfo, const jpeg_scan_info *scan, scan_sym
     return 1;
 }
 
+// Every block's nonzero mask in zigzag order (picture.masks); 0 without the memory.
+static int make_masks(picture *p) {
+    for (int c = 0; c < p->cinfo->num_components; c++) {
+        p->masks[c] = malloc(sizeof(uint64_t) * ((size_t)p->width[c] * p->height[c] + 1));
+        if (!p->masks[c]) return 0;
+        for (JDIMENSION y = 0; y < p->height[c]; y++) {
+            const JBLOCKROW row = p->row(p->cinfo, p->context, c, y);
+            uint64_t *masks = p->masks[c] + (size_t)y * p->width[c];
+            for (JDIMENSION x = 0; x < p->width[c]; x++) masks[x] = in_zigzag(nonzero(row[x]));
+        }
+    }
+    return 1;
+}
+
 int att_jpeg_write_scans(j_compress_ptr cinfo, const jpeg_scan_info *scans, int count, att_jpeg_block_row row,
                          void *context, unsigned char **data, unsigned long *length) {
     *data = NULL;
@@ -434,13 +447,14 @@ int att_jpeg_write_scans(j_compress_ptr cinfo, const jpeg_scan_info *scans, int 
     scan_symbols *s = malloc(sizeof *s);
     coded *list = malloc(most * sizeof(coded));
     output o = {0};
-    int ok = s && list && header(cinfo, &o);
+    int ok = s && list && make_masks(&p) && header(cinfo, &o);
     if (ok) s->list = list;
     for (int i = 0; ok && i < count; i++) ok = collect(&p, &scans[i], s) && write_scan(cinfo, &scans[i], s, &o);
     ok = ok && reserve(&o, 2);
     if (ok) two_bytes(&o, 0xFFD9);
     free(list);
     free(s);
+    for (int c = 0; c < cinfo->num_components; c++) free(p.masks[c]);
     if (!ok) {
         free(o.data);
         return 0;
