@@ -14,8 +14,6 @@
 #include <string.h>
 
 typedef struct {
-    int id, h, v;
-    UINT16 quant[DCTSIZE2];
     JDIMENSION per_row, rows;
     JBLOCK *blocks;
 } held_component;
@@ -24,12 +22,52 @@ struct att_jpeg_held {
     uint32_t width, height;
     int components;
     held_component comp[MAX_COMPS_IN_SCAN];
+    // What libjpeg reads before the MCUs are handed to it (header_for below).
+    uint8_t *header;
+    size_t header_length;
 };
 
 void att_jpeg_held_free(att_jpeg_held *held) {
     if (!held) return;
     for (int c = 0; c < held->components; c++) free(held->comp[c].blocks);
+    free(held->header);
     free(held);
+}
+
+// The header libjpeg reads for the read-back: the frame as the file's (SOI, JFIF, DQT, jcmarker.c's,
+// jpeg_scan_writer.c) with SOF0 for SOF2, one code per Huffman table (nothing is decoded with
+// them), an SOS of every component with its tables 0, EOI. 0 without the memory.
+static int header_for(j_compress_ptr cinfo, att_jpeg_held *held) {
+    unsigned char *frame = NULL;
+    size_t length = 0;
+    if (!att_jpeg_write_frame(cinfo, 0xFFC0, &frame, &length)) return 0;
+    enum { TAIL = 2 * (4 + 1 + 16 + 1) + 5 + 2 * MAX_COMPS_IN_SCAN + 3 + 2 };
+    uint8_t *bytes = realloc(frame, length + TAIL);
+    if (!bytes) {
+        free(frame);
+        return 0;
+    }
+    uint8_t *at = bytes + length;
+    for (unsigned kind = 0; kind < 2; kind++) {
+        const uint8_t dht[] = {0xFF, 0xC4, 0, 20, (uint8_t)(kind << 4), 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                               0,    0,    0, 0};
+        memcpy(at, dht, sizeof dht);
+        at += sizeof dht;
+    }
+    const int n = cinfo->num_components;
+    const uint8_t sos[] = {0xFF, 0xDA, 0, (uint8_t)(6 + 2 * n), (uint8_t)n};
+    memcpy(at, sos, sizeof sos);
+    at += sizeof sos;
+    for (int c = 0; c < n; c++) {
+        *at++ = (uint8_t)cinfo->comp_info[c].component_id;
+        *at++ = 0;
+    }
+    const uint8_t spectrum_eoi[] = {0, DCTSIZE2 - 1, 0, 0xFF, 0xD9};
+    memcpy(at, spectrum_eoi, sizeof spectrum_eoi);
+    at += sizeof spectrum_eoi;
+    held->header = bytes;
+    held->header_length = (size_t)(at - bytes);
+    return 1;
 }
 
 void att_jpeg_hold(j_compress_ptr cinfo, att_jpeg_block_row row, void *context, att_jpeg_held *volatile *out) {
@@ -41,98 +79,22 @@ void att_jpeg_hold(j_compress_ptr cinfo, att_jpeg_block_row row, void *context, 
     *out = held;
     held->width = cinfo->image_width;
     held->height = cinfo->image_height;
-    for (int c = 0; c < cinfo->num_components; c++) {
+    int ok = header_for(cinfo, held);
+    for (int c = 0; ok && c < cinfo->num_components; c++) {
         const jpeg_component_info *comp = &cinfo->comp_info[c];
-        const JQUANT_TBL *table = cinfo->quant_tbl_ptrs[comp->quant_tbl_no];
         held_component *h = &held->comp[c];
         held->components = c + 1;
-        *h = (held_component){comp->component_id,
-                              comp->h_samp_factor,
-                              comp->v_samp_factor,
-                              {0},
-                              comp->width_in_blocks,
-                              comp->height_in_blocks,
-                              NULL};
-        if (table) h->blocks = malloc(sizeof(JBLOCK) * (size_t)h->per_row * h->rows);
-        if (!h->blocks) {
-            // Without memory the encode is read back from its file.
-            *out = NULL;
-            att_jpeg_held_free(held);
-            return;
-        }
-        memcpy(h->quant, table->quantval, sizeof h->quant);
-        for (JDIMENSION y = 0; y < h->rows; y++)
+        *h = (held_component){comp->width_in_blocks, comp->height_in_blocks, NULL};
+        h->blocks = malloc(sizeof(JBLOCK) * (size_t)h->per_row * h->rows);
+        ok = h->blocks != NULL;
+        for (JDIMENSION y = 0; ok && y < h->rows; y++)
             memcpy(h->blocks + (size_t)y * h->per_row, row(cinfo, context, c, y), sizeof(JBLOCK) * h->per_row);
     }
-}
-
-// MARK: - The header libjpeg reads
-
-// The largest header, three components each with a table of 16-bit steps, is 498 bytes.
-typedef struct {
-    uint8_t bytes[512];
-    size_t length;
-} header;
-
-static void put(header *out, const uint8_t *bytes, size_t count) {
-    memcpy(out->bytes + out->length, bytes, count);
-    out->length += count;
-}
-
-static void put_byte(header *out, unsigned value) { out->bytes[out->length++] = (uint8_t)value; }
-
-static void put_two(header *out, unsigned value) {
-    put_byte(out, value >> 8);
-    put_byte(out, value & 0xFF);
-}
-
-// SOI, JFIF, a table per component, SOF0, one code per Huffman table (nothing is decoded with
-// them), an SOS of every component with its tables 0, EOI.
-static void write_header(const att_jpeg_held *held, header *out) {
-    static const uint8_t soi_jfif[] = {0xFF, 0xD8, 0xFF, 0xE0, 0, 16, 'J', 'F', 'I', 'F', 0, 1, 1, 0, 0, 1, 0, 1, 0, 0};
-    put(out, soi_jfif, sizeof soi_jfif);
-    for (int c = 0; c < held->components; c++) {
-        int wide = 0;
-        for (int k = 0; k < DCTSIZE2; k++) wide |= held->comp[c].quant[k] > 255;
-        put_two(out, 0xFFDB);
-        put_two(out, 3 + DCTSIZE2 * (wide ? 2 : 1));
-        put_byte(out, (unsigned)(wide << 4 | c));
-        for (int k = 0; k < DCTSIZE2; k++) {
-            unsigned q = held->comp[c].quant[jpeg_natural_order[k]];
-            if (wide) put_byte(out, q >> 8);
-            put_byte(out, q & 0xFF);
-        }
+    if (!ok) {
+        // Without memory the encode is read back from its file.
+        *out = NULL;
+        att_jpeg_held_free(held);
     }
-    put_two(out, 0xFFC0);
-    put_two(out, 8 + 3 * held->components);
-    put_byte(out, 8);
-    put_two(out, held->height);
-    put_two(out, held->width);
-    put_byte(out, (unsigned)held->components);
-    for (int c = 0; c < held->components; c++) {
-        put_byte(out, (unsigned)held->comp[c].id);
-        put_byte(out, (unsigned)(held->comp[c].h << 4 | held->comp[c].v));
-        put_byte(out, (unsigned)c);
-    }
-    for (unsigned kind = 0; kind < 2; kind++) {
-        static const uint8_t one_code[17] = {0, 1};
-        put_two(out, 0xFFC4);
-        put_two(out, 2 + 1 + 16 + 1);
-        put_byte(out, kind << 4);
-        put(out, one_code + 1, 16);
-        put_byte(out, 0);
-    }
-    put_two(out, 0xFFDA);
-    put_two(out, 6 + 2 * held->components);
-    put_byte(out, (unsigned)held->components);
-    for (int c = 0; c < held->components; c++) {
-        put_byte(out, (unsigned)held->comp[c].id);
-        put_byte(out, 0);
-    }
-    put_byte(out, 0);
-    put_byte(out, DCTSIZE2 - 1);
-    put_byte(out, 0);
-    put_two(out, 0xFFD9);
 }
 
 // MARK: - The MCUs, copied
@@ -176,8 +138,6 @@ int32_t att_jpeg_held_decode(const att_jpeg_held *held, uint32_t width, uint32_t
         att_jpeg_set_error(error, ATT_ERR_INTERNAL, "the held coefficients are not the encode read back");
         return ATT_ERR_INTERNAL;
     }
-    header head = {.length = 0};
-    write_header(held, &head);
     struct jpeg_decompress_struct cinfo;
     att_jpeg_error_mgr err;
     copier at = {held, (JDIMENSION)-1, 0};
@@ -189,7 +149,7 @@ int32_t att_jpeg_held_decode(const att_jpeg_held *held, uint32_t width, uint32_t
         return error->status;
     }
     jpeg_create_decompress(&cinfo);
-    jpeg_mem_src(&cinfo, head.bytes, (unsigned long)head.length);
+    jpeg_mem_src(&cinfo, held->header, (unsigned long)held->header_length);
     jpeg_read_header(&cinfo, TRUE);
     // As the file is read back (att_jpeg_decode_into).
     cinfo.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;

@@ -43,6 +43,9 @@ int att_jpeg_scans_writable(j_compress_ptr cinfo, const jpeg_scan_info *scans, i
 /// without a file where memory runs out or a coefficient is out of an 8-bit file's range.
 int att_jpeg_write_scans(j_compress_ptr cinfo, const jpeg_scan_info *scans, int count, att_jpeg_block_row row,
                          void *context, unsigned char **data, unsigned long *length);
+/// SOI, JFIF, DQT and an SOF marker `sof` (0xFFC0, 0xFFC2) for `cinfo`'s picture, as libjpeg
+/// writes them (jpeg_scan_writer.c), into `*data` (malloc'd); 0 without the memory.
+int att_jpeg_write_frame(j_compress_ptr cinfo, unsigned sof, unsigned char **data, size_t *length);
 /// The coefficients `row` hands out, copied into `*out` for the encode's read-back
 /// (jpeg_held.c); `*out` NULL without the memory. Set before the first access, which may end
 /// the encode: the caller frees what it holds then.

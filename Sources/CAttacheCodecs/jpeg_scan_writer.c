@@ -328,8 +328,9 @@ static void dht(output *o, int index, const JHUFF_TBL *t) {
     for (int i = 0; i < count; i++) byte(o, t->huffval[i]);
 }
 
-// SOI, JFIF's APP0, DQT and SOF2 as jcmarker.c writes them.
-static int header(j_compress_ptr cinfo, output *o) {
+// SOI, JFIF's APP0, DQT and the frame's `sof` marker (SOF2 here, SOF0 for jpeg_held.c) as
+// jcmarker.c writes them.
+static int header(j_compress_ptr cinfo, output *o, unsigned sof) {
     if (!reserve(o, 2 + 18 + NUM_QUANT_TBLS * (5 + 2 * DCTSIZE2) + 10 + 3 * MAX_COMPONENTS)) return 0;
     two_bytes(o, 0xFFD8);
     if (cinfo->write_JFIF_header) {
@@ -361,7 +362,7 @@ static int header(j_compress_ptr cinfo, output *o) {
             byte(o, q->quantval[jpeg_natural_order[i]] & 0xFF);
         }
     }
-    two_bytes(o, 0xFFC2);
+    two_bytes(o, sof);
     two_bytes(o, (unsigned)(3 * cinfo->num_components + 8));
     byte(o, (unsigned)cinfo->data_precision);
     two_bytes(o, cinfo->image_height);
@@ -429,6 +430,17 @@ static int make_masks(picture *p) {
     return 1;
 }
 
+int att_jpeg_write_frame(j_compress_ptr cinfo, unsigned sof, unsigned char **data, size_t *length) {
+    output o = {0};
+    if (!header(cinfo, &o, sof)) {
+        free(o.data);
+        return 0;
+    }
+    *data = o.data;
+    *length = o.length;
+    return 1;
+}
+
 int att_jpeg_write_scans(j_compress_ptr cinfo, const jpeg_scan_info *scans, int count, att_jpeg_block_row row,
                          void *context, unsigned char **data, unsigned long *length) {
     *data = NULL;
@@ -447,7 +459,7 @@ int att_jpeg_write_scans(j_compress_ptr cinfo, const jpeg_scan_info *scans, int 
     scan_symbols *s = malloc(sizeof *s);
     coded *list = malloc(most * sizeof(coded));
     output o = {0};
-    int ok = s && list && make_masks(&p) && header(cinfo, &o);
+    int ok = s && list && make_masks(&p) && header(cinfo, &o, 0xFFC2);
     if (ok) s->list = list;
     for (int i = 0; ok && i < count; i++) ok = collect(&p, &scans[i], s) && write_scan(cinfo, &scans[i], s, &o);
     ok = ok && reserve(&o, 2);

@@ -35,7 +35,8 @@ static inline float cube_root(float x) {
 }
 
 // Row `y` of `image` as linear RGB: `out` points at it (in the image's planes, or in `buffer`,
-// filled from its pixels).
+// filled from its grey or RGBA pixels; RGB pixels go straight to XYB and to the halving,
+// rgb8_to_xyb and halve_rgb, and never here).
 static void linear_row(const source *image, int y, int width, float *buffer[3], const float *out[3]) {
     if (image->pixels == NULL) {
         for (int c = 0; c < 3; c++) out[c] = image->linear[c] + (size_t)y * width;
@@ -47,10 +48,6 @@ static void linear_row(const source *image, int y, int width, float *buffer[3], 
     switch (image->channels) {
     case 1:
         for (int x = 0; x < width; x++) dst[0][x] = dst[1][x] = dst[2][x] = srgb_linear[src[x]];
-        break;
-    case 3:
-        for (int x = 0; x < width; x++)
-            for (int c = 0; c < 3; c++) dst[c][x] = srgb_linear[src[3 * x + c]];
         break;
     default:
         // Over mid grey, as SSIMULACRA2 compares pictures with transparency.

@@ -371,10 +371,7 @@ enum QualitySearch {
         _ image: PixelImage, _ format: MediaKind, _ quality: Int, tables: JPEGTables = .ijg, fullChroma: Bool = false,
         trellis: Bool = false, progressive: Bool = false
     ) throws(AttacheError) -> [UInt8] {
-        guard let encoder = StillEncoders.lossy(format) else {
-            throw AttacheError(.internalError, "\(format.rawValue) has no quality to search")
-        }
-        return try encoder.encode(
+        try lossy(format).encode(
             image, quality: quality,
             options: EncodeOptions(tables: tables, fullChroma: fullChroma, trellis: trellis, progressive: progressive))
     }
@@ -385,12 +382,17 @@ enum QualitySearch {
         _ image: PixelImage, _ format: MediaKind, _ quality: Int, tables: JPEGTables, fullChroma: Bool, trellis: Bool,
         progressive: Bool
     ) throws(AttacheError) -> (data: [UInt8], held: HeldCoefficients?) {
+        try lossy(format).encodeHeld(
+            image, quality: quality,
+            options: EncodeOptions(tables: tables, fullChroma: fullChroma, trellis: trellis, progressive: progressive))
+    }
+
+    /// The encoder a search moves the quality of: `format`'s lossy one.
+    private static func lossy(_ format: MediaKind) throws(AttacheError) -> any LossyEncoder.Type {
         guard let encoder = StillEncoders.lossy(format) else {
             throw AttacheError(.internalError, "\(format.rawValue) has no quality to search")
         }
-        return try encoder.encodeHeld(
-            image, quality: quality,
-            options: EncodeOptions(tables: tables, fullChroma: fullChroma, trellis: trellis, progressive: progressive))
+        return encoder
     }
 
     /// Where a picture's flat parts are: a mean step between neighbours under this, in luma levels.
