@@ -7,6 +7,9 @@
 # which the defaults were calibrated on) and two the calibration never saw, chosen by a rule
 # before any result: every JPEG of plasma-workspace-wallpapers (each theme's largest) and of
 # ukui-wallpapers.
+# CURVES=1 then draws each tool's curve of bytes against score, photo by photo (thumbor at
+# QUALITY 60-90, the batch's defaults at quality targets 65-88: peer_curves.py): what the encoder
+# saves at an equal score, apart from where each tool's defaults sit.
 #   bash Benchmarks/quality.sh [quality.py options]      PEERS=0 skips the peer comparison
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -23,4 +26,8 @@ if [ "$quick" = 1 ]; then
     python3 quality_peers.py --attache "$bin" --set lomiri=work/lomiri --limit 4
 else
     python3 quality_peers.py --attache "$bin" --set lomiri=work/lomiri --set plasma=work/plasma --set ukui=work/ukui
+fi
+if [ "${CURVES:-0}" = 1 ]; then
+    python3 peer_curves.py --attache "$bin" --attache-args "--jpeg-encoder thorough" \
+        --set lomiri=work/lomiri --set plasma=work/plasma --set ukui=work/ukui
 fi
