@@ -20,50 +20,16 @@ import math
 import os
 import statistics
 import sys
-import tempfile
-import urllib.request
 
-from PIL import Image
-from ssimulacra2 import compute_ssimulacra2
-
-from quality_peers import attache, reference, serve, start_thumbor
+from encoder_gain import at, curve, mean_log_ratio
+from quality_peers import attache, each_set, photos, score, serve, thumbor_file
 
 THUMBOR_QUALITIES = (60, 70, 80, 90)
 TARGETS = (65, 72, 80, 88)
 
 
-def curve(points):
-    """(score, log bytes) sorted by score, each score kept once."""
-    points = sorted(points)
-    return [p for i, p in enumerate(points) if i == 0 or p[0] > points[i - 1][0]]
-
-
-def at(points, score):
-    for (s0, b0), (s1, b1) in zip(points, points[1:]):
-        if s0 <= score <= s1:
-            return b0 + (b1 - b0) * (score - s0) / (s1 - s0)
-    return None
-
-
-def mean_log_ratio(ours, theirs, low=60.0, high=90.0):
-    lo, hi = max(low, ours[0][0], theirs[0][0]), min(high, ours[-1][0], theirs[-1][0])
-    if hi - lo < 1:
-        return None
-    steps = 200
-    return sum(at(ours, lo + (hi - lo) * k / steps) - at(theirs, lo + (hi - lo) * k / steps)
-               for k in range(steps + 1)) / (steps + 1)
-
-
-def score(work, name, source, path):
-    size = Image.open(path).size
-    ref = os.path.join(work, name, "ref-%s-%dx%d.png" % (os.path.basename(source), *size))
-    if not os.path.exists(ref):
-        reference(source, size, ref)
-    return compute_ssimulacra2(ref, path), os.path.getsize(path)
-
-
 def compare(name, folder, args, work, thumbor_port):
-    files = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.lower().endswith((".jpg", ".jpeg")))
+    files = photos(folder)
     media_port = serve(folder)
     ours, theirs = {f: [] for f in files}, {f: [] for f in files}
     for target in TARGETS:
@@ -77,11 +43,7 @@ def compare(name, folder, args, work, thumbor_port):
         out = os.path.join(work, name, f"thumbor-{quality}")
         os.makedirs(out, exist_ok=True)
         for f in files:
-            url = (f"http://127.0.0.1:{thumbor_port}/unsafe/fit-in/1024x1024/filters:quality({quality})/"
-                   f"127.0.0.1:{media_port}/{os.path.basename(f)}")
-            path = os.path.join(out, os.path.basename(f))
-            with urllib.request.urlopen(url, timeout=120) as answer, open(path, "wb") as sink:
-                sink.write(answer.read())
+            path = thumbor_file(thumbor_port, media_port, f, out, quality)
             point = score(work, name, f, path)
             theirs[f].append(point)
             if quality == 80:
@@ -94,7 +56,7 @@ def compare(name, folder, args, work, thumbor_port):
     for f in files:
         a = curve([(s, math.log(b)) for s, b in ours[f]])
         t = curve([(s, math.log(b)) for s, b in theirs[f]])
-        r = mean_log_ratio(a, t)
+        r = mean_log_ratio(t, a, 60.0, 90.0)
         if r is not None:
             ratios.append(r)
         s80, b80 = default[f]
@@ -118,16 +80,7 @@ def main():
     parser.add_argument("--attache", required=True)
     parser.add_argument("--set", action="append", required=True, help="NAME=FOLDER of JPEG photos")
     parser.add_argument("--attache-args", default="", help="flags for attache resize (default: its defaults)")
-    args = parser.parse_args()
-    work = tempfile.mkdtemp(prefix="attache-curves-")
-    thumbor, thumbor_port = start_thumbor(work)
-    try:
-        for entry in args.set:
-            name, folder = entry.split("=", 1)
-            compare(name, folder, args, work, thumbor_port)
-    finally:
-        thumbor.terminate()
-    print(f"outputs kept in {work}")
+    each_set(parser.parse_args(), "attache-curves-", compare)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,30 @@ def reference(source, size, path):
     image.resize(size, Image.LANCZOS).save(path)
 
 
+def score(work, name, source, path):
+    """The public score of `path` against its source's reference at its size (made once), and its bytes."""
+    size = Image.open(path).size
+    ref = os.path.join(work, name, "ref-%s-%dx%d.png" % (os.path.basename(source), *size))
+    if not os.path.exists(ref):
+        reference(source, size, ref)
+    return compute_ssimulacra2(ref, path), os.path.getsize(path)
+
+
+def photos(folder):
+    return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.lower().endswith((".jpg", ".jpeg")))
+
+
+def thumbor_file(thumbor_port, media_port, source, out, quality=None):
+    """thumbor's 1024 px rendition of `source` (at its QUALITY, or `quality`) into `out`; its path."""
+    filters = f"filters:quality({quality})/" if quality else ""
+    url = (f"http://127.0.0.1:{thumbor_port}/unsafe/fit-in/1024x1024/{filters}"
+           f"127.0.0.1:{media_port}/{os.path.basename(source)}")
+    path = os.path.join(out, os.path.basename(source))
+    with urllib.request.urlopen(url, timeout=120) as answer, open(path, "wb") as sink:
+        sink.write(answer.read())
+    return path
+
+
 def serve(folder):
     handler = lambda *a, **k: http.server.SimpleHTTPRequestHandler(*a, directory=folder, **k)
     http.server.SimpleHTTPRequestHandler.log_message = lambda *a: None
@@ -83,8 +107,12 @@ def main():
     parser.add_argument("--set", action="append", required=True, help="NAME=FOLDER of JPEG photos")
     parser.add_argument("--attache-args", default="", help="flags for attache resize (default: its defaults)")
     parser.add_argument("--limit", type=int, help="the first N photos of each set only (a quick run)")
-    args = parser.parse_args()
-    work = tempfile.mkdtemp(prefix="attache-peers-")
+    each_set(parser.parse_args(), "attache-peers-", compare)
+
+
+def each_set(args, prefix, compare):
+    """compare(name, folder, args, work, thumbor_port) for each --set, beside one thumbor."""
+    work = tempfile.mkdtemp(prefix=prefix)
     thumbor, thumbor_port = start_thumbor(work)
     try:
         for entry in args.set:
@@ -96,7 +124,7 @@ def main():
 
 
 def compare(name, folder, args, work, thumbor_port):
-    files = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.lower().endswith((".jpg", ".jpeg")))
+    files = photos(folder)
     files = files[: args.limit] if args.limit else files
     media_port = serve(folder)
     tools = {}
@@ -110,11 +138,7 @@ def compare(name, folder, args, work, thumbor_port):
     os.makedirs(out, exist_ok=True)
     outputs, started = {}, time.perf_counter()
     for f in files:
-        url = f"http://127.0.0.1:{thumbor_port}/unsafe/fit-in/1024x1024/127.0.0.1:{media_port}/{os.path.basename(f)}"
-        path = os.path.join(out, os.path.basename(f))
-        with urllib.request.urlopen(url, timeout=120) as answer, open(path, "wb") as sink:
-            sink.write(answer.read())
-        outputs[f] = path
+        outputs[f] = thumbor_file(thumbor_port, media_port, f, out)
     tools["thumbor (QUALITY 80)"] = (outputs, time.perf_counter() - started, None)
     for q in (75, 85):
         out = os.path.join(work, name, f"vips{q}")
@@ -130,13 +154,9 @@ def compare(name, folder, args, work, thumbor_port):
     for tool, (outputs, seconds, encodes) in tools.items():
         scores, total = [], 0
         for f in files:
-            path = outputs[f]
-            size = Image.open(path).size
-            ref = os.path.join(work, name, "ref-%s-%dx%d.png" % (os.path.basename(f), *size))
-            if not os.path.exists(ref):
-                reference(f, size, ref)
-            scores.append(compute_ssimulacra2(ref, path))
-            total += os.path.getsize(path)
+            value, size = score(work, name, f, outputs[f])
+            scores.append(value)
+            total += size
         rows[tool] = (total, scores, encodes, seconds)
     base = rows["thumbor (QUALITY 80)"][0]
     print(f"\n{name}: {len(files)} photos -> 1024 px, each tool at its defaults; public SSIMULACRA2 against a "
