@@ -75,3 +75,41 @@ struct ScanWriterTests {
         #expect(progressive >= 5 * 3 * 7)
     }
 }
+
+extension ScanWriterTests {
+    /// A flat picture with a few busy blocks: its AC scans code runs of empty blocks longer than
+    /// an EOBRUN can say (32,767 blocks), which the writer must end and start again where libjpeg
+    /// does. 2,304 × 1,792 is 64,512 luma blocks (16,128 of each chroma at 4:2:0).
+    @Test func runsOfEmptyBlocksLongerThanAnEOBRunAreTheFileLibjpegWrites() throws {
+        let (width, height) = (2304, 1792)
+        var pixels = [UInt8](repeating: 128, count: width * height * 3)
+        // Three busy blocks (raster order 5, 40,000 and 64,000 of the luma's), the rest one flat grey.
+        for block in [5, 40_000, 64_000] {
+            let (x, y) = (block % (width / 8) * 8, block / (width / 8) * 8)
+            for dy in 0..<8 {
+                for dx in 0..<8 {
+                    let at = ((y + dy) * width + x + dx) * 3
+                    pixels[at] = UInt8((dx * 37 + dy * 91) & 0xFF)
+                    pixels[at + 1] = UInt8((dx * 53 + dy * 17) & 0xFF)
+                    pixels[at + 2] = UInt8((dx * 11 + dy * 71) & 0xFF)
+                }
+            }
+        }
+        let colour = PixelImage(width: width, height: height, channels: 3, pixels: pixels)
+        for image in [colour, Self.grey(colour)] {
+            for flags in [Int32(ATT_JPEG_PROGRESSIVE), Int32(ATT_JPEG_TRELLIS)] {
+                let settings = (tables: Int32(ATT_JPEG_TABLES_JPEGLI), chroma: Int32(ATT_JPEG_CHROMA_SHARP))
+                let shim = try Self.encode(
+                    image, quality: 80, tables: settings.tables, chroma: settings.chroma, flags: flags)
+                let libjpeg = try Self.encode(
+                    image, quality: 80, tables: settings.tables, chroma: settings.chroma,
+                    flags: flags | Int32(ATT_JPEG_LIBJPEG_SCANS))
+                // Compared first: a failure names the sizes, not 60,000 bytes of each file.
+                let same = shim == libjpeg
+                #expect(
+                    same, "\(image.channels) channels, flags \(flags): \(shim.count) against \(libjpeg.count) bytes")
+                #expect(jpegMarkerOffset(shim, 0xC2) != nil, "progressive, so that the runs are coded")
+            }
+        }
+    }
+}
