@@ -35,5 +35,6 @@ let package = Package(
         fuzzer("fuzz-modern", "Modern"),
         fuzzer("fuzz-av", "AV"),
         fuzzer("fuzz-poster", "Poster"),
+        fuzzer("fuzz-encode", "Encode"),
     ]
 )

@@ -4,13 +4,13 @@
 # executions per second, corpus size and findings. Findings (crash-*, leak-*, timeout-*,
 # oom-*) are left in Fuzz/runs/<target>/; once fixed, copy each into
 # Tests/Fixtures/fuzz/<target>/, which the test suite replays (FuzzRegressionTests).
-#   bash Fuzz/run.sh [SECONDS=600] [TARGET ...]    targets: json sniffer exif token head url gif image seal icc modern av poster
+#   bash Fuzz/run.sh [SECONDS=600] [TARGET ...]    targets: json sniffer exif token head url gif image seal icc modern av poster encode
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds=${1:-600}
 [ $# -gt 0 ] && shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(json sniffer exif token head url gif image seal icc modern av poster)
+[ ${#targets[@]} -eq 0 ] && targets=(json sniffer exif token head url gif image seal icc modern av poster encode)
 bash ../scripts/deps.sh
 swift build -c release --scratch-path .build -Xswiftc -sanitize=fuzzer,address \
     -Xcc -fsanitize=fuzzer-no-link,address -Xswiftc -use-ld=lld 2>&1 | tail -1

@@ -155,5 +155,21 @@ for path in sorted(glob.glob(os.path.join(root, "Tests", "Fixtures", "video", "*
     if os.path.splitext(path)[1] in (".mp4", ".m4v", ".avi", ".mpg", ".m2v", ".mov", ".webm") and os.path.getsize(path) < 200_000:
         write("poster", "p-" + os.path.basename(path), b"\x20" + read(path))
 
-for target in ["json", "sniffer", "exif", "token", "head", "url", "gif", "image", "seal", "icc", "modern", "av", "poster"]:
+# Encode: six bytes of settings (size, grey or colour, quality, tables, chroma, repeats) and
+# pixels: noise, a ramp, and flat runs with a few busy bytes, at sizes that end mid-block and
+# mid-MCU and qualities from 1 to 100.
+import random
+rng = random.Random(70)
+for i, (w, h, setting, quality, pixels) in enumerate([
+        (63, 47, 0b00000001, 79, bytes(rng.randrange(256) for _ in range(600))),
+        (255, 255, 0b00001011, 99, bytes(range(256))),
+        (319, 200, 0b11010101, 89, bytes([128] * 200 + [0, 255, 17, 240] + [128] * 300)),
+        (16, 16, 0b01000000, 0, bytes(rng.randrange(256) for _ in range(64))),
+        (1, 319, 0b10000011, 49, bytes([30, 200, 90])),
+        (200, 1, 0b00010001, 95, bytes(rng.randrange(256) for _ in range(50)))]):
+    header = bytes([(w - 1) & 0xFF, (w - 1) >> 8, (h - 1) & 0xFF, (h - 1) >> 8, setting, quality])
+    write("encode", "e-%d" % i, header + pixels)
+
+for target in ["json", "sniffer", "exif", "token", "head", "url", "gif", "image", "seal", "icc", "modern", "av", "poster",
+               "encode"]:
     print("%s: %d seeds" % (target, len(os.listdir(os.path.join(work, target, "seeds")))))

@@ -25,7 +25,7 @@ public enum FuzzChecks {
     /// The targets, by name (`Fuzz/Targets/<Name>`, `Tests/Fixtures/fuzz/<name>`).
     public static let targets: [String: @Sendable ([UInt8]) throws(FuzzFinding) -> Void] = [
         "json": json, "sniffer": sniffer, "exif": exif, "token": token, "url": url, "gif": gif, "image": image,
-        "seal": seal, "modern": modern, "av": av, "poster": poster, "head": head,
+        "seal": seal, "modern": modern, "av": av, "poster": poster, "head": head, "encode": encode,
     ]
 
     /// The key the seal target's streams are sealed under: bytes 0…31, the key of the
