@@ -439,7 +439,12 @@ static JBLOCKARRAY access_compact(j_common_ptr cinfo, jvirt_barray_ptr handle, J
                  end_row <= array->window_start + array->window_rows && array->window_dc_only == dc_only;
     if (!inside) {
         if (array->dirty) store_window(cinfo, store, array);
-        // Only the rows asked for: packed again while they are still in the cache.
+        // A write gets the rows asked for (packed again while still in the cache); a read the
+        // window's height where the array has the rows: libjpeg-turbo 2.1's block smoothing reads
+        // a block row past those it asked for on its second iMCU row, which its own arrays hold,
+        // and reads one iMCU row after another still unpack each row once.
+        JDIMENSION left = array->rows - start_row;
+        if (!writable) num_rows = left < array->max_access ? left : array->max_access;
         for (JDIMENSION i = 0; i < num_rows; i++) {
             JDIMENSION row = start_row + i;
             JBLOCKROW blocks = array->window[i];

@@ -63,7 +63,7 @@ struct JPEGScanTests {
                 #expect(libjpeg.failure == nil && shim.failure == nil)
                 #expect(libjpeg.shim == 0)
                 #expect(shim.shim == 1, "the shim read the scans of \(file[0])")
-                #expect(shim.pixels == libjpeg.pixels, "\(file[0]) at \(numerator)/8, \(coefficients)")
+                #expect(shim.pixels == libjpeg.pixels ? true : false, "\(file[0]) at \(numerator)/8, \(coefficients)")
             }
         }
     }
@@ -112,6 +112,6 @@ struct JPEGScanTests {
             "Landscape_1.jpg a scan per component", Corpus.root + "/exif-orientation/Landscape_1.jpg")
         let shim = Self.decode(bytes, numerator: 2, scans: .shim)
         #expect(shim.failure == nil && shim.shim == 0)
-        #expect(shim.pixels == Self.decode(bytes, numerator: 2, scans: .libjpeg).pixels)
+        #expect(shim.pixels == Self.decode(bytes, numerator: 2, scans: .libjpeg).pixels ? true : false)
     }
 }
