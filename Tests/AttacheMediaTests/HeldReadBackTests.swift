@@ -1,4 +1,5 @@
 import AttacheBase
+import AttacheTestSupport
 import CAttacheCodecs
 import Testing
 
@@ -13,35 +14,9 @@ struct HeldReadBackTests {
     static func readBacks(
         _ image: PixelImage, quality: Int32, tables: Int32, chroma: Int32, flags: Int32
     ) throws -> (file: [UInt8], held: [UInt8]?) {
-        var output: UnsafeMutablePointer<UInt8>?
-        var length = 0
-        var error = att_error()
-        var held: OpaquePointer?
-        let status = image.pixels.withUnsafeBufferPointer { p in
-            att_jpeg_encode_held(
-                p.baseAddress, UInt32(image.width), UInt32(image.height), image.width * image.channels,
-                Int32(image.channels), quality, tables, chroma, flags, &output, &length, &held, &error)
-        }
-        try #require(status == 0, "\(image.width)x\(image.height) q\(quality) flags \(flags)")
-        defer {
-            att_free(output)
-            att_jpeg_held_free(held)
-        }
-        let size = image.width * image.height * image.channels
-        var file = [UInt8](repeating: 0, count: size)
-        let read = att_jpeg_decode_into(
-            output, length, UInt32(image.width), UInt32(image.height), Int32(image.channels), &file,
-            image.width * image.channels, &error)
-        try #require(read == 0, "the file read back")
-        guard let held else { return (file, nil) }
-        // Not zero: every byte must be written by the read-back.
-        var fromHeld = [UInt8](repeating: 0x5A, count: size)
-        let decoded = att_jpeg_held_decode(
-            held, UInt32(image.width), UInt32(image.height), Int32(image.channels), &fromHeld,
-            image.width * image.channels, &error)
-        try #require(
-            decoded == 0, "the held coefficients read back: \(AttacheError(shim: error, format: "jpeg").message)")
-        return (file, fromHeld)
+        let encoded = try FuzzChecks.encoded(
+            image, quality, tables, chroma, flags, "\(image.width)x\(image.height) q\(quality)")
+        return (encoded.readBack, encoded.held)
     }
 
     @Test func theHeldReadBackIsTheFilesPixels() throws {

@@ -97,9 +97,9 @@ extension ScanWriterTests {
             }
         }
         let colour = PixelImage(width: width, height: height, channels: 3, pixels: pixels)
+        let settings = (tables: Int32(ATT_JPEG_TABLES_JPEGLI), chroma: Int32(ATT_JPEG_CHROMA_SHARP))
         for image in [colour, Self.grey(colour)] {
             for flags in [Int32(ATT_JPEG_PROGRESSIVE), Int32(ATT_JPEG_TRELLIS)] {
-                let settings = (tables: Int32(ATT_JPEG_TABLES_JPEGLI), chroma: Int32(ATT_JPEG_CHROMA_SHARP))
                 let shim = try Self.encode(
                     image, quality: 80, tables: settings.tables, chroma: settings.chroma, flags: flags)
                 let libjpeg = try Self.encode(

@@ -23,7 +23,9 @@ extension FuzzChecks {
         let name = "\(width)x\(height)x\(channels) q\(quality) tables \(tables) chroma \(chroma)"
         for flags in [Int32(ATT_JPEG_PROGRESSIVE), Int32(ATT_JPEG_TRELLIS)] {
             let shim = try encoded(image, quality, tables, chroma, flags, name)
-            let libjpeg = try encoded(image, quality, tables, chroma, flags | Int32(ATT_JPEG_LIBJPEG_SCANS), name)
+            // The same bytes or a finding: libjpeg's file needs no read-back of its own.
+            let libjpeg = try encoded(
+                image, quality, tables, chroma, flags | Int32(ATT_JPEG_LIBJPEG_SCANS), name, readBack: false)
             guard shim.file == libjpeg.file else {
                 throw FuzzFinding("\(name) flags \(flags): the shim's scans are not libjpeg's file")
             }
@@ -35,9 +37,12 @@ extension FuzzChecks {
     }
 
     /// `image` encoded with `flags` (held where the encoder holds its coefficients): the file,
-    /// its pixels read back from the file, and from the held coefficients (nil if none).
-    static func encoded(
-        _ image: PixelImage, _ quality: Int32, _ tables: Int32, _ chroma: Int32, _ flags: Int32, _ name: String
+    /// its pixels read back from the file, and from the held coefficients (nil if none; the
+    /// held read-back starts from 0x5A, not zero, so every byte must be written). Without
+    /// `readBack`, the file alone (no pixels). `name` heads a finding's message.
+    public static func encoded(
+        _ image: PixelImage, _ quality: Int32, _ tables: Int32, _ chroma: Int32, _ flags: Int32, _ name: String,
+        readBack: Bool = true
     ) throws(FuzzFinding) -> (file: [UInt8], readBack: [UInt8], held: [UInt8]?) {
         var output: UnsafeMutablePointer<UInt8>?
         var length = 0
@@ -55,18 +60,22 @@ extension FuzzChecks {
         }
         guard status == 0, let output else { throw FuzzFinding("\(name) flags \(flags): encode failed (\(status))") }
         let file = Array(UnsafeBufferPointer(start: output, count: length))
-        var readBack = [UInt8](repeating: 0, count: stride * image.height)
+        guard readBack else { return (file, [], nil) }
+        var pixels = [UInt8](repeating: 0, count: stride * image.height)
         guard
             att_jpeg_decode_into(
-                output, length, UInt32(image.width), UInt32(image.height), Int32(image.channels), &readBack, stride,
+                output, length, UInt32(image.width), UInt32(image.height), Int32(image.channels), &pixels, stride,
                 &error) == 0
         else { throw FuzzFinding("\(name) flags \(flags): the file does not read back") }
-        guard let held else { return (file, readBack, nil) }
+        guard let held else { return (file, pixels, nil) }
         var fromHeld = [UInt8](repeating: 0x5A, count: stride * image.height)
         guard
             att_jpeg_held_decode(
                 held, UInt32(image.width), UInt32(image.height), Int32(image.channels), &fromHeld, stride, &error) == 0
-        else { throw FuzzFinding("\(name) flags \(flags): the held coefficients do not read back") }
-        return (file, readBack, fromHeld)
+        else {
+            let reason = withUnsafeBytes(of: error.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            throw FuzzFinding("\(name) flags \(flags): the held coefficients do not read back: \(reason)")
+        }
+        return (file, pixels, fromHeld)
     }
 }
